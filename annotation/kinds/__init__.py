@@ -1,0 +1,11 @@
+"""Pluggable task kinds.
+
+A kind declares what an annotator does on a stage: the payload schema and its validation, the
+template partial that renders its form, the value that votes/agreement read from a payload, and
+which resolution policies apply. Apps register kinds in their AppConfig.ready(); the engine never
+imports a concrete kind.
+"""
+
+from .base import KINDS, TaskKind, get_kind, register_kind
+
+__all__ = ["KINDS", "TaskKind", "get_kind", "register_kind"]

@@ -1,0 +1,92 @@
+"""Create the demo project, its two-stage pipeline, items and one user per role.
+
+Safe to run again: existing demo objects are kept. Passwords are printed (demo only)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from annotation import services
+from annotation.fixtures.demo_pairs import DEMO_PAIRS
+from annotation.models import Project, Role
+
+DEMO_SLUG = "demo"
+DEMO_USERS = [
+    ("admin", Role.ADMIN, True),
+    ("researcher", Role.RESEARCHER, False),
+    ("reviewer", Role.REVIEWER, False),
+    ("annotator1", Role.ANNOTATOR, False),
+    ("annotator2", Role.ANNOTATOR, False),
+    ("annotator3", Role.ANNOTATOR, False),
+]
+GUIDELINES = """Each item is a pair of events, A then B.
+
+**Verify**: keep the pair if both sentences are fluent English and each describes one event;
+reject it otherwise.
+
+**Label**: choose *causal* when A brings about B, *temporal* when A merely happens before B, and
+*unrelated* when the two events have nothing to do with each other."""
+
+
+class Command(BaseCommand):
+    help = "Seed the demo project with a verify → label pipeline, items and demo users."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--password", default="rungwise-demo", help="password of every demo user")
+
+    @transaction.atomic
+    def handle(self, *args, password: str, **options):
+        users = {}
+        User = get_user_model()
+        for username, role, is_superuser in DEMO_USERS:
+            user, created = User.objects.get_or_create(
+                username=username,
+                defaults={"is_staff": is_superuser, "is_superuser": is_superuser},
+            )
+            if created:
+                user.set_password(password)
+                user.save(update_fields=["password"])
+            users[username] = (user, role)
+        project = Project.objects.filter(slug=DEMO_SLUG).first()
+        if project is None:
+            project = services.project_create(
+                slug=DEMO_SLUG,
+                name="Causal pairs (demo)",
+                description="A small two-stage pipeline: verify the pairs, then label the relation.",
+                guidelines=GUIDELINES,
+            )
+            services.stage_create(
+                project=project, slug="verify", name="Verify pairs", kind="verify", overlap=3,
+                instructions="Keep fluent pairs of single events; reject anything else.",
+            )
+            services.stage_create(
+                project=project, slug="label", name="Label the relation", kind="label", overlap=3,
+                config={"choices": ["causal", "temporal", "unrelated"]},
+                instructions="Does A cause B, merely precede it, or neither?",
+            )
+            services.items_create(
+                project=project,
+                rows=[
+                    {
+                        "external_id": f"demo-{index:03d}",
+                        "payload": {"sentence_a": a, "sentence_b": b, "expected": expected},
+                        "source": "rungwise-demo",
+                    }
+                    for index, (a, b, expected) in enumerate(DEMO_PAIRS, start=1)
+                ],
+            )
+        for user, role in users.values():
+            services.membership_add(project=project, user=user, role=role)
+        # Other apps add their own demo projects (ratings, review) through this hook.
+        from django.apps import apps
+
+        for config in apps.get_app_configs():
+            seed = getattr(config, "seed_demo", None)
+            if callable(seed):
+                seed(users={name: user for name, (user, _) in users.items()})
+        self.stdout.write(self.style.SUCCESS("Demo ready. Sign in at http://127.0.0.1:8000/"))
+        self.stdout.write(f"  {'user':<12} {'role':<11} password")
+        for username, (_, role) in users.items():
+            self.stdout.write(f"  {username:<12} {role:<11} {password}")

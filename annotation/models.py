@@ -1,0 +1,432 @@
+"""The annotation engine's data and constraints.
+
+Workflows live in services.py; models only hold data, constraints and indexes (CONVENTIONS 5).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    REVIEWER = "reviewer", "Reviewer"
+    RESEARCHER = "researcher", "Researcher"
+    ADMIN = "admin", "Admin"
+
+
+class ProjectKind(models.TextChoices):
+    GENERIC = "generic", "Generic"
+    RATINGS = "ratings", "Acceptability ratings (ExpliCa-style)"
+    METER = "meter", "Verify / edit / filter (METER-style)"
+    CAUSALT5K = "causalt5k", "Adversarial review (CausalT5k-style)"
+
+
+class Project(models.Model):
+    """One benchmark campaign."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, choices=ProjectKind.choices, default=ProjectKind.GENERIC)
+    description = models.TextField(blank=True)
+    guidelines = models.TextField(blank=True, help_text="Shown to annotators beside every item.")
+    settings = models.JSONField(default=dict, blank=True)
+    license = models.CharField(max_length=100, blank=True, default="CC-BY-4.0")
+    citation = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a project; a user may hold several roles in one project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    is_paused = models.BooleanField(
+        default=False, help_text="A paused annotator gets no new items in this project."
+    )
+    paused_reason = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user", "role"], name="membership_unique_role")
+        ]
+        indexes = [models.Index(fields=["user", "project"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} · {self.project}"
+
+
+class ImportBatch(models.Model):
+    """One uploaded file of candidate items, with its checksum, counts and row-level errors."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        VALIDATING = "validating", "Validating"
+        WRITING = "writing", "Writing"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_batches")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    filename = models.CharField(max_length=255)
+    file = models.FileField(upload_to="imports/%Y/%m/", blank=True)
+    format = models.CharField(max_length=16)
+    sha256 = models.CharField(max_length=64, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    rows_total = models.PositiveIntegerField(default=0)
+    rows_done = models.PositiveIntegerField(default=0)
+    items_created = models.PositiveIntegerField(default=0)
+    items_updated = models.PositiveIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.status})"
+
+
+class Item(models.Model):
+    """One unit of data. Content changes only through ItemRevision (services.item_revise)."""
+
+    class Purpose(models.TextChoices):
+        REGULAR = "regular", "Regular"
+        PRACTICE = "practice", "Practice"
+        ATTENTION_CHECK = "attention_check", "Attention check"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    payload = models.JSONField(default=dict)
+    source = models.CharField(max_length=200, blank=True)
+    group = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Items of one group (e.g. the 8 variants of a sentence pair) are spread apart "
+        "in each annotator's order.",
+    )
+    purpose = models.CharField(max_length=20, choices=Purpose.choices, default=Purpose.REGULAR)
+    import_batch = models.ForeignKey(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
+    )
+    class Status(models.TextChoices):
+        ACTIVE = "active", "In the pipeline"
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected (kept, flagged)"
+        DISCARDED = "discarded", "Discarded"
+
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="item_unique_external_id")
+        ]
+        indexes = [models.Index(fields=["project", "group"]), models.Index(fields=["project", "status"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class ItemRevision(models.Model):
+    """One change to an item's content: who, when, what changed and why."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    payload = models.JSONField()
+    diff = models.JSONField(default=dict, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    stage = models.ForeignKey("Stage", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "number"], name="item_revision_unique_number")
+        ]
+
+
+class Stage(models.Model):
+    """One step of a project's pipeline."""
+
+    class OnAccept(models.TextChoices):
+        ADVANCE = "advance", "Advance to the next stage"
+        KEEP = "keep", "Keep (final)"
+
+    class OnReject(models.TextChoices):
+        DISCARD = "discard", "Discard"
+        KEEP = "keep", "Keep (final, flagged)"
+        ESCALATE = "escalate", "Escalate to a reviewer"
+
+    class TiePolicy(models.TextChoices):
+        ADJUDICATE = "adjudicate", "Send to a reviewer"
+        EXTRA_ANNOTATION = "extra_annotation", "Ask one more annotator"
+        DEFAULT = "default", "Use the stage default"
+
+    class OrderPolicy(models.TextChoices):
+        DEPTH_FIRST = "depth_first", "Finish items already in progress first"
+        RANDOM = "random", "Each annotator's own seeded random order"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="stages")
+    position = models.PositiveIntegerField()
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, help_text="A registered task kind (annotation.kinds).")
+    config = models.JSONField(default=dict, blank=True, help_text="Options of the task kind.")
+    instructions = models.TextField(blank=True)
+    overlap = models.PositiveIntegerField(default=3, help_text="Annotations needed per item (k).")
+    lease_seconds = models.PositiveIntegerField(default=600)
+    resolution_policy = models.CharField(max_length=32, default="majority")
+    tie_policy = models.CharField(
+        max_length=20, choices=TiePolicy.choices, default=TiePolicy.ADJUDICATE
+    )
+    tie_default = models.JSONField(null=True, blank=True)
+    max_overlap = models.PositiveIntegerField(
+        default=0, help_text="Upper bound when ties ask for more annotators (0 = overlap + 2)."
+    )
+    on_accept = models.CharField(max_length=16, choices=OnAccept.choices, default=OnAccept.ADVANCE)
+    on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.DISCARD)
+    order_policy = models.CharField(
+        max_length=16, choices=OrderPolicy.choices, default=OrderPolicy.DEPTH_FIRST
+    )
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds each annotator's item order.")
+    show_other_annotations = models.BooleanField(
+        default=False, help_text="Annotators see earlier annotations of the item (e.g. a check stage)."
+    )
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["project", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "position"], name="stage_unique_position"),
+            models.UniqueConstraint(fields=["project", "slug"], name="stage_unique_slug"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.slug}"
+
+    @property
+    def effective_max_overlap(self) -> int:
+        return self.max_overlap or self.overlap + 2
+
+
+class ItemStage(models.Model):
+    """An item's state in one stage, with counters so that "next item" is an indexed query.
+
+    Invariant (kept by services under a row lock): submitted_count + leased_count <= target_count.
+    """
+
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        RESOLVING = "resolving", "Waiting for resolution"
+        ADJUDICATION = "adjudication", "Needs adjudication"
+        RESOLVED = "resolved", "Resolved"
+        DISCARDED = "discarded", "Discarded"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="item_stages")
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="item_stages")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    target_count = models.PositiveIntegerField()
+    submitted_count = models.PositiveIntegerField(default=0)
+    leased_count = models.PositiveIntegerField(default=0)
+    random_key = models.PositiveIntegerField(help_text="Fixed random number; mixed per annotator.")
+    spread_rank = models.PositiveIntegerField(default=0)
+    group_size = models.PositiveIntegerField(default=1)
+    gold = models.JSONField(null=True, blank=True, help_text="Known answer, for quality checks.")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "stage"], name="item_stage_unique"),
+            # The overlap invariant, enforced by the database as the last line of defence.
+            models.CheckConstraint(
+                condition=Q(submitted_count__lte=F("target_count") - F("leased_count")),
+                name="item_stage_slots_within_target",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["stage", "submitted_count"],
+                name="item_stage_open_idx",
+                condition=Q(state="open"),
+            ),
+            models.Index(fields=["stage", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}@{self.stage_id} ({self.state})"
+
+
+class Assignment(models.Model):
+    """A lease of one ItemStage to one annotator; at most one per (item stage, annotator)."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+
+    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item_stage", "annotator"], name="assignment_unique_per_annotator"
+            ),
+            models.UniqueConstraint(
+                fields=["stage", "annotator"],
+                condition=Q(status="active"),
+                name="assignment_one_active_per_stage",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "stage", "status"]),
+            models.Index(fields=["expires_at"], condition=Q(status="active"), name="lease_expiry_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+
+class Annotation(models.Model):
+    """One immutable submission. Live annotations belong to an assignment (one each); imported
+    historic annotations have none and name an external rater instead."""
+
+    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="annotations")
+    assignment = models.OneToOneField(
+        Assignment, null=True, blank=True, on_delete=models.CASCADE, related_name="annotation"
+    )
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="annotations",
+    )
+    external_rater = models.CharField(max_length=100, blank=True)
+    payload = models.JSONField()
+    seconds_spent = models.FloatField(null=True, blank=True)
+    client_info = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["annotator", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"annotation {self.pk}"
+
+
+class Resolution(models.Model):
+    """The outcome of an ItemStage. Written idempotently by the resolve task or by a reviewer."""
+
+    class Status(models.TextChoices):
+        UNANIMOUS = "unanimous", "Unanimous"
+        MAJORITY = "majority", "Majority"
+        TIE = "tie", "Tie"
+        NEEDS_ADJUDICATION = "needs_adjudication", "Needs adjudication"
+        INSUFFICIENT = "insufficient", "Insufficient"
+        MEAN = "mean", "Mean"
+        ADJUDICATED = "adjudicated", "Adjudicated"
+
+    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="resolution")
+    value = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=24, choices=Status.choices)
+    outcome = models.CharField(max_length=12)  # accept | reject | pending
+    votes = models.JSONField(default=dict, blank=True)
+    n_annotations = models.PositiveIntegerField(default=0)
+    policy = models.CharField(max_length=32)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    reason = models.TextField(blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.item_stage_id}: {self.status} {self.value!r}"
+
+
+class AgreementSnapshot(models.Model):
+    """An agreement figure for a stage at one moment, kept so dashboards can show the trend."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="agreement_snapshots")
+    metric = models.CharField(max_length=40)
+    value = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    n_items = models.PositiveIntegerField(default=0)
+    n_annotators = models.PositiveIntegerField(default=0)
+    n_annotations = models.PositiveIntegerField(default=0)
+    details = models.JSONField(default=dict, blank=True)
+    computed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["stage", "metric", "computed_at"]
+        indexes = [models.Index(fields=["stage", "metric", "computed_at"])]
+
+
+class Release(models.Model):
+    """A frozen, checksummed export of a project's resolved items. Immutable once published."""
+
+    class Status(models.TextChoices):
+        BUILDING = "building", "Building"
+        PUBLISHED = "published", "Published"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.BUILDING)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    archive = models.FileField(upload_to="releases/", blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    manifest = models.JSONField(default=dict, blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="release_unique_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} v{self.version}"

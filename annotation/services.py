@@ -1,0 +1,707 @@
+"""Writes of the annotation engine. Each public service owns its transaction (CONVENTIONS 3).
+
+Hot paths (assignment_next, annotation_submit) are written for a fixed, small number of queries:
+four each, so that next + submit stays within the eight-query budget of the annotator loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef
+from django.db.models.functions import Cast, Mod
+from django.utils import timezone
+
+from .errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from .kinds import get_kind
+from .models import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemRevision,
+    ItemStage,
+    Membership,
+    Project,
+    Resolution,
+    Role,
+    Stage,
+)
+from .resolution import Decision, decide
+
+logger = logging.getLogger(__name__)
+
+# A prime above 2**31: multiplying a 31-bit random key by an annotator's salt modulo this prime is
+# a permutation of the keys, different for every salt, so each annotator gets their own order.
+_ORDER_PRIME = 2_147_483_659
+
+
+# --- Enqueueing side effects ------------------------------------------------------------------
+
+
+def enqueue_on_commit(task: Any, *args: Any) -> None:
+    """Send a Celery task after the current transaction commits.
+
+    A broker outage must delay results, never fail a submission that has already been stored:
+    publishing errors are logged and the beat sweeps (annotation.tasks) repair what was missed.
+    """
+
+    def send() -> None:
+        try:
+            task.delay(*args)
+        except Exception:  # broker down, connection refused, eager task failure
+            logger.exception("could not run or enqueue %s%r; the sweep will retry", task.name, args)
+
+    transaction.on_commit(send)
+
+
+# --- Projects, members, stages, items ---------------------------------------------------------
+
+
+@transaction.atomic
+def project_create(
+    *,
+    slug: str,
+    name: str,
+    kind: str = "generic",
+    description: str = "",
+    guidelines: str = "",
+    settings: Mapping[str, Any] | None = None,
+) -> Project:
+    if Project.objects.filter(slug=slug).exists():
+        raise ApplicationError(f"A project with the slug {slug!r} already exists.", {"slug": slug})
+    return Project.objects.create(
+        slug=slug,
+        name=name,
+        kind=kind,
+        description=description,
+        guidelines=guidelines,
+        settings=dict(settings or {}),
+    )
+
+
+def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+    if role not in Role.values:
+        raise ApplicationError(f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"})
+    membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
+    return membership
+
+
+@transaction.atomic
+def membership_set_paused(
+    *, project: Project, user: AbstractBaseUser, paused: bool, reason: str = ""
+) -> int:
+    """Pause or resume an annotator in a project. Paused annotators get no new items; their
+    active leases are released so that the slots go to others."""
+    updated = Membership.objects.filter(project=project, user=user, role=Role.ANNOTATOR).update(
+        is_paused=paused, paused_reason=reason if paused else ""
+    )
+    if not updated:
+        raise NotFound(f"{user} is not an annotator of {project.name}.")
+    if paused:
+        active = Assignment.objects.filter(
+            stage__project=project, annotator=user, status=Assignment.Status.ACTIVE
+        ).values_list("pk", flat=True)
+        _release_assignments(list(active), status=Assignment.Status.EXPIRED)
+    return updated
+
+
+@transaction.atomic
+def stage_create(
+    *,
+    project: Project,
+    slug: str,
+    name: str,
+    kind: str,
+    overlap: int = 3,
+    config: Mapping[str, Any] | None = None,
+    position: int | None = None,
+    **options: Any,
+) -> Stage:
+    """Add a stage to the end of a project's pipeline (or at `position`)."""
+    task_kind = get_kind(kind)
+    policy = options.pop("resolution_policy", task_kind.default_policy)
+    if policy not in task_kind.policies:
+        raise ApplicationError(
+            f"The {kind} kind does not support the {policy!r} resolution policy.",
+            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
+        )
+    if overlap < 1:
+        raise ApplicationError("Overlap must be at least 1.", {"overlap": overlap})
+    if position is None:
+        last = project.stages.order_by("-position").values_list("position", flat=True).first()
+        position = 0 if last is None else last + 1
+    return Stage.objects.create(
+        project=project,
+        slug=slug,
+        name=name,
+        kind=kind,
+        overlap=overlap,
+        config=dict(config or {}),
+        position=position,
+        resolution_policy=policy,
+        seed=options.pop("seed", random.SystemRandom().randrange(1, 2**31)),
+        **options,
+    )
+
+
+def _spread_ranks(items: Sequence[Item], rng: random.Random) -> dict[int, tuple[int, int]]:
+    """Give each item of a group a distinct rank (and the group's size), in random order, so
+    that an annotator's order can put one variant of every group before the second variant of
+    any. Items with no group are their own group of one."""
+    groups: dict[str, list[Item]] = defaultdict(list)
+    ranks: dict[int, tuple[int, int]] = {}
+    for item in items:
+        if item.group:
+            groups[item.group].append(item)
+        else:
+            ranks[item.pk] = (0, 1)
+    for members in groups.values():
+        order = list(range(len(members)))
+        rng.shuffle(order)
+        for rank, member in zip(order, members, strict=True):
+            ranks[member.pk] = (rank, len(members))
+    return ranks
+
+
+def item_stages_open(
+    *, items: Sequence[Item], stage: Stage, rng: random.Random | None = None
+) -> list[ItemStage]:
+    """Put items into a stage (bulk). Items already in the stage are left as they are."""
+    rng = rng or random.Random()
+    ranks = _spread_ranks(items, rng)
+    rows = [
+        ItemStage(
+            item=item,
+            stage=stage,
+            target_count=stage.overlap,
+            random_key=rng.getrandbits(31),
+            spread_rank=ranks[item.pk][0],
+            group_size=ranks[item.pk][1],
+            gold=(item.payload.get("gold") or {}).get(stage.slug)
+            if isinstance(item.payload.get("gold"), dict)
+            else None,
+        )
+        for item in items
+    ]
+    return ItemStage.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+
+
+@transaction.atomic
+def items_create(
+    *,
+    project: Project,
+    rows: Iterable[Mapping[str, Any]],
+    import_batch: Any = None,
+    open_first_stage: bool = True,
+) -> list[Item]:
+    """Create items from rows of {"external_id", "payload", "source"?, "group"?, "purpose"?} and
+    open them in the project's first stage. Duplicate external ids are an error naming them."""
+    items = [
+        Item(
+            project=project,
+            external_id=str(row["external_id"]),
+            payload=dict(row.get("payload") or {}),
+            source=row.get("source", "") or "",
+            group=row.get("group", "") or "",
+            purpose=row.get("purpose", Item.Purpose.REGULAR) or Item.Purpose.REGULAR,
+            import_batch=import_batch,
+        )
+        for row in rows
+    ]
+    ids = [item.external_id for item in items]
+    duplicates = sorted({external_id for external_id in ids if ids.count(external_id) > 1})
+    if duplicates:
+        raise ApplicationError(
+            f"{len(duplicates)} external ids appear more than once: {', '.join(duplicates[:10])}.",
+            {"external_id": duplicates[:100]},
+        )
+    existing = list(
+        Item.objects.filter(project=project, external_id__in=ids).values_list(
+            "external_id", flat=True
+        )[:100]
+    )
+    if existing:
+        raise ApplicationError(
+            f"Items with these external ids already exist in {project.name}: "
+            f"{', '.join(existing[:10])}.",
+            {"external_id": existing},
+        )
+    created = Item.objects.bulk_create(items, batch_size=2000)
+    if open_first_stage:
+        first = project.stages.filter(is_active=True).order_by("position").first()
+        if first is not None:
+            item_stages_open(items=created, stage=first)
+    return created
+
+
+@transaction.atomic
+def item_revise(
+    *,
+    item: Item,
+    payload: Mapping[str, Any],
+    author: AbstractBaseUser | None,
+    reason: str,
+    stage: Stage | None = None,
+) -> ItemRevision:
+    """Change an item's content, keeping the previous version and a field-level diff."""
+    locked = Item.objects.select_for_update().get(pk=item.pk)
+    old, new = locked.payload, dict(payload)
+    diff = {
+        key: {"old": old.get(key), "new": new.get(key)}
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    }
+    if not diff:
+        raise ApplicationError("The revision changes nothing.", {"payload": "identical"})
+    if not locked.revisions.exists():
+        # Keep the original content as revision 1 so that every version can be shown.
+        ItemRevision.objects.create(item=locked, number=1, payload=old, reason="original")
+    locked.version += 1
+    locked.payload = new
+    locked.save(update_fields=["payload", "version"])
+    item.payload, item.version = locked.payload, locked.version
+    return ItemRevision.objects.create(
+        item=locked,
+        number=locked.version,
+        payload=new,
+        diff=diff,
+        reason=reason,
+        author=author,
+        stage=stage,
+    )
+
+
+# --- Next item --------------------------------------------------------------------------------
+
+
+def _annotator_salt(stage: Stage, annotator_id: int) -> int:
+    """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
+    return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, _ORDER_PRIME - 1)
+
+
+def _candidates(stage: Stage, annotator_id: int):
+    """Open item stages of `stage` with a free slot that the annotator has never held."""
+    touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator_id=annotator_id)
+    salt = _annotator_salt(stage, annotator_id)
+    personal_order = Mod(
+        ExpressionWrapper(
+            Cast("random_key", BigIntegerField()) * salt, output_field=BigIntegerField()
+        ),
+        _ORDER_PRIME,
+    )
+    candidates = (
+        ItemStage.objects.filter(
+            stage=stage,
+            state=ItemStage.State.OPEN,
+            submitted_count__lt=F("target_count") - F("leased_count"),
+        )
+        .exclude(Exists(touched))
+        .annotate(personal_order=personal_order)
+    )
+    if stage.order_policy == Stage.OrderPolicy.RANDOM:
+        # One variant of every group before the second variant of any; which variant comes
+        # first rotates with the annotator.
+        spread = Mod(F("spread_rank") + (salt % 997), F("group_size"))
+        return candidates.annotate(spread=spread).order_by("spread", "personal_order")
+    in_progress = ExpressionWrapper(
+        F("submitted_count") + F("leased_count"), output_field=BigIntegerField()
+    )
+    return candidates.annotate(in_progress=in_progress).order_by("-in_progress", "personal_order")
+
+
+def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
+    """Lease the next item of `stage` to `annotator`, or return None when none is left.
+
+    `stage` must come from access_stage_for_annotator (it carries the current lease id).
+    Asking again while holding an unexpired lease returns the same assignment (renewed).
+
+    Locking: the chosen ItemStage row is taken with SELECT … FOR UPDATE SKIP LOCKED inside one
+    transaction, so concurrent annotators never take the same slot; the slot counters change
+    under that lock and a CHECK constraint backs the overlap invariant. Two simultaneous requests
+    of one annotator collide on the one-active-lease-per-stage constraint; the loser retries and
+    gets the winner's lease.
+    """
+    for attempt in range(3):
+        try:
+            return _assignment_next(annotator, stage)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+            stage.current_assignment_id = (
+                Assignment.objects.filter(
+                    stage=stage, annotator=annotator, status=Assignment.Status.ACTIVE
+                )
+                .values_list("pk", flat=True)
+                .first()
+            )
+    return None  # pragma: no cover
+
+
+@transaction.atomic
+def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
+    now = timezone.now()
+    current_id = getattr(stage, "current_assignment_id", None)
+    if current_id is not None:
+        current = _renew(current_id, now, stage)
+        if current is not None:
+            return current
+    for attempt in range(2):
+        item_stage = (
+            _candidates(stage, annotator.pk)
+            .select_related("item")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
+        )
+        if item_stage is not None:
+            break
+        if attempt == 0 and not leases_reclaim_expired(stage_id=stage.pk, now=now):
+            return None
+    else:
+        return None
+    assignment = Assignment.objects.create(
+        item_stage=item_stage,
+        stage=stage,
+        annotator=annotator,
+        expires_at=now + timedelta(seconds=stage.lease_seconds),
+    )
+    ItemStage.objects.filter(pk=item_stage.pk).update(leased_count=F("leased_count") + 1)
+    item_stage.leased_count += 1
+    assignment.item_stage = item_stage
+    return assignment
+
+
+def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
+    """Renew the annotator's active lease (still counted in leased_count, so still theirs)."""
+    assignment = (
+        Assignment.objects.select_related("item_stage__item")
+        .select_for_update(of=("self",))
+        .filter(pk=assignment_id, status=Assignment.Status.ACTIVE)
+        .first()
+    )
+    if assignment is None:
+        return None
+    assignment.expires_at = now + timedelta(seconds=stage.lease_seconds)
+    assignment.save(update_fields=["expires_at"])
+    assignment.stage = stage
+    return assignment
+
+
+def _release_assignments(assignment_ids: list[int], *, status: str, reason: str = "") -> int:
+    """Mark active assignments `status` and give their slots back. Caller holds a transaction."""
+    if not assignment_ids:
+        return 0
+    locked = list(
+        Assignment.objects.select_for_update(skip_locked=True)
+        .filter(pk__in=assignment_ids, status=Assignment.Status.ACTIVE)
+        .values_list("pk", "item_stage_id")
+    )
+    if not locked:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in locked]).update(
+        status=status, finished_at=timezone.now(), skip_reason=reason
+    )
+    per_item_stage: dict[int, int] = defaultdict(int)
+    for _, item_stage_id in locked:
+        per_item_stage[item_stage_id] += 1
+    for item_stage_id, count in per_item_stage.items():
+        ItemStage.objects.filter(pk=item_stage_id).update(leased_count=F("leased_count") - count)
+    return len(locked)
+
+
+@transaction.atomic
+def leases_reclaim_expired(
+    *, stage_id: int | None = None, now: Any = None, limit: int = 5000
+) -> int:
+    """Expire leases past their time and free their slots. Safe to run concurrently: rows
+    another transaction holds are skipped and picked up by the next run."""
+    now = now or timezone.now()
+    expired = Assignment.objects.filter(status=Assignment.Status.ACTIVE, expires_at__lt=now)
+    if stage_id is not None:
+        expired = expired.filter(stage_id=stage_id)
+    ids = list(expired.order_by("expires_at").values_list("pk", flat=True)[:limit])
+    return _release_assignments(ids, status=Assignment.Status.EXPIRED)
+
+
+def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
+    """The user's assignment with its item stage, both rows locked. Foreign ids → 403."""
+    assignment = (
+        Assignment.objects.select_related("item_stage", "stage")
+        .select_for_update(of=("self", "item_stage"))
+        .filter(pk=assignment_id)
+        .first()
+    )
+    if assignment is None:
+        raise NotFound(f"There is no assignment {assignment_id}.")
+    if assignment.annotator_id != user.pk:
+        raise PermissionDenied("This item is assigned to another annotator.")
+    return assignment
+
+
+@transaction.atomic
+def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: str) -> Assignment:
+    """Give up an item (with a reason): the slot goes to others, and the annotator never gets the
+    item again. Skipping twice is harmless."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("Say why you skip this item.", {"reason": "required"})
+    if len(reason) > 300:
+        raise ApplicationError("The reason is too long (300 characters at most).", {"reason": "too long"})
+    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        raise Conflict("This item is already submitted; it cannot be skipped.")
+    if assignment.status == Assignment.Status.SKIPPED:
+        return assignment
+    if assignment.status == Assignment.Status.ACTIVE:
+        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
+            leased_count=F("leased_count") - 1
+        )
+    assignment.status = Assignment.Status.SKIPPED
+    assignment.skip_reason = reason
+    assignment.finished_at = timezone.now()
+    assignment.save(update_fields=["status", "skip_reason", "finished_at"])
+    return assignment
+
+
+# --- Submit -----------------------------------------------------------------------------------
+
+
+def annotation_submit(
+    *,
+    assignment_id: int,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None = None,
+    client_info: Mapping[str, Any] | None = None,
+) -> tuple[Annotation, bool]:
+    """Store an annotation for the annotator's lease; returns (annotation, created).
+
+    Idempotent: a retried submit for the same assignment returns the stored annotation and
+    `created=False`, whatever payload it carries. A lease that expired is still accepted while
+    its slot is free; otherwise 409. When the item stage reaches its target, resolution is
+    enqueued after commit (and the beat sweep repairs a lost message).
+    """
+    try:
+        return _annotation_submit(assignment_id, annotator, payload, seconds_spent, client_info)
+    except IntegrityError:
+        # Two identical submits raced past the status check on different connections before
+        # one committed; the unique assignment on Annotation stopped the second.
+        stored = Annotation.objects.filter(assignment_id=assignment_id).first()
+        if stored is None:
+            raise
+        return stored, False
+
+
+@transaction.atomic
+def _annotation_submit(
+    assignment_id: int,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None,
+    client_info: Mapping[str, Any] | None,
+) -> tuple[Annotation, bool]:
+    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        return Annotation.objects.get(assignment=assignment), False
+    if assignment.status == Assignment.Status.SKIPPED:
+        raise Conflict("You skipped this item, so it can no longer be submitted.")
+    stage = assignment.stage
+    clean = get_kind(stage.kind).validate(payload if isinstance(payload, Mapping) else {}, stage.config)
+    if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
+        raise ApplicationError(
+            "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
+        )
+    item_stage = assignment.item_stage
+    holds_slot = assignment.status == Assignment.Status.ACTIVE
+    if not holds_slot and (
+        item_stage.state != ItemStage.State.OPEN
+        or item_stage.submitted_count + item_stage.leased_count >= item_stage.target_count
+    ):
+        raise Conflict(
+            f"Your lease on this item expired at {assignment.expires_at:%H:%M:%S} UTC and the "
+            "item went to other annotators. Ask for the next item.",
+            {"expires_at": assignment.expires_at.isoformat()},
+        )
+    now = timezone.now()
+    annotation = Annotation.objects.create(
+        item_stage=item_stage,
+        assignment=assignment,
+        annotator=annotator,
+        payload=clean,
+        seconds_spent=seconds_spent,
+        client_info=dict(client_info or {}),
+    )
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.finished_at = now
+    assignment.save(update_fields=["status", "finished_at"])
+    complete = item_stage.submitted_count + 1 >= item_stage.target_count
+    changes: dict[str, Any] = {"submitted_count": F("submitted_count") + 1}
+    if holds_slot:
+        changes["leased_count"] = F("leased_count") - 1
+    if complete:
+        changes.update(state=ItemStage.State.RESOLVING, completed_at=now)
+    ItemStage.objects.filter(pk=item_stage.pk).update(**changes)
+    if complete:
+        from .tasks import resolve_item_stage
+
+        enqueue_on_commit(resolve_item_stage, item_stage.pk)
+    return annotation, True
+
+
+# --- Resolution -------------------------------------------------------------------------------
+
+
+def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
+    kind = get_kind(stage.kind)
+    values = [
+        kind.vote_value(payload)
+        for payload in item_stage.annotations.order_by("pk").values_list("payload", flat=True)
+    ]
+    values = [value for value in values if value is not None]
+    return decide(
+        values,
+        policy=stage.resolution_policy,
+        tie_policy=stage.tie_policy,
+        default=stage.tie_default,
+        required=stage.overlap if stage.resolution_policy != "mean" else 1,
+        reject_values=kind.reject_values,
+    )
+
+
+def _apply_outcome(item_stage: ItemStage, stage: Stage, outcome: str) -> None:
+    """Move a decided item stage to its final state and, on advance, into the next stage."""
+    now = timezone.now()
+    item = item_stage.item
+    if outcome == "accept":
+        next_stage = None
+        if stage.on_accept == Stage.OnAccept.ADVANCE:
+            next_stage = (
+                Stage.objects.filter(
+                    project_id=stage.project_id, position__gt=stage.position, is_active=True
+                )
+                .order_by("position")
+                .first()
+            )
+        item_stage.state = ItemStage.State.RESOLVED
+        if next_stage is not None:
+            item_stages_open(items=[item], stage=next_stage)
+            item_status = Item.Status.ACTIVE
+        else:
+            item_status = Item.Status.ACCEPTED
+    elif stage.on_reject == Stage.OnReject.ESCALATE:
+        item_stage.state = ItemStage.State.ADJUDICATION
+        item_status = Item.Status.ACTIVE
+    elif stage.on_reject == Stage.OnReject.KEEP:
+        item_stage.state = ItemStage.State.RESOLVED
+        item_status = Item.Status.REJECTED
+    else:
+        item_stage.state = ItemStage.State.DISCARDED
+        item_status = Item.Status.DISCARDED
+    item_stage.resolved_at = now
+    item_stage.save(update_fields=["state", "resolved_at"])
+    Item.objects.filter(pk=item.pk).update(status=item_status)
+
+
+@transaction.atomic
+def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
+    """Decide a completed item stage by its stage's policy. Idempotent and safe to run
+    concurrently: the item stage row is locked and only a RESOLVING row is acted on."""
+    item_stage = (
+        ItemStage.objects.select_for_update(of=("self",))
+        .select_related("stage", "item")
+        .filter(pk=item_stage_id)
+        .first()
+    )
+    if item_stage is None or item_stage.state != ItemStage.State.RESOLVING:
+        return Resolution.objects.filter(item_stage_id=item_stage_id).first()
+    stage = item_stage.stage
+    decision = _decision_for(item_stage, stage)
+    resolution, _ = Resolution.objects.update_or_create(
+        item_stage=item_stage,
+        defaults={
+            "value": decision.value,
+            "status": decision.status,
+            "outcome": decision.outcome,
+            "votes": decision.votes,
+            "n_annotations": sum(decision.votes.values()) if decision.votes else item_stage.submitted_count,
+            "policy": stage.resolution_policy,
+            "decided_by": None,
+            "reason": "",
+        },
+    )
+    if decision.needs_more and item_stage.target_count < stage.effective_max_overlap:
+        item_stage.target_count += 1
+        item_stage.state = ItemStage.State.OPEN
+        item_stage.completed_at = None
+        item_stage.save(update_fields=["target_count", "state", "completed_at"])
+    elif decision.outcome == "pending":
+        item_stage.state = ItemStage.State.ADJUDICATION
+        item_stage.save(update_fields=["state"])
+    else:
+        _apply_outcome(item_stage, stage, decision.outcome)
+    return resolution
+
+
+@transaction.atomic
+def item_stage_adjudicate(
+    *, item_stage_id: int, reviewer: AbstractBaseUser, value: Any, reason: str
+) -> Resolution:
+    """A reviewer's decision on an item stage waiting for adjudication."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("Give a reason for the decision.", {"reason": "required"})
+    item_stage = (
+        ItemStage.objects.select_for_update(of=("self",))
+        .select_related("stage", "item")
+        .filter(pk=item_stage_id)
+        .first()
+    )
+    if item_stage is None:
+        raise NotFound(f"There is no item stage {item_stage_id}.")
+    if item_stage.state != ItemStage.State.ADJUDICATION:
+        raise Conflict("This item is not waiting for adjudication (someone may have decided it).")
+    stage = item_stage.stage
+    kind = get_kind(stage.kind)
+    categories = kind.categories(stage.config)
+    if categories is not None and value not in categories:
+        raise ApplicationError(
+            f"Decide one of: {', '.join(map(str, categories))} (got {value!r}).",
+            {"value": [str(category) for category in categories]},
+        )
+    outcome = "reject" if value in kind.reject_values else "accept"
+    resolution, _ = Resolution.objects.update_or_create(
+        item_stage=item_stage,
+        defaults={
+            "value": value,
+            "status": Resolution.Status.ADJUDICATED,
+            "outcome": outcome,
+            "policy": stage.resolution_policy,
+            "decided_by": reviewer,
+            "reason": reason,
+        },
+    )
+    if outcome == "reject" and stage.on_reject == Stage.OnReject.ESCALATE:
+        # The reviewer has decided; escalating again would loop. Rejected means discarded.
+        item_stage.state = ItemStage.State.DISCARDED
+        item_stage.resolved_at = timezone.now()
+        item_stage.save(update_fields=["state", "resolved_at"])
+        Item.objects.filter(pk=item_stage.item_id).update(status=Item.Status.DISCARDED)
+    else:
+        _apply_outcome(item_stage, stage, outcome)
+    return resolution
+
+
+def item_stages_unresolved(*, older_than_seconds: float = 30, limit: int = 1000) -> list[int]:
+    """Ids of item stages complete for a while but still unresolved (a lost message)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return list(
+        ItemStage.objects.filter(state=ItemStage.State.RESOLVING, completed_at__lte=cutoff)
+        .order_by("completed_at")
+        .values_list("pk", flat=True)[:limit]
+    )

@@ -1,0 +1,101 @@
+"""Shared fixtures. The suite runs against the servers scripts/with-services.sh starts
+(DATABASE_URL, CELERY_BROKER_URL); without them, database tests run on SQLite and the tests
+that need PostgreSQL, Redis or a worker are skipped with the reason."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.conf import settings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    """../shared beside the checkout (the project's public datasets), or RUNGWISE_SHARED_DIR."""
+    return Path(os.environ.get("RUNGWISE_SHARED_DIR") or REPO.parent / "shared")
+
+
+@pytest.fixture
+def shared_datasets() -> Path:
+    path = shared_dir() / "datasets"
+    if not path.is_dir():
+        pytest.skip(f"shared datasets not present at {path}")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _celery_eager_by_default(request):
+    """Tasks run in-process unless a test asks for the real worker."""
+    from rungwise.celery import app
+
+    eager = "celery_worker" not in request.fixturenames
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = eager
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def postgres():
+    if not settings.IS_POSTGRES:
+        pytest.skip("needs PostgreSQL: run through `make test` (scripts/with-services.sh)")
+
+
+def _test_database_url() -> str:
+    from django.db import connection
+
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+@pytest.fixture
+def celery_worker(transactional_db, postgres):
+    """A real Celery worker process on the Redis broker, using the test database."""
+    if not os.environ.get("CELERY_BROKER_URL"):
+        pytest.skip("needs Redis: run through `make test` (scripts/with-services.sh)")
+    from rungwise.celery import app
+
+    app.control.purge()
+    env = dict(os.environ, DATABASE_URL=_test_database_url(), SWEEP_SECONDS="3600")
+    log = open(REPO / "var" / "test-worker.log", "ab") if (REPO / "var").is_dir() else subprocess.DEVNULL
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", "solo",
+         "--without-gossip", "--without-mingle", "-l", "warning", "-n", f"test-{os.getpid()}@%h"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the Celery worker exited during start-up")
+        if app.control.ping(timeout=0.5):
+            break
+    else:
+        process.kill()
+        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.1):
+    """Poll until predicate() is truthy; return its value or fail with the last value."""
+    deadline = time.monotonic() + timeout
+    value = predicate()
+    while not value and time.monotonic() < deadline:
+        time.sleep(interval)
+        value = predicate()
+    assert value, f"condition not met within {timeout} s"
+    return value

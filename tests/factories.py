@@ -1,0 +1,65 @@
+"""Test data builders (one place for all tests)."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.contrib.auth import get_user_model
+
+from annotation import services
+from annotation.models import Project, Role, Stage
+
+_counter = itertools.count(1)
+PASSWORD = "correct-horse-battery"
+
+
+def make_user(username: str | None = None, **extra):
+    username = username or f"user{next(_counter)}"
+    return get_user_model().objects.create_user(username=username, password=PASSWORD, **extra)
+
+
+def make_member(project: Project, role: str = Role.ANNOTATOR, username: str | None = None):
+    user = make_user(username)
+    services.membership_add(project=project, user=user, role=role)
+    return user
+
+
+def make_project(*, slug: str | None = None, kind: str = "generic", **extra) -> Project:
+    slug = slug or f"project-{next(_counter)}"
+    return services.project_create(slug=slug, name=slug.replace("-", " ").title(), kind=kind, **extra)
+
+
+def make_verify_stage(project: Project, *, overlap: int = 3, **extra) -> Stage:
+    extra.setdefault("slug", "verify")
+    extra.setdefault("name", "Verify")
+    return services.stage_create(project=project, kind="verify", overlap=overlap, **extra)
+
+
+def make_label_stage(project: Project, *, overlap: int = 3, choices=("causal", "temporal", "none"), **extra) -> Stage:
+    extra.setdefault("slug", "label")
+    extra.setdefault("name", "Label")
+    return services.stage_create(
+        project=project, kind="label", overlap=overlap, config={"choices": list(choices)}, **extra
+    )
+
+
+def make_items(project: Project, count: int, *, prefix: str = "item", group_size: int = 0):
+    rows = [
+        {
+            "external_id": f"{prefix}-{index:05d}",
+            "payload": {"text": f"Sentence {index}: the rain fell, so the river rose."},
+            "group": f"g{index // group_size}" if group_size else "",
+        }
+        for index in range(count)
+    ]
+    return services.items_create(project=project, rows=rows)
+
+
+def pipeline(overlap: int = 3, items: int = 6, annotators: int = 3):
+    """A two-stage project (verify → label) with items and annotators."""
+    project = make_project()
+    verify = make_verify_stage(project, overlap=overlap)
+    label = make_label_stage(project, overlap=overlap)
+    make_items(project, items)
+    people = [make_member(project) for _ in range(annotators)]
+    return project, verify, label, people
