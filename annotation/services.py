@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef
 from django.db.models.functions import Cast, Mod
 from django.utils import timezone
@@ -365,16 +365,54 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
             return None
     else:
         return None
-    assignment = Assignment.objects.create(
+    assignment = Assignment(
         item_stage=item_stage,
         stage=stage,
         annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        created_at=now,
         expires_at=now + timedelta(seconds=stage.lease_seconds),
     )
-    ItemStage.objects.filter(pk=item_stage.pk).update(leased_count=F("leased_count") + 1)
+    _insert_lease(assignment)
     item_stage.leased_count += 1
     assignment.item_stage = item_stage
     return assignment
+
+
+def _insert_lease(assignment: Assignment) -> None:
+    """Insert the assignment and take its slot (leased_count + 1): one statement on PostgreSQL
+    (a data-modifying CTE), two elsewhere. The caller holds the item stage's row lock."""
+    if connection.vendor != "postgresql":
+        assignment.save(force_insert=True)
+        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
+            leased_count=F("leased_count") + 1
+        )
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH slot AS (
+                UPDATE {ItemStage._meta.db_table} SET leased_count = leased_count + 1
+                WHERE id = %s
+            )
+            INSERT INTO {Assignment._meta.db_table}
+                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
+                 finished_at, skip_reason)
+            VALUES (%s, %s, %s, %s, %s, %s, NULL, '')
+            RETURNING id
+            """,
+            [
+                assignment.item_stage_id,
+                assignment.item_stage_id,
+                assignment.stage_id,
+                assignment.annotator_id,
+                assignment.status,
+                assignment.created_at,
+                assignment.expires_at,
+            ],
+        )
+        assignment.pk = cursor.fetchone()[0]
+    assignment._state.adding = False
 
 
 def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
@@ -539,19 +577,55 @@ def _annotation_submit(
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.finished_at = now
-    assignment.save(update_fields=["status", "finished_at"])
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
-    changes: dict[str, Any] = {"submitted_count": F("submitted_count") + 1}
-    if holds_slot:
-        changes["leased_count"] = F("leased_count") - 1
-    if complete:
-        changes.update(state=ItemStage.State.RESOLVING, completed_at=now)
-    ItemStage.objects.filter(pk=item_stage.pk).update(**changes)
+    _record_submission(assignment, holds_slot=holds_slot, complete=complete, now=now)
     if complete:
         from .tasks import resolve_item_stage
 
         enqueue_on_commit(resolve_item_stage, item_stage.pk)
     return annotation, True
+
+
+def _record_submission(assignment: Assignment, *, holds_slot: bool, complete: bool, now: Any) -> None:
+    """Mark the assignment submitted and move the slot from leased to submitted (closing the
+    item stage when it reaches its target): one statement on PostgreSQL, two elsewhere. The
+    caller holds both rows' locks."""
+    item_stage_id = assignment.item_stage_id
+    if connection.vendor != "postgresql":
+        assignment.save(update_fields=["status", "finished_at"])
+        changes: dict[str, Any] = {"submitted_count": F("submitted_count") + 1}
+        if holds_slot:
+            changes["leased_count"] = F("leased_count") - 1
+        if complete:
+            changes.update(state=ItemStage.State.RESOLVING, completed_at=now)
+        ItemStage.objects.filter(pk=item_stage_id).update(**changes)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH done AS (
+                UPDATE {Assignment._meta.db_table} SET status = %s, finished_at = %s
+                WHERE id = %s
+            )
+            UPDATE {ItemStage._meta.db_table} SET
+                submitted_count = submitted_count + 1,
+                leased_count = leased_count - %s,
+                state = CASE WHEN %s THEN %s ELSE state END,
+                completed_at = CASE WHEN %s THEN %s ELSE completed_at END
+            WHERE id = %s
+            """,
+            [
+                assignment.status,
+                now,
+                assignment.pk,
+                1 if holds_slot else 0,
+                complete,
+                ItemStage.State.RESOLVING,
+                complete,
+                now,
+                item_stage_id,
+            ],
+        )
 
 
 # --- Resolution -------------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""The annotator loop over the REST API: statuses, error format, query budget."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import Annotation
+from tests.factories import make_member, pipeline
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def test_next_submit_retry_and_exhaustion(django_capture_on_commit_callbacks):
+    _, verify, _, (alice, *_) = pipeline(overlap=1, items=1)
+    api = client_for(alice)
+    leased = api.post(f"/api/stages/{verify.pk}/next/")
+    assert leased.status_code == 200
+    body = leased.json()
+    assert body["item"]["payload"]["text"].startswith("Sentence")
+    url = f"/api/assignments/{body['id']}/submit/"
+    with django_capture_on_commit_callbacks(execute=True):
+        first = api.post(url, {"payload": {"value": "keep"}}, format="json")
+    again = api.post(url, {"payload": {"value": "reject"}}, format="json")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"] and again.json()["payload"]["value"] == "keep"
+    assert api.post(f"/api/stages/{verify.pk}/next/").status_code == 204
+
+
+def test_errors_have_one_format_and_name_the_problem():
+    _, verify, _, (alice, bob, _) = pipeline()
+    leased = client_for(alice).post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{leased['id']}/submit/"
+    invalid = client_for(alice).post(url, {"payload": {"value": "perhaps"}}, format="json")
+    assert invalid.status_code == 400
+    assert invalid.json() == {
+        "message": "Choose keep or reject (got 'perhaps').",
+        "extra": {"value": "expected one of: keep, reject"},
+    }
+    foreign = client_for(bob).post(url, {"payload": {"value": "keep"}}, format="json")
+    assert foreign.status_code == 403 and "another annotator" in foreign.json()["message"]
+    missing = client_for(bob).post("/api/assignments/987654/submit/", {"payload": {}}, format="json")
+    assert missing.status_code == 404 and set(missing.json()) == {"message", "extra"}
+    malformed = client_for(alice).post(url, {"payload": [1, 2]}, format="json")
+    assert malformed.status_code == 400 and "payload" in malformed.json()["extra"]
+    assert Annotation.objects.count() == 0
+    anonymous = APIClient().post(f"/api/stages/{verify.pk}/next/")
+    assert anonymous.status_code in (401, 403) and "message" in anonymous.json()
+
+
+def test_a_non_member_cannot_tell_a_stage_exists():
+    _, verify, _, _ = pipeline()
+    stranger = make_member(pipeline()[0])
+    response = client_for(stranger).post(f"/api/stages/{verify.pk}/next/")
+    unknown = client_for(stranger).post("/api/stages/999999/next/")
+    assert response.status_code == unknown.status_code == 404
+    assert response.json() == unknown.json()
+
+
+def statements(context: CaptureQueriesContext) -> list[str]:
+    """SQL statements run, transaction control (BEGIN, COMMIT, savepoints) left out."""
+    control = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+    return [query["sql"] for query in context.captured_queries if not query["sql"].startswith(control)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_next_plus_submit_stays_within_eight_queries(postgres):
+    """Budget of the annotator loop, authentication included (token: one query a request),
+    counted in SQL statements besides BEGIN/COMMIT. Transactional, so that the services' atomic
+    blocks are real transactions as in production, not savepoints in the test's transaction."""
+    assert connection.vendor == "postgresql"
+    _, verify, _, (alice, *_) = pipeline(overlap=3, items=20)
+    api = client_for(alice)
+    first = api.post(f"/api/stages/{verify.pk}/next/").json()
+    with CaptureQueriesContext(connection) as renewing:
+        assert api.post(f"/api/stages/{verify.pk}/next/").json()["id"] == first["id"]
+    url = f"/api/assignments/{first['id']}/submit/"
+    with CaptureQueriesContext(connection) as submitting:
+        assert api.post(url, {"payload": {"value": "keep"}}, format="json").status_code == 201
+    with CaptureQueriesContext(connection) as leasing:
+        assert api.post(f"/api/stages/{verify.pk}/next/").status_code == 200
+    assert len(statements(renewing)) <= 4, statements(renewing)
+    assert len(statements(leasing)) <= 4, statements(leasing)
+    assert len(statements(submitting)) <= 4, statements(submitting)
+    assert len(statements(leasing)) + len(statements(submitting)) <= 8
