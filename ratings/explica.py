@@ -221,12 +221,17 @@ def _parse_answer_list(text: object) -> list[float]:
     return [float(value) for value in _NUMBER.findall(str(text))]
 
 
-def read_acceptability_file(path: Path | str, ordered_pairs: pd.DataFrame) -> AcceptabilityFile:
+def read_acceptability_file(
+    path: Path | str,
+    ordered_pairs: pd.DataFrame,
+    connective_set: ConnectiveSet = EXPLICA_CONNECTIVES,
+) -> AcceptabilityFile:
     """Read an ExpliCa acceptability result file into ratings and items.
 
     ``ordered_pairs`` (from :func:`read_ordered_pairs`) decides each row's sentence order. Rows
     that match no ordered pair raise ``ValueError`` listing a few of them. Model answers of
-    ``-1`` (unparsed) become NaN; the model name is taken from the file name.
+    ``-1`` (unparsed) become NaN; the model name is taken from the file name. Rows come sorted
+    by pair, sentence order and connective-set order (the file itself is shuffled).
     """
     path = Path(path)
     raw = _read_table(path)
@@ -254,6 +259,10 @@ def read_acceptability_file(path: Path | str, ordered_pairs: pd.DataFrame) -> Ac
         raise ValueError(
             f"{unmatched.sum()} rows of {path.name} match no ordered pair, e.g. {examples}."
         )
+    # The file is shuffled; put items in pair, order, connective-set order.
+    rank = {word: position for position, word in enumerate(connective_set.words)}
+    frame = frame.assign(_rank=frame["connective"].map(rank).fillna(len(rank)))
+    frame = frame.sort_values(["pair_id", "order", "_rank"], kind="stable").reset_index(drop=True)
     frame["item_key"] = [
         variant_key(pair_id, order, word)
         for pair_id, order, word in zip(
