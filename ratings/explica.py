@@ -225,12 +225,16 @@ def read_acceptability_file(
     path: Path | str,
     ordered_pairs: pd.DataFrame,
     connective_set: ConnectiveSet = EXPLICA_CONNECTIVES,
+    *,
+    model_column: str = "answer_greedy_cleaned",
 ) -> AcceptabilityFile:
     """Read an ExpliCa acceptability result file into ratings and items.
 
     ``ordered_pairs`` (from :func:`read_ordered_pairs`) decides each row's sentence order. Rows
     that match no ordered pair raise ``ValueError`` listing a few of them. Model answers of
-    ``-1`` (unparsed) become NaN; the model name is taken from the file name. Rows come sorted
+    ``-1`` (unparsed) become NaN; the model name is taken from the file name. ``model_column``
+    picks the model answer: ``answer_greedy_cleaned`` (default, free generation parsed, -1 when
+    it could not be) or ``generated_answer_outlines`` (constrained generation, always 1–10). Rows come sorted
     by pair, sentence order and connective-set order (the file itself is shuffled).
     """
     path = Path(path)
@@ -299,8 +303,8 @@ def read_acceptability_file(
             "published_sd": pd.to_numeric(frame.get("accept_st_dev"), errors="coerce"),
         }
     )
-    if "answer_greedy_cleaned" in frame:
-        model_rating = pd.to_numeric(frame["answer_greedy_cleaned"], errors="coerce")
+    if model_column in frame:
+        model_rating = pd.to_numeric(frame[model_column], errors="coerce")
         items["model_rating"] = model_rating.where(model_rating != -1)
     model = path.stem.removeprefix("accept_res_outlines_").removesuffix("_cleaned")
     return AcceptabilityFile(model=model, ratings=ratings, items=items)

@@ -155,3 +155,14 @@ def test_model_comparison_counts_unparsed_answers_as_no_answer(gpt4o, items):
     assert result.accuracy < result.accuracy_answered
     assert result.confusion.to_numpy().sum() == 1200
     assert 0.5 < result.spearman < 1
+
+
+def test_the_constrained_model_answer_column_can_be_chosen(ordered_pairs):
+    outlines = explica.read_acceptability_file(
+        DATA / ZERO_SHOT.format("gpt-4o_zero"),
+        ordered_pairs,
+        model_column="generated_answer_outlines",
+    )
+    assert outlines.model == "gpt-4o_zero"
+    assert outlines.items["model_rating"].notna().all()
+    assert outlines.items["model_rating"].between(1, 10).all()
