@@ -255,19 +255,23 @@ def pair_labels(
 
     relation_of = {c.word: c.relation for c in connective_set.connectives}
     order_of = {c.word: c.order for c in connective_set.connectives}
-    relation, connective_order, label = [], [], []
+    outcomes = []  # (relation, connective order, label) per ordered pair
     for word, unrelated, data, is_tied in zip(
         best_connective, is_unrelated, has_data, tied, strict=True
     ):
         if not data:
-            relation.append(None), connective_order.append(None), label.append(NO_DATA)
+            outcomes.append((None, None, NO_DATA))
         elif unrelated:
-            relation.append(UNRELATED), connective_order.append(None), label.append(UNRELATED)
+            outcomes.append((UNRELATED, None, UNRELATED))
         elif is_tied and rule.tie_break == "unresolved":
-            relation.append(None), connective_order.append(None), label.append(TIED)
+            outcomes.append((None, None, TIED))
         else:
-            relation.append(relation_of[word]), connective_order.append(order_of[word])
-            label.append(f"{relation_of[word]}-{order_of[word]}")
+            outcomes.append(
+                (relation_of[word], order_of[word], f"{relation_of[word]}-{order_of[word]}")
+            )
+    relation = [outcome[0] for outcome in outcomes]
+    connective_order = [outcome[1] for outcome in outcomes]
+    label = [outcome[2] for outcome in outcomes]
     if rule.tie_break == "unresolved":
         best_connective = np.where(tied & ~is_unrelated, None, best_connective)
 
