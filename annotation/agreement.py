@@ -246,7 +246,7 @@ def _code_values(values: pd.Series, categories: Sequence[Any] | None) -> tuple[n
         labels = list(categories)
         if len(set(labels)) != len(labels):
             raise ValueError("categories must be distinct")
-        codes = pd.Categorical(values, categories=labels).codes.astype(np.int64)
+        codes = pd.Index(labels, dtype=object).get_indexer(values.astype(object)).astype(np.int64)
         unknown = codes < 0
         if unknown.any():
             strays = sorted({str(v) for v in values[unknown].unique()[:5]})
@@ -284,13 +284,21 @@ def _bincount_matrix(
     return flat.reshape(n_items, n_categories)
 
 
+def _is_long_table(data: Any) -> bool:
+    """A DataFrame naming any long-table column is read (and validated) as a long table."""
+    return isinstance(data, pd.DataFrame) and bool({ITEM, RATER, VALUE} & set(data.columns))
+
+
 def _as_count_matrix(counts: Any) -> tuple[np.ndarray, list[Any] | None]:
     labels = list(counts.columns) if isinstance(counts, pd.DataFrame) else None
     matrix = np.asarray(counts)
     if matrix.ndim != 2:
         raise ValueError("a count matrix must be two-dimensional (items × categories)")
     if matrix.size and not np.issubdtype(matrix.dtype, np.integer):
-        as_float = matrix.astype(float)
+        try:
+            as_float = matrix.astype(float)
+        except (TypeError, ValueError):
+            raise ValueError("a count matrix must hold whole numbers of ratings") from None
         if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
             raise ValueError("a count matrix must hold whole numbers of ratings")
         matrix = as_float.astype(np.int64)
@@ -318,11 +326,12 @@ def fleiss_kappa(
 ) -> AgreementResult:
     """Fleiss' κ of a long table (columns item, [rater,] value) or of a count matrix.
 
-    A DataFrame with ``item`` and ``value`` columns is read as a long table; anything else 2-D as an
+    A DataFrame with an ``item``, ``rater`` or ``value`` column is read as a long table (and must
+    have ``item`` and ``value``); anything else 2-D as an
     items × categories count matrix (a DataFrame's columns then name the categories). See
     :func:`fleiss_kappa_counts` for the statistics and the edge cases.
     """
-    if isinstance(data, pd.DataFrame) and {ITEM, VALUE} <= set(data.columns):
+    if _is_long_table(data):
         coded = code_annotations(data, categories=categories)
         counts = _bincount_matrix(
             coded.item_codes, coded.value_codes, len(coded.item_labels), len(coded.value_labels)
@@ -803,7 +812,8 @@ def cohen_kappa(
             confidence=confidence,
             **base,
         )
-    result = inter_rater.cohens_kappa(table)
+    with np.errstate(divide="ignore", invalid="ignore"):  # z is nan when the null SE is 0
+        result = inter_rater.cohens_kappa(table)
     kappa = float(result.kappa)
     se = _finite_or_none(math.sqrt(result.var_kappa) if result.var_kappa >= 0 else float("nan"))
     se_null = _finite_or_none(
@@ -852,7 +862,7 @@ def percent_agreement(
     _check_confidence(confidence)
     n_raters = None
     n_dropped = 0
-    if isinstance(data, pd.DataFrame) and {ITEM, VALUE} <= set(data.columns):
+    if _is_long_table(data):
         coded = code_annotations(data)
         matrix = _bincount_matrix(
             coded.item_codes, coded.value_codes, len(coded.item_labels), len(coded.value_labels)
