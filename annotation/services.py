@@ -33,7 +33,7 @@ from .models import (
     Role,
     Stage,
 )
-from .resolution import Decision, decide
+from .resolution import Decision, decide, validate_policy
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,15 @@ def stage_create(
         )
     if overlap < 1:
         raise ApplicationError("Overlap must be at least 1.", {"overlap": overlap})
+    try:
+        validate_policy(
+            policy=policy,
+            tie_policy=options.get("tie_policy", Stage.TiePolicy.ADJUDICATE),
+            default=options.get("tie_default"),
+            required=overlap,
+        )
+    except ValueError as error:
+        raise ApplicationError(str(error), {"resolution_policy": policy}) from None
     if position is None:
         last = project.stages.order_by("-position").values_list("position", flat=True).first()
         position = 0 if last is None else last + 1
