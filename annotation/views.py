@@ -1,7 +1,208 @@
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+"""The annotator's pages: my projects → project → item screen (CONVENTIONS 1 and 8).
+
+Each view parses input, calls one access function and one service or selector, and renders one
+page template; htmx requests get a named partial of the same template ("annotation/stage.html#item").
+Every hx-* attribute sits beside a real href/action, so the loop works with JavaScript off:
+POST → redirect → GET the next item.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from . import selectors, services
+from .access import ANY_ROLE, access_assignment, access_project, access_stage_for_annotator, user_roles
+from .errors import ApplicationError
+from .kinds import get_kind
+from .models import Assignment, Stage
+from .navigation import project_tabs, register_project_tab
+
+register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
+
+#: Reasons offered when skipping an item (the annotator may also type their own).
+SKIP_REASONS = (
+    "I can't judge this item",
+    "The item is broken (garbled text, wrong language)",
+    "Offensive or harmful content",
+)
+#: Form fields of the item screen that are not part of the kind's payload.
+META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
+MAX_SECONDS = 7 * 24 * 3600
 
 
-@login_required
+def page(view):
+    """Sign-in required (htmx requests are redirected as a whole page), and ApplicationErrors
+    rendered as an error page, or as the error fragment for htmx, with their status."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            if request.htmx:
+                login = redirect_to_login(request.htmx.current_url_abs_path or request.get_full_path())
+                return HttpResponseClientRedirect(login.url)
+            return redirect_to_login(request.get_full_path())
+        try:
+            return view(request, *args, **kwargs)
+        except ApplicationError as error:
+            return render_error(request, error)
+
+    return wrapper
+
+
+def render_error(request, error: ApplicationError, **context):
+    template = "includes/error.html" if request.htmx else "annotation/error.html"
+    return render(request, template, {"error": error, **context}, status=error.status)
+
+
+# --- My projects, project -----------------------------------------------------------------
+
+
+@require_GET
+@page
 def home(request):
-    return HttpResponse("Rungwise")
+    projects = selectors.home_projects(request.user)
+    return render(request, "annotation/home.html", {"projects": projects})
+
+
+@require_GET
+@page
+def project_detail(request, slug: str):
+    project = access_project(request.user, slug)
+    stages = selectors.project_stages(request.user, project)
+    return render(
+        request,
+        "annotation/project.html",
+        {
+            "project": project,
+            "project_tabs": project_tabs(project, project.user_roles),
+            "roles": sorted(project.user_roles),
+            "stages": stages,
+            "is_annotator": any(stage.progress is not None for stage in stages),
+        },
+    )
+
+
+# --- The item screen ----------------------------------------------------------------------
+
+
+@require_GET
+@page
+def stage_annotate(request, stage_id: int):
+    """The item screen: the item the annotator holds in this stage, or a new lease."""
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    assignment = services.assignment_next(annotator=request.user, stage=stage)
+    return _item_response(request, stage, assignment)
+
+
+@require_POST
+@page
+def assignment_submit(request, assignment_id: int):
+    assignment = access_assignment(request.user, assignment_id)
+    stage = assignment.stage
+    data = request.POST.copy()
+    for field in META_FIELDS:
+        data.pop(field, None)
+    seconds_spent, timing = _seconds_spent(request.POST.get("seconds_spent"), assignment)
+    try:
+        services.annotation_submit(
+            assignment_id=assignment.pk,
+            annotator=request.user,
+            payload=get_kind(stage.kind).parse_form(data),
+            seconds_spent=seconds_spent,
+            client_info={"via": "htmx" if request.htmx else "form", "timing": timing},
+        )
+    except ApplicationError as error:
+        return _item_response(request, stage, assignment, error=error, form_data=data)
+    return _after_finishing(request, stage)
+
+
+@require_POST
+@page
+def assignment_skip(request, assignment_id: int):
+    assignment = access_assignment(request.user, assignment_id)
+    reason = (request.POST.get("other_reason") or request.POST.get("reason") or "").strip()
+    try:
+        services.assignment_skip(
+            assignment_id=assignment.pk, annotator=request.user, reason=reason
+        )
+    except ApplicationError as error:
+        return _item_response(request, assignment.stage, assignment, error=error)
+    return _after_finishing(request, assignment.stage)
+
+
+def _after_finishing(request, stage: Stage):
+    """After a submit or skip: htmx gets the next item in the same response; a plain form post
+    is redirected to the item screen (PRG), which leases the next item."""
+    if not request.htmx:
+        return redirect("annotation:stage", stage_id=stage.pk)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
+    assignment = services.assignment_next(annotator=request.user, stage=stage)
+    return _item_response(request, stage, assignment)
+
+
+def _seconds_spent(posted: str | None, assignment: Assignment) -> tuple[float, str]:
+    """The time the annotator spent: measured in the browser when the page's script sent it,
+    otherwise the time since the lease was created."""
+    try:
+        value = float(posted) if posted not in (None, "") else None
+    except ValueError:
+        value = None
+    if value is not None and math.isfinite(value) and 0 <= value < MAX_SECONDS:
+        return round(value, 3), "client"
+    elapsed = (timezone.now() - assignment.created_at).total_seconds()
+    return round(min(max(elapsed, 0.0), MAX_SECONDS - 1), 3), "lease"
+
+
+def _item_response(
+    request,
+    stage: Stage,
+    assignment: Assignment | None,
+    *,
+    error: ApplicationError | None = None,
+    form_data=None,
+):
+    """Render the item screen (the whole page, or its #item partial for htmx)."""
+    project = stage.project
+    kind = get_kind(stage.kind)
+    done, left = selectors.annotator_stage_progress(request.user, stage)
+    # A 409 (expired lease taken by others, already skipped) leaves nothing to submit here.
+    gone = error is not None and error.status == 409
+    open_statuses = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)
+    if assignment is not None and (gone or assignment.status not in open_statuses):
+        assignment = None
+    item = assignment.item_stage.item if assignment is not None else None
+    context = {
+        "stage": stage,
+        "project": project,
+        "assignment": assignment,
+        "item": item,
+        "display": selectors.item_display(item, project) if item is not None else None,
+        "kind": kind,
+        "kind_template": kind.template,
+        "config": stage.config,
+        "shortcuts": kind.shortcuts(stage.config),
+        "done": done,
+        "left": left,
+        "percent": round(100 * done / (done + left)) if done + left else 100,
+        "error": error,
+        "gone": gone,
+        "form_data": form_data or {},
+        "skip_reasons": SKIP_REASONS,
+        "next_url": reverse("annotation:stage", args=[stage.pk]),
+    }
+    if item is not None:
+        context.update(kind.context(item=item, stage=stage, config=stage.config))
+    status = error.status if error is not None else 200
+    if request.htmx:
+        return render(request, "annotation/stage.html#item", context, status=status)
+    roles = user_roles(request.user, project)
+    context["project_tabs"] = project_tabs(project, roles)
+    return render(request, "annotation/stage.html", context, status=status)

@@ -31,6 +31,16 @@ def shared_datasets() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _static_files_without_manifest(settings):
+    """Pages render {% static %} without a collectstatic run (the manifest storage of the
+    production settings needs one)."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture(autouse=True)
 def _celery_eager_by_default(request):
     """Tasks run in-process unless a test asks for the real worker."""
     from rungwise.celery import app

@@ -1,0 +1,184 @@
+"""Reads of the annotation engine (CONVENTIONS 1). Blindness is enforced here: nothing an
+annotator's page reads can include another annotator's answers, vote counts or items of a project
+they are not a member of."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Exists, F, OuterRef
+
+from .models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
+
+ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
+
+
+def projects_for_user(user: AbstractBaseUser) -> list[Project]:
+    """The active projects the user is a member of, each with `user_roles` (a sorted list of
+    role values). Superusers see every active project, as admin plus the roles they really
+    hold (they annotate only where they are annotators). One or two queries."""
+    if not user.is_authenticated:
+        return []
+    by_id: dict[int, Project] = {}
+    if user.is_superuser:
+        for project in Project.objects.filter(is_active=True).order_by("name"):
+            project.user_roles = [Role.ADMIN.value]
+            by_id[project.pk] = project
+    memberships = (
+        Membership.objects.filter(user=user, project__is_active=True)
+        .select_related("project")
+        .order_by("project__name", "project_id")
+    )
+    for membership in memberships:
+        project = by_id.setdefault(membership.project_id, membership.project)
+        roles = getattr(project, "user_roles", [])
+        project.user_roles = sorted({*roles, membership.role}, key=ROLE_ORDER.__getitem__)
+    return list(by_id.values())
+
+
+def annotator_progress_by_stage(
+    user: AbstractBaseUser, stages: Iterable[Stage]
+) -> dict[int, tuple[int, int]]:
+    """{stage id: (done, left)} for an annotator, in two queries whatever the number of stages.
+
+    done: items the user submitted in the stage. left: items the user may still get — open item
+    stages with a free slot they have never held — plus the one they hold now. Only the user's
+    own assignments are read; other annotators' work enters only through the slot counters.
+    """
+    stage_ids = [stage.pk for stage in stages]
+    if not stage_ids or not user.is_authenticated:
+        return {}
+    mine = Assignment.objects.filter(annotator=user.pk, stage_id__in=stage_ids)
+    done: dict[int, int] = defaultdict(int)
+    holding: dict[int, int] = defaultdict(int)
+    for stage_id, status, count in (
+        mine.filter(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE])
+        .values_list("stage_id", "status")
+        .annotate(count=Count("pk"))
+        .order_by()
+    ):
+        if status == Assignment.Status.SUBMITTED:
+            done[stage_id] = count
+        else:
+            holding[stage_id] = count
+    touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator=user.pk)
+    free = dict(
+        ItemStage.objects.filter(
+            stage_id__in=stage_ids,
+            state=ItemStage.State.OPEN,
+            submitted_count__lt=F("target_count") - F("leased_count"),
+        )
+        .exclude(Exists(touched))
+        .values_list("stage_id")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+    return {
+        stage_id: (done[stage_id], free.get(stage_id, 0) + holding[stage_id])
+        for stage_id in stage_ids
+    }
+
+
+def annotator_stage_progress(user: AbstractBaseUser, stage: Stage) -> tuple[int, int]:
+    """(done, left) of one annotator in one stage; see annotator_progress_by_stage."""
+    return annotator_progress_by_stage(user, [stage]).get(stage.pk, (0, 0))
+
+
+def is_annotator(user: AbstractBaseUser, project: Project) -> bool:
+    """Whether the user annotates in a project fetched with access_project. Superusers hold
+    every role for access, but get items only where they are real annotators."""
+    roles = getattr(project, "user_roles", set())
+    if Role.ANNOTATOR not in roles:
+        return False
+    if not user.is_superuser:
+        return True
+    return Membership.objects.filter(project=project, user=user.pk, role=Role.ANNOTATOR).exists()
+
+
+def home_projects(user: AbstractBaseUser) -> list[Project]:
+    """The user's projects (see projects_for_user), each with `stage_list`: its active stages,
+    and on stages of projects where the user annotates, `progress` = (done, left).
+    Four queries at most, whatever the number of projects and stages."""
+    projects = projects_for_user(user)
+    if not projects:
+        return []
+    stages = list(
+        Stage.objects.filter(project__in=projects, is_active=True).order_by("project_id", "position")
+    )
+    by_project: dict[int, list[Stage]] = defaultdict(list)
+    for stage in stages:
+        by_project[stage.project_id].append(stage)
+    annotated = [
+        stage
+        for project in projects
+        if Role.ANNOTATOR in project.user_roles
+        for stage in by_project[project.pk]
+    ]
+    progress = annotator_progress_by_stage(user, annotated)
+    for project in projects:
+        project.stage_list = by_project[project.pk]
+        for stage in project.stage_list:
+            stage.project = project
+            stage.progress = progress.get(stage.pk)
+    return projects
+
+
+def project_stages(user: AbstractBaseUser, project: Project) -> list[Stage]:
+    """The active stages of a project fetched with access_project, with `progress` for an
+    annotator (None for other roles)."""
+    stages = list(project.stages.filter(is_active=True).order_by("position"))
+    progress = annotator_progress_by_stage(user, stages) if is_annotator(user, project) else {}
+    for stage in stages:
+        stage.project = project
+        stage.progress = progress.get(stage.pk)
+    return stages
+
+
+#: Payload fields never shown to annotators: known answers would bias them. A project can add
+#: its own in settings["hidden_payload_fields"]; fields starting with "_" are always hidden.
+HIDDEN_PAYLOAD_FIELDS = frozenset({"gold", "expected", "answer", "answers", "votes", "annotations"})
+
+
+def item_payload_for_annotator(item: Item, project: Project | None = None) -> dict[str, Any]:
+    """The part of an item's payload an annotator may see."""
+    hidden = set(HIDDEN_PAYLOAD_FIELDS)
+    if project is not None:
+        extra = (project.settings or {}).get("hidden_payload_fields") or []
+        hidden.update(str(name) for name in extra)
+    return {
+        key: value
+        for key, value in (item.payload or {}).items()
+        if key not in hidden and not str(key).startswith("_")
+    }
+
+
+#: Payload field pairs rendered as "event A → event B" (ExpliCa/METER-style sentence pairs).
+PAIR_FIELDS = (("sentence_a", "sentence_b"), ("event_a", "event_b"), ("cause", "effect"), ("premise", "hypothesis"))
+TEXT_FIELDS = ("text", "sentence", "question")
+
+
+def item_display(item: Item, project: Project | None = None) -> dict[str, Any]:
+    """How the item screen shows an item: {"layout": "pair"|"text"|"fields", ...}.
+
+    pair: `first`, `second`, the pair's field names, and `rest` (other fields as key/value);
+    text: `text` and `rest`; fields: `rest` only. Hidden fields never appear."""
+    payload = item_payload_for_annotator(item, project)
+    for first, second in PAIR_FIELDS:
+        if isinstance(payload.get(first), str) and isinstance(payload.get(second), str):
+            rest = [(key, value) for key, value in payload.items() if key not in {first, second}]
+            return {
+                "layout": "pair",
+                "first": payload[first],
+                "second": payload[second],
+                "first_name": first.replace("_", " "),
+                "second_name": second.replace("_", " "),
+                "rest": rest,
+            }
+    for field in TEXT_FIELDS:
+        if isinstance(payload.get(field), str):
+            rest = [(key, value) for key, value in payload.items() if key != field]
+            return {"layout": "text", "text": payload[field], "rest": rest}
+    return {"layout": "fields", "rest": list(payload.items())}

@@ -1,0 +1,68 @@
+"""Small template filters of the annotation pages."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from annotation.errors import ApplicationError
+from annotation.kinds import get_kind
+
+register = template.Library()
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?![*\w])")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+@register.filter
+def kind_label(kind_key: str) -> str:
+    try:
+        return get_kind(kind_key).label
+    except ApplicationError:
+        return kind_key
+
+
+def _inline(text: str) -> str:
+    text = escape(text)
+    text = _CODE.sub(r"<code>\1</code>", text)
+    text = _BOLD.sub(r"<strong>\1</strong>", text)
+    return _ITALIC.sub(r"<em>\1</em>", text)
+
+
+@register.filter
+def guidelines(text: str) -> SafeString:
+    """Render guideline text: paragraphs, "- " bullet lists, **bold**, *italic*, `code`.
+    Everything is escaped first, so guideline authors cannot inject markup."""
+    blocks = re.split(r"\n\s*\n", (text or "").strip())
+    html = []
+    for block in blocks:
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines:
+            continue
+        if all(line.startswith(("- ", "* ")) for line in lines):
+            items = "".join(f"<li>{_inline(line[2:])}</li>" for line in lines)
+            html.append(f"<ul>{items}</ul>")
+        else:
+            html.append(f"<p>{'<br>'.join(_inline(line) for line in lines)}</p>")
+    return mark_safe("".join(html))  # noqa: S308 — every fragment was escaped by _inline
+
+
+@register.filter
+def payload_value(value: Any) -> str:
+    """A payload value as readable text: strings as they are, lists joined, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, str | int | float) for part in value):
+        return ", ".join(str(part) for part in value)
+    return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+@register.filter
+def humanize_field(name: str) -> str:
+    return str(name).replace("_", " ").capitalize()
