@@ -271,10 +271,16 @@ class ItemStage(models.Model):
             ),
         ]
         indexes = [
+            # The two candidate pools of assignment_next (depth-first stages).
             models.Index(
-                fields=["stage", "submitted_count"],
-                name="item_stage_open_idx",
-                condition=Q(state="open"),
+                fields=["stage"],
+                name="item_stage_in_progress_idx",
+                condition=Q(state="open") & (Q(submitted_count__gt=0) | Q(leased_count__gt=0)),
+            ),
+            models.Index(
+                fields=["stage", "random_key"],
+                name="item_stage_fresh_idx",
+                condition=Q(state="open", submitted_count=0, leased_count=0),
             ),
             models.Index(fields=["stage", "state"]),
         ]

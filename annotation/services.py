@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef
+from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery
 from django.db.models.functions import Cast, Mod
 from django.utils import timezone
 
@@ -295,34 +295,55 @@ def _annotator_salt(stage: Stage, annotator_id: int) -> int:
     return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, _ORDER_PRIME - 1)
 
 
-def _candidates(stage: Stage, annotator_id: int):
+def _open_for(stage: Stage, annotator_id: int):
     """Open item stages of `stage` with a free slot that the annotator has never held."""
     touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator_id=annotator_id)
+    return ItemStage.objects.filter(
+        stage=stage,
+        state=ItemStage.State.OPEN,
+        submitted_count__lt=F("target_count") - F("leased_count"),
+    ).exclude(Exists(touched))
+
+
+def _personal_order(stage: Stage, annotator_id: int):
     salt = _annotator_salt(stage, annotator_id)
-    personal_order = Mod(
+    return Mod(
         ExpressionWrapper(
             Cast("random_key", BigIntegerField()) * salt, output_field=BigIntegerField()
         ),
         _ORDER_PRIME,
     )
-    candidates = (
-        ItemStage.objects.filter(
-            stage=stage,
-            state=ItemStage.State.OPEN,
-            submitted_count__lt=F("target_count") - F("leased_count"),
-        )
-        .exclude(Exists(touched))
-        .annotate(personal_order=personal_order)
-    )
+
+
+def _candidate_queries(stage: Stage, annotator_id: int):
+    """The candidate searches for the next item, tried in turn until one yields a row.
+
+    - RANDOM stages: every open item in the annotator's own seeded order, one variant of every
+      group before the second variant of any (a sort over the stage's open items: O(open items)
+      per request, fine for rating stages of thousands of items).
+    - DEPTH_FIRST stages: (1) items already in progress, most complete first, then in the
+      annotator's own order (a small set, by a partial index); (2) fresh items, in the stage's
+      random order entered at a point fixed per annotator and wrapping round, so the search is
+      an index range scan however many items the stage holds.
+    """
+    candidates = _open_for(stage, annotator_id)
+    personal = _personal_order(stage, annotator_id)
     if stage.order_policy == Stage.OrderPolicy.RANDOM:
-        # One variant of every group before the second variant of any; which variant comes
-        # first rotates with the annotator.
-        spread = Mod(F("spread_rank") + (salt % 997), F("group_size"))
-        return candidates.annotate(spread=spread).order_by("spread", "personal_order")
+        spread = Mod(F("spread_rank") + (_annotator_salt(stage, annotator_id) % 997), F("group_size"))
+        yield candidates.annotate(spread=spread, personal=personal).order_by("spread", "personal")
+        return
     in_progress = ExpressionWrapper(
         F("submitted_count") + F("leased_count"), output_field=BigIntegerField()
     )
-    return candidates.annotate(in_progress=in_progress).order_by("-in_progress", "personal_order")
+    yield (
+        candidates.filter(Q(submitted_count__gt=0) | Q(leased_count__gt=0))
+        .annotate(in_progress=in_progress, personal=personal)
+        .order_by("-in_progress", "personal")
+    )
+    fresh = candidates.filter(submitted_count=0, leased_count=0)
+    entry = _annotator_salt(stage, annotator_id) % (2**31)
+    yield fresh.filter(random_key__gte=entry).order_by("random_key")
+    yield fresh.filter(random_key__lt=entry).order_by("random_key")
 
 
 def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
@@ -361,19 +382,13 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
         current = _renew(current_id, now, stage)
         if current is not None:
             return current
-    for attempt in range(2):
-        item_stage = (
-            _candidates(stage, annotator.pk)
-            .select_related("item")
-            .select_for_update(skip_locked=True, of=("self",))
-            .first()
-        )
-        if item_stage is not None:
-            break
-        if attempt == 0 and not leases_reclaim_expired(stage_id=stage.pk, now=now):
+    item_stage = _take_candidate(stage, annotator.pk)
+    if item_stage is None:
+        if not leases_reclaim_expired(stage_id=stage.pk, now=now):
             return None
-    else:
-        return None
+        item_stage = _take_candidate(stage, annotator.pk)
+        if item_stage is None:
+            return None
     assignment = Assignment(
         item_stage=item_stage,
         stage=stage,
@@ -422,6 +437,21 @@ def _insert_lease(assignment: Assignment) -> None:
         )
         assignment.pk = cursor.fetchone()[0]
     assignment._state.adding = False
+
+
+def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
+    """Lock and return the first candidate (with its item), skipping rows others hold.
+
+    The queue pattern: the narrow candidate row is ordered and locked in a subquery
+    (FOR UPDATE SKIP LOCKED) and the item is joined for the one row taken."""
+    for candidates in _candidate_queries(stage, annotator_id):
+        locked_id = candidates.select_for_update(skip_locked=True).values("pk")[:1]
+        item_stage = (
+            ItemStage.objects.select_related("item").filter(pk=Subquery(locked_id)).first()
+        )
+        if item_stage is not None:
+            return item_stage
+    return None
 
 
 def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
@@ -576,18 +606,19 @@ def _annotation_submit(
             {"expires_at": assignment.expires_at.isoformat()},
         )
     now = timezone.now()
-    annotation = Annotation.objects.create(
+    annotation = Annotation(
         item_stage=item_stage,
         assignment=assignment,
         annotator=annotator,
         payload=clean,
         seconds_spent=seconds_spent,
         client_info=dict(client_info or {}),
+        created_at=now,
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.finished_at = now
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
-    _record_submission(assignment, holds_slot=holds_slot, complete=complete, now=now)
+    _record_submission(annotation, holds_slot=holds_slot, complete=complete)
     if complete:
         from .tasks import resolve_item_stage
 
@@ -595,12 +626,14 @@ def _annotation_submit(
     return annotation, True
 
 
-def _record_submission(assignment: Assignment, *, holds_slot: bool, complete: bool, now: Any) -> None:
-    """Mark the assignment submitted and move the slot from leased to submitted (closing the
-    item stage when it reaches its target): one statement on PostgreSQL, two elsewhere. The
-    caller holds both rows' locks."""
+def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bool) -> None:
+    """Store the annotation, mark its assignment submitted and move the slot from leased to
+    submitted (closing the item stage when it reaches its target): one statement on PostgreSQL
+    (data-modifying CTEs), three elsewhere. The caller holds both rows' locks."""
+    assignment, now = annotation.assignment, annotation.created_at
     item_stage_id = assignment.item_stage_id
     if connection.vendor != "postgresql":
+        annotation.save(force_insert=True)
         assignment.save(update_fields=["status", "finished_at"])
         changes: dict[str, Any] = {"submitted_count": F("submitted_count") + 1}
         if holds_slot:
@@ -609,19 +642,26 @@ def _record_submission(assignment: Assignment, *, holds_slot: bool, complete: bo
             changes.update(state=ItemStage.State.RESOLVING, completed_at=now)
         ItemStage.objects.filter(pk=item_stage_id).update(**changes)
         return
+    json_field = Annotation._meta.get_field("payload")
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH done AS (
                 UPDATE {Assignment._meta.db_table} SET status = %s, finished_at = %s
                 WHERE id = %s
+            ), slot AS (
+                UPDATE {ItemStage._meta.db_table} SET
+                    submitted_count = submitted_count + 1,
+                    leased_count = leased_count - %s,
+                    state = CASE WHEN %s THEN %s ELSE state END,
+                    completed_at = CASE WHEN %s THEN %s ELSE completed_at END
+                WHERE id = %s
             )
-            UPDATE {ItemStage._meta.db_table} SET
-                submitted_count = submitted_count + 1,
-                leased_count = leased_count - %s,
-                state = CASE WHEN %s THEN %s ELSE state END,
-                completed_at = CASE WHEN %s THEN %s ELSE completed_at END
-            WHERE id = %s
+            INSERT INTO {Annotation._meta.db_table}
+                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
+                 seconds_spent, client_info, created_at)
+            VALUES (%s, %s, %s, '', %s, %s, %s, %s)
+            RETURNING id
             """,
             [
                 assignment.status,
@@ -633,8 +673,17 @@ def _record_submission(assignment: Assignment, *, holds_slot: bool, complete: bo
                 complete,
                 now,
                 item_stage_id,
+                item_stage_id,
+                assignment.pk,
+                annotation.annotator_id,
+                json_field.get_db_prep_save(annotation.payload, connection),
+                annotation.seconds_spent,
+                json_field.get_db_prep_save(annotation.client_info, connection),
+                now,
             ],
         )
+        annotation.pk = cursor.fetchone()[0]
+    annotation._state.adding = False
 
 
 # --- Resolution -------------------------------------------------------------------------------

@@ -66,6 +66,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
+if env_bool("RUNGWISE_QUERY_COUNT_HEADER", default=False):
+    MIDDLEWARE.insert(0, "rungwise.middleware.QueryCountHeaderMiddleware")
+
 ROOT_URLCONF = "rungwise.urls"
 WSGI_APPLICATION = "rungwise.wsgi.application"
 
