@@ -419,7 +419,13 @@ def explain_json_error(msg: str, text: str, pos: int, *, at_end: str) -> tuple[s
             pos,
         )
     if msg.startswith("Invalid \\uXXXX escape"):
-        return "a \\u escape must be followed by exactly four hexadecimal digits", pos
+        if pos > 0 and text[pos - 1] == "\\":
+            pos -= 1  # point at the backslash, not the "u"
+        return (
+            f'invalid escape "{text[pos : pos + 6]}": a \\u escape must be followed by exactly '
+            f"four hexadecimal digits",
+            pos,
+        )
     if msg.startswith("Unterminated string"):
         return (
             f"a text value starts here but never ends: {at_end} before its closing double "
