@@ -199,7 +199,7 @@ def render_datasheet(data: Mapping[str, Any]) -> str:
     parts = [
         f"# {name} — release {version}",
         (data.get("description") or "").strip() or NOT_RECORDED,
-        _table(["", ""], summary_rows),
+        _table(["Property", "Value"], summary_rows),
         "## Annotators",
         _annotators_section(data),
         "## Pipeline: items in and out of every stage",

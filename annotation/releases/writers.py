@@ -105,48 +105,112 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str])
 
 
 def _cell(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return value
     if value is None:
         return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
+    if kind is bool:
         return "true" if value else "false"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if kind is int:
+        return str(value)
+    if isinstance(value, str):
+        return str(value)
+    return _compact_json(value)
 
 
+_compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _ABSENT = object()
 
 
-def _value_at(row: Mapping[str, Any], column: str) -> Any:
-    if column in row:
-        return row[column]
-    if "." not in column:
-        return _ABSENT
-    value: Any = row
-    for part in column.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return _ABSENT
-        value = value[part]
-    return value
+class CsvLayout:
+    """Columns compiled once: how to fetch each cell and which row keys they cover.
+
+    A plain column covers its key; a dotted column ``a.b`` covers ``row["a"]["b"]`` (and a
+    literal ``"a.b"`` key). A row key that is covered neither way is "uncovered".
+    """
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        if len(set(columns)) != len(columns):
+            raise ValueError("CSV columns repeat")
+        self.columns = list(columns)
+        self._paths = [tuple(column.split(".")) if "." in column else None for column in columns]
+        self._covered = frozenset(columns)
+        self._parents = frozenset(
+            ".".join(column.split(".")[:depth])
+            for column in columns
+            if "." in column
+            for depth in range(1, column.count(".") + 1)
+        )
+        # {"trap": {"type": True}, "label": True}: True covers the whole subtree.
+        tree: dict[str, Any] = {}
+        for column in sorted(columns, key=lambda column: column.count("."), reverse=True):
+            *parents, leaf = column.split(".")
+            node = tree
+            for part in parents:
+                child = node.setdefault(part, {})
+                if child is True:
+                    break
+                node = child
+            else:
+                node[leaf] = True
+        self._tree = tree
+
+    def cells(self, row: Mapping[str, Any]) -> list[str]:
+        cells = []
+        for column, path in zip(self.columns, self._paths, strict=True):
+            value = row.get(column, _ABSENT)
+            if value is _ABSENT and path is not None:
+                value = row
+                for part in path:
+                    if not isinstance(value, Mapping) or part not in value:
+                        value = _ABSENT
+                        break
+                    value = value[part]
+            cells.append("" if value is _ABSENT else _cell(value))
+        return cells
+
+    def uncovered(self, row: Mapping[str, Any]) -> list[str]:
+        """Leaf paths of ``row`` that no column covers (a column covers its whole subtree)."""
+        missing = []
+        stack: list[tuple[str, Any]] = [(key, value) for key, value in row.items()]
+        while stack:
+            path, value = stack.pop()
+            if path in self._covered:
+                continue
+            if path in self._parents and isinstance(value, Mapping) and value:
+                stack.extend((f"{path}.{key}", child) for key, child in value.items())
+            else:
+                missing.append(path)
+        return sorted(missing)
+
+    def row(self, row: Mapping[str, Any], extra: Literal["error", "ignore"] = "error") -> list[str]:
+        if extra == "error" and not self._is_covered(row):
+            raise ValueError(
+                f"row has data in {self.uncovered(row)} that no CSV column covers; add the "
+                f"columns or pass extra='ignore'"
+            )
+        return self.cells(row)
+
+    def _is_covered(self, row: Mapping[str, Any]) -> bool:
+        covered = self._covered
+        for key, value in row.items():
+            if key in covered:
+                continue
+            node = self._tree.get(key)
+            if node is None or not isinstance(value, Mapping) or not _tree_covers(node, value):
+                return False
+        return True
 
 
-def _uncovered_keys(row: Mapping[str, Any], covered: frozenset[str]) -> list[str]:
-    """Leaf paths of ``row`` that no column covers (a column covers its whole subtree)."""
-    missing = []
-    stack: list[tuple[str, Any]] = [(key, value) for key, value in row.items()]
-    while stack:
-        path, value = stack.pop()
-        if path in covered:
+def _tree_covers(tree: dict[str, Any], mapping: Mapping[str, Any]) -> bool:
+    for key, value in mapping.items():
+        node = tree.get(key)
+        if node is True:
             continue
-        if (
-            isinstance(value, Mapping)
-            and value
-            and any(column.startswith(path + ".") for column in covered)
-        ):
-            stack.extend((f"{path}.{key}", child) for key, child in value.items())
-        else:
-            missing.append(path)
-    return sorted(missing)
+        if node is None or not isinstance(value, Mapping) or not _tree_covers(node, value):
+            return False
+    return True
 
 
 def flatten_row(
@@ -156,20 +220,7 @@ def flatten_row(
     extra: Literal["error", "ignore"] = "error",
 ) -> list[str]:
     """The CSV cells of ``row`` for ``columns`` (see the module docstring for the rules)."""
-    cells = []
-    for column in columns:
-        value = _value_at(row, column)
-        cells.append("" if value is _ABSENT else _cell(value))
-    if extra == "error":
-        covered = frozenset(columns)
-        if any(key not in covered for key in row):
-            uncovered = _uncovered_keys(row, covered)
-            if uncovered:
-                raise ValueError(
-                    f"row has data in {uncovered} that no CSV column covers; add the columns "
-                    f"or pass extra='ignore'"
-                )
-    return cells
+    return CsvLayout(columns).row(row, extra)
 
 
 def columns_from_rows(
@@ -198,8 +249,7 @@ def write_csv(
 ) -> FileEntry:
     """Write a header of ``columns`` and one line per row; return the file's entry."""
     path = Path(path)
-    if len(set(columns)) != len(columns):
-        raise ValueError("CSV columns repeat")
+    layout = CsvLayout(columns)
     count = 0
     with open(path, "wb") as raw:
         sink = HashingWriter(raw)
@@ -208,7 +258,7 @@ def write_csv(
         writer = csv.writer(text, lineterminator="\r\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow(flatten_row(row, columns, extra=extra))
+            writer.writerow(layout.row(row, extra))
             count += 1
         text.flush()
         text.detach()
