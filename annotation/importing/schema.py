@@ -28,6 +28,7 @@ consumed; the other is an unknown key like any other.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -56,7 +57,9 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+@functools.lru_cache(maxsize=4096)
 def _normalise_key(key: str) -> str:
+    # Cached: the same few column names come back on every row.
     return key.strip().casefold()
 
 
@@ -332,6 +335,9 @@ class RowSchema:
     description: str = ""
     _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
     _source_owner: dict[str, str] = field(init=False, repr=False, compare=False)
+    _plan: dict[str, tuple[tuple[str, list[str] | None], ...]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.extra_fields not in EXTRA_FIELD_POLICIES:
@@ -359,6 +365,15 @@ class RowSchema:
         object.__setattr__(self, "fields", fields)
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_source_owner", owner)
+        # Per field: (normalised flat name, dotted path or None) for each source, in order.
+        plan = {
+            spec.name: tuple(
+                (_normalise_key(source), source.split(".") if "." in source else None)
+                for source in spec.sources
+            )
+            for spec in fields
+        }
+        object.__setattr__(self, "_plan", plan)
 
     def field(self, name: str) -> FieldSpec:
         return self._by_name[name]
@@ -422,12 +437,14 @@ class RowSchema:
         self, spec: FieldSpec, raw: Mapping[str, Any], keys: dict[str, str]
     ) -> tuple[Any, str | None]:
         """(value, consumed top-level key) of the first source present, else (MISSING, None)."""
-        for source in spec.sources:
-            key = keys.get(_normalise_key(source))
-            if key is not None and not is_missing(raw[key]):
-                return raw[key], key
-            if "." in source:
-                value = _dig(raw, keys, source.split("."))
+        for normalised, path in self._plan[spec.name]:
+            key = keys.get(normalised)
+            if key is not None:
+                value = raw[key]
+                if not is_missing(value):
+                    return value, key
+            if path is not None:
+                value = _dig(raw, keys, path)
                 if not is_missing(value):
                     return value, None
         return MISSING, None
