@@ -663,8 +663,9 @@ def _csv_error(problem: csv.Error, start_line: int, current_line: int) -> RowErr
         )
     elif "new-line character" in reason:
         message = (
-            f"line {current_line}: a line break inside a cell that is not quoted; put the cell "
-            f"in double quotes or save the file with standard line endings."
+            f"line {current_line}: a carriage return (\\r) the CSV reader cannot place: a cell "
+            f"holds a line break without being quoted, or the file uses old Mac line endings "
+            f"(\\r alone); quote the cell, or save the file with Windows or Unix line endings."
         )
     else:
         message = f"line {current_line}: the CSV cannot be read ({reason})."

@@ -146,6 +146,17 @@ class ImportReport:
             f"{shown}; nothing was imported.{stop}"
         )
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImportReport:
+        """Rebuild a report stored with ``to_dict`` (derived keys are ignored)."""
+        names = {
+            "fmt", "error_cap", "rows_total", "rows_ok", "rows_create", "rows_update",
+            "error_count", "fatal", "sha256", "bytes_read", "columns", "wrapper_key",
+        }  # fmt: skip
+        report = cls(**{key: value for key, value in data.items() if key in names})
+        report.errors = [RowError.from_dict(error) for error in data.get("errors", [])]
+        return report
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "fmt": self.fmt,

@@ -18,6 +18,7 @@ from annotation.importing import (
     FieldSpec,
     ImportFileError,
     ImportRejected,
+    ImportReport,
     RecordReader,
     RowSchema,
     detect_format,
@@ -532,7 +533,9 @@ def test_error_cap_keeps_first_errors_and_true_count():
     assert len(report.errors) == 100
     assert [error.line for error in report.errors] == list(range(1, 101))
     assert report.errors_truncated
-    assert report.to_dict()["error_count"] == 250
+    stored = json.loads(json.dumps(report.to_dict()))
+    assert stored["error_count"] == 250
+    assert ImportReport.from_dict(stored).to_dict() == report.to_dict()
 
 
 def test_second_pass_refuses_a_changed_file():
