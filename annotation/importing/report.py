@@ -1,0 +1,178 @@
+"""Row-level errors and the summary of one import check.
+
+Pure Python, no Django: the ImportBatch model stores ``ImportReport.to_dict()`` as JSON and the
+API returns it as is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FOUND_MAX_CHARS = 80
+
+# Machine-readable error kinds (``RowError.code``); the message is for people, the code for code.
+ERROR_CODES = (
+    "encoding",  # the file is not UTF-8
+    "empty_file",  # no bytes, or only whitespace
+    "json_syntax",  # the JSON / JSON Lines text cannot be parsed
+    "csv_syntax",  # a CSV quoting problem
+    "csv_header",  # missing, blank or repeated column names
+    "csv_cells",  # a row with more or fewer cells than the header
+    "not_an_object",  # a record that is not a JSON object ({...})
+    "missing_column",  # a required column is absent from the CSV header
+    "unknown_field",  # a field the schema does not declare, when the schema rejects those
+    "required",  # a required field is absent or empty
+    "wrong_type",  # a value that cannot be read as the declared type
+    "out_of_range",  # a number below min or above max
+    "too_long",  # text longer than max_length
+    "unknown_choice",  # a value outside the declared choices
+    "ambiguous_field",  # two columns feed the same field (name and alias both present)
+    "duplicate_in_file",  # the same external id twice in the file
+    "duplicate_existing",  # the external id is already in the project (policy "reject")
+)
+
+
+def truncated_repr(value: Any, limit: int = FOUND_MAX_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, with an ellipsis when cut."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class RowError:
+    """One problem found in an import file, located precisely enough to fix by hand.
+
+    ``line`` is the 1-based physical line where the record starts (CSV, JSON Lines) or where the
+    element starts (JSON); for a file-level problem it is where the problem is (the invalid byte,
+    the syntax error). ``index`` is the 0-based position of the element in a JSON array (None for
+    CSV and JSON Lines); ``column`` the 1-based character column on ``line``. ``field`` names the
+    schema field, or is None when the problem concerns the whole row or file. ``expected`` and
+    ``found`` are short descriptions (``found`` is a truncated repr of the offending value);
+    ``message`` is a full sentence a person can act on.
+    """
+
+    line: int | None
+    message: str
+    code: str
+    field: str | None = None
+    expected: str | None = None
+    found: str | None = None
+    index: int | None = None
+    column: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RowError:
+        return cls(**data)
+
+    def where(self) -> str:
+        """``"line 3"``, ``"line 3, column 7"`` or ``"element 4 (line 12, column 3)"``."""
+        if self.line is None:
+            return "file"
+        place = f"line {self.line}"
+        if self.column is not None:
+            place += f", column {self.column}"
+        if self.index is not None:
+            return f"element {self.index} ({place})"
+        return place
+
+    def __str__(self) -> str:
+        # File-level messages already lead with their place ("line 3: not UTF-8 ...").
+        if self.message.startswith("line "):
+            return self.message
+        return f"{self.where()}: {self.message}"
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """What one pass over an import file found.
+
+    ``errors`` keeps the first ``error_cap`` errors in file order; ``error_count`` is the true
+    total. ``rows_total`` counts records read (a record that could not be parsed counts too);
+    ``rows_ok`` those that passed every check. ``rows_create`` + ``rows_update`` == ``rows_ok``
+    (``rows_update`` is non-zero only with the duplicate policy "update"). ``fatal`` is True when
+    a file-level problem (encoding, JSON syntax, CSV header) stopped reading; the counts then
+    cover the part read before it. ``sha256`` and ``bytes_read`` always cover the whole file.
+    """
+
+    fmt: str = ""
+    error_cap: int = 100
+    rows_total: int = 0
+    rows_ok: int = 0
+    rows_create: int = 0
+    rows_update: int = 0
+    error_count: int = 0
+    errors: list[RowError] = field(default_factory=list)
+    fatal: bool = False
+    sha256: str = ""
+    bytes_read: int = 0
+    columns: list[str] = field(default_factory=list)
+    wrapper_key: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the file can be imported as it is."""
+        return self.error_count == 0 and not self.fatal
+
+    @property
+    def rows_failed(self) -> int:
+        return self.rows_total - self.rows_ok
+
+    @property
+    def errors_truncated(self) -> bool:
+        return self.error_count > len(self.errors)
+
+    def add_error(self, error: RowError) -> None:
+        self.error_count += 1
+        if len(self.errors) < self.error_cap:
+            self.errors.append(error)
+
+    def summary(self) -> str:
+        """One sentence for a status line or a log."""
+        if self.ok:
+            return (
+                f"{self.rows_ok} rows ready to import "
+                f"({self.rows_create} new, {self.rows_update} updates)."
+            )
+        shown = "" if not self.errors_truncated else f" (first {len(self.errors)} listed)"
+        stop = " Reading stopped at the first file-level problem." if self.fatal else ""
+        return (
+            f"{self.error_count} problems in {self.rows_failed} of {self.rows_total} rows"
+            f"{shown}; nothing was imported.{stop}"
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImportReport:
+        """Rebuild a report stored with ``to_dict`` (derived keys are ignored)."""
+        names = {
+            "fmt", "error_cap", "rows_total", "rows_ok", "rows_create", "rows_update",
+            "error_count", "fatal", "sha256", "bytes_read", "columns", "wrapper_key",
+        }  # fmt: skip
+        report = cls(**{key: value for key, value in data.items() if key in names})
+        report.errors = [RowError.from_dict(error) for error in data.get("errors", [])]
+        return report
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fmt": self.fmt,
+            "ok": self.ok,
+            "fatal": self.fatal,
+            "rows_total": self.rows_total,
+            "rows_ok": self.rows_ok,
+            "rows_failed": self.rows_failed,
+            "rows_create": self.rows_create,
+            "rows_update": self.rows_update,
+            "error_count": self.error_count,
+            "error_cap": self.error_cap,
+            "errors": [error.to_dict() for error in self.errors],
+            "sha256": self.sha256,
+            "bytes_read": self.bytes_read,
+            "columns": list(self.columns),
+            "wrapper_key": self.wrapper_key,
+            "summary": self.summary(),
+        }

@@ -1,0 +1,32 @@
+"""Django-free release core: streaming JSONL/CSV writers, manifest, deterministic zip, diff,
+and the README.md datasheet."""
+
+from annotation.releases.datasheet import render_datasheet
+from annotation.releases.writers import (
+    FileEntry,
+    Manifest,
+    ReleaseDiff,
+    build_zip,
+    columns_from_rows,
+    flatten_row,
+    iter_jsonl,
+    release_diff,
+    sha256_of_file,
+    write_csv,
+    write_jsonl,
+)
+
+__all__ = [
+    "FileEntry",
+    "Manifest",
+    "ReleaseDiff",
+    "build_zip",
+    "columns_from_rows",
+    "flatten_row",
+    "iter_jsonl",
+    "release_diff",
+    "render_datasheet",
+    "sha256_of_file",
+    "write_csv",
+    "write_jsonl",
+]
