@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from . import services
 
@@ -23,9 +24,11 @@ def reclaim_expired_leases() -> int:
 
 
 @shared_task(name="annotation.tasks.sweep_unresolved")
-def sweep_unresolved(older_than_seconds: float = 30) -> int:
+def sweep_unresolved(older_than_seconds: float | None = None) -> int:
     """Resolve item stages whose resolve message was lost (broker outage, worker killed).
     Runs the service directly, so it works while the broker is still unreliable."""
+    if older_than_seconds is None:
+        older_than_seconds = settings.SWEEP_GRACE_SECONDS
     ids = services.item_stages_unresolved(older_than_seconds=older_than_seconds)
     for item_stage_id in ids:
         services.item_stage_resolve(item_stage_id=item_stage_id)

@@ -172,8 +172,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = 14 * 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must not hang a web request when Redis is down: fail fast, and the beat sweep
 # enqueues whatever was missed once the broker is back.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+}
 CELERY_TASK_PUBLISH_RETRY = False
+# How long a completed item may wait for its resolve message before the sweep resolves it.
+SWEEP_GRACE_SECONDS = float(os.environ.get("SWEEP_GRACE_SECONDS", "30"))
 CELERY_BEAT_SCHEDULE = {
     "reclaim-expired-leases": {
         "task": "annotation.tasks.reclaim_expired_leases",

@@ -1,0 +1,20 @@
+# Rungwise web / worker / beat image (one image, three commands: see docker-compose.yml).
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    STATIC_ROOT=/app/staticfiles \
+    MEDIA_ROOT=/data/media
+
+WORKDIR /app
+COPY pyproject.toml ./
+# Install the dependencies first so that code changes reuse this layer.
+RUN pip install --upgrade pip && pip install .
+COPY . .
+RUN DEBUG=0 SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && useradd --system --uid 1000 --home /app rungwise \
+    && mkdir -p /data/media /data/beat && chown -R rungwise /data
+USER rungwise
+EXPOSE 8000
+CMD ["gunicorn", "rungwise.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4"]

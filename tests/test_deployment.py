@@ -1,0 +1,241 @@
+"""The deployment's processes, started natively exactly as docker-compose.yml starts them
+(gunicorn web, Celery worker, Celery beat) against real PostgreSQL and Redis, and the embedded
+default that `make run` uses."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import requests
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 40, process: subprocess.Popen | None = None) -> requests.Response:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}")
+        try:
+            return requests.get(url, timeout=2)
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout} s")
+
+
+def compose_command(service: str) -> list[str]:
+    command = COMPOSE["services"][service]["command"]
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def login(session: requests.Session, base: str, username: str, password: str) -> None:
+    page = session.get(f"{base}/accounts/login/", timeout=10)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    answer = session.post(
+        f"{base}/accounts/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base}/accounts/login/"},
+        timeout=10,
+    )
+    assert answer.ok and "sessionid" in session.cookies, answer.text[:500]
+    session.headers["X-CSRFToken"] = session.cookies["csrftoken"]
+    session.headers["Referer"] = base + "/"
+
+
+def annotate_demo_verify_stage(base: str, password: str) -> int:
+    """Three demo annotators complete every item of the demo's verify stage over HTTP."""
+    submitted = 0
+    for name in ("annotator1", "annotator2", "annotator3"):
+        session = requests.Session()
+        login(session, base, name, password)
+        while True:
+            leased = session.post(f"{base}/api/stages/1/next/", timeout=10)
+            if leased.status_code == 204:
+                break
+            assert leased.status_code == 200, leased.text
+            answer = session.post(
+                f"{base}/api/assignments/{leased.json()['id']}/submit/",
+                json={"payload": {"value": "keep"}},
+                timeout=10,
+            )
+            assert answer.status_code == 201, answer.text
+            submitted += 1
+    return submitted
+
+
+def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks():
+    services = COMPOSE["services"]
+    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+    for name, service in services.items():
+        assert "healthcheck" in service, f"{name} has no health check"
+    assert {"postgres-data", "redis-data"} <= set(COMPOSE["volumes"])
+    assert compose_command("worker")[:4] == ["celery", "-A", "rungwise", "worker"]
+    assert compose_command("beat")[:4] == ["celery", "-A", "rungwise", "beat"]
+    assert "gunicorn rungwise.wsgi" in COMPOSE["services"]["web"]["command"]
+
+
+@pytest.mark.postgres
+def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
+    """Start the compose commands natively on a fresh database; annotate over HTTP; the worker
+    resolves the items; beat's sweep resolves an item whose message was lost."""
+    import psycopg
+
+    if not os.environ.get("CELERY_BROKER_URL"):
+        pytest.skip("needs Redis: run through `make test`")
+    url = urlsplit(os.environ["DATABASE_URL"])
+    database = f"native_{os.getpid()}"
+    admin_url = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    port = free_port()
+    broker = os.environ["CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/7"  # a Redis db of its own
+    env = dict(
+        os.environ,
+        DATABASE_URL=urlunsplit(url._replace(path=f"/{database}")),
+        CELERY_BROKER_URL=broker,
+        SECRET_KEY="native-test-secret-key-" + "x" * 40,
+        DEBUG="0",
+        SECURE_COOKIES="0",
+        WHITENOISE_MANIFEST="0",
+        ALLOWED_HOSTS="127.0.0.1",
+        SWEEP_SECONDS="1",
+        SWEEP_GRACE_SECONDS="1",
+        MEDIA_ROOT=str(tmp_path / "media"),
+    )
+    python_bin = str(Path(sys.executable).parent)
+    env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+    run = lambda *args: subprocess.run(args, cwd=REPO, env=env, check=True, capture_output=True, text=True)  # noqa: E731
+    run(sys.executable, "manage.py", "migrate", "--noinput")
+    run(sys.executable, "manage.py", "seed_demo", "--password", "native-demo-pass")
+    web_command = compose_command("web")[2].split("&&")[1].split()  # the gunicorn half
+    web_command = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}") for arg in web_command]
+    web_command = web_command[:web_command.index("--workers") + 1] + ["2"] + web_command[web_command.index("--workers") + 2:]
+    processes = {
+        "web": subprocess.Popen(web_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+        "worker": subprocess.Popen(
+            [*compose_command("worker")[:-2], "--concurrency", "1", "-n", f"native{os.getpid()}@%h"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+        "beat": subprocess.Popen(
+            [*compose_command("beat")[:-2], "--schedule", str(tmp_path / "beat-schedule")],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+    }
+    try:
+        base = f"http://127.0.0.1:{port}"
+        health = wait_http(f"{base}/healthz", process=processes["web"])
+        assert health.json() == {"status": "ok", "database": "ok", "engine": "postgresql", "tasks": "celery"}
+        assert annotate_demo_verify_stage(base, "native-demo-pass") == 36 * 3
+        with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+            def count(sql: str) -> int:
+                return conn.execute(sql).fetchone()[0]
+
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and count(
+                "SELECT count(*) FROM annotation_resolution") < 36:
+                time.sleep(0.5)
+            assert count("SELECT count(*) FROM annotation_resolution") == 36
+            # every kept item entered the label stage
+            assert count("SELECT count(*) FROM annotation_itemstage WHERE stage_id = 2") == 36
+            # A lost message: an item stage complete but never resolved. Beat's sweep finds it.
+            conn.execute(
+                "DELETE FROM annotation_resolution WHERE item_stage_id = "
+                "(SELECT min(item_stage_id) FROM annotation_resolution)")
+            conn.execute(
+                "UPDATE annotation_itemstage SET state = 'resolving', completed_at = now() "
+                "WHERE stage_id = 1 AND id NOT IN (SELECT item_stage_id FROM annotation_resolution)")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and count(
+                "SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'"):
+                time.sleep(0.5)
+            assert count("SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'") == 0
+            assert count("SELECT count(*) FROM annotation_resolution") == 36
+        for name, process in processes.items():
+            assert process.poll() is None, f"{name} died: {process.stderr.read().decode()[-2000:]}"
+    finally:
+        for process in processes.values():
+            process.send_signal(signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def test_the_embedded_default_serves_the_demo_with_in_process_tasks(tmp_path):
+    """What `make run` does: SQLite with IMMEDIATE transactions, tasks in-process."""
+    env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    env.update(SQLITE_PATH=str(tmp_path / "demo.sqlite3"), DEBUG="1", MEDIA_ROOT=str(tmp_path / "media"))
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True, capture_output=True)
+    seeded = subprocess.run([sys.executable, "manage.py", "seed_demo"], cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    assert re.search(r"annotator1\s+annotator\s+rungwise-demo", seeded.stdout)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        health = wait_http(f"{base}/healthz", process=server).json()
+        assert (health["engine"], health["tasks"]) == ("sqlite", "in-process")
+        assert annotate_demo_verify_stage(base, "rungwise-demo") == 36 * 3
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "demo.sqlite3") as db:
+            resolved = db.execute("SELECT count(*) FROM annotation_resolution").fetchone()[0]
+        assert resolved == 36  # resolved in-process, right after each commit
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def test_production_settings_pass_check_deploy():
+    env = dict(
+        os.environ,
+        DEBUG="0",
+        SECRET_KEY="a-production-secret-key-that-is-long-and-random-" + "q8Zr" * 10,
+        ALLOWED_HOSTS="rungwise.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO, env=env, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_client_accepts_the_file():
+    """`docker compose config` (v2) or `docker-compose config` (v1), where a client exists.
+    Docker's engine is not needed for this; CI machines may lack the client altogether."""
+    import shutil
+
+    for command in (["docker", "compose"], ["docker-compose"]):
+        if shutil.which(command[0]) and subprocess.run(
+            [*command, "version"], capture_output=True
+        ).returncode == 0:
+            break
+    else:
+        pytest.skip("no docker compose client on this machine (checked with docker-compose 1.29)")
+    result = subprocess.run(
+        [*command, "config", "-q"], cwd=REPO, capture_output=True, text=True,
+        env=dict(os.environ, SECRET_KEY="compose-check"),
+    )
+    assert result.returncode == 0, result.stderr
