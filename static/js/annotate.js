@@ -49,10 +49,10 @@
 
   function activate(element) {
     if (element.tagName.toLowerCase() === "summary") {
-      element.click();
       var details = element.parentElement;
+      details.open = !details.open;
       if (details.open && element.hasAttribute("data-focus-inside")) {
-        var first = details.querySelector("button, input, select, textarea");
+        var first = details.querySelector("button, input:not([type=hidden]), select, textarea");
         if (first) first.focus();
       } else {
         focusItem();
