@@ -136,6 +136,7 @@ def test_with_javascript_off_a_plain_form_post_completes_an_item(
     first = page.locator(".item-head strong").inner_text()
     # No script: the shortcut hints are hidden, the buttons are plain submit buttons.
     assert not page.locator("[data-key=k] kbd").is_visible()
+    assert not page.locator("[data-action=help]").is_visible()
     with page.expect_navigation():
         page.get_by_role("button", name="Keep").click()
     assert page.url == live_server.url + reverse("annotation:stage", args=[stage.pk])
