@@ -389,3 +389,18 @@ def test_superusers_see_every_project_but_annotate_only_as_members(client, djang
     assert client.get(stage_url(stage)).status_code == 403
     services.membership_add(project=project, user=root, role=Role.ANNOTATOR)
     assert client.get(stage_url(stage)).status_code == 200
+
+
+def test_project_tabs_show_only_for_held_roles_and_existing_urls(client, monkeypatch):
+    from annotation import navigation
+
+    monkeypatch.setattr(navigation, "PROJECT_TABS", list(navigation.PROJECT_TABS))
+    navigation.register_project_tab("Monitor", "annotation:project", roles=[Role.RESEARCHER], order=5)
+    navigation.register_project_tab("Later", "annotation:not-built-yet", roles=[Role.ANNOTATOR])
+    project, *_ = pair_project()
+    annotator_tabs = navigation.project_tabs(project, {Role.ANNOTATOR})
+    researcher_tabs = navigation.project_tabs(project, {Role.RESEARCHER})
+    # Registering a URL name again replaces its tab (here the built-in "Overview").
+    assert [tab["label"] for tab in annotator_tabs] == []
+    assert [tab["label"] for tab in researcher_tabs] == ["Monitor"]
+    assert researcher_tabs[0]["url"] == reverse("annotation:project", args=[project.slug])
