@@ -392,10 +392,12 @@ def test_superusers_see_every_project_but_annotate_only_as_members(client, djang
 
 
 def test_project_tabs_show_only_for_held_roles_and_existing_urls(client, monkeypatch):
-    from annotation import navigation
+    from annotation import navigation, views  # noqa: F401  (views registers the Overview tab)
 
     monkeypatch.setattr(navigation, "PROJECT_TABS", list(navigation.PROJECT_TABS))
-    navigation.register_project_tab("Monitor", "annotation:project", roles=[Role.RESEARCHER], order=5)
+    navigation.register_project_tab(
+        "Monitor", "annotation:project", roles=[Role.RESEARCHER], order=5
+    )
     navigation.register_project_tab("Later", "annotation:not-built-yet", roles=[Role.ANNOTATOR])
     project, *_ = pair_project()
     annotator_tabs = navigation.project_tabs(project, {Role.ANNOTATOR})
