@@ -10,13 +10,22 @@ from rest_framework.views import APIView
 
 from . import services
 from .access import access_stage_for_annotator
+from .errors import NotFound, PermissionDenied
 from .models import Annotation, Assignment
+from .selectors import item_payload_for_annotator
+
+#: Same answer for "no such assignment" and "another annotator's": guessing ids reveals nothing.
+NOT_YOURS = "There is no such assignment among yours."
 
 
 class ItemOutSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="item_stage.item.pk")
     external_id = serializers.CharField(source="item_stage.item.external_id")
-    payload = serializers.JSONField(source="item_stage.item.payload")
+    payload = serializers.SerializerMethodField()
+
+    def get_payload(self, assignment) -> dict:
+        # Known answers (gold, expected, …) are never sent to annotators.
+        return item_payload_for_annotator(assignment.item_stage.item, assignment.stage.project)
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -76,13 +85,16 @@ class SubmitView(APIView):
     def post(self, request, assignment_id: int):
         body = SubmitInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        annotation, created = services.annotation_submit(
-            assignment_id=assignment_id,
-            annotator=request.user,
-            payload=body.validated_data["payload"],
-            seconds_spent=body.validated_data.get("seconds_spent"),
-            client_info=body.validated_data.get("client_info") or {},
-        )
+        try:
+            annotation, created = services.annotation_submit(
+                assignment_id=assignment_id,
+                annotator=request.user,
+                payload=body.validated_data["payload"],
+                seconds_spent=body.validated_data.get("seconds_spent"),
+                client_info=body.validated_data.get("client_info") or {},
+            )
+        except (NotFound, PermissionDenied):
+            raise NotFound(NOT_YOURS) from None
         return Response(
             AnnotationSerializer(annotation).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -92,13 +104,22 @@ class SubmitView(APIView):
 class SkipView(APIView):
     @extend_schema(
         request=SkipInSerializer,
-        responses={200: inline_serializer("Skipped", {"id": serializers.IntegerField(), "status": serializers.CharField()})},
+        responses={
+            200: inline_serializer(
+                "Skipped", {"id": serializers.IntegerField(), "status": serializers.CharField()}
+            )
+        },
         summary="Skip a leased item (with a reason)",
     )
     def post(self, request, assignment_id: int):
         body = SkipInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        assignment = services.assignment_skip(
-            assignment_id=assignment_id, annotator=request.user, reason=body.validated_data["reason"]
-        )
+        try:
+            assignment = services.assignment_skip(
+                assignment_id=assignment_id,
+                annotator=request.user,
+                reason=body.validated_data["reason"],
+            )
+        except (NotFound, PermissionDenied):
+            raise NotFound(NOT_YOURS) from None
         return Response({"id": assignment.pk, "status": assignment.status})

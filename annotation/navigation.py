@@ -31,7 +31,9 @@ class ProjectTab:
 PROJECT_TABS: list[ProjectTab] = []
 
 
-def register_project_tab(label: str, url_name: str, *, roles: Iterable[str], order: int = 50) -> None:
+def register_project_tab(
+    label: str, url_name: str, *, roles: Iterable[str], order: int = 50
+) -> None:
     """Add (or replace, by URL name) a tab of the project navigation."""
     PROJECT_TABS[:] = [tab for tab in PROJECT_TABS if tab.url_name != url_name]
     PROJECT_TABS.append(ProjectTab(label, url_name, frozenset(roles), order))

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, F, OuterRef
+from django.db.models import Exists, F, Func, IntegerField, OuterRef, Subquery
 
 from .models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
 
@@ -39,10 +39,16 @@ def projects_for_user(user: AbstractBaseUser) -> list[Project]:
     return list(by_id.values())
 
 
+def _count(queryset) -> Subquery:
+    """A correlated COUNT(*) subquery of `queryset` (0 when it matches nothing)."""
+    counted = queryset.order_by().annotate(count=Func(F("pk"), function="COUNT")).values("count")
+    return Subquery(counted, output_field=IntegerField())
+
+
 def annotator_progress_by_stage(
     user: AbstractBaseUser, stages: Iterable[Stage]
 ) -> dict[int, tuple[int, int]]:
-    """{stage id: (done, left)} for an annotator, in two queries whatever the number of stages.
+    """{stage id: (done, left)} for an annotator, in one query whatever the number of stages.
 
     done: items the user submitted in the stage. left: items the user may still get — open item
     stages with a free slot they have never held — plus the one they hold now. Only the user's
@@ -51,35 +57,23 @@ def annotator_progress_by_stage(
     stage_ids = [stage.pk for stage in stages]
     if not stage_ids or not user.is_authenticated:
         return {}
-    mine = Assignment.objects.filter(annotator=user.pk, stage_id__in=stage_ids)
-    done: dict[int, int] = defaultdict(int)
-    holding: dict[int, int] = defaultdict(int)
-    for stage_id, status, count in (
-        mine.filter(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE])
-        .values_list("stage_id", "status")
-        .annotate(count=Count("pk"))
-        .order_by()
-    ):
-        if status == Assignment.Status.SUBMITTED:
-            done[stage_id] = count
-        else:
-            holding[stage_id] = count
+    mine = Assignment.objects.filter(stage=OuterRef("pk"), annotator=user.pk)
     touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator=user.pk)
-    free = dict(
-        ItemStage.objects.filter(
-            stage_id__in=stage_ids,
-            state=ItemStage.State.OPEN,
-            submitted_count__lt=F("target_count") - F("leased_count"),
+    free = ItemStage.objects.filter(
+        stage=OuterRef("pk"),
+        state=ItemStage.State.OPEN,
+        submitted_count__lt=F("target_count") - F("leased_count"),
+    ).exclude(Exists(touched))
+    rows = (
+        Stage.objects.filter(pk__in=stage_ids)
+        .annotate(
+            done=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
+            holding=_count(mine.filter(status=Assignment.Status.ACTIVE)),
+            free=_count(free),
         )
-        .exclude(Exists(touched))
-        .values_list("stage_id")
-        .annotate(count=Count("pk"))
-        .order_by()
+        .values_list("pk", "done", "holding", "free")
     )
-    return {
-        stage_id: (done[stage_id], free.get(stage_id, 0) + holding[stage_id])
-        for stage_id in stage_ids
-    }
+    return {pk: (done, free + holding) for pk, done, holding, free in rows}
 
 
 def annotator_stage_progress(user: AbstractBaseUser, stage: Stage) -> tuple[int, int]:
@@ -106,7 +100,9 @@ def home_projects(user: AbstractBaseUser) -> list[Project]:
     if not projects:
         return []
     stages = list(
-        Stage.objects.filter(project__in=projects, is_active=True).order_by("project_id", "position")
+        Stage.objects.filter(project__in=projects, is_active=True).order_by(
+            "project_id", "position"
+        )
     )
     by_project: dict[int, list[Stage]] = defaultdict(list)
     for stage in stages:
@@ -156,7 +152,12 @@ def item_payload_for_annotator(item: Item, project: Project | None = None) -> di
 
 
 #: Payload field pairs rendered as "event A → event B" (ExpliCa/METER-style sentence pairs).
-PAIR_FIELDS = (("sentence_a", "sentence_b"), ("event_a", "event_b"), ("cause", "effect"), ("premise", "hypothesis"))
+PAIR_FIELDS = (
+    ("sentence_a", "sentence_b"),
+    ("event_a", "event_b"),
+    ("cause", "effect"),
+    ("premise", "hypothesis"),
+)
 TEXT_FIELDS = ("text", "sentence", "question")
 
 

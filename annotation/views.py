@@ -19,7 +19,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import selectors, services
-from .access import ANY_ROLE, access_assignment, access_project, access_stage_for_annotator, user_roles
+from .access import (
+    ANY_ROLE,
+    access_assignment,
+    access_project,
+    access_stage_for_annotator,
+    user_roles,
+)
 from .errors import ApplicationError
 from .kinds import get_kind
 from .models import Assignment, Stage
@@ -46,7 +52,9 @@ def page(view):
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
             if request.htmx:
-                login = redirect_to_login(request.htmx.current_url_abs_path or request.get_full_path())
+                login = redirect_to_login(
+                    request.htmx.current_url_abs_path or request.get_full_path()
+                )
                 return HttpResponseClientRedirect(login.url)
             return redirect_to_login(request.get_full_path())
         try:
@@ -130,9 +138,7 @@ def assignment_skip(request, assignment_id: int):
     assignment = access_assignment(request.user, assignment_id)
     reason = (request.POST.get("other_reason") or request.POST.get("reason") or "").strip()
     try:
-        services.assignment_skip(
-            assignment_id=assignment.pk, annotator=request.user, reason=reason
-        )
+        services.assignment_skip(assignment_id=assignment.pk, annotator=request.user, reason=reason)
     except ApplicationError as error:
         return _item_response(request, assignment.stage, assignment, error=error)
     return _after_finishing(request, assignment.stage)

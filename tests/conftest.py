@@ -31,13 +31,15 @@ def shared_datasets() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _static_files_without_manifest(settings):
+def _fast_test_settings(settings):
     """Pages render {% static %} without a collectstatic run (the manifest storage of the
-    production settings needs one)."""
+    production settings needs one), and test passwords hash fast."""
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+    # Test users need no slow, secure hashing: PBKDF2 made each sign-in cost ~0.3 s here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

@@ -49,7 +49,8 @@ def guidelines(text: str) -> SafeString:
             items = "".join(f"<li>{_inline(line[2:])}</li>" for line in lines)
             html.append(f"<ul>{items}</ul>")
         else:
-            html.append(f"<p>{'<br>'.join(_inline(line) for line in lines)}</p>")
+            # Lines of one paragraph are joined, as in Markdown: authors hard-wrap their text.
+            html.append(f"<p>{_inline(' '.join(lines))}</p>")
     return mark_safe("".join(html))  # noqa: S308 — every fragment was escaped by _inline
 
 

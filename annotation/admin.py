@@ -1,0 +1,469 @@
+"""Django admin for every engine model: filters and search for support work.
+
+Annotations, resolutions' history (agreement snapshots) and published releases are records of
+what happened: they are read-only here. Workflow changes (pausing annotators, adjudicating,
+importing, releasing) go through the services and their pages, not through admin edits.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
+
+from .models import (
+    AgreementSnapshot,
+    Annotation,
+    Assignment,
+    ImportBatch,
+    Item,
+    ItemRevision,
+    ItemStage,
+    Membership,
+    Project,
+    Release,
+    Resolution,
+    Stage,
+)
+
+admin.site.site_header = "Rungwise administration"
+admin.site.site_title = "Rungwise admin"
+admin.site.index_title = "Projects, people and data"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records that must not change after the fact: viewable, never editable or deletable here."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+# --- Projects and people -------------------------------------------------------------------
+
+
+class StageInline(admin.TabularInline):
+    model = Stage
+    extra = 0
+    fields = [
+        "position",
+        "slug",
+        "name",
+        "kind",
+        "overlap",
+        "resolution_policy",
+        "on_accept",
+        "on_reject",
+        "is_active",
+    ]
+    show_change_link = True
+    ordering = ["position"]
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    fields = ["user", "role", "is_paused", "paused_reason"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "kind",
+        "is_active",
+        "stage_count",
+        "member_count",
+        "created_at",
+    ]
+    list_filter = ["kind", "is_active", "license"]
+    search_fields = ["name", "slug", "description"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["created_at"]
+    inlines = [StageInline, MembershipInline]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "kind", "is_active", "description"]}),
+        ("For annotators", {"fields": ["guidelines"]}),
+        ("Release metadata", {"fields": ["license", "citation"], "classes": ["collapse"]}),
+        ("Settings", {"fields": ["settings", "created_at"], "classes": ["collapse"]}),
+    ]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                stage_total=Count("stages", distinct=True),
+                member_total=Count("memberships__user", distinct=True),
+            )
+        )
+
+    @admin.display(description="stages", ordering="stage_total")
+    def stage_count(self, obj):
+        return obj.stage_total
+
+    @admin.display(description="members", ordering="member_total")
+    def member_count(self, obj):
+        return obj.member_total
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role", "is_paused", "created_at"]
+    list_filter = ["role", "is_paused", "project"]
+    search_fields = ["user__username", "user__email", "project__name", "project__slug"]
+    autocomplete_fields = ["user", "project"]
+    list_select_related = ["user", "project"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(Stage)
+class StageAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "project",
+        "position",
+        "kind",
+        "overlap",
+        "resolution_policy",
+        "is_active",
+    ]
+    list_filter = ["kind", "is_active", "resolution_policy", "order_policy", "project"]
+    search_fields = ["name", "slug", "project__name", "project__slug"]
+    autocomplete_fields = ["project"]
+    list_select_related = ["project"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "project",
+                    "position",
+                    "slug",
+                    "name",
+                    "kind",
+                    "config",
+                    "instructions",
+                    "is_active",
+                ]
+            },
+        ),
+        (
+            "Assignment",
+            {
+                "fields": [
+                    "overlap",
+                    "lease_seconds",
+                    "order_policy",
+                    "seed",
+                    "show_other_annotations",
+                ]
+            },
+        ),
+        (
+            "Resolution",
+            {
+                "fields": [
+                    "resolution_policy",
+                    "tie_policy",
+                    "tie_default",
+                    "max_overlap",
+                    "on_accept",
+                    "on_reject",
+                ]
+            },
+        ),
+    ]
+
+
+# --- Items -----------------------------------------------------------------------------------
+
+
+class ItemRevisionInline(admin.TabularInline):
+    model = ItemRevision
+    extra = 0
+    fields = ["number", "reason", "author", "stage", "diff", "created_at"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class ItemStageInline(admin.TabularInline):
+    model = ItemStage
+    extra = 0
+    fields = ["stage", "state", "target_count", "submitted_count", "leased_count", "resolved_at"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = [
+        "external_id",
+        "project",
+        "status",
+        "purpose",
+        "group",
+        "version",
+        "source",
+        "created_at",
+    ]
+    list_filter = ["status", "purpose", "project", "source"]
+    search_fields = ["external_id", "group", "source"]
+    autocomplete_fields = ["project"]
+    raw_id_fields = ["import_batch"]
+    list_select_related = ["project"]
+    # Content changes go through services.item_revise so that every version is kept.
+    readonly_fields = ["payload", "version", "created_at"]
+    inlines = [ItemStageInline, ItemRevisionInline]
+
+
+@admin.register(ItemRevision)
+class ItemRevisionAdmin(ReadOnlyAdmin):
+    list_display = ["item", "number", "author", "stage", "reason", "created_at"]
+    list_filter = ["item__project", "stage"]
+    search_fields = ["item__external_id", "reason", "author__username"]
+    list_select_related = ["item", "author", "stage__project"]
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(admin.ModelAdmin):
+    list_display = [
+        "filename",
+        "project",
+        "format",
+        "status",
+        "rows_total",
+        "items_created",
+        "error_count",
+        "created_at",
+    ]
+    list_filter = ["status", "format", "project"]
+    search_fields = ["filename", "sha256", "project__name"]
+    autocomplete_fields = ["project"]
+    raw_id_fields = ["created_by"]
+    list_select_related = ["project"]
+    readonly_fields = [
+        "sha256",
+        "status",
+        "rows_total",
+        "rows_done",
+        "items_created",
+        "items_updated",
+        "error_count",
+        "errors",
+        "message",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
+
+
+# --- Work ------------------------------------------------------------------------------------
+
+
+class AssignmentInline(admin.TabularInline):
+    model = Assignment
+    extra = 0
+    fields = ["annotator", "status", "created_at", "expires_at", "finished_at", "skip_reason"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ItemStage)
+class ItemStageAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "item",
+        "stage",
+        "state",
+        "submitted_count",
+        "leased_count",
+        "target_count",
+        "resolved_at",
+    ]
+    list_filter = ["state", "stage__project", "stage"]
+    search_fields = ["item__external_id", "stage__slug"]
+    raw_id_fields = ["item", "stage"]
+    list_select_related = ["item", "stage__project"]
+    # The counters are kept by the services under row locks; editing them here would break the
+    # overlap invariant.
+    readonly_fields = [
+        "submitted_count",
+        "leased_count",
+        "random_key",
+        "spread_rank",
+        "group_size",
+        "opened_at",
+        "completed_at",
+        "resolved_at",
+    ]
+    inlines = [AssignmentInline]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "annotator", "item_link", "stage", "status", "created_at", "expires_at"]
+    list_filter = ["status", "stage__project", "stage"]
+    search_fields = ["annotator__username", "item_stage__item__external_id", "skip_reason"]
+    raw_id_fields = ["item_stage", "stage", "annotator"]
+    list_select_related = ["annotator", "stage__project", "item_stage__item"]
+    date_hierarchy = "created_at"
+    readonly_fields = [
+        "item_stage",
+        "stage",
+        "annotator",
+        "status",
+        "created_at",
+        "finished_at",
+        "skip_reason",
+    ]
+
+    def has_add_permission(self, request):
+        return False  # leases come from services.assignment_next
+
+    @admin.display(description="item", ordering="item_stage__item__external_id")
+    def item_link(self, obj):
+        item = obj.item_stage.item
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:annotation_item_change", args=[item.pk]),
+            item.external_id,
+        )
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(ReadOnlyAdmin):
+    """Annotations are immutable: submitted once, never edited."""
+
+    list_display = ["id", "annotator_name", "item", "stage", "value", "seconds_spent", "created_at"]
+    list_filter = ["item_stage__stage__project", "item_stage__stage", "created_at"]
+    search_fields = ["annotator__username", "external_rater", "item_stage__item__external_id"]
+    list_select_related = ["annotator", "item_stage__item", "item_stage__stage__project"]
+    date_hierarchy = "created_at"
+
+    @admin.display(description="annotator", ordering="annotator__username")
+    def annotator_name(self, obj):
+        return obj.annotator or obj.external_rater or "—"
+
+    @admin.display(ordering="item_stage__item__external_id")
+    def item(self, obj):
+        return obj.item_stage.item
+
+    @admin.display(ordering="item_stage__stage")
+    def stage(self, obj):
+        return obj.item_stage.stage
+
+    @admin.display(description="value")
+    def value(self, obj):
+        payload = obj.payload or {}
+        return payload.get("value", "—") if isinstance(payload, dict) else payload
+
+
+@admin.register(Resolution)
+class ResolutionAdmin(admin.ModelAdmin):
+    list_display = [
+        "item_stage",
+        "status",
+        "outcome",
+        "value",
+        "n_annotations",
+        "policy",
+        "decided_by",
+        "computed_at",
+    ]
+    list_filter = ["status", "outcome", "policy", "item_stage__stage__project", "item_stage__stage"]
+    search_fields = ["item_stage__item__external_id", "reason", "decided_by__username"]
+    raw_id_fields = ["item_stage", "decided_by"]
+    list_select_related = ["item_stage", "decided_by"]
+    # Decisions are written by the resolve task or by adjudication (services), with a reason.
+    readonly_fields = [
+        "item_stage",
+        "value",
+        "status",
+        "outcome",
+        "votes",
+        "n_annotations",
+        "policy",
+        "decided_by",
+        "reason",
+        "computed_at",
+    ]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(AgreementSnapshot)
+class AgreementSnapshotAdmin(ReadOnlyAdmin):
+    list_display = [
+        "stage",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n_items",
+        "n_annotators",
+        "computed_at",
+    ]
+    list_filter = ["metric", "stage__project", "stage"]
+    search_fields = ["stage__name", "stage__project__name", "metric"]
+    list_select_related = ["stage__project"]
+    date_hierarchy = "computed_at"
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__",
+        "project",
+        "version",
+        "status",
+        "created_by",
+        "created_at",
+        "published_at",
+    ]
+    list_filter = ["status", "project"]
+    search_fields = ["project__name", "project__slug", "notes", "sha256"]
+    autocomplete_fields = ["project"]
+    raw_id_fields = ["created_by"]
+    list_select_related = ["project", "created_by"]
+    readonly_fields = [
+        "version",
+        "status",
+        "archive",
+        "sha256",
+        "manifest",
+        "stats",
+        "message",
+        "created_at",
+        "published_at",
+    ]
+
+    def has_change_permission(self, request, obj=None):
+        # A published release never changes; notes may be fixed while it is still building.
+        if obj is not None and obj.status == Release.Status.PUBLISHED:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return False

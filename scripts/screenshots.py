@@ -1,0 +1,255 @@
+"""Screenshots of every page, for looking at the UI (not a test).
+
+    .venv/bin/python scripts/screenshots.py [--out screenshots] [--only NAME,...]
+
+Builds a throwaway SQLite demo (migrate + seed_demo + a few annotations so that the label stage
+has items), serves it with runserver on a free port, and drives headless Chromium at a
+1280×800 laptop viewport, saving one PNG per page into screenshots/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PASSWORD = "rungwise-demo"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_database(env: dict[str, str]) -> None:
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    subprocess.run(
+        [python, "manage.py", "seed_demo"], cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    # Annotations by all three annotators resolve some verify items, which opens them in the
+    # label stage; a tiny second project gives annotator1 an "all done" screen.
+    script = """
+from annotation import services
+from annotation.access import access_stage_for_annotator
+from annotation.models import Project, Role
+from django.contrib.auth import get_user_model
+
+User = get_user_model()
+project = Project.objects.get(slug="demo")
+verify = project.stages.get(slug="verify")
+people = [User.objects.get(username=f"annotator{n}") for n in (1, 2, 3)]
+for person in people:
+    for _ in range(6):
+        stage = access_stage_for_annotator(user=person, stage_id=verify.pk)
+        assignment = services.assignment_next(annotator=person, stage=stage)
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=person, payload={"value": "keep"},
+            seconds_spent=4.2,
+        )
+tiny = services.project_create(slug="pilot", name="Pilot batch", description="Five warm-up pairs.")
+stage = services.stage_create(project=tiny, slug="verify", name="Warm-up", kind="verify", overlap=1)
+services.items_create(project=tiny, rows=[
+    {"external_id": f"pilot-{n}", "payload": {"text": f"Warm-up sentence {n}."}} for n in range(2)
+])
+services.membership_add(project=tiny, user=people[0], role=Role.ANNOTATOR)
+for _ in range(2):
+    assignment = services.assignment_next(
+        annotator=people[0], stage=access_stage_for_annotator(user=people[0], stage_id=stage.pk)
+    )
+    services.annotation_submit(assignment_id=assignment.pk, annotator=people[0], payload={"value": "keep"})
+print(verify.pk, project.stages.get(slug="label").pk, stage.pk)
+"""
+    out = subprocess.run(
+        [python, "manage.py", "shell", "-c", script],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    env["SCREENSHOT_STAGES"] = out.stdout.strip().splitlines()[-1]
+
+
+def expire_assignment(env: dict[str, str], username: str) -> None:
+    """Make the user's active lease expire and its item close (so a submit gets a 409)."""
+    script = f"""
+from datetime import timedelta
+from django.utils import timezone
+from annotation.models import Assignment, ItemStage
+assignment = Assignment.objects.get(annotator__username={username!r}, status="active", stage__slug="verify", stage__project__slug="demo")
+Assignment.objects.filter(pk=assignment.pk).update(status="expired", expires_at=timezone.now() - timedelta(minutes=5))
+ItemStage.objects.filter(pk=assignment.item_stage_id).update(leased_count=0, state="resolving")
+"""
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script], cwd=REPO, env=env, check=True
+    )
+
+
+def wait_until_up(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError(f"server did not start at {url}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default=str(REPO / "screenshots"))
+    parser.add_argument("--only", default="", help="comma-separated screenshot names")
+    args = parser.parse_args()
+    only = {name for name in args.only.split(",") if name}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    workdir = tempfile.mkdtemp(prefix="rungwise-shots-")
+    env = dict(
+        os.environ,
+        SQLITE_PATH=str(Path(workdir) / "db.sqlite3"),
+        DEBUG="0",
+        WHITENOISE_MANIFEST="0",
+        DATABASE_URL="",
+        CELERY_BROKER_URL="",
+        DJANGO_SETTINGS_MODULE="rungwise.settings",
+    )
+    prepare_database(env)
+    verify_id, label_id, pilot_id = env["SCREENSHOT_STAGES"].split()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    saved = []
+    try:
+        wait_until_up(base + "/accounts/login/")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
+            )
+
+            def session(username: str | None):
+                context = browser.new_context(viewport={"width": 1280, "height": 800})
+                page = context.new_page()
+                if username:
+                    page.goto(base + "/accounts/login/")
+                    page.fill("input[name=username]", username)
+                    page.fill("input[name=password]", PASSWORD)
+                    page.click("button[type=submit]")
+                    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+                return context, page
+
+            def shot(page, name: str, full_page: bool = False) -> None:
+                if only and name not in only:
+                    return
+                path = out / f"{name}.png"
+                page.screenshot(path=str(path), full_page=full_page)
+                saved.append(path)
+
+            context, page = session(None)
+            page.goto(base + "/accounts/login/")
+            shot(page, "01-login")
+            page.fill("input[name=username]", "annotator1")
+            page.fill("input[name=password]", "wrong")
+            page.click("button[type=submit]")
+            shot(page, "02-login-error")
+            context.close()
+
+            context, page = session("annotator1")
+            shot(page, "03-home")
+            page.goto(base + "/projects/demo/")
+            shot(page, "04-project")
+            page.goto(f"{base}/annotate/{verify_id}/")
+            shot(page, "05-item-verify")
+            page.keyboard.press("?")
+            shot(page, "06-help-overlay")
+            page.keyboard.press("Escape")
+            page.keyboard.press("s")
+            shot(page, "07-skip-open")
+            page.goto(f"{base}/annotate/{verify_id}/")
+            # An invalid value (as a tampered form would send) is re-rendered as a form error.
+            page.evaluate("document.querySelector('button[data-key=k]').value = 'maybe'")
+            page.keyboard.press("k")
+            page.wait_for_selector(".error-box")
+            shot(page, "08-item-invalid")
+            expire_assignment(env, "annotator1")
+            page.keyboard.press("k")
+            page.wait_for_selector("text=This item is no longer yours")
+            shot(page, "09-item-expired")
+            page.goto(f"{base}/annotate/{label_id}/")
+            shot(page, "10-item-label")
+            page.goto(f"{base}/annotate/{pilot_id}/")
+            shot(page, "11-all-done")
+            page.goto(base + "/projects/nope/")
+            shot(page, "12-not-found")
+            page.goto(base + "/accounts/password/")
+            shot(page, "13-password-change")
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{base}/annotate/{verify_id}/")
+            shot(page, "14-item-phone", full_page=True)
+            context.close()
+
+            context, page = session("reviewer")
+            page.goto(f"{base}/annotate/{verify_id}/")
+            shot(page, "15-forbidden")
+            page.goto(base + "/")
+            page.click("summary:has-text('Projects')")
+            shot(page, "16-nav-projects-menu")
+            context.close()
+
+            context, page = session("admin")
+            page.goto(base + "/admin/")
+            shot(page, "17-admin-index")
+            page.goto(base + "/admin/annotation/assignment/")
+            shot(page, "18-admin-assignments")
+            page.goto(base + "/admin/annotation/project/1/change/")
+            shot(page, "19-admin-project", full_page=True)
+            page.goto(base + "/admin/annotation/annotation/")
+            shot(page, "20-admin-annotations")
+            context.close()
+
+            context = browser.new_context(
+                viewport={"width": 1280, "height": 800}, java_script_enabled=False
+            )
+            page = context.new_page()
+            page.goto(base + "/accounts/login/")
+            page.fill("input[name=username]", "annotator2")
+            page.fill("input[name=password]", PASSWORD)
+            page.click("button[type=submit]")
+            page.goto(f"{base}/annotate/{verify_id}/")
+            shot(page, "21-item-no-js")
+            context.close()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    for path in saved:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,408 @@
+"""The annotator's pages: my projects, project, the item screen with and without htmx."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import services
+from annotation.models import Annotation, Assignment, ItemStage, Role
+from tests.factories import PASSWORD, make_member, make_project, make_verify_stage
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _on_commit(django_capture_on_commit_callbacks):
+    """Resolution (eager Celery) runs on commit; let it run inside the test transaction."""
+    with django_capture_on_commit_callbacks(execute=True):
+        yield
+
+
+def signed_in(client, user):
+    assert client.login(username=user.get_username(), password=PASSWORD)
+    return client
+
+
+def pair_project(items: int = 4, overlap: int = 3, annotators: int = 3):
+    project = make_project(guidelines="Keep **fluent** pairs.")
+    stage = make_verify_stage(project, overlap=overlap, instructions="Reject pairs with typos.")
+    services.items_create(
+        project=project,
+        rows=[
+            {
+                "external_id": f"pair-{index}",
+                "payload": {
+                    "sentence_a": f"The storm hit the coast {index}.",
+                    "sentence_b": f"The power went out {index}.",
+                    "expected": "causal",
+                    "gold": {"verify": "keep"},
+                },
+            }
+            for index in range(items)
+        ],
+    )
+    people = [make_member(project) for _ in range(annotators)]
+    return project, stage, people
+
+
+def error_box(response) -> str:
+    html = response.content.decode()
+    return html[html.index('<div class="notice danger error-box"') :].split("</div>")[0]
+
+
+def stage_url(stage):
+    return reverse("annotation:stage", args=[stage.pk])
+
+
+def submit_url(assignment):
+    return reverse("annotation:submit", args=[assignment.pk])
+
+
+def skip_url(assignment):
+    return reverse("annotation:skip", args=[assignment.pk])
+
+
+def active(user, stage):
+    return Assignment.objects.get(annotator=user, stage=stage, status=Assignment.Status.ACTIVE)
+
+
+# --- My projects and project pages ----------------------------------------------------------
+
+
+def test_home_lists_my_projects_with_roles_and_my_progress_only(client):
+    project, stage, (alice, bob, _) = pair_project()
+    other = make_project(slug="someone-elses")
+    make_verify_stage(other)
+    signed_in(client, bob)
+    client.get(stage_url(stage))
+    client.post(submit_url(active(bob, stage)), {"value": "keep"})
+    signed_in(client, alice)
+    page = client.get(reverse("annotation:home")).content.decode()
+    assert project.name in page
+    assert "annotator" in page
+    assert "someone-elses" not in page and other.name not in page
+    # Bob's annotation is not Alice's progress: she has done none, and 4 items are left for her.
+    assert "0 done · 4 left for you" in page
+
+
+def test_project_page_shows_stages_guidelines_and_instructions(client):
+    project, stage, (alice, *_) = pair_project()
+    page = signed_in(client, alice).get(reverse("annotation:project", args=[project.slug]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<strong>fluent</strong>" in html
+    assert "Reject pairs with typos." in html
+    assert stage_url(stage) in html
+
+
+def test_a_project_i_am_not_a_member_of_is_a_404_with_a_message(client):
+    project, *_ = pair_project()
+    outsider = make_member(make_project())
+    response = signed_in(client, outsider).get(reverse("annotation:project", args=[project.slug]))
+    assert response.status_code == 404
+    assert "There is no such project among yours." in response.content.decode()
+
+
+# --- The item screen --------------------------------------------------------------------------
+
+
+def test_item_screen_shows_the_pair_form_shortcuts_and_progress_but_no_known_answers(client):
+    _, stage, (alice, *_) = pair_project()
+    response = signed_in(client, alice).get(stage_url(stage))
+    html = response.content.decode()
+    assignment = active(alice, stage)
+    item = assignment.item_stage.item
+    assert response.status_code == 200
+    assert item.payload["sentence_a"] in html and item.payload["sentence_b"] in html
+    assert 'data-key="k"' in html and 'data-key="r"' in html and 'data-key="s"' in html
+    assert f'action="{submit_url(assignment)}"' in html
+    assert f'hx-post="{submit_url(assignment)}"' in html
+    assert "0</span> done" in html and "4</span> left for you in this stage" in html
+    assert "Reject pairs with typos." in html
+    # Known answers in the payload never reach the annotator.
+    assert "causal" not in html and "gold" not in html.lower()
+
+
+def test_reloading_the_item_screen_keeps_the_same_item(client):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    first = active(alice, stage)
+    client.get(stage_url(stage))
+    assert active(alice, stage).pk == first.pk
+    assert Assignment.objects.filter(annotator=alice).count() == 1
+
+
+def test_without_javascript_a_submit_redirects_to_the_next_item(client):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    first = active(alice, stage)
+    response = client.post(submit_url(first), {"value": "reject", "comment": " typo in B "})
+    assert response.status_code == 302
+    assert response["Location"] == stage_url(stage)
+    annotation = Annotation.objects.get(assignment=first)
+    assert annotation.payload == {"value": "reject", "comment": "typo in B"}
+    assert annotation.client_info == {"via": "form", "timing": "lease"}
+    assert annotation.seconds_spent is not None and annotation.seconds_spent >= 0
+    page = client.get(response["Location"]).content.decode()
+    second = active(alice, stage)
+    assert second.item_stage_id != first.item_stage_id
+    assert second.item_stage.item.payload["sentence_a"] in page
+    assert "1</span> done" in page and "3</span> left for you" in page
+
+
+def test_with_htmx_a_submit_swaps_in_the_next_item_and_progress(client):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    first = active(alice, stage)
+    response = client.post(submit_url(first), {"value": "keep", "seconds_spent": "3.25"}, **HTMX)
+    html = response.content.decode()
+    second = active(alice, stage)
+    assert response.status_code == 200
+    assert "<html" not in html and html.lstrip().startswith('<section id="annotate"')
+    assert second.item_stage.item.payload["sentence_a"] in html
+    assert submit_url(second) in html
+    assert "1</span> done" in html and "3</span> left for you in this stage" in html
+    annotation = Annotation.objects.get(assignment=first)
+    assert annotation.seconds_spent == pytest.approx(3.25)
+    assert annotation.client_info == {"via": "htmx", "timing": "client"}
+
+
+@pytest.mark.parametrize("posted", ["-1", "nan", "inf", "soon", "999999999"])
+def test_an_implausible_client_time_falls_back_to_the_lease_age(client, posted):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    assignment = active(alice, stage)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        created_at=timezone.now() - timedelta(seconds=30)
+    )
+    client.post(submit_url(assignment), {"value": "keep", "seconds_spent": posted})
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.client_info["timing"] == "lease"
+    assert 29 <= annotation.seconds_spent < 60
+
+
+def test_a_label_stage_renders_numbered_choices_and_stores_the_label(client):
+    project = make_project()
+    stage = services.stage_create(
+        project=project,
+        slug="label",
+        name="Label",
+        kind="label",
+        overlap=1,
+        config={"choices": ["causal", "temporal", "unrelated"]},
+    )
+    services.items_create(
+        project=project, rows=[{"external_id": "x", "payload": {"text": "It rained."}}]
+    )
+    alice = make_member(project)
+    signed_in(client, alice)
+    html = client.get(stage_url(stage)).content.decode()
+    assert 'data-key="1"' in html and 'data-key="3"' in html and "It rained." in html
+    assignment = active(alice, stage)
+    response = client.post(submit_url(assignment), {"value": "temporal"}, **HTMX)
+    assert Annotation.objects.get(assignment=assignment).payload["value"] == "temporal"
+    assert "All done" in response.content.decode()
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_an_invalid_value_is_shown_as_a_form_error_and_nothing_is_stored(client, headers):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    assignment = active(alice, stage)
+    response = client.post(submit_url(assignment), {"value": "maybe", "comment": "hmm"}, **headers)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "Not saved" in html and "Choose keep or reject (got &#x27;maybe&#x27;)." in html
+    # The same item comes back with its form and the comment the annotator typed.
+    assert submit_url(assignment) in html and ">hmm</textarea>" in html
+    assert not Annotation.objects.exists()
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.ACTIVE
+    assert ItemStage.objects.get(pk=assignment.item_stage_id).submitted_count == 0
+
+
+def test_an_expired_lease_taken_by_others_gets_a_409_and_a_way_to_the_next_item(client):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    assignment = active(alice, stage)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        status=Assignment.Status.EXPIRED, expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    ItemStage.objects.filter(pk=assignment.item_stage_id).update(leased_count=0, state="resolving")
+    response = client.post(submit_url(assignment), {"value": "keep"}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert "expired" in html and "Get the next item" in html
+    assert f'href="{stage_url(stage)}"' in html
+    assert submit_url(assignment) not in html  # no form for an item that is gone
+    assert not Annotation.objects.exists()
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_skip_with_a_reason_moves_on_and_the_item_never_comes_back(client, headers):
+    _, stage, (alice, *_) = pair_project(items=2)
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    first = active(alice, stage)
+    response = client.post(skip_url(first), {"reason": "I can't judge this item"}, **headers)
+    assert response.status_code == (200 if headers else 302)
+    first.refresh_from_db()
+    assert (
+        first.status == Assignment.Status.SKIPPED and first.skip_reason == "I can't judge this item"
+    )
+    client.get(stage_url(stage))
+    assert active(alice, stage).item_stage_id != first.item_stage_id
+
+
+def test_a_typed_skip_reason_wins_and_an_empty_one_is_refused(client):
+    _, stage, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    assignment = active(alice, stage)
+    refused = client.post(skip_url(assignment), {"reason": "", "other_reason": "  "}, **HTMX)
+    assert refused.status_code == 400 and "Say why you skip this item." in refused.content.decode()
+    assert active(alice, stage).pk == assignment.pk
+    client.post(
+        skip_url(assignment),
+        {"reason": "I can't judge this item", "other_reason": "Duplicate of 3"},
+    )
+    assignment.refresh_from_db()
+    assert assignment.skip_reason == "Duplicate of 3"
+
+
+@pytest.mark.parametrize("action", ["submit", "skip"])
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_another_annotators_or_an_unknown_assignment_is_the_same_404(client, action, headers):
+    _, stage, (alice, bob, _) = pair_project()
+    signed_in(client, bob)
+    client.get(stage_url(stage))
+    bobs = active(bob, stage)
+    signed_in(client, alice)
+    url = reverse(f"annotation:{action}", args=[bobs.pk])
+    unknown = reverse(f"annotation:{action}", args=[bobs.pk + 1000])
+    data = {"value": "keep", "reason": "I can't judge this item"}
+    foreign, missing = client.post(url, data, **headers), client.post(unknown, data, **headers)
+    assert foreign.status_code == missing.status_code == 404
+    assert "There is no such assignment among yours." in foreign.content.decode()
+    assert error_box(foreign) == error_box(missing)
+    bobs.refresh_from_db()
+    assert bobs.status == Assignment.Status.ACTIVE and not Annotation.objects.exists()
+
+
+def test_all_done_when_nothing_is_left(client):
+    _, stage, (alice, *_) = pair_project(items=2)
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    client.post(submit_url(active(alice, stage)), {"value": "keep"})
+    client.get(stage_url(stage))
+    response = client.post(submit_url(active(alice, stage)), {"value": "keep"}, **HTMX)
+    html = response.content.decode()
+    assert "All done" in html and "You have annotated 2 items" in html
+    assert "2</span> done" in html and "0</span> left for you" in html
+    page = client.get(stage_url(stage)).content.decode()
+    assert "All done" in page and not Assignment.objects.filter(status="active").exists()
+
+
+def test_other_annotators_answers_never_appear_on_my_item_screen(client):
+    _, stage, (alice, bob, _) = pair_project(items=1)
+    signed_in(client, bob)
+    client.get(stage_url(stage))
+    client.post(submit_url(active(bob, stage)), {"value": "reject", "comment": "BOB-SECRET-NOTE"})
+    signed_in(client, alice)
+    html = client.get(stage_url(stage)).content.decode()
+    # Alice gets the item Bob annotated, without his answer, comment or a vote count.
+    assert active(alice, stage).item_stage.submitted_count == 1
+    assert "BOB-SECRET-NOTE" not in html and "reject</" not in html
+    assert "1 vote" not in html and "0</span> done" in html
+
+
+def test_signed_out_users_are_sent_to_sign_in_and_htmx_gets_a_full_page_redirect(client):
+    _, stage, _ = pair_project()
+    plain = client.get(stage_url(stage))
+    assert plain.status_code == 302 and plain["Location"].startswith(reverse("login"))
+    htmx = client.post("/annotate/assignments/1/submit/", {"value": "keep"}, **HTMX)
+    assert htmx.status_code == 200 and htmx["HX-Redirect"].startswith(reverse("login"))
+
+
+def test_a_paused_annotator_sees_why(client):
+    project, stage, (alice, *_) = pair_project()
+    services.membership_set_paused(project=project, user=alice, paused=True, reason="quality check")
+    response = signed_in(client, alice).get(stage_url(stage))
+    assert response.status_code == 403
+    assert "paused" in response.content.decode()
+
+
+def test_htmx_submit_and_next_stays_within_the_query_budget(client, django_assert_max_num_queries):
+    _, stage, (alice, *_) = pair_project(items=6)
+    signed_in(client, alice)
+    client.get(stage_url(stage))
+    assignment = active(alice, stage)
+    # session + user (2), access_assignment (1), submit (4), access_stage (1), next (3: the
+    # lease renewal is skipped after a submit), progress (1) = 12 statements. The test runs
+    # inside a transaction, so the services' atomic blocks add savepoint statements on top.
+    with django_assert_max_num_queries(16) as captured:
+        response = client.post(submit_url(assignment), {"value": "keep"}, **HTMX)
+    statements = [
+        query["sql"]
+        for query in captured.captured_queries
+        if not query["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
+    assert len(statements) <= 12, "\n".join(statements)
+    assert response.status_code == 200 and active(alice, stage).pk != assignment.pk
+
+
+def test_password_change_page_and_sign_out(client):
+    _, _, (alice, *_) = pair_project()
+    signed_in(client, alice)
+    assert client.get(reverse("password_change")).status_code == 200
+    response = client.post(
+        reverse("password_change"),
+        {
+            "old_password": PASSWORD,
+            "new_password1": "a-much-longer-pass-1",
+            "new_password2": "a-much-longer-pass-1",
+        },
+    )
+    assert response.status_code == 302
+    assert client.post(reverse("logout")).status_code == 302
+    assert client.get(reverse("annotation:home")).status_code == 302
+    assert client.login(username=alice.get_username(), password="a-much-longer-pass-1")
+
+
+def test_superusers_see_every_project_but_annotate_only_as_members(client, django_user_model):
+    project, stage, _ = pair_project()
+    root = django_user_model.objects.create_superuser("root", password=PASSWORD)
+    signed_in(client, root)
+    assert project.name in client.get(reverse("annotation:home")).content.decode()
+    assert client.get(stage_url(stage)).status_code == 403
+    services.membership_add(project=project, user=root, role=Role.ANNOTATOR)
+    assert client.get(stage_url(stage)).status_code == 200
+
+
+def test_project_tabs_show_only_for_held_roles_and_existing_urls(client, monkeypatch):
+    from annotation import navigation, views  # noqa: F401  (views registers the Overview tab)
+
+    monkeypatch.setattr(navigation, "PROJECT_TABS", list(navigation.PROJECT_TABS))
+    navigation.register_project_tab(
+        "Monitor", "annotation:project", roles=[Role.RESEARCHER], order=5
+    )
+    navigation.register_project_tab("Later", "annotation:not-built-yet", roles=[Role.ANNOTATOR])
+    project, *_ = pair_project()
+    annotator_tabs = navigation.project_tabs(project, {Role.ANNOTATOR})
+    researcher_tabs = navigation.project_tabs(project, {Role.RESEARCHER})
+    # Registering a URL name again replaces its tab (here the built-in "Overview").
+    assert [tab["label"] for tab in annotator_tabs] == []
+    assert [tab["label"] for tab in researcher_tabs] == ["Monitor"]
+    assert researcher_tabs[0]["url"] == reverse("annotation:project", args=[project.slug])
