@@ -12,6 +12,8 @@ from django.db.models import Exists, OuterRef, Subquery
 from .errors import Conflict, NotFound, PermissionDenied
 from .models import Assignment, ItemStage, Membership, Project, Release, Role, Stage
 
+FOREIGN_ASSIGNMENT = "This item is assigned to another annotator; ask for your own next item."
+
 #: Who may do what. Admins may do everything in their project; superusers everywhere.
 ANNOTATE = (Role.ANNOTATOR,)
 ADJUDICATE = (Role.REVIEWER, Role.ADMIN)
@@ -94,14 +96,17 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
 
 
 def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
-    """The user's own assignment (read only). Another annotator's id is a 404."""
+    """The user's own assignment. Someone else's is a 403 that says so (the issue's contract
+    for foreign leases; nothing of the item or its answers is revealed), an unknown id a 404."""
     assignment = (
         Assignment.objects.select_related("item_stage__item", "stage__project")
-        .filter(pk=assignment_id, annotator=user.pk)
+        .filter(pk=assignment_id)
         .first()
     )
     if assignment is None:
-        raise NotFound("There is no such assignment among yours.")
+        raise NotFound("There is no such assignment.")
+    if assignment.annotator_id != user.pk:
+        raise PermissionDenied(FOREIGN_ASSIGNMENT)
     return assignment
 
 

@@ -10,12 +10,9 @@ from rest_framework.views import APIView
 
 from . import services
 from .access import access_stage_for_annotator
-from .errors import NotFound, PermissionDenied
 from .models import Annotation, Assignment
 from .selectors import item_payload_for_annotator
 
-#: Same answer for "no such assignment" and "another annotator's": guessing ids reveals nothing.
-NOT_YOURS = "There is no such assignment among yours."
 
 
 class ItemOutSerializer(serializers.Serializer):
@@ -85,16 +82,13 @@ class SubmitView(APIView):
     def post(self, request, assignment_id: int):
         body = SubmitInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            annotation, created = services.annotation_submit(
-                assignment_id=assignment_id,
-                annotator=request.user,
-                payload=body.validated_data["payload"],
-                seconds_spent=body.validated_data.get("seconds_spent"),
-                client_info=body.validated_data.get("client_info") or {},
-            )
-        except (NotFound, PermissionDenied):
-            raise NotFound(NOT_YOURS) from None
+        annotation, created = services.annotation_submit(
+            assignment_id=assignment_id,
+            annotator=request.user,
+            payload=body.validated_data["payload"],
+            seconds_spent=body.validated_data.get("seconds_spent"),
+            client_info=body.validated_data.get("client_info") or {},
+        )
         return Response(
             AnnotationSerializer(annotation).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -114,12 +108,9 @@ class SkipView(APIView):
     def post(self, request, assignment_id: int):
         body = SkipInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            assignment = services.assignment_skip(
-                assignment_id=assignment_id,
-                annotator=request.user,
-                reason=body.validated_data["reason"],
-            )
-        except (NotFound, PermissionDenied):
-            raise NotFound(NOT_YOURS) from None
+        assignment = services.assignment_skip(
+            assignment_id=assignment_id,
+            annotator=request.user,
+            reason=body.validated_data["reason"],
+        )
         return Response({"id": assignment.pk, "status": assignment.status})

@@ -16,9 +16,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Mod
 from django.utils import timezone
 
+from .access import FOREIGN_ASSIGNMENT
 from .errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from .kinds import get_kind
 from .models import (
@@ -442,13 +444,27 @@ def _insert_lease(assignment: Assignment) -> None:
 def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
     """Lock and return the first candidate (with its item), skipping rows others hold.
 
-    The queue pattern: the narrow candidate row is ordered and locked in a subquery
-    (FOR UPDATE SKIP LOCKED) and the item is joined for the one row taken."""
-    for candidates in _candidate_queries(stage, annotator_id):
-        locked_id = candidates.select_for_update(skip_locked=True).values("pk")[:1]
-        item_stage = (
-            ItemStage.objects.select_related("item").filter(pk=Subquery(locked_id)).first()
-        )
+    The queue pattern: a narrow candidate row is ordered and locked (FOR UPDATE SKIP LOCKED) in
+    a subquery and the item is joined for the one row taken. On PostgreSQL the searches of
+    _candidate_queries run as one statement: each is a locking CTE and `UNION ALL … LIMIT 1`
+    evaluates them lazily, in turn, stopping at the first that yields a row (a later search
+    neither runs nor locks anything once an earlier one has found its row)."""
+    searches = [
+        candidates.select_for_update(skip_locked=True).values("pk")[:1]
+        for candidates in _candidate_queries(stage, annotator_id)
+    ]
+    taken = ItemStage.objects.select_related("item")
+    if connection.vendor == "postgresql" and len(searches) > 1:
+        ctes, params = [], []
+        for index, search in enumerate(searches):
+            sql, search_params = search.query.sql_with_params()
+            ctes.append(f"search_{index} AS ({sql})")
+            params.extend(search_params)
+        union = " UNION ALL ".join(f"SELECT pk FROM search_{index}" for index in range(len(ctes)))
+        chained = RawSQL(f"WITH {', '.join(ctes)} {union} LIMIT 1", params)
+        return taken.filter(pk__in=chained).first()
+    for search in searches:
+        item_stage = taken.filter(pk=Subquery(search)).first()
         if item_stage is not None:
             return item_stage
     return None
@@ -515,9 +531,9 @@ def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignm
         .first()
     )
     if assignment is None:
-        raise NotFound(f"There is no assignment {assignment_id}.")
+        raise NotFound("There is no such assignment.")
     if assignment.annotator_id != user.pk:
-        raise PermissionDenied("This item is assigned to another annotator.")
+        raise PermissionDenied(FOREIGN_ASSIGNMENT)
     return assignment
 
 

@@ -89,10 +89,10 @@ def test_next_plus_submit_stays_within_eight_queries(postgres):
         assert api.post(url, {"payload": {"value": "keep"}}, format="json").status_code == 201
     with CaptureQueriesContext(connection) as leasing:
         assert api.post(f"/api/stages/{verify.pk}/next/").status_code == 200
-    # next: token, stage + membership + current lease, in-progress pool, fresh pool (taken here:
-    # alice's only in-progress item is her own), lease insert. submit: token, locked assignment,
-    # one statement storing the annotation and moving the counters.
+    # next: token, stage + membership + current lease, the chained candidate searches, lease
+    # insert. submit: token, locked assignment, one statement storing the annotation and moving
+    # the counters.
     assert len(statements(renewing)) <= 4, statements(renewing)
-    assert len(statements(leasing)) <= 5, statements(leasing)
+    assert len(statements(leasing)) <= 4, statements(leasing)
     assert len(statements(submitting)) <= 3, statements(submitting)
     assert len(statements(leasing)) + len(statements(submitting)) <= 8
