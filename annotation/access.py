@@ -27,14 +27,10 @@ def user_roles(user: AbstractBaseUser, project: Project) -> set[str]:
         return set()
     if user.is_superuser:
         return set(Role.values)
-    return set(
-        Membership.objects.filter(project=project, user=user).values_list("role", flat=True)
-    )
+    return set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
 
 
-def access_project(
-    user: AbstractBaseUser, slug: str, roles: Iterable[str] = ANY_ROLE
-) -> Project:
+def access_project(user: AbstractBaseUser, slug: str, roles: Iterable[str] = ANY_ROLE) -> Project:
     """The project `slug` if the user holds one of `roles` in it (404 when not a member at all,
     403 when a member without the role)."""
     project = Project.objects.filter(slug=slug).first()

@@ -14,7 +14,6 @@ from .models import Annotation, Assignment
 from .selectors import item_payload_for_annotator
 
 
-
 class ItemOutSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="item_stage.item.pk")
     external_id = serializers.CharField(source="item_stage.item.external_id")

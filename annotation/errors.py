@@ -13,7 +13,9 @@ from typing import Any
 class ApplicationError(Exception):
     status = 400
 
-    def __init__(self, message: str, extra: dict[str, Any] | None = None, *, status: int | None = None):
+    def __init__(
+        self, message: str, extra: dict[str, Any] | None = None, *, status: int | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.extra = extra or {}

@@ -61,7 +61,9 @@ class Membership(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "user", "role"], name="membership_unique_role")
+            models.UniqueConstraint(
+                fields=["project", "user", "role"], name="membership_unique_role"
+            )
         ]
         indexes = [models.Index(fields=["user", "project"])]
 
@@ -129,6 +131,7 @@ class Item(models.Model):
     import_batch = models.ForeignKey(
         ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
     )
+
     class Status(models.TextChoices):
         ACTIVE = "active", "In the pipeline"
         ACCEPTED = "accepted", "Accepted"
@@ -141,9 +144,14 @@ class Item(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "external_id"], name="item_unique_external_id")
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="item_unique_external_id"
+            )
         ]
-        indexes = [models.Index(fields=["project", "group"]), models.Index(fields=["project", "status"])]
+        indexes = [
+            models.Index(fields=["project", "group"]),
+            models.Index(fields=["project", "status"]),
+        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -162,6 +170,9 @@ class ItemRevision(models.Model):
     )
     stage = models.ForeignKey("Stage", null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.item_id} r{self.number}"
 
     class Meta:
         ordering = ["item", "number"]
@@ -215,7 +226,8 @@ class Stage(models.Model):
     )
     seed = models.PositiveIntegerField(default=0, help_text="Seeds each annotator's item order.")
     show_other_annotations = models.BooleanField(
-        default=False, help_text="Annotators see earlier annotations of the item (e.g. a check stage)."
+        default=False,
+        help_text="Annotators see earlier annotations of the item (e.g. a check stage).",
     )
     is_active = models.BooleanField(default=True)
 
@@ -322,7 +334,9 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["annotator", "stage", "status"]),
-            models.Index(fields=["expires_at"], condition=Q(status="active"), name="lease_expiry_idx"),
+            models.Index(
+                fields=["expires_at"], condition=Q(status="active"), name="lease_expiry_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -369,7 +383,9 @@ class Resolution(models.Model):
         MEAN = "mean", "Mean"
         ADJUDICATED = "adjudicated", "Adjudicated"
 
-    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="resolution")
+    item_stage = models.OneToOneField(
+        ItemStage, on_delete=models.CASCADE, related_name="resolution"
+    )
     value = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=24, choices=Status.choices)
     outcome = models.CharField(max_length=12)  # accept | reject | pending
@@ -399,6 +415,9 @@ class AgreementSnapshot(models.Model):
     n_annotations = models.PositiveIntegerField(default=0)
     details = models.JSONField(default=dict, blank=True)
     computed_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.value} ({self.computed_at:%Y-%m-%d %H:%M})"
 
     class Meta:
         ordering = ["stage", "metric", "computed_at"]

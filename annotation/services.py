@@ -90,7 +90,9 @@ def project_create(
 
 def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
     if role not in Role.values:
-        raise ApplicationError(f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"})
+        raise ApplicationError(
+            f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"}
+        )
     membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
     return membership
 
@@ -331,7 +333,9 @@ def _candidate_queries(stage: Stage, annotator_id: int):
     candidates = _open_for(stage, annotator_id)
     personal = _personal_order(stage, annotator_id)
     if stage.order_policy == Stage.OrderPolicy.RANDOM:
-        spread = Mod(F("spread_rank") + (_annotator_salt(stage, annotator_id) % 997), F("group_size"))
+        spread = Mod(
+            F("spread_rank") + (_annotator_salt(stage, annotator_id) % 997), F("group_size")
+        )
         yield candidates.annotate(spread=spread, personal=personal).order_by("spread", "personal")
         return
     in_progress = ExpressionWrapper(
@@ -545,7 +549,9 @@ def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: 
     if not reason:
         raise ApplicationError("Say why you skip this item.", {"reason": "required"})
     if len(reason) > 300:
-        raise ApplicationError("The reason is too long (300 characters at most).", {"reason": "too long"})
+        raise ApplicationError(
+            "The reason is too long (300 characters at most).", {"reason": "too long"}
+        )
     assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This item is already submitted; it cannot be skipped.")
@@ -605,7 +611,9 @@ def _annotation_submit(
     if assignment.status == Assignment.Status.SKIPPED:
         raise Conflict("You skipped this item, so it can no longer be submitted.")
     stage = assignment.stage
-    clean = get_kind(stage.kind).validate(payload if isinstance(payload, Mapping) else {}, stage.config)
+    clean = get_kind(stage.kind).validate(
+        payload if isinstance(payload, Mapping) else {}, stage.config
+    )
     if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
         raise ApplicationError(
             "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
@@ -777,7 +785,9 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
             "status": decision.status,
             "outcome": decision.outcome,
             "votes": decision.votes,
-            "n_annotations": sum(decision.votes.values()) if decision.votes else item_stage.submitted_count,
+            "n_annotations": sum(decision.votes.values())
+            if decision.votes
+            else item_stage.submitted_count,
             "policy": stage.resolution_policy,
             "decided_by": None,
             "reason": "",

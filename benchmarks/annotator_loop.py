@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -47,10 +46,15 @@ def setup_project(k_annotators: int, items: int, overlap: int):
 
     stamp = f"{k_annotators}-{int(time.time() * 1000)}"
     project = services.project_create(slug=f"bench-{stamp}", name=f"Bench {stamp}")
-    stage = services.stage_create(project=project, slug="verify", name="Verify", kind="verify", overlap=overlap)
+    stage = services.stage_create(
+        project=project, slug="verify", name="Verify", kind="verify", overlap=overlap
+    )
     services.items_create(
         project=project,
-        rows=({"external_id": f"b{index}", "payload": {"text": f"item {index}"}} for index in range(items)),
+        rows=(
+            {"external_id": f"b{index}", "payload": {"text": f"item {index}"}}
+            for index in range(items)
+        ),
     )
     tokens = []
     User = get_user_model()
@@ -80,7 +84,9 @@ def annotator(port: int, token: str, stage_id: int, deadline: float, out: dict) 
         assignment = json.loads(body)["id"]
         payload = json.dumps({"payload": {"value": "keep"}, "seconds_spent": 3.2}).encode()
         started = time.perf_counter()
-        conn.request("POST", f"/api/assignments/{assignment}/submit/", body=payload, headers=headers)
+        conn.request(
+            "POST", f"/api/assignments/{assignment}/submit/", body=payload, headers=headers
+        )
         response = conn.getresponse()
         response.read()
         latencies.append(time.perf_counter() - started)
@@ -98,7 +104,11 @@ def check_invariants(stage) -> str:
 
     from annotation.models import Annotation, ItemStage
 
-    over = ItemStage.objects.filter(stage=stage).annotate(n=Count("annotations")).filter(n__gt=stage.overlap)
+    over = (
+        ItemStage.objects.filter(stage=stage)
+        .annotate(n=Count("annotations"))
+        .filter(n__gt=stage.overlap)
+    )
     doubled = (
         Annotation.objects.filter(item_stage__stage=stage)
         .values("item_stage_id", "annotator_id")
@@ -128,7 +138,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
-        os.execvp(str(REPO / "scripts/with-services.sh"), [str(REPO / "scripts/with-services.sh"), sys.executable, *sys.argv])
+        os.execvp(
+            str(REPO / "scripts/with-services.sh"),
+            [str(REPO / "scripts/with-services.sh"), sys.executable, *sys.argv],
+        )
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
     import django
@@ -143,9 +156,22 @@ def main() -> None:
     port = free_port()
     env = dict(os.environ, RUNGWISE_QUERY_COUNT_HEADER="1", ALLOWED_HOSTS="127.0.0.1")
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
-         "--workers", str(args.workers), "--threads", str(args.threads), "--log-level", "warning"],
-        cwd=REPO, env=env,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "rungwise.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--threads",
+            str(args.threads),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
     )
     try:
         for _ in range(100):
@@ -154,18 +180,24 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.1)
-        print(f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
-              f"{connection.pg_version // 10000}; {os.cpu_count()} cores; {args.seconds:.0f} s per run")
-        print(f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-              f"{'SQL/next+submit':>16} {'errors':>7}  invariants")
+        print(
+            f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
+            f"{connection.pg_version // 10000}; {os.cpu_count()} cores; {args.seconds:.0f} s per run"
+        )
+        print(
+            f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+            f"{'SQL/next+submit':>16} {'errors':>7}  invariants"
+        )
         for k in (int(part) for part in args.annotators.split(",")):
-            stage, tokens = setup_project(k, items=max(2000, int(400 * args.seconds * 3)), overlap=3)
+            stage, tokens = setup_project(
+                k, items=max(2000, int(400 * args.seconds * 3)), overlap=3
+            )
             results = [dict() for _ in tokens]
             deadline = time.monotonic() + args.seconds
             started = time.monotonic()
             threads = [
                 threading.Thread(target=annotator, args=(port, token, stage.pk, deadline, result))
-                for token, result in zip(tokens, results)
+                for token, result in zip(tokens, results, strict=True)
             ]
             for thread in threads:
                 thread.start()
@@ -177,11 +209,13 @@ def main() -> None:
             statements = [value for result in results for value in result["statements"]]
             stored = Annotation.objects.filter(item_stage__stage=stage).count()
             assert stored == submitted, f"{submitted} submits answered 201 but {stored} stored"
-            print(f"{k:>3} {submitted / elapsed:>14.1f} {percentile(latencies, 50):>8.1f} "
-                  f"{percentile(latencies, 95):>8.1f} {percentile(latencies, 99):>8.1f} "
-                  f"{(max(statements) if statements else -1):>16} "
-                  f"{sum(result['errors'] for result in results):>7}  {check_invariants(stage)}",
-                  flush=True)
+            print(
+                f"{k:>3} {submitted / elapsed:>14.1f} {percentile(latencies, 50):>8.1f} "
+                f"{percentile(latencies, 95):>8.1f} {percentile(latencies, 99):>8.1f} "
+                f"{(max(statements) if statements else -1):>16} "
+                f"{sum(result['errors'] for result in results):>7}  {check_invariants(stage)}",
+                flush=True,
+            )
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -76,10 +76,28 @@ def celery_worker(transactional_db, postgres):
 
     app.control.purge()
     env = dict(os.environ, DATABASE_URL=_test_database_url(), SWEEP_SECONDS="3600")
-    log = open(REPO / "var" / "test-worker.log", "ab") if (REPO / "var").is_dir() else subprocess.DEVNULL
+    log = (
+        open(REPO / "var" / "test-worker.log", "ab")
+        if (REPO / "var").is_dir()
+        else subprocess.DEVNULL
+    )
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", "solo",
-         "--without-gossip", "--without-mingle", "-l", "warning", "-n", f"test-{os.getpid()}@%h"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "rungwise",
+            "worker",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "warning",
+            "-n",
+            f"test-{os.getpid()}@%h",
+        ],
         cwd=REPO,
         env=env,
         stdout=log,

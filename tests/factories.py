@@ -26,7 +26,9 @@ def make_member(project: Project, role: str = Role.ANNOTATOR, username: str | No
 
 def make_project(*, slug: str | None = None, kind: str = "generic", **extra) -> Project:
     slug = slug or f"project-{next(_counter)}"
-    return services.project_create(slug=slug, name=slug.replace("-", " ").title(), kind=kind, **extra)
+    return services.project_create(
+        slug=slug, name=slug.replace("-", " ").title(), kind=kind, **extra
+    )
 
 
 def make_verify_stage(project: Project, *, overlap: int = 3, **extra) -> Stage:
@@ -35,7 +37,9 @@ def make_verify_stage(project: Project, *, overlap: int = 3, **extra) -> Stage:
     return services.stage_create(project=project, kind="verify", overlap=overlap, **extra)
 
 
-def make_label_stage(project: Project, *, overlap: int = 3, choices=("causal", "temporal", "none"), **extra) -> Stage:
+def make_label_stage(
+    project: Project, *, overlap: int = 3, choices=("causal", "temporal", "none"), **extra
+) -> Stage:
     extra.setdefault("slug", "label")
     extra.setdefault("name", "Label")
     return services.stage_create(

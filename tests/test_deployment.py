@@ -29,7 +29,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_http(url: str, timeout: float = 40, process: subprocess.Popen | None = None) -> requests.Response:
+def wait_http(
+    url: str, timeout: float = 40, process: subprocess.Popen | None = None
+) -> requests.Response:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -123,33 +125,64 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
     )
     python_bin = str(Path(sys.executable).parent)
     env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
-    run = lambda *args: subprocess.run(args, cwd=REPO, env=env, check=True, capture_output=True, text=True)  # noqa: E731
+
+    def run(*args: str) -> None:
+        subprocess.run(args, cwd=REPO, env=env, check=True, capture_output=True, text=True)
+
     run(sys.executable, "manage.py", "migrate", "--noinput")
     run(sys.executable, "manage.py", "seed_demo", "--password", "native-demo-pass")
     web_command = compose_command("web")[2].split("&&")[1].split()  # the gunicorn half
     web_command = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}") for arg in web_command]
-    web_command = web_command[:web_command.index("--workers") + 1] + ["2"] + web_command[web_command.index("--workers") + 2:]
+    web_command = (
+        web_command[: web_command.index("--workers") + 1]
+        + ["2"]
+        + web_command[web_command.index("--workers") + 2 :]
+    )
     processes = {
-        "web": subprocess.Popen(web_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+        "web": subprocess.Popen(
+            web_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        ),
         "worker": subprocess.Popen(
-            [*compose_command("worker")[:-2], "--concurrency", "1", "-n", f"native{os.getpid()}@%h"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+            [
+                *compose_command("worker")[:-2],
+                "--concurrency",
+                "1",
+                "-n",
+                f"native{os.getpid()}@%h",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        ),
         "beat": subprocess.Popen(
             [*compose_command("beat")[:-2], "--schedule", str(tmp_path / "beat-schedule")],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        ),
     }
     try:
         base = f"http://127.0.0.1:{port}"
         health = wait_http(f"{base}/healthz", process=processes["web"])
-        assert health.json() == {"status": "ok", "database": "ok", "engine": "postgresql", "tasks": "celery"}
+        assert health.json() == {
+            "status": "ok",
+            "database": "ok",
+            "engine": "postgresql",
+            "tasks": "celery",
+        }
         assert annotate_demo_verify_stage(base, "native-demo-pass") == 36 * 3
         with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+
             def count(sql: str) -> int:
                 return conn.execute(sql).fetchone()[0]
 
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and count(
-                "SELECT count(*) FROM annotation_resolution") < 36:
+            while (
+                time.monotonic() < deadline
+                and count("SELECT count(*) FROM annotation_resolution") < 36
+            ):
                 time.sleep(0.5)
             assert count("SELECT count(*) FROM annotation_resolution") == 36
             # every kept item entered the label stage
@@ -157,13 +190,16 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
             # A lost message: an item stage complete but never resolved. Beat's sweep finds it.
             conn.execute(
                 "DELETE FROM annotation_resolution WHERE item_stage_id = "
-                "(SELECT min(item_stage_id) FROM annotation_resolution)")
+                "(SELECT min(item_stage_id) FROM annotation_resolution)"
+            )
             conn.execute(
                 "UPDATE annotation_itemstage SET state = 'resolving', completed_at = now() "
-                "WHERE stage_id = 1 AND id NOT IN (SELECT item_stage_id FROM annotation_resolution)")
+                "WHERE stage_id = 1 AND id NOT IN (SELECT item_stage_id FROM annotation_resolution)"
+            )
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and count(
-                "SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'"):
+                "SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'"
+            ):
                 time.sleep(0.5)
             assert count("SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'") == 0
             assert count("SELECT count(*) FROM annotation_resolution") == 36
@@ -183,15 +219,37 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
 
 def test_the_embedded_default_serves_the_demo_with_in_process_tasks(tmp_path):
     """What `make run` does: SQLite with IMMEDIATE transactions, tasks in-process."""
-    env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
-    env.update(SQLITE_PATH=str(tmp_path / "demo.sqlite3"), DEBUG="1", MEDIA_ROOT=str(tmp_path / "media"))
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True, capture_output=True)
-    seeded = subprocess.run([sys.executable, "manage.py", "seed_demo"], cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "CELERY_BROKER_URL"}
+    }
+    env.update(
+        SQLITE_PATH=str(tmp_path / "demo.sqlite3"), DEBUG="1", MEDIA_ROOT=str(tmp_path / "media")
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    seeded = subprocess.run(
+        [sys.executable, "manage.py", "seed_demo"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert re.search(r"annotator1\s+annotator\s+rungwise-demo", seeded.stdout)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -217,7 +275,10 @@ def test_production_settings_pass_check_deploy():
     )
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=REPO, env=env, capture_output=True, text=True,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -228,14 +289,18 @@ def test_compose_client_accepts_the_file():
     import shutil
 
     for command in (["docker", "compose"], ["docker-compose"]):
-        if shutil.which(command[0]) and subprocess.run(
-            [*command, "version"], capture_output=True
-        ).returncode == 0:
+        if (
+            shutil.which(command[0])
+            and subprocess.run([*command, "version"], capture_output=True).returncode == 0
+        ):
             break
     else:
         pytest.skip("no docker compose client on this machine (checked with docker-compose 1.29)")
     result = subprocess.run(
-        [*command, "config", "-q"], cwd=REPO, capture_output=True, text=True,
+        [*command, "config", "-q"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
         env=dict(os.environ, SECRET_KEY="compose-check"),
     )
     assert result.returncode == 0, result.stderr

@@ -49,7 +49,9 @@ def test_errors_have_one_format_and_name_the_problem():
     }
     foreign = client_for(bob).post(url, {"payload": {"value": "keep"}}, format="json")
     assert foreign.status_code == 403 and "another annotator" in foreign.json()["message"]
-    missing = client_for(bob).post("/api/assignments/987654/submit/", {"payload": {}}, format="json")
+    missing = client_for(bob).post(
+        "/api/assignments/987654/submit/", {"payload": {}}, format="json"
+    )
     assert missing.status_code == 404 and set(missing.json()) == {"message", "extra"}
     malformed = client_for(alice).post(url, {"payload": [1, 2]}, format="json")
     assert malformed.status_code == 400 and "payload" in malformed.json()["extra"]
@@ -70,7 +72,9 @@ def test_a_non_member_cannot_tell_a_stage_exists():
 def statements(context: CaptureQueriesContext) -> list[str]:
     """SQL statements run, transaction control (BEGIN, COMMIT, savepoints) left out."""
     control = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
-    return [query["sql"] for query in context.captured_queries if not query["sql"].startswith(control)]
+    return [
+        query["sql"] for query in context.captured_queries if not query["sql"].startswith(control)
+    ]
 
 
 @pytest.mark.django_db(transaction=True)

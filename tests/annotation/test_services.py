@@ -194,43 +194,66 @@ def test_two_stage_pipeline_end_to_end():
 def test_a_tie_goes_to_adjudication_and_a_reviewer_decides():
     project = make_project()
     stage = services.stage_create(
-        project=project, slug="label", name="Label", kind="label", overlap=2,
+        project=project,
+        slug="label",
+        name="Label",
+        kind="label",
+        overlap=2,
         config={"choices": ["a", "b"]},
     )
     make_items(project, 1)
     alice, bob = make_member(project), make_member(project)
     for person, value in ((alice, "a"), (bob, "b")):
         assignment = next_for(person, stage)
-        services.annotation_submit(assignment_id=assignment.pk, annotator=person, payload={"value": value})
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=person, payload={"value": value}
+        )
     item_stage = ItemStage.objects.get(stage=stage)
     assert item_stage.state == ItemStage.State.ADJUDICATION
     assert item_stage.resolution.status == "needs_adjudication"
     reviewer = make_member(project, role="reviewer")
     with pytest.raises(ApplicationError, match="reason"):
-        services.item_stage_adjudicate(item_stage_id=item_stage.pk, reviewer=reviewer, value="a", reason="")
+        services.item_stage_adjudicate(
+            item_stage_id=item_stage.pk, reviewer=reviewer, value="a", reason=""
+        )
     resolution = services.item_stage_adjudicate(
         item_stage_id=item_stage.pk, reviewer=reviewer, value="a", reason="a fits the guideline"
     )
-    assert (resolution.status, resolution.value, resolution.decided_by) == ("adjudicated", "a", reviewer)
+    assert (resolution.status, resolution.value, resolution.decided_by) == (
+        "adjudicated",
+        "a",
+        reviewer,
+    )
     with pytest.raises(Conflict):
-        services.item_stage_adjudicate(item_stage_id=item_stage.pk, reviewer=reviewer, value="b", reason="again")
+        services.item_stage_adjudicate(
+            item_stage_id=item_stage.pk, reviewer=reviewer, value="b", reason="again"
+        )
 
 
 def test_a_tie_can_ask_for_one_more_annotator():
     project = make_project()
     stage = services.stage_create(
-        project=project, slug="label", name="Label", kind="label", overlap=2,
-        config={"choices": ["a", "b"]}, tie_policy="extra_annotation",
+        project=project,
+        slug="label",
+        name="Label",
+        kind="label",
+        overlap=2,
+        config={"choices": ["a", "b"]},
+        tie_policy="extra_annotation",
     )
     make_items(project, 1)
     people = [make_member(project) for _ in range(3)]
     for person, value in zip(people[:2], "ab", strict=True):
         assignment = next_for(person, stage)
-        services.annotation_submit(assignment_id=assignment.pk, annotator=person, payload={"value": value})
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=person, payload={"value": value}
+        )
     item_stage = ItemStage.objects.get(stage=stage)
     assert (item_stage.state, item_stage.target_count) == (ItemStage.State.OPEN, 3)
     assignment = next_for(people[2], stage)
-    services.annotation_submit(assignment_id=assignment.pk, annotator=people[2], payload={"value": "b"})
+    services.annotation_submit(
+        assignment_id=assignment.pk, annotator=people[2], payload={"value": "b"}
+    )
     item_stage.refresh_from_db()
     assert item_stage.state == ItemStage.State.RESOLVED and item_stage.resolution.value == "b"
 
@@ -277,5 +300,7 @@ def test_duplicate_external_ids_are_rejected_and_nothing_is_kept():
     project = make_project()
     make_items(project, 2)
     with pytest.raises(ApplicationError, match="already exist"):
-        services.items_create(project=project, rows=[{"external_id": "new"}, {"external_id": "item-00000"}])
+        services.items_create(
+            project=project, rows=[{"external_id": "new"}, {"external_id": "item-00000"}]
+        )
     assert Item.objects.filter(project=project).count() == 2

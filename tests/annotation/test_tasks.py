@@ -26,7 +26,9 @@ def test_the_worker_resolves_items_after_commit_and_advances_them(celery_worker)
     project, verify, label, people = pipeline(overlap=3, items=5)
     annotate_all(verify, people)
     wait_for(lambda: Resolution.objects.filter(item_stage__stage=verify).count() == 5)
-    assert set(ItemStage.objects.filter(stage=verify).values_list("state", flat=True)) == {"resolved"}
+    assert set(ItemStage.objects.filter(stage=verify).values_list("state", flat=True)) == {
+        "resolved"
+    }
     # the worker opened every kept item in the label stage
     wait_for(lambda: ItemStage.objects.filter(stage=label).count() == 5)
     assert celery_worker.poll() is None
@@ -34,6 +36,7 @@ def test_the_worker_resolves_items_after_commit_and_advances_them(celery_worker)
 
 def test_the_sweep_resolves_items_whose_message_was_lost(celery_worker, monkeypatch):
     project, verify, _, people = pipeline(overlap=3, items=4)
+
     # Lose every resolve message: publishing fails as if Redis were unreachable.
     def lost(*args, **kwargs):
         raise ConnectionError("broker unreachable (simulated)")

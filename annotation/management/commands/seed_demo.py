@@ -34,7 +34,9 @@ class Command(BaseCommand):
     help = "Seed the demo project with a verify → label pipeline, items and demo users."
 
     def add_arguments(self, parser):
-        parser.add_argument("--password", default="rungwise-demo", help="password of every demo user")
+        parser.add_argument(
+            "--password", default="rungwise-demo", help="password of every demo user"
+        )
 
     @transaction.atomic
     def handle(self, *args, password: str, **options):
@@ -58,11 +60,19 @@ class Command(BaseCommand):
                 guidelines=GUIDELINES,
             )
             services.stage_create(
-                project=project, slug="verify", name="Verify pairs", kind="verify", overlap=3,
+                project=project,
+                slug="verify",
+                name="Verify pairs",
+                kind="verify",
+                overlap=3,
                 instructions="Keep fluent pairs of single events; reject anything else.",
             )
             services.stage_create(
-                project=project, slug="label", name="Label the relation", kind="label", overlap=3,
+                project=project,
+                slug="label",
+                name="Label the relation",
+                kind="label",
+                overlap=3,
                 config={"choices": ["causal", "temporal", "unrelated"]},
                 instructions="Does A cause B, merely precede it, or neither?",
             )
