@@ -171,14 +171,14 @@ class ItemRevision(models.Model):
     stage = models.ForeignKey("Stage", null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    def __str__(self) -> str:
-        return f"{self.item_id} r{self.number}"
-
     class Meta:
         ordering = ["item", "number"]
         constraints = [
             models.UniqueConstraint(fields=["item", "number"], name="item_revision_unique_number")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} r{self.number}"
 
 
 class Stage(models.Model):
@@ -416,12 +416,12 @@ class AgreementSnapshot(models.Model):
     details = models.JSONField(default=dict, blank=True)
     computed_at = models.DateTimeField(auto_now_add=True)
 
-    def __str__(self) -> str:
-        return f"{self.metric} = {self.value} ({self.computed_at:%Y-%m-%d %H:%M})"
-
     class Meta:
         ordering = ["stage", "metric", "computed_at"]
         indexes = [models.Index(fields=["stage", "metric", "computed_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.value} ({self.computed_at:%Y-%m-%d %H:%M})"
 
 
 class Release(models.Model):
