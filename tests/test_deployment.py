@@ -23,6 +23,15 @@ REPO = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
+def process_env(**overrides: str) -> dict[str, str]:
+    """The environment for a deployed process: ours, less what only the test session needs
+    (the browser tests allow ORM calls beside Playwright's event loop; a deployment never does,
+    and `check --deploy` rightly refuses it)."""
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update(overrides)
+    return env
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -37,8 +46,8 @@ def wait_http(
         if process is not None and process.poll() is not None:
             raise AssertionError(f"the server exited with {process.returncode}")
         try:
-            return requests.get(url, timeout=2)
-        except requests.ConnectionError:
+            return requests.get(url, timeout=5)
+        except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.2)
     raise AssertionError(f"{url} did not answer within {timeout} s")
 
@@ -110,8 +119,7 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
         conn.execute(f'CREATE DATABASE "{database}"')
     port = free_port()
     broker = os.environ["CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/7"  # a Redis db of its own
-    env = dict(
-        os.environ,
+    env = process_env(
         DATABASE_URL=urlunsplit(url._replace(path=f"/{database}")),
         CELERY_BROKER_URL=broker,
         SECRET_KEY="native-test-secret-key-" + "x" * 40,
@@ -221,7 +229,7 @@ def test_the_embedded_default_serves_the_demo_with_in_process_tasks(tmp_path):
     """What `make run` does: SQLite with IMMEDIATE transactions, tasks in-process."""
     env = {
         key: value
-        for key, value in os.environ.items()
+        for key, value in process_env().items()
         if key not in {"DATABASE_URL", "CELERY_BROKER_URL"}
     }
     env.update(
@@ -267,8 +275,7 @@ def test_the_embedded_default_serves_the_demo_with_in_process_tasks(tmp_path):
 
 
 def test_production_settings_pass_check_deploy():
-    env = dict(
-        os.environ,
+    env = process_env(
         DEBUG="0",
         SECRET_KEY="a-production-secret-key-that-is-long-and-random-" + "q8Zr" * 10,
         ALLOWED_HOSTS="rungwise.example.org",
@@ -301,6 +308,6 @@ def test_compose_client_accepts_the_file():
         cwd=REPO,
         capture_output=True,
         text=True,
-        env=dict(os.environ, SECRET_KEY="compose-check"),
+        env=process_env(SECRET_KEY="compose-check"),
     )
     assert result.returncode == 0, result.stderr
