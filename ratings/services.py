@@ -25,6 +25,7 @@ are spread over their session instead of bunched.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, FloatField, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
@@ -539,18 +540,13 @@ def historic_ratings_create(
     ]
     ItemStage.objects.bulk_create(new_stages, batch_size=BULK_BATCH)
     stage_of = {**existing, **{row.item_id: row.pk for row in new_stages}}
-    client_info = {"via": "import", "source": source[:200]}
-    Annotation.objects.bulk_create(
-        (
-            Annotation(
-                item_stage_id=stage_of[item_ids[rating.item_key]],
-                external_rater=rating.rater,
-                payload={"value": int(rating.rating)},
-                client_info=client_info,
-            )
+    _insert_annotations(
+        [
+            (stage_of[item_ids[rating.item_key]], rating.rater, int(rating.rating))
             for rating in ratings
-        ),
-        batch_size=BULK_BATCH,
+        ],
+        client_info={"via": "import", "source": source[:200]},
+        now=now,
     )
     updated = []
     resolutions = []
@@ -596,6 +592,38 @@ def historic_ratings_create(
         pk__in=live
     ).update(status=Item.Status.ACCEPTED)
     return len(ratings)
+
+
+def _insert_annotations(
+    rows: Sequence[tuple[int, str, int]], *, client_info: Mapping[str, Any], now: Any
+) -> None:
+    """Insert historic annotations (item stage id, external rater, rating): with COPY on
+    PostgreSQL — about ten times faster than bulk_create for ExpliCa's 72,000 ratings, whose
+    time goes into building and quoting the statement — and bulk_create elsewhere."""
+    if connection.vendor != "postgresql":
+        Annotation.objects.bulk_create(
+            (
+                Annotation(
+                    item_stage_id=item_stage_id,
+                    external_rater=rater,
+                    payload={"value": value},
+                    client_info=dict(client_info),
+                    created_at=now,
+                )
+                for item_stage_id, rater, value in rows
+            ),
+            batch_size=BULK_BATCH,
+        )
+        return
+    info = json.dumps(dict(client_info), ensure_ascii=False)
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.copy(
+            f"COPY {table} (item_stage_id, external_rater, payload, client_info, created_at) "
+            "FROM STDIN"
+        ) as copy:
+            for item_stage_id, rater, value in rows:
+                copy.write_row((item_stage_id, rater, f'{{"value": {int(value)}}}', info, now))
 
 
 # --- Model answers ----------------------------------------------------------------------------
@@ -768,14 +796,19 @@ def explica_import(
     if ratings_file is not None:
         accept = _read_acceptability(explica, ratings_file, ordered, connective_set)
         grouped = accept.ratings.groupby("item_key", sort=False)["rating"].agg(list)
-        meta = accept.items.set_index("item_key")
+        meta = {
+            key: (pair_id, order, connective)
+            for key, pair_id, order, connective in accept.items[
+                ["item_key", "pair_id", "order", "connective"]
+            ].itertuples(index=False)
+        }
         rating_rows = [
             (
                 line,
                 {
-                    "pair_id": meta.at[key, "pair_id"],
-                    "order": meta.at[key, "order"],
-                    "connective": meta.at[key, "connective"],
+                    "pair_id": meta[key][0],
+                    "order": meta[key][1],
+                    "connective": meta[key][2],
                     "ratings": values,
                 },
             )
