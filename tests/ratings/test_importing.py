@@ -56,7 +56,7 @@ def test_jsonl_lines_are_numbered_and_bad_json_is_located():
 
 
 def test_non_utf8_bytes_are_rejected_with_the_line():
-    content = "pair_id,sentence_a,sentence_b\n1,Caf".encode() + b"\xe9,B.\n"
+    content = b"pair_id,sentence_a,sentence_b\n1,Caf" + b"\xe9,B.\n"
     assert errors_of(lambda: importing.read_rows(content, "p.csv")) == [(2, "")]
 
 
