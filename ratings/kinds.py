@@ -147,7 +147,14 @@ class RateKind(TaskKind):
         low, high = scale_bounds(config)
         keyed = [(value, key_for(value, low, high)) for value in range(low, high + 1)]
         keyed = [(value, key) for value, key in keyed if key is not None]
-        shortcuts = [(key, f"rate {value}") for value, key in keyed]
+        # One line for the run of points typed with their own digit, one for each other key.
+        same = [value for value, key in keyed if key == str(value)]
+        shortcuts = []
+        if len(same) > 1:
+            shortcuts.append((f"{same[0]}–{same[-1]}", f"rate {same[0]} to {same[-1]}"))
+        elif same:
+            shortcuts.append((str(same[0]), f"rate {same[0]}"))
+        shortcuts += [(key, f"rate {value}") for value, key in keyed if key != str(value)]
         if config.get("allow_cannot_judge", True):
             shortcuts.append(("c", "I can't judge this"))
         shortcuts.append(("Enter", "submit the rating"))

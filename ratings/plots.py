@@ -115,9 +115,12 @@ def rating_distributions(
                 if len(values):
                     mean = float(values.mean())
                     axis.axvline(mean, color=TEXT, linewidth=1, linestyle="--")
+                    # Label on the side away from the mean line.
+                    right = mean < (low + high) / 2
                     axis.text(
-                        0.03, 0.92, f"mean {mean:.1f}\nn = {len(values):,}", transform=axis.transAxes,
-                        va="top", ha="left", fontsize=7.5, color=MUTED,
+                        0.97 if right else 0.03, 0.95, f"mean {mean:.1f}\nn = {len(values):,}",
+                        transform=axis.transAxes, va="top", ha="right" if right else "left",
+                        fontsize=7.5, color=MUTED,
                     )  # fmt: skip
                 axis.grid(axis="y", color=GRID, linewidth=0.6)
                 axis.set_axisbelow(True)
@@ -149,7 +152,7 @@ def mean_by_connective(
     words = list(connective_set.words)
     relations = list(connective_set.relations)
     with plt.rc_context(_STYLE):
-        figure, axis = plt.subplots(figsize=(1.0 + 1.9 * len(groups), 2.8))
+        figure, axis = plt.subplots(figsize=(1.2 + 1.9 * len(groups), 3.6))
         width = 0.8 / len(words)
         for index, word in enumerate(words):
             connective = connective_set.get(word)
@@ -168,7 +171,9 @@ def mean_by_connective(
         axis.set_ylabel("mean item rating")
         axis.grid(axis="y", color=GRID, linewidth=0.6)
         axis.set_axisbelow(True)
-        axis.legend(frameon=False, fontsize=7.5, ncol=2, loc="upper right")
+        axis.legend(
+            frameon=False, fontsize=7.5, ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0)
+        )
         figure.tight_layout()
         return _svg(figure, "Mean rating per connective and expected subset")
 

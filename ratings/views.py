@@ -83,25 +83,41 @@ def _display(frame, limit=None):
     if frame is None:
         return None
     columns, rows = report_module.table_rows(frame, limit=limit)
+    columns = [column.replace("_", " ") for column in columns]
     return {"columns": columns, "rows": rows, "total": len(frame)}
 
 
-def _class_table(report, name: str, connective_set):
-    frame = report.table(name)
-    if frame is None:
+CLASS_SECTIONS = (
+    ("classes", "All ordered pairs"),
+    ("classes_by_subset", "By expected subset"),
+    ("classes_by_origin", "By origin"),
+    ("classes_by_flag", "By flag"),
+)
+
+
+def _class_table(report) -> dict | None:
+    """The label counts as one table in sections (all, by subset, origin, flag), like
+    ExpliCa's class table; each section keeps its own CSV download."""
+    overall = report.table("classes")
+    if overall is None:
         return None
-    shown = frame.reset_index()
-    shown.columns = [str(column) for column in shown.columns]
-    first = shown.columns[0]
-    if first == "index":
-        shown = shown.rename(columns={"index": ""})
-    columns, rows = report_module.table_rows(shown)
-    return {
-        "name": name,
-        "title": report_module.TABLE_TITLES[name],
-        "columns": columns,
-        "rows": rows,
-    }
+    columns = [str(column) for column in overall.columns]
+    sections = []
+    for name, title in CLASS_SECTIONS:
+        frame = report.table(name)
+        if frame is None:
+            continue
+        if name != "classes" and "all" in frame.index:
+            frame = frame.drop(index="all")
+        rows = [
+            {
+                "group": str(group),
+                "cells": [int(frame.at[group, column]) for column in frame.columns],
+            }
+            for group in frame.index
+        ]
+        sections.append({"name": name, "title": title, "rows": rows})
+    return {"columns": columns, "sections": sections}
 
 
 def _analysis_context(context, analysis) -> dict:
@@ -118,14 +134,7 @@ def _analysis_context(context, analysis) -> dict:
         "runs": selectors.model_runs(context.project),
         "query": query,
         "figures": report.figures,
-        "class_tables": [
-            table
-            for table in (
-                _class_table(report, name, context.connective_set)
-                for name in ("classes", "classes_by_subset", "classes_by_origin", "classes_by_flag")
-            )
-            if table is not None
-        ],
+        "class_table": _class_table(report),
         "reliability": _display(report.table("reliability")),
         "raters": None
         if raters is None

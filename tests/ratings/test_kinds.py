@@ -82,8 +82,13 @@ def test_keys_are_digits_with_zero_for_ten_and_none_on_long_scales():
     assert [key_for(value, 0, 6) for value in range(0, 7)] == list("0123456")
     assert key_for(10, 0, 10) is None  # 0 is taken by the scale's own 0
     assert key_for(5, 1, 20) is None
-    keys = [key for key, _ in KIND.shortcuts(TEN)]
-    assert keys == [*"1234567890", "c", "Enter"]
+    assert KIND.shortcuts(TEN) == [
+        ("1–9", "rate 1 to 9"),
+        ("0", "rate 10"),
+        ("c", "I can't judge this"),
+        ("Enter", "submit the rating"),
+    ]
+    assert KIND.shortcuts({"min": 0, "max": 6})[0] == ("0–6", "rate 0 to 6")
     assert [key for key, _ in KIND.shortcuts({**TEN, "allow_cannot_judge": False})][-1] == "Enter"
 
 

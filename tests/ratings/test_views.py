@@ -81,8 +81,8 @@ def test_the_page_shows_progress_reliability_labels_raters_and_plots(client, ana
     response = client.get(url(analysed), {"source": "historic"})
     html = response.content.decode()
     assert response.status_code == 200
-    for text in ("Krippendorff's α, ordinal", "Split-half reliability", "Label counts by expected subset",
-                 "Label counts by origin", "Label counts by flag", "socially challenging", "r4",
+    for text in ("Krippendorff's α, ordinal", "Split-half reliability", "By expected subset",
+                 "By origin", "By flag", "socially challenging", "r4",
                  "<svg", "Rating distributions per connective", "echo"):  # fmt: skip
         assert text in html, text
     assert "96 ratings of 24 items by 4 raters" in html
