@@ -75,7 +75,15 @@ def page(ratings_browser):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    # A form re-rendered with its errors answers 400 by design; anything else is a failure.
+    page.on(
+        "console",
+        lambda message: (
+            message.type == "error"
+            and "status of 400" not in message.text
+            and errors.append(message.text)
+        ),
+    )
     page.js_errors = errors
     yield page
     context.close()
@@ -218,4 +226,36 @@ def test_a_researcher_opens_the_dashboard_and_sees_the_plots(live_server, page):
     assert re.search(r"run=\d+", page.url)
     page.locator("#models").scroll_into_view_if_needed()
     screenshot(page, "ratings-dashboard-model.png", full_page=True)
+    assert page.js_errors == []
+
+
+def test_an_admin_uploads_pairs_and_sees_each_bad_row(live_server, page, tmp_path):
+    project = make_ratings_project(slug="uploads")
+    make_member(project, Role.ADMIN, username="ada")
+    sign_in_with_the_keyboard(page, live_server.url, "ada")
+    page.goto(live_server.url + reverse("ratings:import", args=[project.slug]))
+    bad = tmp_path / "pairs.csv"
+    bad.write_text(
+        pairs_csv(
+            [
+                ("1", "The dam broke.", "The valley flooded.", "causal", "hand-written", ""),
+                ("2", "", "The bell rang.", "temporal", "", ""),
+                ("1", "Ana sang.", "Ben danced.", "unrelated", "", ""),
+            ]
+        )
+    )
+    page.locator("#pairs-file").set_input_files(str(bad))
+    page.get_by_role("button", name="Import pairs").click()
+    rows = page.locator(".row-errors tbody tr")
+    assert rows.count() == 2
+    assert "missing sentence A" in rows.nth(0).inner_text()
+    assert "already used on line 2" in rows.nth(1).inner_text()
+    screenshot(page, "ratings-import-errors.png", full_page=True)
+    good = tmp_path / "good.csv"
+    good.write_text(pairs_csv([("1", "The dam broke.", "The valley flooded.", "causal", "", "")]))
+    page.locator("#pairs-file").set_input_files(str(good))
+    page.get_by_role("button", name="Import pairs").click()
+    assert "Imported 1 pairs as 8 items" in page.locator("#messages").inner_text()
+    assert "The dam broke, so the valley flooded." in page.locator(".sample-list").inner_text()
+    screenshot(page, "ratings-import.png", full_page=True)
     assert page.js_errors == []
