@@ -9,7 +9,7 @@ practice annotations and an optional model run, and returns a :class:`Report` of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,8 +209,6 @@ def build_report(
 
     if present.empty:
         report.notes.append("No ratings yet from this source.")
-        if not report.anonymous or (checks is not None and not checks.empty):
-            pass
         if checks is not None and not checks.empty:
             report.tables["raters"] = _rater_table(ratings, check_table, practice)
         return report
@@ -397,16 +395,3 @@ def table_rows(
                 row.append(value)
         rows.append(row)
     return columns, rows
-
-
-def summary_by_connective(report: Report, connective_set: ConnectiveSet) -> pd.DataFrame:
-    """Mean item rating per connective (and expected subset when known), for the page."""
-    if report.item_means is None:
-        return pd.DataFrame()
-    frame = report.item_means
-    grouped = frame.groupby("connective")["mean"].agg(["mean", "count"])
-    return grouped.reindex(list(connective_set.words))
-
-
-def ordered_labels(labels: Sequence[str], connective_set: ConnectiveSet) -> list[str]:
-    return [label for label in stats.label_classes(connective_set) if label in labels]

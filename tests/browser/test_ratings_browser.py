@@ -171,6 +171,38 @@ def test_a_rater_rates_ten_items_with_the_keyboard_only(live_server, page):
 
 
 @needs_item_screen
+def test_without_javascript_a_rating_button_submits_its_rating(live_server, ratings_browser):
+    project = make_ratings_project(overlap=1)
+    services.pairs_import(
+        project=project, content=pairs_csv([("n1", "It rained.", "The match was off.", "", "", "")]), filename="p.csv"
+    )  # fmt: skip
+    setup = RatingsSetup.objects.get(project=project)
+    rater = make_member(project, Role.ANNOTATOR, username="nojs")
+    context = ratings_browser.new_context(
+        viewport={"width": 1280, "height": 860}, java_script_enabled=False
+    )
+    page = context.new_page()
+    try:
+        sign_in_with_the_keyboard(page, live_server.url, "nojs")
+        page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
+        assert page.locator("[data-rate-reason]").is_visible()  # nothing hidden without the script
+        page.get_by_role("button", name="8", exact=True).click()
+        page.wait_for_load_state()
+        assert "1 done" in page.locator("#progress-line").inner_text()
+        page.get_by_role("checkbox", name="I can't judge this").check()
+        page.locator("[data-rate-reason-input]").fill("unclear")
+        page.get_by_role("button", name="Submit").click()
+        page.wait_for_load_state()
+        assert "2 done" in page.locator("#progress-line").inner_text()
+    finally:
+        context.close()
+    payloads = list(
+        Annotation.objects.filter(annotator=rater).order_by("pk").values_list("payload", flat=True)
+    )
+    assert payloads == [{"value": 8}, {"value": None, "cannot_judge": True, "reason": "unclear"}]
+
+
+@needs_item_screen
 def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     project = make_ratings_project(overlap=2)
     practice = csv_text(
