@@ -162,6 +162,14 @@ class ConnectiveSet:
 
     def render(self, first: str, second: str, word: str) -> str:
         """Join two sentences with connective ``word`` using its template."""
+        return self.render_marked(first, second, word)[0]
+
+    def render_marked(
+        self, first: str, second: str, word: str
+    ) -> tuple[str, tuple[int, int] | None]:
+        """Like :meth:`render`, plus the ``(start, end)`` character span of the connective in
+        the text (its first use in the template), or ``None`` when the template does not use
+        ``{connective}``. The rating screen highlights that span."""
         connective = self.get(word)
         first_clause = " ".join(first.split())
         second_clause = " ".join(second.split())
@@ -174,9 +182,19 @@ class ConnectiveSet:
         ):
             second_clause += "."
         second_clause = self._second_initial(second_clause)
-        return connective.template.format(
-            first=first_clause, second=second_clause, connective=connective.word
+        # Format once with a placeholder that cannot occur in text to find where the connective
+        # lands, then put the word in its place.
+        placeholder = "\x00"
+        marked = connective.template.format(
+            first=first_clause.replace(placeholder, ""),
+            second=second_clause.replace(placeholder, ""),
+            connective=placeholder,
         )
+        start = marked.find(placeholder)
+        text = marked.replace(placeholder, connective.word)
+        if start < 0:
+            return text, None
+        return text, (start, start + len(connective.word))
 
     def _second_initial(self, sentence: str) -> str:
         if not sentence or self.second_initial == "keep":
@@ -272,7 +290,8 @@ def expand_pair(
     ``pair`` needs ``pair_id``, ``sentence_a`` and ``sentence_b``; other keys (subset, origin,
     …) are copied into every variant. Variants come AB first, then BA, each in connective-set
     order. Each dict holds ``item_key``, ``pair_id``, ``order`` (``"AB"``/``"BA"``),
-    ``connective``, ``relation``, ``connective_order``, ``first``, ``second`` and ``text``.
+    ``connective``, ``relation``, ``connective_order``, ``first``, ``second``, ``text`` and
+    ``mark`` (``[start, end]`` of the connective in ``text``, or None).
     """
     missing = [key for key in ("pair_id", "sentence_a", "sentence_b") if key not in pair]
     if missing:
@@ -288,6 +307,7 @@ def expand_pair(
         ("BA", (sentence_b, sentence_a)),
     ):
         for connective in connective_set.connectives:
+            text, mark = connective_set.render_marked(first, second, connective.word)
             variants.append(
                 {
                     **extra,
@@ -299,7 +319,8 @@ def expand_pair(
                     "connective_order": connective.order,
                     "first": first,
                     "second": second,
-                    "text": connective_set.render(first, second, connective.word),
+                    "text": text,
+                    "mark": list(mark) if mark else None,
                 }
             )
     return variants

@@ -420,8 +420,14 @@ class SplitHalfResult:
 
 
 def spearman_brown(r: float | np.ndarray, factor: float = 2.0) -> float | np.ndarray:
-    """Spearman–Brown prophecy: reliability of a measure ``factor`` times as long."""
-    return factor * r / (1 + (factor - 1) * r)
+    """Spearman–Brown prophecy: reliability of a measure ``factor`` times as long.
+
+    NaN where it is undefined (``1 + (factor - 1) r = 0``, e.g. ``r = -1`` when doubling)."""
+    values = np.asarray(r, dtype=float)
+    denominator = 1 + (factor - 1) * values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.where(denominator != 0, factor * values / denominator, np.nan)
+    return float(result) if np.ndim(r) == 0 else result
 
 
 def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:

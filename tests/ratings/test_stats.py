@@ -328,6 +328,9 @@ def test_split_half_halves_hold_half_of_each_items_ratings():
 def test_spearman_brown_formula():
     assert spearman_brown(0.5) == pytest.approx(2 / 3)
     assert spearman_brown(0.5, factor=3) == pytest.approx(0.75)
+    # Doubling a measure whose halves correlate -1 has no defined reliability.
+    assert np.isnan(spearman_brown(-1.0))
+    assert np.isnan(spearman_brown(np.array([0.5, -1.0]))[1])
 
 
 def test_rater_consistency_flags_a_random_rater():

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+DEMO_SLUG = "ratings-demo"
+
+
+class RatingsConfig(AppConfig):
+    name = "ratings"
+    verbose_name = "Acceptability ratings (ExpliCa-style)"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from annotation.kinds import register_kind
+
+        from .kinds import RateKind
+
+        register_kind(RateKind())
+
+    def seed_demo(self, *, users: dict) -> None:
+        """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,
+        3 practice items, 3 attention checks, a simulated 15-rater pilot study as historic
+        ratings and a simulated model run. Safe to run again (memberships are re-added)."""
+        from django.db import transaction
+
+        from annotation import services as engine
+        from annotation.models import Item, Project, Role
+
+        from . import services
+        from .fixtures import demo
+
+        roles = {
+            "admin": Role.ADMIN,
+            "researcher": Role.RESEARCHER,
+            "reviewer": Role.REVIEWER,
+            "annotator1": Role.ANNOTATOR,
+            "annotator2": Role.ANNOTATOR,
+            "annotator3": Role.ANNOTATOR,
+        }
+        with transaction.atomic():
+            project = Project.objects.filter(slug=DEMO_SLUG).first()
+            if project is None:
+                project = services.ratings_project_create(
+                    slug=DEMO_SLUG,
+                    name="Connective acceptability (demo)",
+                    description="ExpliCa-style 1–10 ratings of sentence pairs joined by so, "
+                    "because, then and after; with a simulated pilot study to analyse.",
+                    overlap=3,
+                    seed=20250601,
+                )
+                services.pairs_import(
+                    project=project, content=demo.pairs_csv(), filename="demo-pairs.csv"
+                )
+                items = [
+                    item.payload
+                    for item in Item.objects.filter(project=project, purpose=Item.Purpose.REGULAR)
+                ]
+                services.historic_ratings_create(
+                    project=project,
+                    ratings=_rating_rows(demo.simulated_ratings(items), project),
+                    source="simulated pilot study",
+                )
+                services.model_run_create(
+                    project=project,
+                    name="demo-model (simulated)",
+                    rows=list(enumerate(demo.simulated_model_ratings(items), start=2)),
+                    filename="simulated",
+                )
+            for name, user in users.items():
+                role = roles.get(name)
+                if role is not None:
+                    engine.membership_add(project=project, user=user, role=role)
+
+
+def _rating_rows(rows, project):
+    from . import importing
+    from .connectives import connective_set_from_json
+    from .models import RatingsSetup
+
+    setup = RatingsSetup.objects.get(project=project)
+    return importing.parse_ratings(
+        list(enumerate(rows, start=2)),
+        connective_set_from_json(setup.connective_set),
+        scale=(setup.rating_stage.config["min"], setup.rating_stage.config["max"]),
+    )

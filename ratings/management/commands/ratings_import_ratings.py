@@ -1,0 +1,37 @@
+"""Import historic ratings (CSV/TSV/JSONL) of a ratings project's items."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand
+
+from annotation.errors import ApplicationError
+from ratings import services
+
+from ._common import command_error, project_by_slug, read_file
+
+
+class Command(BaseCommand):
+    help = (
+        "Import earlier ratings as external annotations: pair_id, order (AB/BA), connective and "
+        "rating (+ rater), or ratings (a list of anonymous ratings). A bad row rejects the file."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("file")
+
+    def handle(self, *args, slug, file, **options):
+        project = project_by_slug(slug)
+        filename, content = read_file(file)
+        start = time.perf_counter()
+        try:
+            count = services.historic_ratings_import(
+                project=project, content=content, filename=filename
+            )
+        except ApplicationError as error:
+            raise command_error(error) from None
+        self.stdout.write(
+            self.style.SUCCESS(f"Imported {count:,} ratings ({time.perf_counter() - start:.2f} s).")
+        )

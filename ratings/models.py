@@ -1,0 +1,111 @@
+"""Data of ExpliCa-style ratings projects (CONVENTIONS 5: data and constraints only).
+
+A ratings project is an engine Project (kind "ratings") plus:
+
+- RatingsSetup: its connective set, label rule and the stages it uses (live rating, practice,
+  historic). The rating scale lives in the stages' `config` (the engine validates against it).
+- SentencePair: one imported pair of one-event sentences. Each pair becomes one engine Item per
+  connective and sentence order (8 with ExpliCa's connectives), grouped by `Item.group` = pair id.
+- ModelRun: one model's answers (1–10 ratings per item, or a chosen connective per ordered pair),
+  uploaded to be compared with the human labels.
+
+Ratings themselves are engine Annotations: live ones on the rating stage, imported historic ones
+(assignment=None, external_rater) on the inactive historic stage; see services.py.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import ImportBatch, Project, Stage
+
+
+class RatingsSetup(models.Model):
+    """How a ratings project renders, labels and collects its items."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="ratings_setup")
+    connective_set = models.JSONField(
+        help_text="ratings.connectives.ConnectiveSet.to_json(): connectives, their relation and "
+        "order, and the text template."
+    )
+    label_rule = models.JSONField(
+        default=dict, blank=True, help_text="ratings.stats.LabelRule fields; empty = ExpliCa's."
+    )
+    rating_stage = models.ForeignKey(
+        Stage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    practice_stage = models.ForeignKey(
+        Stage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    historic_stage = models.ForeignKey(
+        Stage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"ratings setup of {self.project.slug}"
+
+
+class SentencePair(models.Model):
+    """One imported sentence pair (the unit ExpliCa labels, in each of its two orders)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sentence_pairs")
+    pair_id = models.CharField(max_length=100)
+    sentence_a = models.TextField()
+    sentence_b = models.TextField()
+    subset = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="Expected relation, e.g. causal / temporal / unrelated.",
+    )
+    origin = models.CharField(max_length=100, blank=True)
+    flags = models.JSONField(default=list, blank=True, help_text='e.g. ["socially challenging"]')
+    extra = models.JSONField(default=dict, blank=True, help_text="Other columns of the import.")
+    import_batch = models.ForeignKey(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "pair_id"], name="sentence_pair_unique_id")
+        ]
+        indexes = [models.Index(fields=["project", "subset"])]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.pair_id}"
+
+
+class ModelRun(models.Model):
+    """A model's answers on a ratings project, for comparison with the human labels."""
+
+    class AnswerKind(models.TextChoices):
+        RATINGS = "ratings", "A rating per item"
+        CHOICES = "choices", "A chosen connective per ordered pair"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_runs")
+    name = models.CharField(max_length=200)
+    answer_kind = models.CharField(max_length=10, choices=AnswerKind.choices)
+    answers = models.JSONField(
+        help_text="ratings: {item key: rating or null}; choices: {'pair_id|order': choice or null}."
+    )
+    n_answers = models.PositiveIntegerField(default=0)
+    n_no_answer = models.PositiveIntegerField(default=0)
+    filename = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="model_run_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.name}"

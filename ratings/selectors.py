@@ -1,0 +1,389 @@
+"""Reads of ratings projects: querysets turned into the frames ratings.stats expects, progress
+counts, and the researcher page's analysis (cached per data version).
+
+Sources of ratings: ``live`` (annotations collected on the rating stage), ``historic`` (imported,
+on the historic stage) and ``all`` (both). Practice and attention-check items are never part of
+the analysis of the benchmark's items; they have their own tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, Sum
+
+from annotation.models import Annotation, Assignment, Item, ItemStage, Project
+from ratings import plots, report
+from ratings.connectives import ConnectiveSet, connective_set_from_json
+from ratings.kinds import scale_bounds
+from ratings.models import ModelRun, RatingsSetup, SentencePair
+from ratings.services import label_rule_from_json
+from ratings.stats import LabelRule
+
+SOURCES = {
+    "all": "All ratings",
+    "live": "Collected here",
+    "historic": "Imported",
+}
+CACHE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class RatingsContext:
+    """A ratings project with its decoded settings."""
+
+    project: Project
+    setup: RatingsSetup
+    connective_set: ConnectiveSet
+    rule: LabelRule
+    scale: tuple[int, int]
+
+
+def ratings_context(project: Project) -> RatingsContext | None:
+    setup = (
+        RatingsSetup.objects.select_related("rating_stage", "practice_stage", "historic_stage")
+        .filter(project=project)
+        .first()
+    )
+    if setup is None:
+        return None
+    setup.project = project
+    return RatingsContext(
+        project=project,
+        setup=setup,
+        connective_set=connective_set_from_json(setup.connective_set),
+        rule=label_rule_from_json(setup.label_rule),
+        scale=scale_bounds(setup.rating_stage.config if setup.rating_stage else {}),
+    )
+
+
+def _stage_ids(context: RatingsContext, source: str) -> list[int]:
+    setup = context.setup
+    stages = {
+        "live": [setup.rating_stage_id],
+        "historic": [setup.historic_stage_id],
+        "all": [setup.rating_stage_id, setup.historic_stage_id],
+    }[source]
+    return [stage_id for stage_id in stages if stage_id is not None]
+
+
+# --- Frames ----------------------------------------------------------------------------------
+
+
+def items_frame(project: Project) -> pd.DataFrame:
+    """One row per regular item: item_key, pair_id, order, connective, relation,
+    connective_order, item_id (database id)."""
+    rows = Item.objects.filter(project=project, purpose=Item.Purpose.REGULAR).values_list(
+        "pk",
+        "external_id",
+        "payload__pair_id",
+        "payload__order",
+        "payload__connective",
+        "payload__relation",
+        "payload__connective_order",
+    )
+    return pd.DataFrame.from_records(
+        list(rows),
+        columns=[
+            "item_id",
+            "item_key",
+            "pair_id",
+            "order",
+            "connective",
+            "relation",
+            "connective_order",
+        ],
+    ).astype({"pair_id": str})
+
+
+def pairs_frame(project: Project) -> pd.DataFrame:
+    rows = SentencePair.objects.filter(project=project).values_list(
+        "pair_id", "subset", "origin", "flags"
+    )
+    return pd.DataFrame.from_records(
+        list(rows), columns=["pair_id", "subset", "origin", "flags"]
+    ).astype({"pair_id": str})
+
+
+def _usernames(user_ids) -> dict[int, str]:
+    ids = sorted(
+        {int(user_id) for user_id in user_ids if user_id is not None and user_id == user_id}
+    )
+    if not ids:
+        return {}
+    User = get_user_model()
+    return dict(User.objects.filter(pk__in=ids).values_list("pk", User.USERNAME_FIELD))
+
+
+def ratings_frame(
+    context: RatingsContext, *, source: str = "all", items: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The long ratings table of the project's regular items (ratings.stats format) with
+    ``source`` (live/historic), ``cannot_judge`` and ``seconds``. ``rater`` is the username for
+    live ratings, the external rater id for imported ones, NaN for anonymous imported ratings."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}")
+    items = items if items is not None else items_frame(context.project)
+    stage_ids = _stage_ids(context, source)
+    rows = Annotation.objects.filter(
+        item_stage__stage_id__in=stage_ids, item_stage__item__purpose=Item.Purpose.REGULAR
+    ).values_list(
+        "item_stage__item_id",
+        "item_stage__stage_id",
+        "payload__value",
+        "payload__cannot_judge",
+        "annotator_id",
+        "external_rater",
+        "seconds_spent",
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=[
+            "item_id",
+            "stage_id",
+            "rating",
+            "cannot_judge",
+            "annotator_id",
+            "external_rater",
+            "seconds",
+        ],
+    )
+    names = _usernames(frame["annotator_id"].dropna().unique()) if len(frame) else {}
+    rater = frame["annotator_id"].map(names)
+    external = frame["external_rater"].where(frame["external_rater"].fillna("") != "")
+    frame["rater"] = rater.where(rater.notna(), external)
+    frame["rater"] = frame["rater"].astype(object).where(frame["rater"].notna(), np.nan)
+    frame["source"] = np.where(
+        frame["stage_id"] == context.setup.historic_stage_id, "historic", "live"
+    )
+    frame["rating"] = pd.to_numeric(frame["rating"], errors="coerce")
+    frame["cannot_judge"] = frame["cannot_judge"].fillna(False).astype(bool)
+    frame["seconds"] = pd.to_numeric(frame["seconds"], errors="coerce")
+    meta = items.set_index("item_id")[["item_key", "pair_id", "order", "connective"]]
+    frame = frame.join(meta, on="item_id")
+    return frame[
+        [
+            "item_key",
+            "pair_id",
+            "order",
+            "connective",
+            "rater",
+            "rating",
+            "source",
+            "cannot_judge",
+            "seconds",
+        ]
+    ].reset_index(drop=True)
+
+
+def _single_item_answers(context: RatingsContext, purpose: str) -> pd.DataFrame:
+    """Live answers on practice or attention-check items: rater, item, text, rating, expected
+    range."""
+    rows = Annotation.objects.filter(
+        item_stage__item__project=context.project,
+        item_stage__item__purpose=purpose,
+        annotator__isnull=False,
+    ).values_list(
+        "annotator_id",
+        "item_stage__item__payload__pair_id",
+        "item_stage__item__payload__text",
+        "payload__value",
+        "item_stage__item__payload__expected_min",
+        "item_stage__item__payload__expected_max",
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=["annotator_id", "item", "text", "rating", "expected_min", "expected_max"],
+    )
+    names = _usernames(frame["annotator_id"].unique()) if len(frame) else {}
+    frame.insert(0, "rater", frame.pop("annotator_id").map(names))
+    return frame
+
+
+def attention_check_answers(context: RatingsContext) -> pd.DataFrame:
+    return _single_item_answers(context, Item.Purpose.ATTENTION_CHECK)
+
+
+def practice_answers(context: RatingsContext) -> pd.DataFrame:
+    return _single_item_answers(context, Item.Purpose.PRACTICE)
+
+
+# --- Progress --------------------------------------------------------------------------------
+
+
+def progress(context: RatingsContext) -> dict[str, Any]:
+    """Counts for the progress cards: live rating stage (items, ratings collected and needed,
+    completed items, raters, leases), practice, attention checks, imported ratings."""
+    setup = context.setup
+    result: dict[str, Any] = {"pairs": SentencePair.objects.filter(project=context.project).count()}
+    regular = ItemStage.objects.filter(
+        stage_id=setup.rating_stage_id, item__purpose=Item.Purpose.REGULAR
+    )
+    live = regular.aggregate(
+        items=Count("pk"),
+        needed=Sum("target_count"),
+        collected=Sum("submitted_count"),
+        leased=Sum("leased_count"),
+        complete=Count("pk", filter=~Q(state=ItemStage.State.OPEN)),
+    )
+    live = {key: value or 0 for key, value in live.items()}
+    live["percent"] = round(100 * live["collected"] / live["needed"]) if live["needed"] else 0
+    submitted = Assignment.objects.filter(
+        stage_id=setup.rating_stage_id, status=Assignment.Status.SUBMITTED
+    )
+    live["raters"] = submitted.values("annotator_id").distinct().count()
+    live["cannot_judge"] = Annotation.objects.filter(
+        item_stage__stage_id=setup.rating_stage_id, payload__cannot_judge=True
+    ).count()
+    result["live"] = live
+    result["items_total"] = Item.objects.filter(
+        project=context.project, purpose=Item.Purpose.REGULAR
+    ).count()
+    checks = Annotation.objects.filter(
+        item_stage__stage_id=setup.rating_stage_id,
+        item_stage__item__purpose=Item.Purpose.ATTENTION_CHECK,
+    )
+    result["checks"] = {
+        "items": Item.objects.filter(
+            project=context.project, purpose=Item.Purpose.ATTENTION_CHECK
+        ).count(),
+        "answers": checks.count(),
+    }
+    if setup.practice_stage_id:
+        practice = ItemStage.objects.filter(stage_id=setup.practice_stage_id)
+        result["practice"] = {
+            "items": practice.count(),
+            "answers": practice.aggregate(n=Sum("submitted_count"))["n"] or 0,
+        }
+    if setup.historic_stage_id:
+        historic = ItemStage.objects.filter(stage_id=setup.historic_stage_id).aggregate(
+            items=Count("pk"), ratings=Sum("submitted_count")
+        )
+        raters = (
+            Annotation.objects.filter(item_stage__stage_id=setup.historic_stage_id)
+            .exclude(external_rater="")
+            .values("external_rater")
+            .distinct()
+            .count()
+        )
+        result["historic"] = {
+            "items": historic["items"] or 0,
+            "ratings": historic["ratings"] or 0,
+            "raters": raters,
+        }
+    return result
+
+
+def model_runs(project: Project) -> list[ModelRun]:
+    return list(ModelRun.objects.filter(project=project).defer("answers").order_by("name"))
+
+
+# --- The analysis ----------------------------------------------------------------------------
+
+
+@dataclass
+class Analysis:
+    """The researcher page's computed content for one source and model run."""
+
+    source: str
+    report: report.Report
+    plots: dict[str, str]
+    run: ModelRun | None
+
+
+def data_version(context: RatingsContext, run: ModelRun | None) -> str:
+    """Changes whenever the analysed data could have changed: annotations added to the
+    project's stages, items imported, settings edited, the model run replaced."""
+    stage_ids = [
+        stage_id
+        for stage_id in (
+            context.setup.rating_stage_id,
+            context.setup.historic_stage_id,
+            context.setup.practice_stage_id,
+        )
+        if stage_id
+    ]
+    annotations = Annotation.objects.filter(item_stage__stage_id__in=stage_ids).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    items = Item.objects.filter(project=context.project).aggregate(n=Count("pk"), last=Max("pk"))
+    parts = [
+        context.project.pk,
+        annotations["n"],
+        annotations["last"],
+        items["n"],
+        items["last"],
+        context.setup.updated_at.isoformat(),
+        run.pk if run else "",
+        run.created_at.isoformat() if run else "",
+    ]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:20]
+
+
+def compute_analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> Analysis:
+    items = items_frame(context.project)
+    pairs = pairs_frame(context.project)
+    ratings = ratings_frame(context, source=source, items=items)
+    checks = attention_check_answers(context)
+    practice = practice_answers(context) if context.setup.practice_stage_id else None
+    model = None
+    if run is not None:
+        model = {"name": run.name, "answer_kind": run.answer_kind, "answers": run.answers}
+    seed = context.setup.rating_stage.seed if context.setup.rating_stage else 0
+    built = report.build_report(
+        ratings=ratings,
+        items=items,
+        pairs=pairs,
+        connective_set=context.connective_set,
+        rule=context.rule,
+        scale=context.scale,
+        checks=checks,
+        practice=practice,
+        model=model,
+        seed=seed % (2**32),
+    )
+    figures: dict[str, str] = {}
+    if built.ratings is not None and len(built.ratings):
+        subsets = None
+        if len(pairs) and (pairs["subset"] != "").any():
+            subset_of_pair = pairs.set_index("pair_id")["subset"]
+            subsets = items.set_index("item_key")["pair_id"].map(subset_of_pair)
+        figures["distributions"] = plots.rating_distributions(
+            built.ratings, context.connective_set, context.scale, by_subset=subsets
+        )
+        if built.item_means is not None:
+            figures["means"] = plots.mean_by_connective(
+                built.item_means, context.connective_set, subsets
+            )
+    if built.model_ratings is not None and built.model_ratings["model"].notna().any():
+        figures["model_scatter"] = plots.model_scatter(
+            built.model_ratings, context.connective_set, context.scale, model_name=built.model_name
+        )
+    return Analysis(source=source, report=built, plots=figures, run=run)
+
+
+def analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> Analysis:
+    """compute_analysis, cached until the data version changes (one process-local or shared
+    cache entry per project, source and model run)."""
+    key = f"ratings:analysis:{context.project.pk}:{source}:{run.pk if run else 0}"
+    version = data_version(context, run)
+    cached = cache.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    result = compute_analysis(context, source=source, run=run)
+    cache.set(key, (version, result), CACHE_SECONDS)
+    return result
+
+
+def pair_sample(context: RatingsContext, limit: int = 5) -> list[dict[str, Any]]:
+    """A few items of the project, rendered as raters see them (for the import page)."""
+    rows = Item.objects.filter(project=context.project, purpose=Item.Purpose.REGULAR).order_by(
+        "pk"
+    )[:limit]
+    return [{"key": item.external_id, "payload": item.payload} for item in rows]

@@ -1,0 +1,335 @@
+"""The researcher page of a ratings project, its CSV/SVG downloads, and the import pages.
+
+Thin views (CONVENTIONS 1): parse input, one access call, one service or selector, render one
+page template; htmx requests get its named partials ("ratings/dashboard.html#analysis", …).
+Every hx-* control has a real href/action beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation.access import MANAGE, MONITOR
+from annotation.errors import ApplicationError
+from annotation.navigation import project_tabs
+from annotation.views import page
+from ratings import report as report_module
+from ratings import selectors, services
+from ratings.access import access_model_run, access_ratings_project
+
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+PREVIEW_ROWS = 12
+
+
+def _source(request) -> str:
+    source = request.GET.get("source") or "all"
+    if source not in selectors.SOURCES:
+        raise ApplicationError(
+            f"Unknown source {source!r}; use one of {', '.join(selectors.SOURCES)}.",
+            {"source": source},
+        )
+    return source
+
+
+def _base_context(request, context) -> dict:
+    project = context.project
+    can_manage = bool(set(MANAGE) & project.user_roles)
+    # The generic tabs have no per-kind filter yet, so the ratings pages add their own here.
+    tabs = project_tabs(project, project.user_roles) + [
+        {"label": "Ratings", "url": reverse("ratings:dashboard", args=[project.slug])}
+    ]
+    if can_manage:
+        tabs.append({"label": "Import", "url": reverse("ratings:import", args=[project.slug])})
+    return {"project": project, "project_tabs": tabs, "ratings": context, "can_manage": can_manage}
+
+
+# --- The researcher page ----------------------------------------------------------------------
+
+
+@require_GET
+@page
+def dashboard(request, slug: str):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    source = _source(request)
+    part = request.GET.get("part")
+    progress = selectors.progress(context)
+    page_context = {
+        **_base_context(request, context),
+        "source": source,
+        "sources": selectors.SOURCES,
+        "progress": progress,
+    }
+    page_context["version"] = selectors.data_version(context, None)
+    if request.htmx and part == "progress":
+        response = render(request, "ratings/dashboard.html#progress", page_context)
+        if request.GET.get("version") not in (None, "", page_context["version"]):
+            # New ratings since the page was drawn: let the analysis reload itself.
+            response["HX-Trigger"] = "ratings-data-changed"
+        return response
+    run = access_model_run(context, request.GET.get("run"))
+    analysis = selectors.analysis(context, source=source, run=run)
+    page_context.update(_analysis_context(context, analysis))
+    if request.htmx and part == "analysis":
+        return render(request, "ratings/dashboard.html#analysis", page_context)
+    return render(request, "ratings/dashboard.html", page_context)
+
+
+def _display(frame, limit=None):
+    if frame is None:
+        return None
+    columns, rows = report_module.table_rows(frame, limit=limit)
+    columns = [column.replace("_", " ") for column in columns]
+    return {"columns": columns, "rows": rows, "total": len(frame)}
+
+
+CLASS_SECTIONS = (
+    ("classes", "All ordered pairs"),
+    ("classes_by_subset", "By expected subset"),
+    ("classes_by_origin", "By origin"),
+    ("classes_by_flag", "By flag"),
+)
+
+
+def _class_table(report) -> dict | None:
+    """The label counts as one table in sections (all, by subset, origin, flag), like
+    ExpliCa's class table; each section keeps its own CSV download."""
+    overall = report.table("classes")
+    if overall is None:
+        return None
+    columns = [str(column) for column in overall.columns]
+    sections = []
+    for name, title in CLASS_SECTIONS:
+        frame = report.table(name)
+        if frame is None:
+            continue
+        if name != "classes" and "all" in frame.index:
+            frame = frame.drop(index="all")
+        rows = [
+            {
+                "group": str(group),
+                "cells": [int(frame.at[group, column]) for column in frame.columns],
+            }
+            for group in frame.index
+        ]
+        sections.append({"name": name, "title": title, "rows": rows})
+    return {"columns": columns, "sections": sections}
+
+
+def _analysis_context(context, analysis) -> dict:
+    report = analysis.report
+    run = analysis.run
+    query = {"source": analysis.source}
+    if run is not None:
+        query["run"] = run.pk
+    raters = report.table("raters")
+    return {
+        "analysis": analysis,
+        "report": report,
+        "run": run,
+        "runs": selectors.model_runs(context.project),
+        "query": query,
+        "figures": report.figures,
+        "class_table": _class_table(report),
+        "reliability": _display(report.table("reliability")),
+        "raters": None
+        if raters is None
+        else {"rows": raters.head(100).to_dict("records"), "total": len(raters)},
+        "raters_flagged": int(raters["needs_attention"].sum()) if raters is not None else 0,
+        "checks_failed": int(report.table("attention_checks")["failed"].sum())
+        if report.table("attention_checks") is not None
+        else 0,
+        "model_tables": [
+            {
+                "name": name,
+                "title": report_module.TABLE_TITLES[name],
+                **_display(report.table(name)),
+            }
+            for name in ("model_by_class", "model_by_order", "model_by_connective")
+            if report.table(name) is not None
+        ],
+        "confusion": _display(report.table("model_confusion")),
+        "plots": analysis.plots,
+    }
+
+
+# --- Downloads --------------------------------------------------------------------------------
+
+
+def _filename(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(part for part in parts if part)).strip("-")
+
+
+@require_GET
+@page
+def table_csv(request, slug: str, table: str):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    if table not in report_module.TABLE_TITLES:
+        raise Http404("There is no such table.")
+    source = _source(request)
+    run = access_model_run(context, request.GET.get("run"))
+    analysis = selectors.analysis(context, source=source, run=run)
+    frame = analysis.report.table(table)
+    if frame is None:
+        raise ApplicationError(
+            f"The {report_module.TABLE_TITLES[table].lower()} table is empty for this selection.",
+            status=404,
+        )
+    if table.startswith("classes"):
+        frame = frame.reset_index()
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    name = _filename(context.project.slug, table, source, run.name if run else "")
+    response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+    frame.to_csv(response, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    return response
+
+
+@require_GET
+@page
+def plot_svg(request, slug: str, name: str):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    source = _source(request)
+    run = access_model_run(context, request.GET.get("run"))
+    analysis = selectors.analysis(context, source=source, run=run)
+    svg = analysis.plots.get(name)
+    if svg is None:
+        raise Http404("There is no such plot for this selection.")
+    document = (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        + svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
+        if 'xmlns="http://www.w3.org/2000/svg"' not in svg
+        else svg
+    )
+    response = HttpResponse(document, content_type="image/svg+xml")
+    response["Content-Disposition"] = (
+        f'attachment; filename="{_filename(context.project.slug, name, source)}.svg"'
+    )
+    return response
+
+
+# --- Model runs -------------------------------------------------------------------------------
+
+
+def _upload(request, field: str = "file"):
+    upload = request.FILES.get(field)
+    if upload is None:
+        raise ApplicationError("Choose a file to upload.", {field: "required"})
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise ApplicationError(
+            f"The file is {upload.size / 1e6:.1f} MB; at most {MAX_UPLOAD_BYTES // 10**6} MB.",
+            {field: "too large"},
+        )
+    return upload.name, upload.read()
+
+
+@require_POST
+@page
+def model_run_upload(request, slug: str):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    dashboard_url = reverse("ratings:dashboard", args=[slug])
+    try:
+        filename, content = _upload(request)
+        run = services.model_run_import(
+            project=context.project,
+            name=request.POST.get("name") or filename.rsplit(".", 1)[0],
+            content=content,
+            filename=filename,
+            user=request.user,
+        )
+    except ApplicationError as error:
+        return render(
+            request,
+            "ratings/model_upload.html",
+            {
+                **_base_context(request, context),
+                "error": error,
+                "name": request.POST.get("name", ""),
+            },
+            status=error.status,
+        )
+    messages.success(
+        request,
+        f"Model run “{run.name}” stored: {run.n_answers} answers, {run.n_no_answer} without an answer.",
+    )
+    return redirect(f"{dashboard_url}?source={_source(request)}&run={run.pk}#models")
+
+
+@require_http_methods(["GET"])
+@page
+def model_run_form(request, slug: str):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    return render(request, "ratings/model_upload.html", _base_context(request, context))
+
+
+@require_POST
+@page
+def model_run_delete(request, slug: str, run_id: int):
+    context = access_ratings_project(request.user, slug, MONITOR)
+    run = access_model_run(context, run_id)
+    services.model_run_delete(project=context.project, run_id=run.pk)
+    messages.success(request, f"Model run “{run.name}” deleted.")
+    return redirect("ratings:dashboard", slug=slug)
+
+
+# --- Imports ----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def import_page(request, slug: str):
+    """Upload a pairs file or a historic ratings file (project admins)."""
+    context = access_ratings_project(request.user, slug, MANAGE)
+    page_context = {
+        **_base_context(request, context),
+        "connectives": context.connective_set.connectives,
+        "scale": context.scale,
+        "sample": selectors.pair_sample(context),
+        "progress": selectors.progress(context),
+        "batches": context.project.import_batches.filter(options__ratings="pairs")[:10],
+    }
+    if request.method == "GET":
+        return render(request, "ratings/import.html", page_context)
+    what = request.POST.get("what", "pairs")
+    try:
+        filename, content = _upload(request)
+        if what == "ratings":
+            count = services.historic_ratings_import(
+                project=context.project, content=content, filename=filename, user=request.user
+            )
+            messages.success(request, f"Imported {count:,} ratings from {filename}.")
+        elif what == "pairs":
+            result = services.pairs_import(
+                project=context.project,
+                content=content,
+                filename=filename,
+                user=request.user,
+                open_for_rating=request.POST.get("open_for_rating", "on") == "on",
+            )
+            messages.success(
+                request,
+                f"Imported {result.pairs:,} pairs as {result.items:,} items"
+                + (f", {result.practice_items} practice items" if result.practice_items else "")
+                + (
+                    f", {result.attention_checks} attention checks"
+                    if result.attention_checks
+                    else ""
+                )
+                + f" from {filename}.",
+            )
+        else:
+            raise ApplicationError("Choose what the file holds: pairs or ratings.", {"what": what})
+    except ApplicationError as error:
+        page_context.update(
+            error=error,
+            what=what,
+            row_errors=error.extra.get("errors") if isinstance(error.extra, dict) else None,
+            error_count=error.extra.get("error_count") if isinstance(error.extra, dict) else None,
+        )
+        return render(request, "ratings/import.html", page_context, status=error.status)
+    return redirect("ratings:import", slug=slug)
