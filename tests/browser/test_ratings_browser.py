@@ -8,16 +8,11 @@ static/js/annotate.js); the two rater tests are skipped while that screen is not
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from django.apps import apps
-from django.contrib.staticfiles import finders
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
 from django.urls import reverse
 
 from annotation.models import Annotation, Role
@@ -26,51 +21,16 @@ from ratings.models import RatingsSetup
 from tests.factories import PASSWORD, make_member
 from tests.ratings.conftest import csv_text, make_ratings_project, pairs_csv
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls below are deliberate.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 
 
-def _item_screen_present() -> bool:
-    try:
-        get_template("annotation/stage.html")
-    except TemplateDoesNotExist:
-        return False
-    return finders.find("js/annotate.js") is not None
-
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-needs_item_screen = pytest.mark.skipif(
-    not _item_screen_present(),
-    reason="the generic item screen (annotation/stage.html, static/js/annotate.js) is not on "
-    "this branch yet",
-)
-
-
-@pytest.fixture(scope="module")
-def ratings_browser():
-    if not shutil.which(CHROMIUM):
-        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
-def page(ratings_browser):
-    context = ratings_browser.new_context(viewport={"width": 1280, "height": 860})
+def page(browser):
+    """A page that records JavaScript errors (a re-rendered form's 400 is by design)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
     context.set_default_timeout(15_000)
     page = context.new_page()
     errors: list[str] = []
@@ -119,7 +79,6 @@ def screenshot(page, name: str, **options) -> None:
     page.screenshot(path=str(SCREENSHOTS / name), **options)
 
 
-@needs_item_screen
 def test_a_rater_rates_ten_items_with_the_keyboard_only(live_server, page):
     project = make_ratings_project(overlap=2)
     pairs = [
@@ -170,15 +129,14 @@ def test_a_rater_rates_ten_items_with_the_keyboard_only(live_server, page):
     assert page.js_errors == []
 
 
-@needs_item_screen
-def test_without_javascript_a_rating_button_submits_its_rating(live_server, ratings_browser):
+def test_without_javascript_a_rating_button_submits_its_rating(live_server, browser):
     project = make_ratings_project(overlap=1)
     services.pairs_import(
         project=project, content=pairs_csv([("n1", "It rained.", "The match was off.", "", "", "")]), filename="p.csv"
     )  # fmt: skip
     setup = RatingsSetup.objects.get(project=project)
     rater = make_member(project, Role.ANNOTATOR, username="nojs")
-    context = ratings_browser.new_context(
+    context = browser.new_context(
         viewport={"width": 1280, "height": 860}, java_script_enabled=False
     )
     page = context.new_page()
@@ -202,7 +160,6 @@ def test_without_javascript_a_rating_button_submits_its_rating(live_server, rati
     assert payloads == [{"value": 8}, {"value": None, "cannot_judge": True, "reason": "unclear"}]
 
 
-@needs_item_screen
 def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     project = make_ratings_project(overlap=2)
     practice = csv_text(
