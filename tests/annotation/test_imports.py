@@ -13,6 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation import imports
+from annotation.importing import CAUSALT5K_SCHEMA, FieldSpec, RowSchema, register_schema
+from annotation.importing.schema import SCHEMAS
 from annotation.imports import (
     ItemFields,
     import_batch_create,
@@ -21,8 +23,6 @@ from annotation.imports import (
     import_batch_start,
     register_item_mapper,
 )
-from annotation.importing import CAUSALT5K_SCHEMA, FieldSpec, RowSchema, register_schema
-from annotation.importing.schema import SCHEMAS
 from annotation.models import ImportBatch, Item, ItemRevision, ItemStage
 from annotation.tasks import run_import
 from tests.conftest import REPO, wait_for
@@ -59,7 +59,7 @@ def counts(project) -> tuple[int, int, int]:
 def test_csv_import_creates_items_opens_them_and_records_the_file():
     project = make_project()
     stage = make_verify_stage(project)
-    data = "external_id,text,score\r\na1,The rain fell,3\r\na2,The river rose,4\r\n".encode()
+    data = b"external_id,text,score\r\na1,The rain fell,3\r\na2,The river rose,4\r\n"
     batch = upload(project, data, "pairs.csv", user=make_member(project, "admin"))
     assert batch.status == ImportBatch.Status.SUCCEEDED, batch.message
     assert (batch.items_created, batch.items_updated, batch.rows_total) == (2, 0, 2)

@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.errors import ApplicationError
-from annotation.imports import import_batch_create, import_batch_errors, import_batch_start
 from annotation.importing.pipeline import DUPLICATE_POLICIES
 from annotation.importing.readers import FORMATS
+from annotation.imports import import_batch_create, import_batch_errors, import_batch_start
 from annotation.models import ImportBatch, Project
 
 
