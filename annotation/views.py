@@ -19,13 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import selectors, services
-from .access import (
-    ANY_ROLE,
-    access_assignment,
-    access_project,
-    access_stage_for_annotator,
-    user_roles,
-)
+from .access import ANY_ROLE, access_assignment, access_project, access_stage_for_annotator, user_roles
 from .errors import ApplicationError
 from .kinds import get_kind
 from .models import Assignment, Stage
