@@ -266,6 +266,7 @@ class ProgressSerializer(serializers.Serializer):
     eta_seconds = serializers.FloatField(allow_null=True)
     rows = serializers.IntegerField()
     finished = serializers.BooleanField()
+    elapsed_seconds = serializers.FloatField(allow_null=True)
 
 
 class ImportBatchSerializer(serializers.ModelSerializer):

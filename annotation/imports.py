@@ -666,6 +666,7 @@ class ImportProgress:
     eta_seconds: float | None
     rows: int
     finished: bool
+    elapsed_seconds: float | None = None
 
 
 def import_batch_progress(batch: ImportBatch, *, now=None) -> ImportProgress:
@@ -681,7 +682,7 @@ def import_batch_progress(batch: ImportBatch, *, now=None) -> ImportProgress:
             else None
         )
         rate = batch.rows_total / elapsed if elapsed else None
-        return ImportProgress(status, 100.0, rate, 0.0, rows, True)
+        return ImportProgress(status, 100.0, rate, 0.0, rows, True, elapsed)
     if status == ImportBatch.Status.PENDING or batch.started_at is None:
         return ImportProgress(status, 0.0, None, None, 0, False)
     if status == ImportBatch.Status.VALIDATING:
@@ -700,8 +701,8 @@ def import_batch_progress(batch: ImportBatch, *, now=None) -> ImportProgress:
     eta = total_elapsed * (100.0 - percent) / percent if percent >= 1.0 else None
     if status == ImportBatch.Status.WRITING and batch.rows_written == 0 and percent == 50.0:
         # Pass-2 progress is not visible (SQLite) or not yet saved: say "unknown".
-        return ImportProgress(status, None, None, None, rows, False)
-    return ImportProgress(status, percent, rate, eta, rows, False)
+        return ImportProgress(status, None, None, None, rows, False, total_elapsed)
+    return ImportProgress(status, percent, rate, eta, rows, False, total_elapsed)
 
 
 def import_batch_errors(batch: ImportBatch) -> list[RowError]:

@@ -79,6 +79,10 @@ def duration(seconds) -> str:
     """12 s, 3 min 05 s, 1 h 02 min."""
     if seconds is None:
         return "—"
+    if float(seconds) < 1:
+        return f"{float(seconds):.2f} s"
+    if float(seconds) < 10:
+        return f"{float(seconds):.1f} s"
     seconds = int(round(float(seconds)))
     if seconds < 60:
         return f"{seconds} s"
