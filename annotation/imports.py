@@ -35,6 +35,7 @@ Plug-in points for project kinds
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -64,7 +65,7 @@ from .importing import (
 )
 from .importing.pipeline import DUPLICATE_POLICIES, CleanRow
 from .importing.readers import EXTENSIONS, FORMATS
-from .models import ImportBatch, Item, Project
+from .models import ImportBatch, Item, ItemStage, Project
 
 logger = logging.getLogger(__name__)
 
@@ -601,6 +602,8 @@ def _write(
                 updated += _update_items(batch, changed, schema, mapper, options)
             written += len(rows)
             progress.save(rows_written=written)
+    if created and first_stage is not None:
+        _open_in_first_stage(batch, first_stage)
     return created, updated
 
 
@@ -610,24 +613,69 @@ def _fields(row: CleanRow, schema: RowSchema, mapper: ItemMapper, options) -> It
 
 
 def _create_items(batch, rows: list[CleanRow], schema, mapper, options, first_stage) -> int:
+    """Insert new items (COPY on PostgreSQL, bulk_create elsewhere). They are opened in the
+    first stage once, after the last batch (``_open_in_first_stage``), so that the items of
+    one group are spread apart as a whole, whichever batches they came in."""
+    now = timezone.now()
     items = []
     for row in rows:
         fields = _fields(row, schema, mapper, options)
         items.append(
-            Item(
-                project_id=batch.project_id,
-                external_id=row.external_id,
-                payload=fields.payload,
-                group=fields.group,
-                purpose=fields.purpose,
-                source=fields.source or batch.filename[:200],
-                import_batch=batch,
-            )
+            (row.external_id, fields.payload, fields.group, fields.purpose,
+             fields.source or batch.filename[:200])
+        )  # fmt: skip
+    if connection.vendor == "postgresql":
+        table = Item._meta.db_table
+        columns = ("project_id", "external_id", "payload", "source", '"group"', "purpose",
+                   "import_batch_id", "status", "version", "created_at")  # fmt: skip
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for external_id, payload, group, purpose, source in items:
+                    copy.write_row(
+                        (batch.project_id, external_id, dumps(payload), source, group, purpose,
+                         batch.pk, Item.Status.ACTIVE, 1, now)
+                    )  # fmt: skip
+        return len(items)
+    Item.objects.bulk_create(
+        [
+            Item(project_id=batch.project_id, external_id=external_id, payload=payload,
+                 group=group, purpose=purpose, source=source, import_batch=batch)
+            for external_id, payload, group, purpose, source in items
+        ],
+        batch_size=WRITE_BATCH_SIZE,
+    )  # fmt: skip
+    return len(items)
+
+
+def _open_in_first_stage(batch: ImportBatch, stage) -> None:
+    """Open every item the batch created in ``stage`` (the same rows as
+    ``services.item_stages_open``: a fixed random key, and per group a random distinct rank and
+    the group's size). On PostgreSQL one INSERT … SELECT with window functions; elsewhere
+    through the service (all of the batch's items at once)."""
+    if connection.vendor != "postgresql":
+        services.item_stages_open(items=list(Item.objects.filter(import_batch=batch)), stage=stage)
+        return
+    item_table, stage_table = Item._meta.db_table, ItemStage._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {stage_table}
+                (item_id, stage_id, state, target_count, submitted_count, leased_count,
+                 random_key, spread_rank, group_size, gold, opened_at)
+            SELECT id, %s, %s, %s, 0, 0, floor(random() * 2147483648)::bigint,
+                CASE WHEN "group" = '' THEN 0
+                     ELSE row_number() OVER (PARTITION BY "group" ORDER BY random()) - 1 END,
+                CASE WHEN "group" = '' THEN 1 ELSE count(*) OVER (PARTITION BY "group") END,
+                CASE WHEN jsonb_typeof(payload -> 'gold') = 'object'
+                     THEN payload -> 'gold' -> %s END,
+                now()
+            FROM {item_table}
+            WHERE import_batch_id = %s
+            ON CONFLICT (item_id, stage_id) DO NOTHING
+            """,
+            [stage.pk, ItemStage.State.OPEN, stage.overlap, stage.slug, batch.pk],
         )
-    created = Item.objects.bulk_create(items, batch_size=WRITE_BATCH_SIZE)
-    if first_stage is not None:
-        services.item_stages_open(items=created, stage=first_stage)
-    return len(created)
 
 
 def _update_items(batch, rows: list[CleanRow], schema, mapper, options) -> int:

@@ -381,3 +381,20 @@ def test_large_file_runs_on_the_worker_with_progress(celery_worker, settings, tm
     assert ItemStage.objects.filter(item__project=project).count() == 20_000
     assert seen & {"pending", "validating", "writing"}
     batch.file.delete(save=False)
+
+
+def test_groups_are_spread_as_a_whole_across_write_batches():
+    """Items of one group arrive in different write batches; they are opened together, so the
+    group's size and its distinct ranks cover the whole file."""
+    project = make_project()
+    stage = make_verify_stage(project)
+    rows = [{"id": f"r{n:05d}", "family": "big" if n % 500 == 0 else ""} for n in range(2600)]
+    batch = upload(project, jsonl(*rows), "groups.jsonl", group_field="family")
+    assert batch.status == "succeeded", batch.message
+    big = ItemStage.objects.filter(stage=stage, item__group="big")
+    assert sorted(big.values_list("spread_rank", flat=True)) == [0, 1, 2, 3, 4, 5]
+    assert set(big.values_list("group_size", flat=True)) == {6}
+    loose = ItemStage.objects.filter(stage=stage, item__group="")
+    assert loose.count() == 2594 and set(loose.values_list("group_size", flat=True)) == {1}
+    keys = set(ItemStage.objects.filter(stage=stage).values_list("random_key", flat=True))
+    assert len(keys) > 2500 and all(0 <= key < 2**31 for key in keys)
