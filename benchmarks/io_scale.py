@@ -2,8 +2,8 @@
 
     scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
 
-Each measured phase runs in its own process so that its peak memory (ru_maxrss above the
-process's baseline after Django start-up) is its own. Printed figures:
+Each measured phase runs in its own process so that its peak memory (resident memory above
+its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
 
 * import: the same service the UI uses (two passes over a JSONL file, one transaction), at
   items/4 and at items rows: rows/s and peak memory — memory should not grow with the rows;
@@ -39,8 +39,32 @@ def django_setup() -> None:
     django.setup()
 
 
-def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+class PeakRss:
+    """Peak resident memory above the level at start, sampled every 10 ms from /proc (the
+    process-wide ru_maxrss would hide anything below Django's start-up high-water mark)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.base = self.peak = self._now()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _now() -> float:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._now())
+
+    def __call__(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._now())
+        return self.peak - self.base
 
 
 def report(**figures) -> None:
@@ -71,14 +95,14 @@ def phase_import(slug: str, rows: int, workdir: Path) -> None:
                 "claim": "The sprinkler caused the wet grass.",
                 "pearl_level": "L2", "label": "YES" if n % 3 else "NO", "score": n % 10,
             }) + "\n")  # fmt: skip
-    base = rss_mib()
+    peak = PeakRss()
     started = time.perf_counter()
     with open(path, "rb") as handle:
         batch = import_batch_create(project=project, user=None, fileobj=handle, filename=path.name)
     batch = import_batch_run(batch_id=batch.pk)
     seconds = time.perf_counter() - started
     assert batch.status == "succeeded", batch.message
-    report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=rss_mib() - base,
+    report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=peak(),
            bytes=path.stat().st_size)  # fmt: skip
 
 
@@ -86,10 +110,10 @@ def phase_export(slug: str, workdir: Path, naive: bool) -> None:
     django_setup()
     from annotation.models import Annotation, Project
     from annotation.releases import services as release_services
-    from annotation.releases.writers import write_csv, write_jsonl
+    from annotation.releases.writers import write_csv, write_jsonl, write_lines
 
     project = Project.objects.get(slug=slug)
-    base = rss_mib()
+    peak = PeakRss()
     figures = {}
     if naive:
         started = time.perf_counter()
@@ -102,23 +126,25 @@ def phase_export(slug: str, workdir: Path, naive: bool) -> None:
             handle.write(json.dumps(rows, default=str))
         seconds = time.perf_counter() - started
         report(rows=len(rows), seconds=seconds, rows_per_s=len(rows) / seconds,
-               peak_mib=rss_mib() - base)  # fmt: skip
+               peak_mib=peak())  # fmt: skip
         return
     for name, produce, writer in (
-        ("annotations.jsonl", release_services.release_annotation_rows, "jsonl"),
+        ("annotations.jsonl", release_services.release_annotation_lines, "lines"),
         ("annotations.csv", release_services.release_annotation_rows, "csv"),
         ("items.jsonl", release_services.release_item_rows, "jsonl"),
     ):
         started = time.perf_counter()
         path = workdir / name
-        if writer == "jsonl":
+        if writer == "lines":
+            entry = write_lines(produce(project), path)
+        elif writer == "jsonl":
             entry = write_jsonl(produce(project), path)
         else:
             entry = write_csv(produce(project), path, columns=release_services.ANNOTATION_COLUMNS)
         seconds = time.perf_counter() - started
         figures[name] = {"rows": entry.rows, "seconds": seconds, "rows_per_s": entry.rows / seconds,
                          "mib": entry.bytes / 2**20}  # fmt: skip
-    report(files=figures, peak_mib=rss_mib() - base)
+    report(files=figures, peak_mib=peak())
 
 
 def phase_release(slug: str) -> None:
@@ -127,14 +153,14 @@ def phase_release(slug: str) -> None:
     from annotation.releases.services import release_build, release_publish
 
     project = Project.objects.get(slug=slug)
-    base = rss_mib()
+    peak = PeakRss()
     started = time.perf_counter()
     release = release_publish(project=project, user=None)  # the on-commit task is not run here
     release = release_build(release_id=release.pk)
     seconds = time.perf_counter() - started
     assert release.status == "published", release.message
     report(seconds=seconds, items=release.stats["items"], annotations=release.stats["annotations"],
-           zip_mib=release.stats["bytes"] / 2**20, peak_mib=rss_mib() - base)  # fmt: skip
+           zip_mib=release.stats["bytes"] / 2**20, peak_mib=peak())  # fmt: skip
 
 
 # --- orchestration ---------------------------------------------------------------------------
@@ -147,7 +173,7 @@ def child(*args: str) -> dict:
         capture_output=True, text=True,
     ).stdout  # fmt: skip
     line = next(line for line in output.splitlines() if line.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def fill_annotations(slug: str, per_item: int) -> int:
@@ -238,10 +264,14 @@ def main() -> None:
             print(f"  {slug:5} peak memory +{result['peak_mib']:.1f} MiB "
                   f"({counts[slug]:,} annotations)")  # fmt: skip
         naive = child("export", "small", str(work), "naive")
-        print(f"  baseline (list(values()) + json.dumps), {naive['rows']:,} rows: "
-              f"{naive['rows_per_s']:,.0f} rows/s, peak +{naive['peak_mib']:.1f} MiB")
-        print(f"  memory full / small: {peaks['full'] / max(peaks['small'], 0.1):.2f} "
-              f"for {counts['full'] / counts['small']:.1f}× the rows")
+        print(
+            f"  baseline (list(values()) + json.dumps), {naive['rows']:,} rows: "
+            f"{naive['rows_per_s']:,.0f} rows/s, peak +{naive['peak_mib']:.1f} MiB"
+        )
+        print(
+            f"  memory full / small: {peaks['full'] / max(peaks['small'], 0.1):.2f} "
+            f"for {counts['full'] / counts['small']:.1f}× the rows"
+        )
         release = child("release", "full")
         print(f"\nrelease build of 'full': {release['seconds']:.1f} s for {release['items']:,} "
               f"items and {release['annotations']:,} annotations (zip {release['zip_mib']:.1f} MiB, "

@@ -33,6 +33,7 @@ import time
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ from annotation.releases.writers import (
     release_diff,
     write_csv,
     write_jsonl,
+    write_lines,
 )
 
 logger = logging.getLogger(__name__)
@@ -177,17 +179,16 @@ def _stage_result(state: str, resolution: Mapping[str, Any] | None) -> dict[str,
 
 
 def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """The released items of a project, by external id, with their result in every stage.
+    """The released items of a project, in creation order, with their result in every stage.
     Keyset-paginated: two queries per ``ITEM_CHUNK`` items, memory flat in the item count."""
     slugs = dict(Stage.objects.filter(project=project).values_list("pk", "slug"))
-    base = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).order_by(
-        "external_id"
-    )
-    last = None
+    # Keyset on the primary key: an index range scan per chunk whatever the project's size
+    # (ordering by external_id made the planner re-sort the remaining items for every chunk).
+    base = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).order_by("pk")
+    last = 0
     while True:
-        page = base if last is None else base.filter(external_id__gt=last)
         chunk = list(
-            page.values_list(
+            base.filter(pk__gt=last).values_list(
                 "pk", "external_id", "status", "purpose", "group", "source", "version", "payload"
             )[:ITEM_CHUNK]
         )
@@ -233,38 +234,48 @@ def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "payload": payload,
                 "stages": results.get(pk, {}),
             }
-        last = chunk[-1][1]
+        last = chunk[-1][0]
 
 
 def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
     """Every annotation of the released items, in submission order, raters as pseudonyms
-    (``R0001`` for people in the order they first appear, ``E0001`` for imported raters)."""
+    (``R0001`` for people in the order they first appear, ``E0001`` for imported raters).
+
+    Keyset-paginated raw SQL (one query per ``ANNOTATION_CHUNK`` rows, memory flat in the row
+    count): this is the largest file of a release, and the ORM's per-value conversions would
+    halve its speed."""
     stages = {
         stage.pk: (stage.slug, KINDS.get(stage.kind))
         for stage in Stage.objects.filter(project=project)
     }
-    base = Annotation.objects.filter(
-        item_stage__stage__project=project, item_stage__item__status__in=RELEASED_STATUSES
-    ).order_by("pk")
+    annotation_table = Annotation._meta.db_table
+    item_stage_table = ItemStage._meta.db_table
+    item_table = Item._meta.db_table
+    statuses = list(RELEASED_STATUSES)
+    placeholders = ", ".join(["%s"] * len(statuses))
+    sql = f"""
+        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater, a.payload,
+               a.seconds_spent, a.created_at
+        FROM {annotation_table} a
+        JOIN {item_stage_table} s ON s.id = a.item_stage_id
+        JOIN {item_table} i ON i.id = s.item_id
+        WHERE s.stage_id IN ({", ".join(["%s"] * len(stages)) or "NULL"})
+          AND i.status IN ({placeholders}) AND a.id > %s
+        ORDER BY a.id
+        LIMIT %s"""
+    loads = json.loads
     people: dict[int, str] = {}
     external: dict[str, str] = {}
     last = 0
     while True:
-        chunk = list(
-            base.filter(pk__gt=last).values_list(
-                "pk",
-                "item_stage__item__external_id",
-                "item_stage__stage_id",
-                "annotator_id",
-                "external_rater",
-                "payload",
-                "seconds_spent",
-                "created_at",
-            )[:ANNOTATION_CHUNK]
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*stages, *statuses, last, ANNOTATION_CHUNK])
+            chunk = cursor.fetchall()
         if not chunk:
             return
         for _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created in chunk:
+            if isinstance(payload, str):  # SQLite, and psycopg when Django leaves jsonb as text
+                payload = loads(payload)
             if annotator_id is not None:
                 code = people.get(annotator_id)
                 if code is None:
@@ -274,6 +285,8 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 if code is None:
                     code = external[rater] = f"E{len(external) + 1:04d}"
             slug, kind = stages[stage_id]
+            if isinstance(created, str):  # SQLite returns text
+                created = datetime.fromisoformat(created)
             yield {
                 "external_id": external_id,
                 "stage": slug,
@@ -283,6 +296,67 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "seconds_spent": seconds,
                 "created_at": created.isoformat(),
             }
+        last = chunk[-1][0]
+
+
+def release_annotation_lines(project: Project) -> Iterator[str]:
+    """``release_annotation_rows`` as JSON Lines text, fast on PostgreSQL: the stored payload
+    (and, for kinds that vote with ``payload["value"]``, the value) is spliced in as the
+    database's own JSON text instead of being parsed and encoded again. Same keys, same values,
+    same order as the rows (tested)."""
+    from annotation.kinds.base import TaskKind
+
+    stages = {
+        stage.pk: (stage.slug, KINDS.get(stage.kind))
+        for stage in Stage.objects.filter(project=project)
+    }
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    if connection.vendor != "postgresql" or not stages:
+        for row in release_annotation_rows(project):
+            yield dumps(row)
+        return
+    default_vote = {
+        stage_id: kind is None or type(kind).vote_value is TaskKind.vote_value
+        for stage_id, (_slug, kind) in stages.items()
+    }
+    slugs = {stage_id: dumps(slug) for stage_id, (slug, _kind) in stages.items()}
+    sql = f"""
+        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater,
+               a.payload::text, coalesce((a.payload -> 'value')::text, 'null'),
+               a.seconds_spent, a.created_at
+        FROM {Annotation._meta.db_table} a
+        JOIN {ItemStage._meta.db_table} s ON s.id = a.item_stage_id
+        JOIN {Item._meta.db_table} i ON i.id = s.item_id
+        WHERE s.stage_id = ANY(%s) AND i.status = ANY(%s) AND a.id > %s
+        ORDER BY a.id
+        LIMIT %s"""
+    people: dict[int, str] = {}
+    external: dict[str, str] = {}
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [list(stages), list(RELEASED_STATUSES), last, ANNOTATION_CHUNK])
+            chunk = cursor.fetchall()
+        if not chunk:
+            return
+        for row in chunk:
+            _pk, external_id, stage_id, annotator_id, rater, payload, value, seconds, created = row
+            if annotator_id is not None:
+                code = people.get(annotator_id)
+                if code is None:
+                    code = people[annotator_id] = f"R{len(people) + 1:04d}"
+            else:
+                code = external.get(rater)
+                if code is None:
+                    code = external[rater] = f"E{len(external) + 1:04d}"
+            if not default_vote[stage_id]:
+                value = dumps(stages[stage_id][1].vote_value(json.loads(payload)))
+            yield (
+                f'{{"external_id":{dumps(external_id)},"stage":{slugs[stage_id]},'
+                f'"rater":"{code}","value":{value},"payload":{payload},'
+                f'"seconds_spent":{"null" if seconds is None else dumps(seconds)},'
+                f'"created_at":"{created.isoformat()}"}}'
+            )
         last = chunk[-1][0]
 
 
@@ -517,7 +591,7 @@ def _build(release: Release, workdir: Path) -> Release:
         )
     )
     annotations = manifest.add(
-        write_jsonl(release_annotation_rows(project), files / "annotations.jsonl")
+        write_lines(release_annotation_lines(project), files / "annotations.jsonl")
     )
     manifest.add(
         write_csv(

@@ -366,3 +366,14 @@ def test_release_files_are_not_served_from_media_by_url(
     response = Client().get("/media/" + release.archive.name)
     assert response.status_code in (302, 404)
     assert Path(release.archive.path).is_file()
+
+
+def test_fast_annotation_lines_carry_exactly_the_rows(finished):
+    """annotations.jsonl is written from database JSON text on PostgreSQL; parsed back, every
+    line equals the row the CSV and the layouts get (keys, values, order)."""
+    project, stage, people, admin = finished
+    Annotation.objects.filter(item_stage__stage=stage).exclude(annotator=None).first()
+    lines = list(release_services.release_annotation_lines(project))
+    rows = list(release_services.release_annotation_rows(project))
+    assert [json.loads(line) for line in lines] == rows and len(rows) == 12
+    assert [list(json.loads(line)) for line in lines[:1]] == [list(rows[0])]
