@@ -91,8 +91,13 @@ class ImportBatch(models.Model):
     sha256 = models.CharField(max_length=64, blank=True)
     options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    file_size = models.PositiveBigIntegerField(default=0, help_text="Bytes in the uploaded file.")
+    bytes_done = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes checked so far by the validation pass (progress)."
+    )
     rows_total = models.PositiveIntegerField(default=0)
-    rows_done = models.PositiveIntegerField(default=0)
+    rows_done = models.PositiveIntegerField(default=0, help_text="Rows checked so far.")
+    rows_written = models.PositiveIntegerField(default=0, help_text="Rows written so far.")
     items_created = models.PositiveIntegerField(default=0)
     items_updated = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
@@ -100,10 +105,14 @@ class ImportBatch(models.Model):
     message = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    validated_at = models.DateTimeField(
+        null=True, blank=True, help_text="When validation passed and writing began."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
 
     def __str__(self) -> str:
         return f"{self.filename} ({self.status})"

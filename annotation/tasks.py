@@ -35,3 +35,19 @@ def sweep_unresolved(older_than_seconds: float | None = None) -> int:
     if ids:
         logger.warning("sweep resolved %d item stages whose message was lost", len(ids))
     return len(ids)
+
+
+@shared_task(name="annotation.tasks.run_import")
+def run_import(batch_id: int) -> str:
+    """Validate and write one import batch; a batch already finished is left alone."""
+    from .imports import import_batch_run
+
+    return import_batch_run(batch_id=batch_id).status
+
+
+@shared_task(name="annotation.tasks.build_release")
+def build_release(release_id: int) -> str:
+    """Build the files of a release; a release already published or failed is left alone."""
+    from .releases.services import release_build
+
+    return release_build(release_id=release_id).status

@@ -200,17 +200,39 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "annotation.api_schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "annotation.api_errors.exception_handler",
+    # Throttled views name their scope (ScopedRateThrottle): "auth" on the token endpoint,
+    # "submit" on annotation submits. "off" disables a scope (benchmarks, load tests).
+    "DEFAULT_THROTTLE_RATES": {
+        "auth": os.environ.get("RUNGWISE_THROTTLE_AUTH", "20/min"),
+        "submit": os.environ.get("RUNGWISE_THROTTLE_SUBMIT", "120/min"),
+    },
 }
+# Import files up to this size run inside the upload request; larger ones in a Celery task.
+RUNGWISE_IMPORT_INLINE_MAX_BYTES = int(os.environ.get("RUNGWISE_IMPORT_INLINE_MAX_BYTES", 1 << 20))
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rungwise API",
     "DESCRIPTION": "Projects, stages, items, imports, annotation, agreement and releases.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "ENUM_NAME_OVERRIDES": {
+        "ItemStatusEnum": "annotation.models.Item.Status",
+        "ImportStatusEnum": "annotation.models.ImportBatch.Status",
+        "ReleaseStatusEnum": "annotation.models.Release.Status",
+        "AssignmentStatusEnum": "annotation.models.Assignment.Status",
+    },
+    "TAGS": [
+        {"name": "auth", "description": "Token for scripts (the browser uses its session)."},
+        {"name": "projects", "description": "Projects, stages, items and agreement figures."},
+        {"name": "imports", "description": "Upload CSV / JSON Lines / JSON files of items."},
+        {"name": "annotate", "description": "The annotator loop: next item, submit, skip."},
+        {"name": "releases", "description": "Versioned, immutable, checksummed releases."},
+    ],
 }
 
 LOGGING = {

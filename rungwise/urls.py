@@ -24,5 +24,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("annotation.api_urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
+    path("", include("annotation.io_urls")),
     path("", include("annotation.urls")),
 ]

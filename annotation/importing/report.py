@@ -142,7 +142,8 @@ class ImportReport:
         shown = "" if not self.errors_truncated else f" (first {len(self.errors)} listed)"
         stop = " Reading stopped at the first file-level problem." if self.fatal else ""
         return (
-            f"{self.error_count} problems in {self.rows_failed} of {self.rows_total} rows"
+            f"{self.error_count:,} problem{'s' if self.error_count != 1 else ''} in "
+            f"{self.rows_failed:,} of {self.rows_total:,} row{'s' if self.rows_total != 1 else ''}"
             f"{shown}; nothing was imported.{stop}"
         )
 

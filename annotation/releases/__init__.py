@@ -14,6 +14,7 @@ from annotation.releases.writers import (
     sha256_of_file,
     write_csv,
     write_jsonl,
+    write_lines,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "sha256_of_file",
     "write_csv",
     "write_jsonl",
+    "write_lines",
 ]

@@ -104,6 +104,24 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str])
     return FileEntry(path.name, sink.sha256, sink.bytes_written, count)
 
 
+def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> FileEntry:
+    """Write pre-encoded JSON Lines (one JSON text per item, no newline); return the entry.
+    For producers that splice JSON the database already holds, instead of parsing and
+    re-encoding it (``write_jsonl`` for dicts)."""
+    path = Path(path)
+    count = 0
+    with open(path, "wb") as raw:
+        sink = HashingWriter(raw)
+        buffered = io.BufferedWriter(sink, buffer_size=COPY_CHUNK)
+        for line in lines:
+            buffered.write(line.encode("utf-8"))
+            buffered.write(b"\n")
+            count += 1
+        buffered.flush()
+        buffered.detach()
+    return FileEntry(path.name, sink.sha256, sink.bytes_written, count)
+
+
 def _cell(value: Any) -> str:
     kind = type(value)
     if kind is str:

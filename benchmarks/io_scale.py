@@ -1,0 +1,282 @@
+"""I/O at scale on PostgreSQL: import 100,000 items, export 1,000,000 annotations.
+
+    scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
+
+Each measured phase runs in its own process so that its peak memory (resident memory above
+its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
+
+* import: the same service the UI uses (two passes over a JSONL file, one transaction), at
+  items/4 and at items rows: rows/s and peak memory — memory should not grow with the rows;
+* export: release_annotation_rows → annotations.jsonl / annotations.csv and release_item_rows →
+  items.jsonl, at a quarter and at the full size: rows/s and peak memory (target ≥ 50,000 rows/s,
+  memory flat), against a naive baseline measured in the same run (list(values()) + json.dumps,
+  memory growing with the rows), at the quarter size only;
+* release: the whole build (files, datasheet, manifest, zip) of the full project.
+
+Throttles do not apply (no HTTP); the database is the throwaway one of with-services.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def django_setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
+    import django
+
+    django.setup()
+
+
+class PeakRss:
+    """Peak resident memory above the level at start, sampled every 10 ms from /proc (the
+    process-wide ru_maxrss would hide anything below Django's start-up high-water mark)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.base = self.peak = self._now()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _now() -> float:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._now())
+
+    def __call__(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._now())
+        return self.peak - self.base
+
+
+def report(**figures) -> None:
+    print("RESULT " + json.dumps(figures), flush=True)
+
+
+# --- phases (each in a child process) ------------------------------------------------------
+
+
+def phase_import(slug: str, rows: int, workdir: Path) -> None:
+    django_setup()
+    from annotation import services
+    from annotation.imports import import_batch_create, import_batch_run
+    from annotation.models import Project
+
+    project = Project.objects.filter(slug=slug).first() or services.project_create(
+        slug=slug, name=slug, kind="generic"
+    )
+    if not project.stages.exists():
+        services.stage_create(project=project, slug="verify", name="Verify", kind="verify",
+                              overlap=10, resolution_policy="majority")  # fmt: skip
+    path = workdir / f"{slug}.jsonl"
+    with open(path, "w", encoding="utf-8") as handle:
+        for n in range(rows):
+            handle.write(json.dumps({
+                "id": f"{slug}-{n:07d}",
+                "scenario": f"Case {n}: the sprinkler was on, so the grass got wet before dawn.",
+                "claim": "The sprinkler caused the wet grass.",
+                "pearl_level": "L2", "label": "YES" if n % 3 else "NO", "score": n % 10,
+            }) + "\n")  # fmt: skip
+    peak = PeakRss()
+    started = time.perf_counter()
+    with open(path, "rb") as handle:
+        batch = import_batch_create(project=project, user=None, fileobj=handle, filename=path.name)
+    batch = import_batch_run(batch_id=batch.pk)
+    seconds = time.perf_counter() - started
+    assert batch.status == "succeeded", batch.message
+    report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=peak(),
+           bytes=path.stat().st_size)  # fmt: skip
+
+
+def phase_export(slug: str, workdir: Path, naive: bool) -> None:
+    django_setup()
+    from annotation.models import Annotation, Project
+    from annotation.releases import services as release_services
+    from annotation.releases.writers import write_csv, write_jsonl, write_lines
+
+    project = Project.objects.get(slug=slug)
+    peak = PeakRss()
+    figures = {}
+    if naive:
+        started = time.perf_counter()
+        rows = list(
+            Annotation.objects.filter(item_stage__stage__project=project)
+            .order_by("pk")
+            .values("item_stage__item__external_id", "external_rater", "payload", "created_at")
+        )
+        with open(workdir / "naive.json", "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(rows, default=str))
+        seconds = time.perf_counter() - started
+        report(rows=len(rows), seconds=seconds, rows_per_s=len(rows) / seconds,
+               peak_mib=peak())  # fmt: skip
+        return
+    for name, produce, writer in (
+        ("annotations.jsonl", release_services.release_annotation_lines, "lines"),
+        ("annotations.csv", release_services.release_annotation_rows, "csv"),
+        ("items.jsonl", release_services.release_item_rows, "jsonl"),
+    ):
+        started = time.perf_counter()
+        path = workdir / name
+        if writer == "lines":
+            entry = write_lines(produce(project), path)
+        elif writer == "jsonl":
+            entry = write_jsonl(produce(project), path)
+        else:
+            entry = write_csv(produce(project), path, columns=release_services.ANNOTATION_COLUMNS)
+        seconds = time.perf_counter() - started
+        figures[name] = {"rows": entry.rows, "seconds": seconds, "rows_per_s": entry.rows / seconds,
+                         "mib": entry.bytes / 2**20}  # fmt: skip
+    report(files=figures, peak_mib=peak())
+
+
+def phase_release(slug: str) -> None:
+    django_setup()
+    from annotation.models import Project
+    from annotation.releases.services import release_build, release_publish
+
+    project = Project.objects.get(slug=slug)
+    peak = PeakRss()
+    started = time.perf_counter()
+    release = release_publish(project=project, user=None)  # the on-commit task is not run here
+    release = release_build(release_id=release.pk)
+    seconds = time.perf_counter() - started
+    assert release.status == "published", release.message
+    report(seconds=seconds, items=release.stats["items"], annotations=release.stats["annotations"],
+           zip_mib=release.stats["bytes"] / 2**20, peak_mib=peak())  # fmt: skip
+
+
+# --- orchestration ---------------------------------------------------------------------------
+
+
+def child(*args: str) -> dict:
+    env = dict(os.environ, LOG_LEVEL="ERROR")
+    output = subprocess.run(
+        [sys.executable, __file__, "--phase", *args], cwd=REPO, env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    line = next(line for line in output.splitlines() if line.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def fill_annotations(slug: str, per_item: int) -> int:
+    """Resolve every item of the project: per_item annotations by external raters, a majority
+    resolution and status accepted, in three INSERT … SELECT statements."""
+    from django.db import connection
+
+    from annotation.models import Annotation, Item, ItemStage, Project, Resolution
+
+    project = Project.objects.get(slug=slug)
+    stage_ids = list(project.stages.values_list("pk", flat=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {Annotation._meta.db_table}
+                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
+                 seconds_spent, client_info, created_at)
+            SELECT s.id, NULL, NULL, 'rater-' || ((s.id * 7 + g) %% 40),
+                   jsonb_build_object('value', CASE WHEN (s.id + g) %% 4 = 0 THEN 'reject'
+                                                    ELSE 'keep' END, 'comment', ''),
+                   4.5, '{{}}'::jsonb, now()
+            FROM {ItemStage._meta.db_table} s, generate_series(1, %s) g
+            WHERE s.stage_id = ANY(%s)""",
+            [per_item, stage_ids],
+        )
+        cursor.execute(
+            f"""INSERT INTO {Resolution._meta.db_table}
+                (item_stage_id, value, status, outcome, votes, n_annotations, policy, reason,
+                 computed_at)
+            SELECT s.id, '"keep"'::jsonb, 'majority', 'accept', '{{"keep": 8, "reject": 2}}'::jsonb,
+                   %s, 'majority', '', now()
+            FROM {ItemStage._meta.db_table} s WHERE s.stage_id = ANY(%s)""",
+            [per_item, stage_ids],
+        )
+        cursor.execute(
+            f"UPDATE {ItemStage._meta.db_table} SET state = 'resolved', submitted_count = %s, "
+            f"target_count = %s WHERE stage_id = ANY(%s)",
+            [per_item, per_item, stage_ids],
+        )
+        cursor.execute(
+            f"UPDATE {Item._meta.db_table} SET status = 'accepted' WHERE project_id = %s",
+            [project.pk],
+        )
+        cursor.execute("ANALYZE")
+    return Annotation.objects.filter(item_stage__stage__project=project).count()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--per-item", type=int, default=10, help="annotations per item")
+    parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        name, *rest = args.phase
+        if name == "import":
+            phase_import(rest[0], int(rest[1]), Path(rest[2]))
+        elif name == "export":
+            phase_export(rest[0], Path(rest[1]), naive=rest[2] == "naive")
+        else:
+            phase_release(rest[0])
+        return
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("needs PostgreSQL: run through scripts/with-services.sh")
+    django_setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    quarter = args.items // 4
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.environ.setdefault("MEDIA_ROOT", str(work / "media"))
+        print(f"PostgreSQL, {os.cpu_count()} cores; {args.items:,} items × {args.per_item} "
+              f"annotations\n")  # fmt: skip
+        print("import (validate every row, then write all in one transaction)")
+        for slug, rows in (("small", quarter), ("full", args.items)):
+            result = child("import", slug, str(rows), str(work))
+            print(f"  {rows:>9,} rows  {result['bytes'] / 2**20:6.1f} MiB  {result['seconds']:6.2f} s"
+                  f"  {result['rows_per_s']:>9,.0f} rows/s  peak +{result['peak_mib']:6.1f} MiB")  # fmt: skip
+        counts = {slug: fill_annotations(slug, args.per_item) for slug in ("small", "full")}
+        print("\nexport (streamed, keyset-paginated)")
+        peaks = {}
+        for slug in ("small", "full"):
+            result = child("export", slug, str(work), "stream")
+            peaks[slug] = result["peak_mib"]
+            for name, figures in result["files"].items():
+                print(f"  {slug:5} {name:18} {figures['rows']:>9,} rows  {figures['seconds']:6.2f} s"
+                      f"  {figures['rows_per_s']:>9,.0f} rows/s  {figures['mib']:7.1f} MiB")  # fmt: skip
+            print(f"  {slug:5} peak memory +{result['peak_mib']:.1f} MiB "
+                  f"({counts[slug]:,} annotations)")  # fmt: skip
+        naive = child("export", "small", str(work), "naive")
+        print(
+            f"  baseline (list(values()) + json.dumps), {naive['rows']:,} rows: "
+            f"{naive['rows_per_s']:,.0f} rows/s, peak +{naive['peak_mib']:.1f} MiB"
+        )
+        print(
+            f"  memory full / small: {peaks['full'] / max(peaks['small'], 0.1):.2f} "
+            f"for {counts['full'] / counts['small']:.1f}× the rows"
+        )
+        release = child("release", "full")
+        print(f"\nrelease build of 'full': {release['seconds']:.1f} s for {release['items']:,} "
+              f"items and {release['annotations']:,} annotations (zip {release['zip_mib']:.1f} MiB, "
+              f"peak +{release['peak_mib']:.1f} MiB)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
