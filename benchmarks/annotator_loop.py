@@ -154,8 +154,12 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     port = free_port()
-    env = dict(os.environ, RUNGWISE_QUERY_COUNT_HEADER="1", ALLOWED_HOSTS="127.0.0.1",
-               RUNGWISE_THROTTLE_SUBMIT="off")  # measure the loop, not the throttle
+    env = dict(
+        os.environ,
+        RUNGWISE_QUERY_COUNT_HEADER="1",
+        ALLOWED_HOSTS="127.0.0.1",
+        RUNGWISE_THROTTLE_SUBMIT="off",
+    )  # measure the loop, not the throttle
     server = subprocess.Popen(
         [
             sys.executable,

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.access import access_stage_for_annotator
-from annotation.models import Annotation, Assignment, Role
+from annotation.models import Annotation, Assignment, Item, Role
 from tests.factories import PASSWORD, make_member, make_project, make_user, make_verify_stage
 
 pytestmark = pytest.mark.django_db
@@ -140,6 +140,92 @@ def test_permission_matrix(client, world, endpoint, role, expected):
         assert response["HX-Redirect"].startswith(reverse("login"))
 
 
+@pytest.fixture
+def data_world(world, settings, tmp_path):
+    """The matrix world plus a published release and an import batch."""
+    import io
+
+    from annotation.imports import import_batch_create
+    from annotation.releases.services import release_build, release_publish
+
+    settings.MEDIA_ROOT = tmp_path
+    project, admin_user = world["project"], world["users"]["admin"]
+    # A release needs finished items; how they finished does not matter to permissions.
+    Item.objects.filter(project=project, external_id="m-2").update(status=Item.Status.ACCEPTED)
+    release = release_publish(project=project, user=admin_user)
+    release_build(release_id=release.pk)
+    batch = import_batch_create(
+        project=project,
+        user=admin_user,
+        fileobj=io.BytesIO(b'{"id": "new-1", "text": "A new item."}\n'),
+        filename="new.jsonl",
+        options={},
+    )
+    return {**world, "release": release, "batch": batch, "item": project.items.first()}
+
+
+def _project_url(name, extra_args=lambda w: []):
+    return lambda w: reverse(f"api:{name}", args=[w["project"].slug, *extra_args(w)])
+
+
+# The data and research API, in ROLES order:
+#  anonymous, non_member, owner, other_annotator, reviewer, researcher, admin, superuser
+# Members see their projects and stages; items and imports are the admins'; agreement figures
+# and releases are the researchers' and admins' (annotators never download releases).
+API_ENDPOINTS = {
+    "api:projects": (lambda w: reverse("api:projects"), [403, 200, 200, 200, 200, 200, 200, 200]),
+    "api:project": (
+        _project_url("project", lambda w: []),
+        [403, 404, 200, 200, 200, 200, 200, 200],
+    ),
+    "api:stages": (_project_url("stages", lambda w: []), [403, 404, 200, 200, 200, 200, 200, 200]),
+    "api:items": (_project_url("items", lambda w: []), [403, 404, 403, 403, 403, 403, 200, 200]),
+    "api:item": (
+        _project_url("item", lambda w: [w["item"].pk]),
+        [403, 404, 403, 403, 403, 403, 200, 200],
+    ),
+    "api:agreement": (
+        _project_url("agreement", lambda w: []),
+        [403, 404, 403, 403, 403, 200, 200, 200],
+    ),
+    "api:imports": (
+        _project_url("imports", lambda w: []),
+        [403, 404, 403, 403, 403, 403, 200, 200],
+    ),
+    "api:import": (
+        _project_url("import", lambda w: [w["batch"].pk]),
+        [403, 404, 403, 403, 403, 403, 200, 200],
+    ),
+    "api:releases": (
+        _project_url("releases", lambda w: []),
+        [403, 404, 403, 403, 403, 200, 200, 200],
+    ),
+    "api:release": (
+        _project_url("release", lambda w: [w["release"].version]),
+        [403, 404, 403, 403, 403, 200, 200, 200],
+    ),
+    "api:release-download": (
+        _project_url("release-download", lambda w: [w["release"].version]),
+        [403, 404, 403, 403, 403, 200, 200, 200],
+    ),
+}
+API_CASES = [
+    pytest.param(name, role, expected[index], id=f"{name}-{role}")
+    for name, (_, expected) in API_ENDPOINTS.items()
+    for index, role in enumerate(ROLES)
+]
+
+
+@pytest.mark.parametrize(("endpoint", "role", "expected"), API_CASES)
+def test_data_api_permission_matrix(client, data_world, endpoint, role, expected):
+    url_for, _ = API_ENDPOINTS[endpoint]
+    client = _client_for(client, data_world, role)
+    response = client.get(url_for(data_world))
+    assert response.status_code == expected, (endpoint, role, response.content[:300])
+    if expected >= 400:
+        assert set(response.json()) == {"message", "extra"}
+
+
 def test_the_matrix_covers_every_url_of_the_annotator_loop():
     """A new annotation page or API endpoint must be added to the matrix."""
     from django.urls import get_resolver
@@ -157,6 +243,9 @@ def test_the_matrix_covers_every_url_of_the_annotator_loop():
         "api:next",
         "api:submit",
         "api:skip",
+        *API_ENDPOINTS,
+        "api:token",  # public by design: exchanges credentials for a token (throttled)
+        "api:unknown",  # the catch-all that answers 404 in the API's error format
     }
     assert names <= covered, f"not in the permission matrix: {sorted(names - covered)}"
 
