@@ -12,10 +12,13 @@ class RatingsConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.kinds import register_kind
+        from annotation.releases.layouts import register_layout
 
         from .kinds import RateKind
+        from .release_layout import explica_layout
 
         register_kind(RateKind())
+        register_layout("ratings", explica_layout)
 
     def seed_demo(self, *, users: dict) -> None:
         """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,
