@@ -87,7 +87,13 @@ def stage_categories(stage: Stage) -> list[Any] | None:
 
 
 def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = True) -> StageVotes:
-    """Every annotation of the stage (created up to ``as_of``) as a :class:`StageVotes`.
+    """The annotations of the stage's completed items as a :class:`StageVotes`.
+
+    Completed items are those no longer open (waiting for resolution, with a reviewer, resolved
+    or discarded), so every item counts with all its annotations and a figure does not move
+    with each half-annotated item. With ``as_of``, the items completed by then (for a history
+    computed afterwards; an item reopened for an extra annotation counts from its last
+    completion).
 
     On PostgreSQL, for kinds whose vote is the payload's "value" field, one ``COPY … TO STDOUT
     (FORMAT binary)`` streams fixed-width rows of (item stage, rater, category code or number,
@@ -106,9 +112,11 @@ def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = Tru
 def _votes_by_iteration(
     stage: Stage, kind: TaskKind, categories: list[Any] | None, as_of: datetime | None
 ) -> StageVotes:
-    annotations = Annotation.objects.filter(item_stage__stage=stage)
+    annotations = Annotation.objects.filter(item_stage__stage=stage).exclude(
+        item_stage__state=ItemStage.State.OPEN
+    )
     if as_of is not None:
-        annotations = annotations.filter(created_at__lte=as_of)
+        annotations = annotations.filter(item_stage__completed_at__lte=as_of)
     rows = []
     external: dict[str, int] = {}
     for item_stage_id, annotator_id, rater_name, payload, seconds in annotations.values_list(
@@ -169,9 +177,10 @@ def _votes_by_copy(
         params.append(texts)
         value_type = ">i8"
     params.append(stage.pk)
+    params.append(ItemStage.State.OPEN)
     as_of_sql = ""
     if as_of is not None:
-        as_of_sql = " AND a.created_at <= %s"
+        as_of_sql = " AND s.completed_at <= %s"
         params.append(as_of)
     query = f"""
         COPY (
@@ -181,7 +190,7 @@ def _votes_by_copy(
                    {value_sql},
                    COALESCE(a.seconds_spent, 'NaN'::float8)
             FROM {annotation} a JOIN {item_stage} s ON s.id = a.item_stage_id
-            WHERE s.stage_id = %s{as_of_sql}
+            WHERE s.stage_id = %s AND s.state <> %s{as_of_sql}
         ) TO STDOUT (FORMAT binary)
     """
     row_type = np.dtype(
@@ -328,6 +337,36 @@ def agreement_history(
     return dict(history)
 
 
+def agreement_history_table(stage: Stage, *, limit: int = 8) -> list[dict[str, Any]]:
+    """The latest ``limit`` computations, newest first, one row each:
+    {"computed_at", "metrics": {metric: snapshot}, "n_items", "n_annotators", "n_annotations"}."""
+    moments = list(
+        AgreementSnapshot.objects.filter(stage=stage)
+        .exclude(metric=ANNOTATOR_METRIC)
+        .values_list("computed_at", flat=True)
+        .distinct()
+        .order_by("-computed_at")[:limit]
+    )
+    rows: dict[datetime, dict[str, Any]] = {}
+    for snapshot in (
+        AgreementSnapshot.objects.filter(stage=stage, computed_at__in=moments)
+        .exclude(metric=ANNOTATOR_METRIC)
+        .defer("details")
+    ):
+        row = rows.setdefault(
+            snapshot.computed_at,
+            {
+                "computed_at": snapshot.computed_at,
+                "metrics": {},
+                "n_items": snapshot.n_items,
+                "n_annotators": snapshot.n_annotators,
+                "n_annotations": snapshot.n_annotations,
+            },
+        )
+        row["metrics"][snapshot.metric] = snapshot
+    return [rows[moment] for moment in sorted(rows, reverse=True)]
+
+
 def agreement_history_rows(stage: Stage) -> QuerySet[AgreementSnapshot]:
     """Every agreement snapshot of the stage (for the CSV), oldest first."""
     return (
@@ -454,11 +493,7 @@ def stage_progress_series(stage: Stage) -> ProgressSeries:
     span = annotations.aggregate(first=Min("created_at"), last=Max("created_at"))
     if span["first"] is None:
         return ProgressSeries("hour", [], [], [], total_items)
-    last = max(
-        span["last"],
-        timezone.now() if span["last"] > timezone.now() - timedelta(hours=1) else span["last"],
-    )
-    unit, step = _bucket_for(last - span["first"])
+    unit, step = _bucket_for(span["last"] - span["first"])
     per_bucket_annotations = dict(
         annotations.annotate(bucket=Trunc("created_at", unit))
         .values_list("bucket")
@@ -474,10 +509,12 @@ def stage_progress_series(stage: Stage) -> ProgressSeries:
     keys = set(per_bucket_annotations) | set(per_bucket_completed)
     start, end = min(keys), max(keys)
     starts = []
-    cursor = start
-    while cursor <= end:
-        starts.append(cursor)
-        cursor = _advance(cursor, unit, step)
+    moment = start
+    while moment <= end:
+        starts.append(moment)
+        # Buckets start at UTC minutes, hours, midnights or Mondays (USE_TZ with UTC, no DST),
+        # so adding the fixed step stays on bucket starts.
+        moment += step
     return ProgressSeries(
         unit=unit,
         starts=starts,
@@ -485,12 +522,6 @@ def stage_progress_series(stage: Stage) -> ProgressSeries:
         completed=[per_bucket_completed.get(bucket, 0) for bucket in starts],
         total_items=total_items,
     )
-
-
-def _advance(moment: datetime, unit: str, step: timedelta) -> datetime:
-    # Trunc("week") starts weeks on Monday and days at midnight UTC (USE_TZ, UTC); adding a
-    # fixed step keeps to bucket starts because the site's time zone has no DST.
-    return moment + step
 
 
 # --- Per-annotator table ------------------------------------------------------------------------

@@ -906,9 +906,7 @@ def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] 
         now = timezone.now()
         snapshots = _agreement_snapshots(stage, as_of=None, computed_at=now, changes=seen)
         with transaction.atomic():
-            from .models import AgreementSnapshot
-
-            AgreementSnapshot.objects.bulk_create(snapshots)
+            _store_snapshots(snapshots, computed_at=now)
             Stage.objects.filter(pk=stage_id).update(
                 agreement_computed_changes=seen, agreement_computed_at=now
             )
@@ -988,6 +986,20 @@ def _agreement_snapshots(stage: Stage, *, as_of: Any, computed_at: Any, changes:
     return snapshots
 
 
+def _store_snapshots(snapshots: list[Any], *, computed_at: Any) -> list[Any]:
+    """Insert the snapshots of one computation with one shared computed_at (the field is
+    auto_now_add, which would give each row its own microsecond)."""
+    from .models import AgreementSnapshot
+
+    created = AgreementSnapshot.objects.bulk_create(snapshots)
+    AgreementSnapshot.objects.filter(pk__in=[row.pk for row in created]).update(
+        computed_at=computed_at
+    )
+    for row in created:
+        row.computed_at = computed_at
+    return created
+
+
 def stage_agreement_backfill(*, stage_id: int, moments: Sequence[Any]) -> int:
     """Store agreement snapshots as they would have been computed at past ``moments`` (from the
     annotations created by then), e.g. for a project whose annotations were imported. Returns
@@ -998,12 +1010,7 @@ def stage_agreement_backfill(*, stage_id: int, moments: Sequence[Any]) -> int:
     stored = 0
     for moment in sorted(moments):
         snapshots = _agreement_snapshots(stage, as_of=moment, computed_at=moment, changes=-1)
-        created = AgreementSnapshot.objects.bulk_create(snapshots)
-        # computed_at is auto_now_add: set the historic moment explicitly afterwards.
-        AgreementSnapshot.objects.filter(pk__in=[row.pk for row in created]).update(
-            computed_at=moment
-        )
-        stored += len(created)
+        stored += len(_store_snapshots(snapshots, computed_at=moment))
     return stored
 
 
@@ -1046,3 +1053,9 @@ def annotator_set_paused(
     )
     membership.refresh_from_db()
     return membership
+
+
+def stage_agreement_refresh_soon(*, stage_id: int) -> None:
+    """A researcher asked for fresh figures: recompute from every annotation on the next run,
+    even if nothing changed (e.g. after a kind's categories were edited)."""
+    stage_agreement_changed(stage_id=stage_id)

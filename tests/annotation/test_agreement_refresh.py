@@ -341,25 +341,28 @@ def test_a_kind_with_its_own_vote_value_is_read_in_python(test_kinds):
     assert (research_selectors.stage_votes(stage).values == 0).sum() == 1
 
 
-def test_as_of_reads_only_what_existed_then(postgres):
+def test_only_completed_items_count_and_as_of_reads_what_was_complete_then(postgres):
     _, stage, people = label_stage(items=6)
-    annotate_stage(stage, people[:1], patterned)
-    cutoff = timezone.now()
-    annotate_stage(stage, people[1:], patterned)
-    Annotation.objects.filter(item_stage__stage=stage, annotator__in=people[1:]).update(
-        created_at=cutoff + timedelta(seconds=1)
-    )
-    assert len(research_selectors.stage_votes(stage, as_of=cutoff)) == 6
-    assert len(research_selectors.stage_votes(stage, as_of=cutoff, fast=False)) == 6
+    annotate_stage(stage, people[:1], patterned)  # one vote on each item: none complete
+    assert len(research_selectors.stage_votes(stage)) == 0
+    annotate_stage(stage, people, patterned)
     assert len(research_selectors.stage_votes(stage)) == 18
+    cutoff = timezone.now()
+    later = list(ItemStage.objects.filter(stage=stage).order_by("pk")[3:].values_list("pk", flat=True))
+    ItemStage.objects.filter(pk__in=later).update(completed_at=cutoff + timedelta(minutes=5))
+    Annotation.objects.filter(item_stage_id__in=later).update(created_at=cutoff + timedelta(minutes=1))
+    for fast in (True, False):
+        votes = research_selectors.stage_votes(stage, as_of=cutoff, fast=fast)
+        assert len(votes) == 9 and not set(votes.items.tolist()) & set(later)
+        assert len(research_selectors.stage_votes(stage, fast=fast)) == 18
 
 
 def test_backfill_stores_the_history_at_past_moments():
     _, stage, people = label_stage(items=6)
     annotate_stage(stage, people, patterned)
     AgreementSnapshot.objects.all().delete()
-    first = Annotation.objects.filter(item_stage__stage=stage).order_by("pk")
-    moments = [row.created_at for row in first[5::6]]
+    completed = ItemStage.objects.filter(stage=stage).order_by("completed_at")
+    moments = [row.completed_at for row in completed[1::2]]
     stored = services.stage_agreement_backfill(stage_id=stage.pk, moments=moments)
     history = research_selectors.agreement_history(stage)
     assert stored == 4 * len(moments)
