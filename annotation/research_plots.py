@@ -79,7 +79,9 @@ class Series:
 
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None})
+    figure.savefig(
+        buffer, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None}
+    )
     plt.close(figure)
     return buffer.getvalue()
 
@@ -88,8 +90,16 @@ def _empty(message: str, width: float, height: float) -> str:
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(figsize=(width, height))
         axes.axis("off")
-        axes.text(0.5, 0.5, message, ha="center", va="center", color=GREY, fontsize=9,
-                  transform=axes.transAxes)
+        axes.text(
+            0.5,
+            0.5,
+            message,
+            ha="center",
+            va="center",
+            color=GREY,
+            fontsize=9,
+            transform=axes.transAxes,
+        )
         return _svg(figure)
 
 
@@ -103,12 +113,16 @@ def _nan(values: Sequence[float | None]) -> list[float]:
     return [float("nan") if value is None else float(value) for value in values]
 
 
-def agreement_over_time(series: Sequence[Series], *, width: float = 5.6, height: float = 2.9) -> str:
+def agreement_over_time(
+    series: Sequence[Series], *, width: float = 5.6, height: float = 2.9
+) -> str:
     """Each metric as a step line (figures hold until the next refresh) with its 95 % CI as a
     shaded band, on a shared time axis; the legend gives each metric's latest value."""
     series = [entry for entry in series if any(value is not None for value in entry.values)]
     if not series:
-        return _empty("No agreement computed yet: it appears once items are complete.", width, height)
+        return _empty(
+            "No agreement computed yet: it appears once items are complete.", width, height
+        )
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(figsize=(width, height))
         lowest = 0.0
@@ -120,12 +134,24 @@ def agreement_over_time(series: Sequence[Series], *, width: float = 5.6, height:
             latest = next((value for value in reversed(values) if value == value), None)
             label = entry.label if latest is None else f"{entry.label}: {latest:.3f}"
             if single:
-                err = [[values[0] - lows[0]], [highs[0] - values[0]]] if lows[0] == lows[0] else None
-                axes.errorbar(times, values, yerr=err, fmt="o", color=colour, capsize=3,
-                              label=label, markersize=4, linewidth=1)
+                err = (
+                    [[values[0] - lows[0]], [highs[0] - values[0]]] if lows[0] == lows[0] else None
+                )
+                axes.errorbar(
+                    times,
+                    values,
+                    yerr=err,
+                    fmt="o",
+                    color=colour,
+                    capsize=3,
+                    label=label,
+                    markersize=4,
+                    linewidth=1,
+                )
             else:
-                axes.fill_between(times, lows, highs, step="post", color=colour, alpha=0.16,
-                                  linewidth=0)
+                axes.fill_between(
+                    times, lows, highs, step="post", color=colour, alpha=0.16, linewidth=0
+                )
                 axes.step(times, values, where="post", color=colour, label=label)
             finite = [value for value in lows + values if value == value]
             lowest = min([lowest, *finite])
@@ -153,21 +179,34 @@ def progress_over_time(
         return _empty("No annotations yet.", width, height)
     with plt.rc_context(STYLE):
         figure, (top, bottom) = plt.subplots(
-            2, 1, figsize=(width, height), sharex=True, height_ratios=(1.3, 1),
+            2,
+            1,
+            figsize=(width, height),
+            sharex=True,
+            height_ratios=(1.3, 1),
             gridspec_kw={"hspace": 0.12},
         )
         ends = list(starts)
         top.step(ends, cumulative_completed, where="post", color=BLUE, label="Items completed")
-        top.fill_between(ends, 0, cumulative_completed, step="post", color=BLUE, alpha=0.10, linewidth=0)
+        top.fill_between(
+            ends, 0, cumulative_completed, step="post", color=BLUE, alpha=0.10, linewidth=0
+        )
         top.axhline(total_items, color=GREY, linestyle=(0, (4, 3)), linewidth=0.9)
-        top.annotate(f"{total_items:,} items", (ends[0], total_items), xytext=(2, 3),
-                     textcoords="offset points", fontsize=7.5, color=GREY)
+        top.annotate(
+            f"{total_items:,} items",
+            (ends[0], total_items),
+            xytext=(2, 3),
+            textcoords="offset points",
+            fontsize=7.5,
+            color=GREY,
+        )
         top.set_ylim(0, max(total_items, max(cumulative_completed, default=0)) * 1.12 or 1)
         top.set_ylabel("Items\ncompleted")
         top.yaxis.set_major_locator(MaxNLocator(4, integer=True))
         widths = _bar_width(unit)
-        bottom.bar(ends, annotations, width=widths, align="edge", color=VERMILLION, alpha=0.85,
-                   linewidth=0)
+        bottom.bar(
+            ends, annotations, width=widths, align="edge", color=VERMILLION, alpha=0.85, linewidth=0
+        )
         bottom.set_ylabel(f"Annotations\nper {unit}")
         bottom.yaxis.set_major_locator(MaxNLocator(3, integer=True))
         _time_axis(bottom)
@@ -220,5 +259,9 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[f
     proportion = successes / trials
     denominator = 1 + z * z / trials
     centre = (proportion + z * z / (2 * trials)) / denominator
-    half = z * ((proportion * (1 - proportion) / trials + z * z / (4 * trials * trials)) ** 0.5) / denominator
+    half = (
+        z
+        * ((proportion * (1 - proportion) / trials + z * z / (4 * trials * trials)) ** 0.5)
+        / denominator
+    )
     return max(0.0, centre - half), min(1.0, centre + half)

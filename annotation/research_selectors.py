@@ -20,7 +20,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.db.models.functions import Trunc
-from django.utils import timezone
 
 from .kinds import TaskKind, get_kind
 from .models import (

@@ -52,7 +52,9 @@ def research_page(view):
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
             if request.htmx:
-                login = redirect_to_login(request.htmx.current_url_abs_path or request.get_full_path())
+                login = redirect_to_login(
+                    request.htmx.current_url_abs_path or request.get_full_path()
+                )
                 return HttpResponseClientRedirect(login.url)
             return redirect_to_login(request.get_full_path())
         try:
@@ -81,10 +83,15 @@ def dashboard(request, slug: str):
         stage.progress = research_selectors.stage_progress(stage)
         stage.latest = latest.get(stage.pk, {})
         stage.headline = next(
-            (stage.latest[m] for m in research_selectors.HEADLINE_METRICS if m in stage.latest), None
+            (stage.latest[m] for m in research_selectors.HEADLINE_METRICS if m in stage.latest),
+            None,
         )
         stage.kind_label = _kind_label(stage.kind)
-    return render(request, "annotation/research/dashboard.html", _base_context(request, project, stages=stages))
+    return render(
+        request,
+        "annotation/research/dashboard.html",
+        _base_context(request, project, stages=stages),
+    )
 
 
 def _kind_label(key: str) -> str:
@@ -109,9 +116,13 @@ def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
     snapshots = research_selectors.latest_snapshots(stage)
     progress = research_selectors.stage_progress(stage)
     sort, descending = _sort_arguments(request)
-    rows, annotator_snapshot = research_selectors.annotator_rows(stage, sort=sort, descending=descending)
+    rows, annotator_snapshot = research_selectors.annotator_rows(
+        stage, sort=sort, descending=descending
+    )
     # Members who have done nothing in this stage are listed in one line under the table.
-    annotators = [row for row in rows if row.quality.get("n_annotations") or row.quality.get("n_decisions")]
+    annotators = [
+        row for row in rows if row.quality.get("n_annotations") or row.quality.get("n_decisions")
+    ]
     inactive = [row for row in rows if row not in annotators]
     if descending is None:
         descending = research_selectors.ANNOTATOR_SORTS[sort] == "desc"
@@ -139,7 +150,9 @@ def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
         headline=headline,
         latest=latest,
         progress=progress,
-        since_refresh=max(progress.annotations - latest.n_annotations, 0) if latest else progress.annotations,
+        since_refresh=max(progress.annotations - latest.n_annotations, 0)
+        if latest
+        else progress.annotations,
         annotators=annotators,
         inactive=inactive,
         has_gold=any(row.quality.get("n_gold") for row in annotators),
@@ -189,7 +202,13 @@ def _annotator_columns(
         else:
             next_dir, aria = research_selectors.ANNOTATOR_SORTS[key], None
         columns.append(
-            {"key": key, "label": label, "numeric": is_number, "next_dir": next_dir, "aria_sort": aria}
+            {
+                "key": key,
+                "label": label,
+                "numeric": is_number,
+                "next_dir": next_dir,
+                "aria_sort": aria,
+            }
         )
     return columns
 
@@ -231,10 +250,16 @@ def annotator_pause(request, slug: str, user_id: int):
     )
     name = membership.user.get_username()
     if request.htmx and stage is not None:
-        return render(request, "annotation/research/stage.html#annotators", _stage_context(request, project, stage))
+        return render(
+            request,
+            "annotation/research/stage.html#annotators",
+            _stage_context(request, project, stage),
+        )
     messages.success(
         request,
-        f"{name} is paused: they get no new items in {project.name}." if paused else f"{name} can annotate again.",
+        f"{name} is paused: they get no new items in {project.name}."
+        if paused
+        else f"{name} can annotate again.",
     )
     if stage is not None:
         return redirect(reverse("research:stage", args=[project.slug, stage.slug]) + "#annotators")
@@ -254,7 +279,9 @@ def stage_plot(request, slug: str, stage_slug: str, plot: str):
     if plot not in PLOTS:
         raise NotFound(f"There is no figure {plot!r}.")
     if plot == "agreement":
-        history = research_selectors.agreement_history(stage, metrics=research_selectors.HEADLINE_METRICS)
+        history = research_selectors.agreement_history(
+            stage, metrics=research_selectors.HEADLINE_METRICS
+        )
         series = [
             research_plots.Series(
                 label=research_selectors.METRIC_LABELS.get(metric, metric),
@@ -277,7 +304,9 @@ def stage_plot(request, slug: str, stage_slug: str, plot: str):
             progress.unit,
         )
     else:
-        rows, _ = research_selectors.annotator_rows(stage, sort="majority_agreement", descending=True)
+        rows, _ = research_selectors.annotator_rows(
+            stage, sort="majority_agreement", descending=True
+        )
         points = []
         agree = compared = 0
         for row in rows:
@@ -287,7 +316,10 @@ def stage_plot(request, slug: str, stage_slug: str, plot: str):
             low, high = research_plots.wilson_interval(quality["n_agree"], quality["n_compared"])
             points.append(
                 research_plots.AnnotatorPoint(
-                    label=row.name, rate=quality["majority_agreement"], low=low, high=high,
+                    label=row.name,
+                    rate=quality["majority_agreement"],
+                    low=low,
+                    high=high,
                     flagged=bool(quality.get("flags")),
                 )
             )
@@ -297,7 +329,9 @@ def stage_plot(request, slug: str, stage_slug: str, plot: str):
     response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, max-age=30"
     if request.GET.get("download"):
-        response["Content-Disposition"] = f'attachment; filename="{project.slug}-{stage.slug}-{plot}.svg"'
+        response["Content-Disposition"] = (
+            f'attachment; filename="{project.slug}-{stage.slug}-{plot}.svg"'
+        )
     return response
 
 
@@ -334,25 +368,63 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
         raise NotFound(f"There is no table {table!r}.")
     filename = f"{project.slug}-{stage.slug}-{table}.csv"
     if table == "agreement":
-        header = ["computed_at", "metric", "value", "ci_low", "ci_high", "se", "ci_method",
-                  "n_items", "n_annotators", "n_annotations"]
+        header = [
+            "computed_at",
+            "metric",
+            "value",
+            "ci_low",
+            "ci_high",
+            "se",
+            "ci_method",
+            "n_items",
+            "n_annotators",
+            "n_annotations",
+        ]
         rows = (
-            [snapshot.computed_at.isoformat(), snapshot.metric, snapshot.value, snapshot.ci_low,
-             snapshot.ci_high, snapshot.details.get("se"), snapshot.details.get("ci_method"),
-             snapshot.n_items, snapshot.n_annotators, snapshot.n_annotations]
-            for snapshot in research_selectors.agreement_history_rows(stage).iterator(chunk_size=2000)
+            [
+                snapshot.computed_at.isoformat(),
+                snapshot.metric,
+                snapshot.value,
+                snapshot.ci_low,
+                snapshot.ci_high,
+                snapshot.details.get("se"),
+                snapshot.details.get("ci_method"),
+                snapshot.n_items,
+                snapshot.n_annotators,
+                snapshot.n_annotations,
+            ]
+            for snapshot in research_selectors.agreement_history_rows(stage).iterator(
+                chunk_size=2000
+            )
         )
         return _csv_response(filename, header, rows)
     if table == "annotators":
         sort, descending = _sort_arguments(request)
         annotators, _ = research_selectors.annotator_rows(stage, sort=sort, descending=descending)
-        fields = ["n_annotations", "n_votes", "n_compared", "n_agree", "majority_agreement", "n_gold",
-                  "n_gold_agree", "gold_agreement", "median_seconds", "n_skipped", "n_decisions",
-                  "skip_rate", "mean_abs_deviation"]
+        fields = [
+            "n_annotations",
+            "n_votes",
+            "n_compared",
+            "n_agree",
+            "majority_agreement",
+            "n_gold",
+            "n_gold_agree",
+            "gold_agreement",
+            "median_seconds",
+            "n_skipped",
+            "n_decisions",
+            "skip_rate",
+            "mean_abs_deviation",
+        ]
         header = ["user_id", "annotator", "paused", *fields, "flags"]
         rows = (
-            [row.user_id, row.name, row.is_paused, *[row.quality.get(field) for field in fields],
-             "; ".join(row.quality.get("flags") or [])]
+            [
+                row.user_id,
+                row.name,
+                row.is_paused,
+                *[row.quality.get(field) for field in fields],
+                "; ".join(row.quality.get("flags") or []),
+            ]
             for row in annotators
         )
         return _csv_response(filename, header, rows)
@@ -360,24 +432,54 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
         snapshots = research_selectors.latest_snapshots(stage)
         header = ["value", "votes", "share", "resolved_items", "resolved_share", "kappa", "kappa_z"]
         rows = (
-            [row["value"], row["votes"], row["share"], row["resolved"], row["resolved_share"],
-             row["kappa"], row["kappa_z"]]
+            [
+                row["value"],
+                row["votes"],
+                row["share"],
+                row["resolved"],
+                row["resolved_share"],
+                row["kappa"],
+                row["kappa_z"],
+            ]
             for row in research_selectors.label_distribution(stage, snapshots)
         )
         return _csv_response(filename, header, rows)
     if table == "progress":
         series = research_selectors.stage_progress_series(stage)
-        header = ["bucket_start", "bucket", "annotations", "items_completed",
-                  "cumulative_annotations", "cumulative_items_completed"]
+        header = [
+            "bucket_start",
+            "bucket",
+            "annotations",
+            "items_completed",
+            "cumulative_annotations",
+            "cumulative_items_completed",
+        ]
         rows = (
-            [row["bucket_start"].isoformat(), series.unit, row["annotations"], row["items_completed"],
-             row["cumulative_annotations"], row["cumulative_items_completed"]]
+            [
+                row["bucket_start"].isoformat(),
+                series.unit,
+                row["annotations"],
+                row["items_completed"],
+                row["cumulative_annotations"],
+                row["cumulative_items_completed"],
+            ]
             for row in series.rows()
         )
         return _csv_response(filename, header, rows)
     show = _show_argument(request)
-    header = ["item_stage_id", "external_id", "item", "resolution_status", "resolved_value",
-              "decided_by", "reason", "annotator", "vote", "comment", "seconds_spent"]
+    header = [
+        "item_stage_id",
+        "external_id",
+        "item",
+        "resolution_status",
+        "resolved_value",
+        "decided_by",
+        "reason",
+        "annotator",
+        "vote",
+        "comment",
+        "seconds_spent",
+    ]
     return _csv_response(filename, header, _disagreement_csv_rows(stage, show))
 
 
@@ -394,12 +496,19 @@ def _disagreement_csv_rows(stage: Stage, show: str):
             decided_by = resolution.decided_by.get_username() if resolution.decided_by else ""
             for rater, vote in votes.get(item_stage.pk, {}).items():
                 yield [
-                    item_stage.pk, item_stage.item.external_id,
-                    research_selectors.item_summary(item_stage.item), resolution.status,
-                    json.dumps(resolution.value, ensure_ascii=False) if not isinstance(resolution.value, str) else resolution.value,
-                    decided_by, resolution.reason, names.get(rater, rater),
+                    item_stage.pk,
+                    item_stage.item.external_id,
+                    research_selectors.item_summary(item_stage.item),
+                    resolution.status,
+                    json.dumps(resolution.value, ensure_ascii=False)
+                    if not isinstance(resolution.value, str)
+                    else resolution.value,
+                    decided_by,
+                    resolution.reason,
+                    names.get(rater, rater),
                     vote["value"] if isinstance(vote["value"], str) else json.dumps(vote["value"]),
-                    vote["comment"], vote["seconds"],
+                    vote["comment"],
+                    vote["seconds"],
                 ]
 
 
@@ -430,8 +539,15 @@ def disagreements(request, slug: str, stage_slug: str):
         request,
         "annotation/research/disagreements.html",
         _base_context(
-            request, project, stage=stage, page=page, rows=rows, raters=raters, show=show,
-            filters=research_selectors.DISAGREEMENT_FILTERS, categories=categories,
+            request,
+            project,
+            stage=stage,
+            page=page,
+            rows=rows,
+            raters=raters,
+            show=show,
+            filters=research_selectors.DISAGREEMENT_FILTERS,
+            categories=categories,
             numeric=not kind.categorical,
         ),
     )
@@ -450,16 +566,25 @@ def adjudication_queue(request, slug: str):
     for item_stage in rows:
         item_stage.summary = research_selectors.item_summary(item_stage.item)
         resolution = getattr(item_stage, "resolution", None)
-        categories = [str(c) for c in (get_kind(item_stage.stage.kind).categories(item_stage.stage.config) or [])]
+        categories = [
+            str(c)
+            for c in (get_kind(item_stage.stage.kind).categories(item_stage.stage.config) or [])
+        ]
         item_stage.tally = [
             (value, count, categories.index(value) % 6 + 1 if value in categories else 0)
-            for value, count in sorted((resolution.votes if resolution else {}).items(), key=lambda pair: -pair[1])
+            for value, count in sorted(
+                (resolution.votes if resolution else {}).items(), key=lambda pair: -pair[1]
+            )
         ]
     return render(
         request,
         "annotation/research/adjudication_queue.html",
         _base_context(
-            request, project, page=page, rows=rows, waiting=paginator.count,
+            request,
+            project,
+            page=page,
+            rows=rows,
+            waiting=paginator.count,
             recent=research_selectors.adjudication_recent(project),
         ),
     )
@@ -476,7 +601,9 @@ def _adjudication_item(user, project: Project, item_stage_id: int) -> ItemStage:
     return item_stage
 
 
-def _adjudication_context(request, project: Project, item_stage: ItemStage, **extra: Any) -> dict[str, Any]:
+def _adjudication_context(
+    request, project: Project, item_stage: ItemStage, **extra: Any
+) -> dict[str, Any]:
     stage = item_stage.stage
     kind = get_kind(stage.kind)
     votes = research_selectors.adjudication_votes(item_stage)
@@ -487,17 +614,30 @@ def _adjudication_context(request, project: Project, item_stage: ItemStage, **ex
             counts[key] = counts.get(key, 0) + 1
     categories = kind.categories(stage.config)
     choices = [
-        {"value": category, "votes": counts.get(category if isinstance(category, str) else json.dumps(category), 0)}
+        {
+            "value": category,
+            "votes": counts.get(category if isinstance(category, str) else json.dumps(category), 0),
+        }
         for category in (categories or [])
     ]
     queue = research_selectors.adjudication_queue(project)
-    position = queue.filter(completed_at__lt=item_stage.completed_at).count() + 1 if item_stage.completed_at else None
+    position = (
+        queue.filter(completed_at__lt=item_stage.completed_at).count() + 1
+        if item_stage.completed_at
+        else None
+    )
     return _base_context(
-        request, project,
-        item_stage=item_stage, stage=stage, item=item_stage.item,
+        request,
+        project,
+        item_stage=item_stage,
+        stage=stage,
+        item=item_stage.item,
         fields=research_selectors.item_fields(item_stage.item),
-        votes=votes, choices=choices, numeric=categories is None,
-        waiting=queue.count(), position=position,
+        votes=votes,
+        choices=choices,
+        numeric=categories is None,
+        waiting=queue.count(),
+        position=position,
         resolution=getattr(item_stage, "resolution", None),
         decided=item_stage.state != ItemStage.State.ADJUDICATION,
         **extra,
@@ -513,7 +653,9 @@ def _parse_decision(raw: str, numeric: bool) -> Any:
     try:
         number = float(raw)
     except ValueError:
-        raise ApplicationError(f"The decision must be a number (got {raw!r}).", {"value": "a number"}) from None
+        raise ApplicationError(
+            f"The decision must be a number (got {raw!r}).", {"value": "a number"}
+        ) from None
     return int(number) if number.is_integer() else number
 
 
@@ -535,9 +677,19 @@ def adjudicate(request, slug: str, item_stage_id: int):
         )
     except ApplicationError as error:
         context = _adjudication_context(
-            request, project, item_stage, error=error, posted_value=request.POST.get("value", ""), posted_reason=reason,
+            request,
+            project,
+            item_stage,
+            error=error,
+            posted_value=request.POST.get("value", ""),
+            posted_reason=reason,
         )
-        return render(request, f"{template}#decision" if request.htmx else template, context, status=error.status)
+        return render(
+            request,
+            f"{template}#decision" if request.htmx else template,
+            context,
+            status=error.status,
+        )
     following = research_selectors.adjudication_queue(project).exclude(pk=item_stage.pk).first()
     summary = research_selectors.item_summary(item_stage.item)
     messages.success(request, f"Decided {item_stage.item.external_id} ({summary[:60]}): {value}.")
@@ -548,4 +700,3 @@ def adjudicate(request, slug: str, item_stage_id: int):
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
-

@@ -1002,10 +1002,8 @@ def _store_snapshots(snapshots: list[Any], *, computed_at: Any) -> list[Any]:
 
 def stage_agreement_backfill(*, stage_id: int, moments: Sequence[Any]) -> int:
     """Store agreement snapshots as they would have been computed at past ``moments`` (from the
-    annotations created by then), e.g. for a project whose annotations were imported. Returns
+    items completed by then), e.g. for a project whose annotations were imported. Returns
     the number of snapshots stored. Skip rates are not known for past moments and are left out."""
-    from .models import AgreementSnapshot
-
     stage = Stage.objects.select_related("project").get(pk=stage_id)
     stored = 0
     for moment in sorted(moments):

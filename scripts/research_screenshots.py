@@ -46,7 +46,9 @@ def main() -> None:
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         for username, pages in (("researcher", RESEARCHER_PAGES), ("reviewer", REVIEWER_PAGES)):
-            context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
+            context = browser.new_context(
+                viewport={"width": 1360, "height": 900}, device_scale_factor=1
+            )
             page = context.new_page()
             sign_in(page, base, username)
             for name, path in pages.items():

@@ -46,7 +46,7 @@ def seconds(value: Any) -> str:
 
 @register.simple_tag
 def interval(low: Any, high: Any, digits: int = 3) -> str:
-    """"[0.551, 0.688]", or a dash when either bound is missing."""
+    """ "[0.551, 0.688]", or a dash when either bound is missing."""
     if _missing(low) or _missing(high):
         return DASH
     return f"[{fixed(low, digits)}, {fixed(high, digits)}]"

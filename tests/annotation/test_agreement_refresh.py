@@ -348,9 +348,13 @@ def test_only_completed_items_count_and_as_of_reads_what_was_complete_then(postg
     annotate_stage(stage, people, patterned)
     assert len(research_selectors.stage_votes(stage)) == 18
     cutoff = timezone.now()
-    later = list(ItemStage.objects.filter(stage=stage).order_by("pk")[3:].values_list("pk", flat=True))
+    later = list(
+        ItemStage.objects.filter(stage=stage).order_by("pk")[3:].values_list("pk", flat=True)
+    )
     ItemStage.objects.filter(pk__in=later).update(completed_at=cutoff + timedelta(minutes=5))
-    Annotation.objects.filter(item_stage_id__in=later).update(created_at=cutoff + timedelta(minutes=1))
+    Annotation.objects.filter(item_stage_id__in=later).update(
+        created_at=cutoff + timedelta(minutes=1)
+    )
     for fast in (True, False):
         votes = research_selectors.stage_votes(stage, as_of=cutoff, fast=fast)
         assert len(votes) == 9 and not set(votes.items.tolist()) & set(later)

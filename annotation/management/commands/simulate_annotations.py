@@ -42,17 +42,41 @@ from annotation.models import (
 
 from .seed_demo import DEMO_SLUG
 
-NAMES = ["Maria", "Tom", "Aisha", "Kenji", "Lena", "Omar", "Priya", "Jonas", "Chloe", "Mateo",
-         "Ines", "Sam"]
+NAMES = [
+    "Maria",
+    "Tom",
+    "Aisha",
+    "Kenji",
+    "Lena",
+    "Omar",
+    "Priya",
+    "Jonas",
+    "Chloe",
+    "Mateo",
+    "Ines",
+    "Sam",
+]
 # (first event, second event, relation) with {name}; written for Rungwise.
 TEMPLATES = [
     ("{name} forgot to water the tomatoes for two weeks.", "The tomato plants wilted.", "causal"),
     ("{name} dropped the glass on the tiled floor.", "The glass shattered.", "causal"),
-    ("{name} stayed up all night finishing the report.", "{name} fell asleep in the meeting.", "causal"),
+    (
+        "{name} stayed up all night finishing the report.",
+        "{name} fell asleep in the meeting.",
+        "causal",
+    ),
     ("{name} left the freezer door open overnight.", "The ice cream melted.", "causal"),
-    ("{name} practised the piano every day for a year.", "{name} passed the grade-five exam.", "causal"),
+    (
+        "{name} practised the piano every day for a year.",
+        "{name} passed the grade-five exam.",
+        "causal",
+    ),
     ("{name} spilled coffee on the keyboard.", "Several keys stopped working.", "causal"),
-    ("A storm knocked down the power line near {name}'s house.", "{name}'s street went dark.", "causal"),
+    (
+        "A storm knocked down the power line near {name}'s house.",
+        "{name}'s street went dark.",
+        "causal",
+    ),
     ("{name} ate a plate of undercooked chicken.", "{name} was sick that night.", "causal"),
     ("{name} locked the front door.", "{name} walked to the station.", "temporal"),
     ("{name} bought a ticket at the counter.", "{name} watched the film.", "temporal"),
@@ -109,7 +133,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--days", type=int, default=6)
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--stop-at", type=float, default=0.85, help="share of label items to finish")
+        parser.add_argument(
+            "--stop-at", type=float, default=0.85, help="share of label items to finish"
+        )
 
     def handle(self, *args, days: int, seed: int, stop_at: float, **options):
         from rungwise.celery import app
@@ -135,15 +161,19 @@ class Command(BaseCommand):
         rng = random.Random(seed)
         self._add_items(project, rng)
         people = self._annotators(project)
-        start = (timezone.now() - timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
+        start = (timezone.now() - timedelta(days=days)).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
         counts = self._simulate(project, stages, people, rng, start, days, stop_at)
         self._adjudicate(project, rng)
         self._gold(stages[1], rng)
         self._history(stages, start)
-        self.stdout.write(self.style.SUCCESS(
-            f"Simulated {counts['annotations']} annotations and {counts['skips']} skips by "
-            f"{len(people)} annotators over {days} days."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Simulated {counts['annotations']} annotations and {counts['skips']} skips by "
+                f"{len(people)} annotators over {days} days."
+            )
+        )
 
     def _add_items(self, project: Project, rng: random.Random) -> None:
         rows = []
@@ -225,7 +255,12 @@ class Command(BaseCommand):
                     heapq.heappush(schedule, (following[0], user_id))
                 continue
             done = ItemStage.objects.filter(
-                stage=label, state__in=[ItemStage.State.RESOLVED, ItemStage.State.DISCARDED, ItemStage.State.ADJUDICATION]
+                stage=label,
+                state__in=[
+                    ItemStage.State.RESOLVED,
+                    ItemStage.State.DISCARDED,
+                    ItemStage.State.ADJUDICATION,
+                ],
             ).count()
             if done >= target:
                 break
@@ -246,20 +281,28 @@ class Command(BaseCommand):
                 finished = moment + timedelta(seconds=seconds)
                 if rng.random() < profile.skip_rate:
                     services.assignment_skip(
-                        assignment_id=assignment.pk, annotator=user, reason="I can't judge this item"
+                        assignment_id=assignment.pk,
+                        annotator=user,
+                        reason="I can't judge this item",
                     )
                     counts["skips"] += 1
-                    Assignment.objects.filter(pk=assignment.pk).update(created_at=moment, finished_at=finished)
+                    Assignment.objects.filter(pk=assignment.pk).update(
+                        created_at=moment, finished_at=finished
+                    )
                 else:
                     annotation, _ = services.annotation_submit(
                         assignment_id=assignment.pk,
                         annotator=user,
-                        payload={"value": self._answer(stage, assignment.item_stage.item, profile, rng)},
+                        payload={
+                            "value": self._answer(stage, assignment.item_stage.item, profile, rng)
+                        },
                         seconds_spent=round(seconds, 2),
                         client_info={"via": "simulation"},
                     )
                     counts["annotations"] += 1
-                    Assignment.objects.filter(pk=assignment.pk).update(created_at=moment, finished_at=finished)
+                    Assignment.objects.filter(pk=assignment.pk).update(
+                        created_at=moment, finished_at=finished
+                    )
                     Annotation.objects.filter(pk=annotation.pk).update(created_at=finished)
                     self._stamp_outcome(assignment.item_stage_id, finished)
                 worked = True
@@ -273,7 +316,11 @@ class Command(BaseCommand):
         return counts
 
     def _stamp_outcome(self, item_stage_id: int, moment: datetime) -> None:
-        item_stage = ItemStage.objects.filter(pk=item_stage_id).values("state", "item_id", "stage__position").first()
+        item_stage = (
+            ItemStage.objects.filter(pk=item_stage_id)
+            .values("state", "item_id", "stage__position")
+            .first()
+        )
         if item_stage is None or item_stage["state"] == ItemStage.State.OPEN:
             return
         ItemStage.objects.filter(pk=item_stage_id).update(completed_at=moment, resolved_at=moment)
@@ -296,20 +343,28 @@ class Command(BaseCommand):
             expected = item_stage.item.payload.get("expected")
             value = expected if expected in LABELS else "causal"
             services.item_stage_adjudicate(
-                item_stage_id=item_stage.pk, reviewer=reviewer, value=value,
+                item_stage_id=item_stage.pk,
+                reviewer=reviewer,
+                value=value,
                 reason=ADJUDICATION_REASONS[value],
             )
-            moment = (item_stage.completed_at or timezone.now()) + timedelta(hours=rng.uniform(2, 20))
+            moment = (item_stage.completed_at or timezone.now()) + timedelta(
+                hours=rng.uniform(2, 20)
+            )
             moment = min(moment, timezone.now())
             Resolution.objects.filter(item_stage=item_stage).update(computed_at=moment)
             ItemStage.objects.filter(pk=item_stage.pk).update(resolved_at=moment)
 
     def _gold(self, stage: Stage, rng: random.Random) -> None:
         candidates = list(
-            ItemStage.objects.filter(stage=stage, item__source="rungwise-simulation").select_related("item")
+            ItemStage.objects.filter(
+                stage=stage, item__source="rungwise-simulation"
+            ).select_related("item")
         )
         for item_stage in rng.sample(candidates, min(30, len(candidates))):
-            ItemStage.objects.filter(pk=item_stage.pk).update(gold=item_stage.item.payload["expected"])
+            ItemStage.objects.filter(pk=item_stage.pk).update(
+                gold=item_stage.item.payload["expected"]
+            )
 
     def _history(self, stages: list[Stage], start: datetime) -> None:
         for stage in stages:
