@@ -105,10 +105,13 @@ def _kind_label(key: str) -> str:
 
 
 def _sort_arguments(request) -> tuple[str, bool | None]:
-    sort = request.GET.get("sort", "majority_agreement")
+    """The per-annotator table's order: from the query string, or from a form that re-renders
+    the table (pause/resume posts the order it was shown in)."""
+    source = request.POST if request.method == "POST" else request.GET
+    sort = source.get("sort", "majority_agreement")
     if sort not in research_selectors.ANNOTATOR_SORTS:
         sort = "majority_agreement"
-    direction = request.GET.get("dir")
+    direction = source.get("dir")
     return sort, None if direction not in ("asc", "desc") else direction == "desc"
 
 
