@@ -409,6 +409,9 @@ class AgreementSnapshot(models.Model):
         ordering = ["stage", "metric", "computed_at"]
         indexes = [models.Index(fields=["stage", "metric", "computed_at"])]
 
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.value!r} ({self.computed_at:%Y-%m-%d %H:%M})"
+
 
 class Release(models.Model):
     """A frozen, checksummed export of a project's resolved items. Immutable once published."""

@@ -116,8 +116,9 @@ def _nan(values: Sequence[float | None]) -> list[float]:
 def agreement_over_time(
     series: Sequence[Series], *, width: float = 5.6, height: float = 2.9
 ) -> str:
-    """Each metric as a step line (figures hold until the next refresh) with its 95 % CI as a
-    shaded band, on a shared time axis; the legend gives each metric's latest value."""
+    """Each metric as a step line (figures hold until the next refresh) with its 95 % CI, on a
+    shared time axis: the first metric solid with a shaded band, the others dashed with dotted
+    interval edges; the legend gives each metric's latest value."""
     series = [entry for entry in series if any(value is not None for value in entry.values)]
     if not series:
         return _empty(
@@ -148,11 +149,33 @@ def agreement_over_time(
                     markersize=4,
                     linewidth=1,
                 )
-            else:
+            elif index == 0:
                 axes.fill_between(
                     times, lows, highs, step="post", color=colour, alpha=0.16, linewidth=0
                 )
                 axes.step(times, values, where="post", color=colour, label=label)
+            else:
+                # Later metrics often track the first closely (nominal α ≈ κ): dashed, with
+                # their interval as thin dotted edges, so that neither hides the other.
+                dashed = (0, (5, 2))
+                axes.step(
+                    times,
+                    values,
+                    where="post",
+                    color=colour,
+                    label=label,
+                    linestyle=dashed,
+                    linewidth=1.4,
+                )
+                for bound in (lows, highs):
+                    axes.step(
+                        times,
+                        bound,
+                        where="post",
+                        color=colour,
+                        linewidth=0.6,
+                        linestyle=(0, (1, 1.5)),
+                    )
             finite = [value for value in lows + values if value == value]
             lowest = min([lowest, *finite])
         axes.axhline(0, color="#9CA3AF", linewidth=0.7, zorder=1)

@@ -13,6 +13,8 @@ PNG per page with Debian's Chromium through Playwright.
 from __future__ import annotations
 
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -36,8 +38,21 @@ def sign_in(page, base: str, username: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def wait_for_server(base: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/accounts/login/", timeout=2)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def main() -> None:
     base = sys.argv[1].rstrip("/") if len(sys.argv) > 1 else "http://127.0.0.1:8765"
+    wait_for_server(base)
     out = Path(sys.argv[2] if len(sys.argv) > 2 else "var/screenshots")
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
