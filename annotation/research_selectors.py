@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.db.models.functions import Trunc
 
@@ -229,7 +229,10 @@ def _votes_by_copy(
             parts[name].append(rows[name].astype(native))
         del pending[: n_rows * row_type.itemsize]
 
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The join's hash table of item stages (16 bytes a row) spills to temporary files
+        # with the default 4 MB; give this one read enough to keep it in memory.
+        cursor.execute("SET LOCAL work_mem = '64MB'")
         with cursor.cursor.copy(query, params) as copy:
             for block in copy:
                 pending += block
