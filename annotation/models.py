@@ -239,6 +239,17 @@ class Stage(models.Model):
         help_text="Annotators see earlier annotations of the item (e.g. a check stage).",
     )
     is_active = models.BooleanField(default=True)
+    # Agreement bookkeeping (services.stage_agreement_changed / stage_agreement_refresh): the
+    # figures are stale while agreement_changes differs from agreement_computed_changes; a refresh
+    # is on its way while agreement_refresh_queued_at is set. Written only by UPDATE statements.
+    agreement_changes = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="Bumped after each resolution of an item in the stage."
+    )
+    agreement_computed_changes = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="agreement_changes as of the last computed figures."
+    )
+    agreement_refresh_queued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    agreement_computed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["project", "position"]
@@ -430,7 +441,7 @@ class AgreementSnapshot(models.Model):
         indexes = [models.Index(fields=["stage", "metric", "computed_at"])]
 
     def __str__(self) -> str:
-        return f"{self.metric} = {self.value} ({self.computed_at:%Y-%m-%d %H:%M})"
+        return f"{self.metric} = {self.value!r} ({self.computed_at:%Y-%m-%d %H:%M})"
 
 
 class Release(models.Model):

@@ -171,13 +171,17 @@ CELERY_TASK_TIME_LIMIT = 15 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 14 * 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must not hang a web request when Redis is down: fail fast, and the beat sweep
-# enqueues whatever was missed once the broker is back.
+# enqueues whatever was missed once the broker is back. The socket timeouts bound a publish to a
+# Redis that accepts connections but does not answer (frozen, half-open connection); they must
+# exceed kombu's 1 s BRPOP timeout. visibility_timeout: a message a killed worker held comes back
+# after this long (the sweeps repair sooner); keep it above the longest task and countdown.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "max_retries": 1,
     "interval_start": 0,
     "interval_step": 0.2,
     "socket_connect_timeout": 2,
-    "socket_timeout": 5,
+    "socket_timeout": float(os.environ.get("CELERY_BROKER_SOCKET_TIMEOUT", "3")),
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")),
 }
 CELERY_TASK_PUBLISH_RETRY = False
 # How long a completed item may wait for its resolve message before the sweep resolves it.
@@ -191,7 +195,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotation.tasks.sweep_unresolved",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
+    "sweep-agreement": {
+        "task": "annotation.tasks.sweep_agreement",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
 }
+# Agreement refresh coalescing (annotation.services.stage_agreement_changed): a refresh waits
+# AGREEMENT_REFRESH_DELAY seconds after the first change, and at least AGREEMENT_REFRESH_INTERVAL
+# seconds after the previous refresh, gathering every change in between into one computation.
+AGREEMENT_REFRESH_DELAY = float(os.environ.get("AGREEMENT_REFRESH_DELAY", "2"))
+AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", "30"))
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

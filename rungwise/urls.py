@@ -25,5 +25,6 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("", include("annotation.io_urls")),
+    path("", include("annotation.research_urls")),
     path("", include("annotation.urls")),
 ]

@@ -67,3 +67,29 @@ def pipeline(overlap: int = 3, items: int = 6, annotators: int = 3):
     make_items(project, items)
     people = [make_member(project) for _ in range(annotators)]
     return project, verify, label, people
+
+
+def annotate_stage(stage: Stage, people, choose, *, seconds=None) -> int:
+    """The people take turns, one item each, until nobody gets an item of `stage`, submitting
+    {"value": choose(person, item)}; returns the number of annotations. Run inside
+    django_capture_on_commit_callbacks(execute=True) (or a transactional test) so that the
+    on-commit resolution runs."""
+    from annotation.access import access_stage_for_annotator
+
+    count = 0
+    active = list(people)
+    while active:
+        for person in list(active):
+            access = access_stage_for_annotator(user=person, stage_id=stage.pk)
+            assignment = services.assignment_next(annotator=person, stage=access)
+            if assignment is None:
+                active.remove(person)
+                continue
+            services.annotation_submit(
+                assignment_id=assignment.pk,
+                annotator=person,
+                payload={"value": choose(person, assignment.item_stage.item)},
+                seconds_spent=seconds(person) if seconds else None,
+            )
+            count += 1
+    return count
