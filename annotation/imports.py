@@ -604,6 +604,8 @@ def _write(
             progress.save(rows_written=written)
     if created and first_stage is not None:
         _open_in_first_stage(batch, first_stage)
+    if created:
+        services.planner_statistics_refresh(Item, ItemStage)
     return created, updated
 
 

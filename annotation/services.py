@@ -63,6 +63,19 @@ def enqueue_on_commit(task: Any, *args: Any) -> None:
     transaction.on_commit(send)
 
 
+def planner_statistics_refresh(*models: Any) -> None:
+    """ANALYZE the tables of `models` after a bulk load (PostgreSQL only).
+
+    Autovacuum analyses a table only some time after a large COPY; until then the planner may
+    still believe it holds the few rows it had, and choose nested loops that take minutes over
+    tens of thousands of rows. Bulk imports call this before their reads."""
+    if connection.vendor != "postgresql":
+        return
+    tables = ", ".join(connection.ops.quote_name(model._meta.db_table) for model in models)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
+
+
 # --- Projects, members, stages, items ---------------------------------------------------------
 
 

@@ -624,6 +624,7 @@ def _insert_annotations(
         ) as copy:
             for item_stage_id, rater, value in rows:
                 copy.write_row((item_stage_id, rater, f'{{"value": {int(value)}}}', info, now))
+    engine.planner_statistics_refresh(Annotation, ItemStage, Item)
 
 
 # --- Model answers ----------------------------------------------------------------------------

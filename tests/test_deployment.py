@@ -71,14 +71,25 @@ def login(session: requests.Session, base: str, username: str, password: str) ->
     session.headers["Referer"] = base + "/"
 
 
-def annotate_demo_verify_stage(base: str, password: str) -> int:
+DEMO_VERIFY_STAGE = (
+    "SELECT s.id FROM annotation_stage s JOIN annotation_project p ON p.id = s.project_id "
+    "WHERE p.slug = 'demo' AND s.slug = 'verify'"
+)
+DEMO_LABEL_STAGE = DEMO_VERIFY_STAGE.replace("'verify'", "'label'")
+DEMO_VERIFY_RESOLUTIONS = (
+    "SELECT count(*) FROM annotation_resolution r JOIN annotation_itemstage i "
+    f"ON i.id = r.item_stage_id WHERE i.stage_id = ({DEMO_VERIFY_STAGE})"
+)
+
+
+def annotate_demo_verify_stage(base: str, password: str, stage_id: int) -> int:
     """Three demo annotators complete every item of the demo's verify stage over HTTP."""
     submitted = 0
     for name in ("annotator1", "annotator2", "annotator3"):
         session = requests.Session()
         login(session, base, name, password)
         while True:
-            leased = session.post(f"{base}/api/stages/1/next/", timeout=10)
+            leased = session.post(f"{base}/api/stages/{stage_id}/next/", timeout=10)
             if leased.status_code == 204:
                 break
             assert leased.status_code == 200, leased.text
@@ -180,37 +191,36 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
             "engine": "postgresql",
             "tasks": "celery",
         }
-        assert annotate_demo_verify_stage(base, "native-demo-pass") == 36 * 3
         with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
 
             def count(sql: str) -> int:
                 return conn.execute(sql).fetchone()[0]
 
+            verify = count(DEMO_VERIFY_STAGE)
+            assert annotate_demo_verify_stage(base, "native-demo-pass", verify) == 36 * 3
+
             deadline = time.monotonic() + 60
-            while (
-                time.monotonic() < deadline
-                and count("SELECT count(*) FROM annotation_resolution") < 36
-            ):
+            while time.monotonic() < deadline and count(DEMO_VERIFY_RESOLUTIONS) < 36:
                 time.sleep(0.5)
-            assert count("SELECT count(*) FROM annotation_resolution") == 36
+            assert count(DEMO_VERIFY_RESOLUTIONS) == 36
             # every kept item entered the label stage
-            assert count("SELECT count(*) FROM annotation_itemstage WHERE stage_id = 2") == 36
-            # A lost message: an item stage complete but never resolved. Beat's sweep finds it.
-            conn.execute(
-                "DELETE FROM annotation_resolution WHERE item_stage_id = "
-                "(SELECT min(item_stage_id) FROM annotation_resolution)"
+            label = count(DEMO_LABEL_STAGE)
+            assert (
+                count(f"SELECT count(*) FROM annotation_itemstage WHERE stage_id = {label}") == 36
             )
+            # A lost message: an item stage complete but never resolved. Beat's sweep finds it.
+            lost = count(f"SELECT min(id) FROM annotation_itemstage WHERE stage_id = {verify}")
+            conn.execute(f"DELETE FROM annotation_resolution WHERE item_stage_id = {lost}")
             conn.execute(
                 "UPDATE annotation_itemstage SET state = 'resolving', completed_at = now() "
-                "WHERE stage_id = 1 AND id NOT IN (SELECT item_stage_id FROM annotation_resolution)"
+                f"WHERE id = {lost}"
             )
+            waiting = f"SELECT count(*) FROM annotation_itemstage WHERE id = {lost} AND state = 'resolving'"
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and count(
-                "SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'"
-            ):
+            while time.monotonic() < deadline and count(waiting):
                 time.sleep(0.5)
-            assert count("SELECT count(*) FROM annotation_itemstage WHERE state = 'resolving'") == 0
-            assert count("SELECT count(*) FROM annotation_resolution") == 36
+            assert count(waiting) == 0
+            assert count(DEMO_VERIFY_RESOLUTIONS) == 36
         for name, process in processes.items():
             assert process.poll() is None, f"{name} died: {process.stderr.read().decode()[-2000:]}"
     finally:
@@ -263,11 +273,13 @@ def test_the_embedded_default_serves_the_demo_with_in_process_tasks(tmp_path):
         base = f"http://127.0.0.1:{port}"
         health = wait_http(f"{base}/healthz", process=server).json()
         assert (health["engine"], health["tasks"]) == ("sqlite", "in-process")
-        assert annotate_demo_verify_stage(base, "rungwise-demo") == 36 * 3
         import sqlite3
 
         with sqlite3.connect(tmp_path / "demo.sqlite3") as db:
-            resolved = db.execute("SELECT count(*) FROM annotation_resolution").fetchone()[0]
+            verify = db.execute(DEMO_VERIFY_STAGE).fetchone()[0]
+        assert annotate_demo_verify_stage(base, "rungwise-demo", verify) == 36 * 3
+        with sqlite3.connect(tmp_path / "demo.sqlite3") as db:
+            resolved = db.execute(DEMO_VERIFY_RESOLUTIONS).fetchone()[0]
         assert resolved == 36  # resolved in-process, right after each commit
     finally:
         server.terminate()
