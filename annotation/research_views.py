@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import csv
 import json
-from functools import wraps
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -36,6 +34,7 @@ from .errors import ApplicationError, NotFound
 from .kinds import get_kind
 from .models import ItemStage, Project, Stage
 from .navigation import project_tabs, register_project_tab
+from .views import page
 
 register_project_tab("Agreement", "research:dashboard", roles=MONITOR, order=30)
 register_project_tab("Adjudication", "research:adjudication", roles=ADJUDICATE, order=40)
@@ -44,26 +43,8 @@ PAGE_SIZE = 50
 LIVE_REFRESH = "every 30s"
 
 
-def research_page(view):
-    """Sign-in required (htmx gets a client redirect), ApplicationErrors rendered as the error
-    page or the error fragment, with their status."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            if request.htmx:
-                login = redirect_to_login(
-                    request.htmx.current_url_abs_path or request.get_full_path()
-                )
-                return HttpResponseClientRedirect(login.url)
-            return redirect_to_login(request.get_full_path())
-        try:
-            return view(request, *args, **kwargs)
-        except ApplicationError as error:
-            template = "includes/error.html" if request.htmx else "annotation/error.html"
-            return render(request, template, {"error": error}, status=error.status)
-
-    return wrapper
+#: The same sign-in and error handling as the annotator pages.
+research_page = page
 
 
 def _base_context(request, project: Project, **extra: Any) -> dict[str, Any]:

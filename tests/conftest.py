@@ -5,6 +5,8 @@ that need PostgreSQL, Redis or a worker are skipped with the reason."""
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -67,6 +69,60 @@ def _test_database_url() -> str:
     return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
 
 
+class Workers:
+    """Starts and kills real Celery worker processes (solo pool) on the test database and the
+    Redis broker; `extra_env` goes to every worker (e.g. shorter agreement refresh delays)."""
+
+    def __init__(self, prefix: str = "test", **extra_env: str) -> None:
+        self.processes: list[subprocess.Popen] = []
+        self.prefix = prefix
+        self.extra_env = extra_env
+
+    def start(self, **env: str) -> subprocess.Popen:
+        from rungwise.celery import app
+
+        environment = dict(
+            os.environ,
+            DATABASE_URL=_test_database_url(),
+            SWEEP_SECONDS="3600",
+            **{**self.extra_env, **env},
+        )
+        log_dir = REPO / "var"
+        log = open(log_dir / "test-worker.log", "ab") if log_dir.is_dir() else subprocess.DEVNULL
+        name = f"{self.prefix}-{os.getpid()}-{len(self.processes)}@%h"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", "solo",
+             "--without-gossip", "--without-mingle", "-l", "warning", "-n", name],
+            cwd=REPO,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self.processes.append(process)
+        destination = [name.replace("%h", socket.gethostname())]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError("the Celery worker exited during start-up")
+            if app.control.ping(destination=destination, timeout=0.5):
+                return process
+        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
+
+    def kill(self, process: subprocess.Popen) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
 @pytest.fixture
 def celery_worker(transactional_db, postgres):
     """A real Celery worker process on the Redis broker, using the test database."""
@@ -75,49 +131,9 @@ def celery_worker(transactional_db, postgres):
     from rungwise.celery import app
 
     app.control.purge()
-    env = dict(os.environ, DATABASE_URL=_test_database_url(), SWEEP_SECONDS="3600")
-    log = (
-        open(REPO / "var" / "test-worker.log", "ab")
-        if (REPO / "var").is_dir()
-        else subprocess.DEVNULL
-    )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "rungwise",
-            "worker",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "-l",
-            "warning",
-            "-n",
-            f"test-{os.getpid()}@%h",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("the Celery worker exited during start-up")
-        if app.control.ping(timeout=0.5):
-            break
-    else:
-        process.kill()
-        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    pool = Workers()
+    yield pool.start()
+    pool.stop_all()
 
 
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.1):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,84 +26,12 @@ from annotation import research_selectors
 from annotation.agreement import fleiss_kappa
 from annotation.models import AgreementSnapshot, Annotation, Item, ItemStage, Resolution, Stage
 from annotation.tasks import sweep_agreement, sweep_unresolved
-from tests.conftest import REPO, _test_database_url, wait_for
+from tests.conftest import Workers, wait_for
 from tests.factories import annotate_stage, make_items, make_label_stage, make_member, make_project
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.postgres]
 
 LABELS = ("causal", "temporal", "none")
-
-
-class Workers:
-    """Starts and kills real Celery worker processes on the test database."""
-
-    def __init__(self) -> None:
-        self.processes: list[subprocess.Popen] = []
-
-    def start(self, **env: str) -> subprocess.Popen:
-        from rungwise.celery import app
-
-        environment = dict(
-            os.environ,
-            DATABASE_URL=_test_database_url(),
-            SWEEP_SECONDS="3600",
-            AGREEMENT_REFRESH_DELAY="0.5",
-            AGREEMENT_REFRESH_INTERVAL="1.5",
-            **env,
-        )
-        log_dir = REPO / "var"
-        log = open(log_dir / "test-worker.log", "ab") if log_dir.is_dir() else subprocess.DEVNULL
-        name = f"agree-{os.getpid()}-{len(self.processes)}@%h"
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "rungwise",
-                "worker",
-                "-P",
-                "solo",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "warning",
-                "-n",
-                name,
-            ],
-            cwd=REPO,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        self.processes.append(process)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError("the Celery worker exited during start-up")
-            if app.control.ping(destination=[name.replace("%h", _hostname())], timeout=0.5):
-                return process
-        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
-
-    def kill(self, process: subprocess.Popen) -> None:
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-
-    def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
 
 
 @pytest.fixture
@@ -116,7 +43,7 @@ def workers(transactional_db, postgres):
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = False
     app.control.purge()
-    pool = Workers()
+    pool = Workers(AGREEMENT_REFRESH_DELAY="0.5", AGREEMENT_REFRESH_INTERVAL="1.5", prefix="agree")
     yield pool
     pool.stop_all()
     app.conf.task_always_eager = previous
