@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--annotators", default="1,8,32")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
-    parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
         os.execvp(
