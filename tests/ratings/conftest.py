@@ -5,12 +5,27 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import os
+from pathlib import Path
 
 import pytest
 
 from ratings import services
 
 _counter = itertools.count(1)
+
+
+def explica_data_dir() -> Path | None:
+    """ExpliCa's data folder in ../shared (or RUNGWISE_SHARED_DIR), or None when absent."""
+    candidates = [Path(__file__).resolve().parents[2] / ".." / "shared"]
+    if os.environ.get("RUNGWISE_SHARED_DIR"):
+        candidates.append(Path(os.environ["RUNGWISE_SHARED_DIR"]))
+    for shared in candidates:
+        data = shared / "datasets" / "ExpliCa" / "data"
+        if (data / "explica" / "explica_freq_4800.tsv").is_file():
+            return data
+    return None
+
 
 PAIRS = [
     ("p1", "The pipe burst.", "The floor was flooded.", "causal", "hand-written", "socially challenging"),

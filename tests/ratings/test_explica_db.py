@@ -3,9 +3,6 @@ aggregate, and compare with the published labels. Skipped when ../shared is abse
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 from django.core.management import call_command
@@ -13,20 +10,9 @@ from django.core.management import call_command
 from annotation.models import Annotation, Item, ItemStage
 from ratings import explica, selectors, stats
 from ratings.models import ModelRun, RatingsSetup, SentencePair
+from tests.ratings.conftest import explica_data_dir
 
-
-def _explica_dir() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[2] / ".." / "shared"]
-    if os.environ.get("RUNGWISE_SHARED_DIR"):
-        candidates.append(Path(os.environ["RUNGWISE_SHARED_DIR"]))
-    for shared in candidates:
-        data = shared / "datasets" / "ExpliCa" / "data"
-        if (data / "explica" / "explica_freq_4800.tsv").is_file():
-            return data
-    return None
-
-
-DATA = _explica_dir()
+DATA = explica_data_dir()
 pytestmark = [
     pytest.mark.shared_data,
     pytest.mark.django_db,

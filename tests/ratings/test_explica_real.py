@@ -1,9 +1,6 @@
 """ExpliCa's released files, read from the shared folder beside the checkout (never copied into
 the repository). Skipped when that folder is absent."""
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,20 +8,9 @@ import pytest
 from ratings import explica, stats
 from ratings.connectives import expand_pair
 from ratings.stats import LabelRule
+from tests.ratings.conftest import explica_data_dir
 
-
-def _explica_dir() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[2] / ".." / "shared"]
-    if os.environ.get("RUNGWISE_SHARED_DIR"):
-        candidates.append(Path(os.environ["RUNGWISE_SHARED_DIR"]))
-    for shared in candidates:
-        data = shared / "datasets" / "ExpliCa" / "data"
-        if (data / "explica" / "explica_freq_4800.tsv").is_file():
-            return data
-    return None
-
-
-DATA = _explica_dir()
+DATA = explica_data_dir()
 pytestmark = [
     pytest.mark.shared_data,
     pytest.mark.skipif(DATA is None, reason="shared ExpliCa data folder not found"),
