@@ -322,8 +322,8 @@ def _open_for(stage: Stage, annotator_id: int):
     ).exclude(Exists(touched))
 
 
-def _personal_order(stage: Stage, annotator_id: int):
-    salt = _annotator_salt(stage, annotator_id)
+def _personal_order(salt: int):
+    """The annotator's own permutation of the stage's random keys (see _ORDER_PRIME)."""
     return Mod(
         ExpressionWrapper(
             Cast("random_key", BigIntegerField()) * salt, output_field=BigIntegerField()
@@ -344,11 +344,10 @@ def _candidate_queries(stage: Stage, annotator_id: int):
       an index range scan however many items the stage holds.
     """
     candidates = _open_for(stage, annotator_id)
-    personal = _personal_order(stage, annotator_id)
+    salt = _annotator_salt(stage, annotator_id)
+    personal = _personal_order(salt)
     if stage.order_policy == Stage.OrderPolicy.RANDOM:
-        spread = Mod(
-            F("spread_rank") + (_annotator_salt(stage, annotator_id) % 997), F("group_size")
-        )
+        spread = Mod(F("spread_rank") + (salt % 997), F("group_size"))
         yield candidates.annotate(spread=spread, personal=personal).order_by("spread", "personal")
         return
     in_progress = ExpressionWrapper(
@@ -360,7 +359,7 @@ def _candidate_queries(stage: Stage, annotator_id: int):
         .order_by("-in_progress", "personal")
     )
     fresh = candidates.filter(submitted_count=0, leased_count=0)
-    entry = _annotator_salt(stage, annotator_id) % (2**31)
+    entry = salt % (2**31)
     yield fresh.filter(random_key__gte=entry).order_by("random_key")
     yield fresh.filter(random_key__lt=entry).order_by("random_key")
 
