@@ -11,15 +11,15 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BigIntegerField, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast, Mod
+from django.db.models import F, Q
 from django.utils import timezone
 
+from . import sql
 from .access import FOREIGN_ASSIGNMENT
 from .errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from .kinds import get_kind
@@ -39,9 +39,7 @@ from .resolution import Decision, decide, validate_policy
 
 logger = logging.getLogger(__name__)
 
-# A prime above 2**31: multiplying a 31-bit random key by an annotator's salt modulo this prime is
-# a permutation of the keys, different for every salt, so each annotator gets their own order.
-_ORDER_PRIME = 2_147_483_659
+_ORDER_PRIME = sql.ORDER_PRIME
 
 
 # --- Enqueueing side effects ------------------------------------------------------------------
@@ -312,28 +310,11 @@ def _annotator_salt(stage: Stage, annotator_id: int) -> int:
     return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, _ORDER_PRIME - 1)
 
 
-def _open_for(stage: Stage, annotator_id: int):
-    """Open item stages of `stage` with a free slot that the annotator has never held."""
-    touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator_id=annotator_id)
-    return ItemStage.objects.filter(
-        stage=stage,
-        state=ItemStage.State.OPEN,
-        submitted_count__lt=F("target_count") - F("leased_count"),
-    ).exclude(Exists(touched))
+def _candidate_sql(order_policy: str) -> str:
+    """The candidate search for the next item, as one statement (text built once per process
+    and backend); parameters: see _take_candidate.
 
-
-def _personal_order(salt: int):
-    """The annotator's own permutation of the stage's random keys (see _ORDER_PRIME)."""
-    return Mod(
-        ExpressionWrapper(
-            Cast("random_key", BigIntegerField()) * salt, output_field=BigIntegerField()
-        ),
-        _ORDER_PRIME,
-    )
-
-
-def _candidate_queries(stage: Stage, annotator_id: int):
-    """The candidate searches for the next item, tried in turn until one yields a row.
+    The searches are tried in turn until one yields a row:
 
     - RANDOM stages: every open item in the annotator's own seeded order, one variant of every
       group before the second variant of any (a sort over the stage's open items: O(open items)
@@ -342,26 +323,55 @@ def _candidate_queries(stage: Stage, annotator_id: int):
       annotator's own order (a small set, by a partial index); (2) fresh items, in the stage's
       random order entered at a point fixed per annotator and wrapping round, so the search is
       an index range scan however many items the stage holds.
+
+    Every search skips items the annotator ever held (submitted, skipped, expired) and items
+    without a free slot. On PostgreSQL each search is a CTE that locks its row (FOR UPDATE SKIP
+    LOCKED, so concurrent annotators never take the same slot) and `UNION ALL … LIMIT 1`
+    evaluates them lazily: a later search neither runs nor locks anything once an earlier one
+    has found its row. The chosen row is then joined with its item.
     """
-    candidates = _open_for(stage, annotator_id)
+    return _candidate_sql_for(order_policy, connection.vendor)
+
+
+@cache
+def _candidate_sql_for(order_policy: str, vendor: str) -> str:
+    item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
+    open_state = ItemStage.State.OPEN.value
+    lock = sql.lock(skip_locked=True)
+    base = f"""SELECT c.id FROM {item_stages} c
+            WHERE c.stage_id = %s AND c.state = '{open_state}'
+              AND c.submitted_count < c.target_count - c.leased_count
+              AND NOT EXISTS (SELECT 1 FROM {assignments} a
+                              WHERE a.item_stage_id = c.id AND a.annotator_id = %s)"""
+    personal = f"CAST(c.random_key AS BIGINT) * %s %% {sql.ORDER_PRIME}"
+    if order_policy == Stage.OrderPolicy.RANDOM:
+        searches = [
+            f"{base} ORDER BY (c.spread_rank + %s) %% c.group_size, {personal} LIMIT 1{lock}"
+        ]
+    else:
+        fresh = f"{base} AND c.submitted_count = 0 AND c.leased_count = 0"
+        searches = [
+            f"{base} AND (c.submitted_count > 0 OR c.leased_count > 0)"
+            f" ORDER BY c.submitted_count + c.leased_count DESC, {personal} LIMIT 1{lock}",
+            f"{fresh} AND c.random_key >= %s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{fresh} AND c.random_key < %s ORDER BY c.random_key LIMIT 1{lock}",
+        ]
+    ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
+    chain = " UNION ALL ".join(f"SELECT id FROM search_{index}" for index in range(len(searches)))
+    return (
+        f"SELECT {sql.columns(ItemStage, 's')}, {sql.columns(Item, 'i')}"
+        f" FROM {item_stages} s JOIN {sql.table(Item)} i ON i.id = s.item_id"
+        f" WHERE s.id IN (WITH {ctes} {chain} LIMIT 1)"
+    )
+
+
+def _candidate_params(stage: Stage, annotator_id: int) -> list[int]:
     salt = _annotator_salt(stage, annotator_id)
-    personal = _personal_order(salt)
+    searched = [stage.pk, annotator_id]
     if stage.order_policy == Stage.OrderPolicy.RANDOM:
-        spread = Mod(F("spread_rank") + (salt % 997), F("group_size"))
-        yield candidates.annotate(spread=spread, personal=personal).order_by("spread", "personal")
-        return
-    in_progress = ExpressionWrapper(
-        F("submitted_count") + F("leased_count"), output_field=BigIntegerField()
-    )
-    yield (
-        candidates.filter(Q(submitted_count__gt=0) | Q(leased_count__gt=0))
-        .annotate(in_progress=in_progress, personal=personal)
-        .order_by("-in_progress", "personal")
-    )
-    fresh = candidates.filter(submitted_count=0, leased_count=0)
+        return [*searched, salt % 997, salt]
     entry = salt % (2**31)
-    yield fresh.filter(random_key__gte=entry).order_by("random_key")
-    yield fresh.filter(random_key__lt=entry).order_by("random_key")
+    return [*searched, salt, *searched, entry, *searched, entry]
 
 
 def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
@@ -458,32 +468,14 @@ def _insert_lease(assignment: Assignment) -> None:
 
 
 def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
-    """Lock and return the first candidate (with its item), skipping rows others hold.
-
-    The queue pattern: a narrow candidate row is ordered and locked (FOR UPDATE SKIP LOCKED) in
-    a subquery and the item is joined for the one row taken. On PostgreSQL the searches of
-    _candidate_queries run as one statement: each is a locking CTE and `UNION ALL … LIMIT 1`
-    evaluates them lazily, in turn, stopping at the first that yields a row (a later search
-    neither runs nor locks anything once an earlier one has found its row)."""
-    searches = [
-        candidates.select_for_update(skip_locked=True).values("pk")[:1]
-        for candidates in _candidate_queries(stage, annotator_id)
-    ]
-    taken = ItemStage.objects.select_related("item")
-    if connection.vendor == "postgresql" and len(searches) > 1:
-        ctes, params = [], []
-        for index, search in enumerate(searches):
-            sql, search_params = search.query.sql_with_params()
-            ctes.append(f"search_{index} AS ({sql})")
-            params.extend(search_params)
-        union = " UNION ALL ".join(f"SELECT pk FROM search_{index}" for index in range(len(ctes)))
-        chained = RawSQL(f"WITH {', '.join(ctes)} {union} LIMIT 1", params)
-        return taken.filter(pk__in=chained).first()
-    for search in searches:
-        item_stage = taken.filter(pk=Subquery(search)).first()
-        if item_stage is not None:
-            return item_stage
-    return None
+    """Lock and return the first candidate (with its item), skipping rows others hold: one
+    statement (see _candidate_sql)."""
+    row = sql.fetchone(_candidate_sql(stage.order_policy), _candidate_params(stage, annotator_id))
+    if row is None:
+        return None
+    item_stage = sql.load(ItemStage, row)
+    item_stage.item = sql.load(Item, row, sql.width(ItemStage))
+    return item_stage
 
 
 def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
@@ -538,18 +530,32 @@ def leases_reclaim_expired(
     return _release_assignments(ids, status=Assignment.Status.EXPIRED)
 
 
-def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
-    """The user's assignment with its item stage, both rows locked. Foreign ids → 403."""
-    assignment = (
-        Assignment.objects.select_related("item_stage", "stage")
-        .select_for_update(of=("self", "item_stage"))
-        .filter(pk=assignment_id)
-        .first()
+@cache
+def _locked_assignment_sql(vendor: str) -> str:
+    return (
+        f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
+        f" {sql.columns(Stage, 'st')}"
+        f" FROM {sql.table(Assignment)} a"
+        f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
+        f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
+        f" WHERE a.id = %s{sql.lock('a', 's')}"
     )
-    if assignment is None:
+
+
+def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
+    """The user's assignment with its item stage and stage; the assignment's and the item
+    stage's rows locked (one statement). Foreign ids → 403, unknown ones → 404."""
+    row = None
+    if sql.in_range(Assignment, assignment_id):
+        row = sql.fetchone(_locked_assignment_sql(connection.vendor), [assignment_id])
+    if row is None:
         raise NotFound("There is no such assignment.")
+    assignment = sql.load(Assignment, row)
     if assignment.annotator_id != user.pk:
         raise PermissionDenied(FOREIGN_ASSIGNMENT)
+    offset = sql.width(Assignment)
+    assignment.item_stage = sql.load(ItemStage, row, offset)
+    assignment.stage = sql.load(Stage, row, offset + sql.width(ItemStage))
     return assignment
 
 
@@ -1102,7 +1108,6 @@ def stage_agreement_backfill(*, stage_id: int, moments: Sequence[Any]) -> int:
 def stages_agreement_stale(*, grace_seconds: float = 60, limit: int = 100) -> list[int]:
     """Ids of stages whose figures are stale and whose refresh message is missing or overdue
     (queued more than ``grace_seconds`` ago): what the sweep refreshes directly."""
-    from django.db.models import Q
 
     overdue = timezone.now() - timedelta(seconds=grace_seconds)
     return list(

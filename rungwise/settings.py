@@ -210,7 +210,7 @@ AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.api_auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "annotation.api_schema.AutoSchema",

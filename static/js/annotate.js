@@ -136,10 +136,19 @@
   }
   document.body.addEventListener("htmx:afterRequest", settled);
   document.body.addEventListener("htmx:sendError", settled);
+  // htmx moves the focus to the new #item-card as soon as it swaps (it keeps the focused id),
+  // but the new form is wired up only when the swap settles (htmx:load, ~20 ms later); keys
+  // pressed in between are ignored. #annotate[data-ready] marks the moment keys work again.
+  function ready() {
+    var region = document.getElementById("annotate");
+    if (region) region.setAttribute("data-ready", "");
+  }
   document.addEventListener("htmx:load", function (event) {
     if (!event.target || event.target.id !== "annotate") return;
     settled();
     startedAt = performance.now();
     focusItem();
+    ready();
   });
+  ready();
 })();

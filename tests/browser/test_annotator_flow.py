@@ -77,9 +77,11 @@ def test_an_annotator_completes_items_with_the_keyboard_and_sees_progress(
             arg=f"{done} done",
         )
         assert progress(page) == f"{done} done · {5 - done} left for you in this stage"
-        # The focus moves to the new item, so the next key press acts on it.
+        # The focus moves to the new item and the screen takes keys again (#annotate[data-ready]
+        # is set once the swap has settled), so the next key press acts on it.
         page.wait_for_function(
-            "document.activeElement && document.activeElement.id === 'item-card'"
+            "document.querySelector('#annotate[data-ready]')"
+            " && document.activeElement && document.activeElement.id === 'item-card'"
         )
 
     # htmx swapped each item in: no page load happened in between.
@@ -105,7 +107,10 @@ def test_skip_and_help_work_from_the_keyboard(live_server, page, stage_with_pair
     page.keyboard.press("s")  # opens the skip reasons and focuses the first one
     assert page.evaluate("document.activeElement.name") == "reason"
     page.keyboard.press("Enter")
-    page.wait_for_function("document.querySelector('#progress-line').innerText.includes('4 left')")
+    page.wait_for_function(
+        "document.querySelector('#progress-line').innerText.includes('4 left')"
+        " && document.querySelector('#annotate[data-ready]')"
+    )
     assert page.locator(".item-head strong").inner_text() != first
     skipped = Assignment.objects.get(annotator=annotator, status=Assignment.Status.SKIPPED)
     assert skipped.item_stage.item.external_id == first and skipped.skip_reason

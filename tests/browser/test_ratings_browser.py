@@ -64,10 +64,12 @@ def done_count(page) -> int:
 
 
 def wait_for_item(page, done: int) -> None:
-    """Wait until the next item is in and settled: the progress says `done`, and the item
-    screen's script has moved the focus to the new item (as a person would, before typing)."""
+    """Wait until the next item is in and takes keys: the progress says `done`, the item
+    screen's script marked the swapped-in region ready (htmx focuses the new card before its
+    form is wired up; keys pressed then are ignored) and the focus is on the new item."""
     page.wait_for_function(
         "([done]) => document.querySelector('[data-done]').textContent.trim() === String(done)"
+        " && document.querySelector('#annotate[data-ready]')"
         " && document.activeElement && document.activeElement.id === 'item-card'",
         arg=[done],
     )
