@@ -440,7 +440,7 @@ def _insert_lease(assignment: Assignment) -> None:
             leased_count=F("leased_count") + 1
         )
         return
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             f"""
             WITH slot AS (
@@ -685,7 +685,7 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
         ItemStage.objects.filter(pk=item_stage_id).update(**changes)
         return
     json_field = Annotation._meta.get_field("payload")
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             f"""
             WITH done AS (

@@ -78,10 +78,30 @@ def in_range(model: type[Model], pk: int) -> bool:
     return (low is None or pk >= low) and (high is None or pk <= high)
 
 
+def cursor():
+    """A cursor for these statements. On PostgreSQL it binds parameters on the server, so that
+    psycopg prepares each statement after a few runs on a connection (prepare_threshold) and
+    PostgreSQL stops planning it on every request: planning cost more than running them (about
+    0.5 ms each of the 0.7). Elsewhere, Django's own cursor. Either way Django's wrapper, so the
+    execute wrappers (query counts, the debug log) see every statement."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    connection.validate_thread_sharing()
+    if connection.queries_logged:
+        return connection.make_debug_cursor(raw)
+    return connection.make_cursor(raw)
+
+
 def fetchone(sql: str, params: Sequence[Any]) -> tuple | None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
+    with cursor() as cursor_:
+        cursor_.execute(sql, params)
+        return cursor_.fetchone()
 
 
 def lock(*aliases: str, skip_locked: bool = False) -> str:
