@@ -31,6 +31,42 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (0 when it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    if int(handle.read().rsplit(")", 1)[1].split()[1]) == parent:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def cpu_by_part(server_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the web server (gunicorn's workers), the database (every
+    PostgreSQL process) and this load generator: where each annotation's CPU goes."""
+    web = sum(cpu_seconds(pid) for pid in [server_pid, *children(server_pid)])
+    database = 0.0
+    data = os.environ.get("RUNGWISE_PG_DATA")
+    if data and os.path.exists(f"{data}/postmaster.pid"):
+        with open(f"{data}/postmaster.pid") as handle:
+            postmaster = int(handle.readline())
+        database = sum(cpu_seconds(pid) for pid in [postmaster, *children(postmaster)])
+    return {"web": web, "database": database, "client": time.process_time()}
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -65,7 +101,9 @@ def setup_project(k_annotators: int, items: int, overlap: int):
     return stage, tokens
 
 
-def annotator(port: int, token: str, stage_id: int, deadline: float, out: dict) -> None:
+def annotator(
+    port: int, token: str, stage_id: int, deadline: float, out: dict, think: float = 0.0
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     latencies, statements, submitted, errors = [], [], 0, 0
@@ -82,6 +120,8 @@ def annotator(port: int, token: str, stage_id: int, deadline: float, out: dict) 
             errors += 1
             continue
         assignment = json.loads(body)["id"]
+        if think:
+            time.sleep(think)  # reading the item
         payload = json.dumps({"payload": {"value": "keep"}, "seconds_spent": 3.2}).encode()
         started = time.perf_counter()
         conn.request(
@@ -97,6 +137,13 @@ def annotator(port: int, token: str, stage_id: int, deadline: float, out: dict) 
             errors += 1
     conn.close()
     out.update(latencies=latencies, statements=statements, submitted=submitted, errors=errors)
+
+
+def cpu_split(before: dict[str, float], after: dict[str, float], annotations: int) -> str:
+    if not annotations:
+        return "-"
+    parts = {name: (after[name] - before[name]) * 1000 / annotations for name in before}
+    return " ".join(f"{name} {value:.1f}" for name, value in parts.items())
 
 
 def check_invariants(stage) -> str:
@@ -136,6 +183,12 @@ def main() -> None:
     parser.add_argument("--annotators", default="1,8,32")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0,
+        help="each annotator's pause between getting an item and submitting it (default: none)",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
         os.execvp(
@@ -187,11 +240,12 @@ def main() -> None:
                 time.sleep(0.1)
         print(
             f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
-            f"{connection.pg_version // 10000}; {os.cpu_count()} cores; {args.seconds:.0f} s per run"
+            f"{connection.pg_version // 10000}; {os.cpu_count()} cores; {args.seconds:.0f} s per run; "
+            f"think time {args.think_ms:.0f} ms"
         )
         print(
             f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-            f"{'SQL/next+submit':>16} {'errors':>7}  invariants"
+            f"{'SQL/next+submit':>16} {'errors':>7}  {'CPU ms per annotation':<30} invariants"
         )
         for k in (int(part) for part in args.annotators.split(",")):
             stage, tokens = setup_project(
@@ -201,14 +255,19 @@ def main() -> None:
             deadline = time.monotonic() + args.seconds
             started = time.monotonic()
             threads = [
-                threading.Thread(target=annotator, args=(port, token, stage.pk, deadline, result))
+                threading.Thread(
+                    target=annotator,
+                    args=(port, token, stage.pk, deadline, result, args.think_ms / 1000),
+                )
                 for token, result in zip(tokens, results, strict=True)
             ]
+            cpu_before = cpu_by_part(server.pid)
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
             elapsed = time.monotonic() - started
+            cpu_after = cpu_by_part(server.pid)
             latencies = [value * 1000 for result in results for value in result["latencies"]]
             submitted = sum(result["submitted"] for result in results)
             statements = [value for result in results for value in result["statements"]]
@@ -218,7 +277,9 @@ def main() -> None:
                 f"{k:>3} {submitted / elapsed:>14.1f} {percentile(latencies, 50):>8.1f} "
                 f"{percentile(latencies, 95):>8.1f} {percentile(latencies, 99):>8.1f} "
                 f"{(max(statements) if statements else -1):>16} "
-                f"{sum(result['errors'] for result in results):>7}  {check_invariants(stage)}",
+                f"{sum(result['errors'] for result in results):>7}  "
+                + f"{cpu_split(cpu_before, cpu_after, submitted):<30} "
+                + check_invariants(stage),
                 flush=True,
             )
     finally:
