@@ -117,7 +117,8 @@ def pseudonym(prefix: str, number: str) -> str:
 
 
 def json_vote_value() -> str:
-    """SQL text of ``payload["value"]`` as compact JSON (``null`` when absent)."""
+    """SQL text of ``payload["value"]`` (of annotation ``a``) as compact JSON, ``null`` when
+    absent."""
     value = "(a.payload -> 'value')"
     return (
         f"CASE WHEN jsonb_typeof({value}) IN ('object', 'array') THEN {compact_json(value)} "
@@ -125,52 +126,63 @@ def json_vote_value() -> str:
     )
 
 
-def _csv_value() -> str:
+def _text_vote_value() -> str:
+    """Python's CSV cell text of ``payload["value"]``: a string as it is, None (or absent)
+    empty, true/false, numbers, and objects/arrays as compact JSON."""
     value = "(a.payload -> 'value')"
-    # Python's cell of the vote: a string as it is, None empty, true/false, numbers, and
-    # objects/arrays as compact JSON.
-    return csv_cell(
+    return (
         f"CASE WHEN jsonb_typeof({value}) IN ('object', 'array') THEN {compact_json(value)} "
         f"ELSE coalesce(a.payload ->> 'value', '') END"
     )
 
 
-def _jsonl_line() -> str:
-    return (
-        """'{"external_id":' || to_json(i.external_id)::text"""
-        """ || ',"stage":' || to_json(st.slug)::text"""
-        """ || ',"rater":"' || coalesce(p.code, e.code)"""
-        f""" || '","value":' || {json_vote_value()}"""
-        f""" || ',"payload":' || {compact_json("a.payload")}"""
-        f""" || ',"seconds_spent":' || coalesce({python_float("a.seconds_spent")}, 'null')"""
-        f""" || ',"created_at":"' || {ISO_CREATED_AT} || '"}}'"""
-    )
+#: A row's parts, each computed once (see ``_select``); the lines below are made of them.
+_PARTS = {
+    "external_id": "i.external_id",
+    "stage": "st.slug",
+    "rater": "coalesce(p.code, e.code)",
+    "value_json": json_vote_value(),
+    "value_text": _text_vote_value(),
+    "payload": compact_json("a.payload"),
+    "seconds": python_float("a.seconds_spent"),
+    "created_at": ISO_CREATED_AT,
+}
 
+JSONL_LINE = (
+    """'{"external_id":' || to_json(x.external_id)::text"""
+    """ || ',"stage":' || to_json(x.stage)::text"""
+    """ || ',"rater":"' || x.rater || '","value":' || x.value_json"""
+    """ || ',"payload":' || x.payload"""
+    """ || ',"seconds_spent":' || coalesce(x.seconds, 'null')"""
+    """ || ',"created_at":"' || x.created_at || '"}'"""
+)
 
-def _csv_cells() -> dict[str, str]:
-    """SQL text of each annotations.csv cell, by column name."""
-    return {
-        "external_id": csv_cell("i.external_id"),
-        "stage": csv_cell("st.slug"),
-        "rater": "coalesce(p.code, e.code)",
-        "value": _csv_value(),
-        "payload": csv_cell(compact_json("a.payload")),
-        "seconds_spent": f"coalesce({python_float('a.seconds_spent')}, '')",
-        "created_at": ISO_CREATED_AT,
-    }
+#: SQL text of each annotations.csv cell, by column name.
+CSV_CELLS = {
+    "external_id": csv_cell("x.external_id"),
+    "stage": csv_cell("x.stage"),
+    "rater": "x.rater",
+    "value": csv_cell("x.value_text"),
+    "payload": csv_cell("x.payload"),
+    "seconds_spent": "coalesce(x.seconds, '')",
+    "created_at": "x.created_at",
+}
 
 
 def _csv_line(columns: Sequence[str]) -> str:
-    cells = _csv_cells()
-    unknown = [column for column in columns if column not in cells]
+    unknown = [column for column in columns if column not in CSV_CELLS]
     if unknown or not columns:
-        raise ValueError(f"annotations.csv has no column {unknown} (it has {list(cells)})")
-    return " || ',' || ".join(cells[column] for column in columns) + " || E'\\r\\n'"
+        raise ValueError(f"annotations.csv has no column {unknown} (it has {list(CSV_CELLS)})")
+    return " || ',' || ".join(CSV_CELLS[column] for column in columns) + " || E'\\r\\n'"
 
 
 def _select(line: str) -> str:
     """The lines of every annotation of the project's released items, in id order. The
-    parameters are bound by psycopg on the client (COPY takes none of its own)."""
+    parameters are bound by psycopg on the client (COPY takes none of its own).
+
+    The parts of a row are computed in a subquery kept apart by ``OFFSET 0``: merged into the
+    outer query, a part used twice in a line (a CSV cell is tested, then quoted) would be
+    computed twice."""
     annotation = Annotation._meta.db_table
     item_stage = ItemStage._meta.db_table
     item = Item._meta.db_table
@@ -180,6 +192,7 @@ def _select(line: str) -> str:
         JOIN {item_stage} s ON s.id = a.item_stage_id
         JOIN {item} i ON i.id = s.item_id
         WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s)"""
+    parts = ",\n".join(f"{sql} AS {name}" for name, sql in _PARTS.items())
     return f"""
         WITH raters AS MATERIALIZED (
             SELECT annotator_id, external_rater,
@@ -196,15 +209,19 @@ def _select(line: str) -> str:
             ) numbered
         )
         SELECT {line}
-        FROM {annotation} a
-        JOIN {item_stage} s ON s.id = a.item_stage_id
-        JOIN {item} i ON i.id = s.item_id
-        JOIN {stage} st ON st.id = s.stage_id
-        LEFT JOIN raters p ON p.annotator_id = a.annotator_id
-        LEFT JOIN raters e ON a.annotator_id IS NULL AND e.annotator_id IS NULL
-                          AND e.external_rater = a.external_rater
-        WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s)
-        ORDER BY a.id"""
+        FROM (
+            SELECT a.id, {parts}
+            FROM {annotation} a
+            JOIN {item_stage} s ON s.id = a.item_stage_id
+            JOIN {item} i ON i.id = s.item_id
+            JOIN {stage} st ON st.id = s.stage_id
+            LEFT JOIN raters p ON p.annotator_id = a.annotator_id
+            LEFT JOIN raters e ON a.annotator_id IS NULL AND e.annotator_id IS NULL
+                              AND e.external_rater = a.external_rater
+            WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s)
+            OFFSET 0
+        ) x
+        ORDER BY x.id"""
 
 
 # --- Writing ----------------------------------------------------------------------------------
@@ -222,22 +239,26 @@ def _copy(
 ) -> FileEntry:
     stages = list(Stage.objects.filter(project=project).values_list("pk", flat=True))
     params: dict[str, Any] = {"stages": stages, "statuses": list(statuses)}
+    names = list(COPY_SETTINGS)
+    change = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in names)
     with transaction.atomic(), connection.cursor() as cursor:
-        # Python's float spelling needs the shortest exact digits (the default, made sure of);
-        # JIT compilation costs more than it saves on these expressions. Both for this COPY
-        # only: restored after it, should a caller's transaction enclose this one.
-        cursor.execute("SELECT current_setting('extra_float_digits'), current_setting('jit')")
+        # For this COPY only: restored after it, should a caller's transaction enclose this one.
+        cursor.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names), names)
         saved = cursor.fetchone()
-        cursor.execute(_SETTINGS, ["1", "off"])
+        cursor.execute(change, [part for name in names for part in (name, COPY_SETTINGS[name])])
         raw = cursor.cursor
         with raw.copy(f"COPY ({_select(line)}) TO STDOUT ({options})", params) as copy:
             entry = write_blocks(read(copy), path, header=header)
         rows = raw.rowcount  # from the server's "COPY n"
-        cursor.execute(_SETTINGS, list(saved))
+        cursor.execute(change, [part for pair in zip(names, saved, strict=True) for part in pair])
     return FileEntry(entry.name, entry.sha256, entry.bytes, rows)
 
 
-_SETTINGS = "SELECT set_config('extra_float_digits', %s, true), set_config('jit', %s, true)"
+#: Settings for the COPY. Python's float spelling needs the shortest exact digits (the
+#: default, made sure of); JIT compilation costs more than it saves here; and the rater table's
+#: rough size estimate would lead the planner into a merge join fed by an index scan over the
+#: whole annotation table in annotator order (random reads; a third slower when cached).
+COPY_SETTINGS = {"extra_float_digits": "1", "jit": "off", "enable_mergejoin": "off"}
 
 
 def _checked_jsonl(blocks: Iterable[memoryview]) -> Iterator[bytes]:
@@ -261,7 +282,7 @@ def copy_annotations_jsonl(
 ) -> FileEntry:
     """Write annotations.jsonl of ``project`` (the annotations of its items whose status is in
     ``statuses``) by COPY; the caller checks ``copy_export_supported`` first."""
-    return _copy(project, statuses=statuses, line=_jsonl_line(), options=JSONL_COPY_OPTIONS,
+    return _copy(project, statuses=statuses, line=JSONL_LINE, options=JSONL_COPY_OPTIONS,
                  path=Path(path), read=_checked_jsonl)  # fmt: skip
 
 

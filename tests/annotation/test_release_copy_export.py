@@ -454,7 +454,10 @@ def test_a_quoted_or_null_jsonl_line_is_refused(blocks, message):
 
 
 def test_the_copy_leaves_the_callers_settings_as_they_were(tricky, tmp_path):
-    settings = "SELECT current_setting('extra_float_digits'), current_setting('jit')"
+    settings = (
+        "SELECT current_setting('extra_float_digits'), current_setting('jit'), "
+        "current_setting('enable_mergejoin')"
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL extra_float_digits = 3")
         cursor.execute(settings)
