@@ -18,8 +18,10 @@ with their resolution in every stage, and their annotations under pseudonyms, in
 zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
 the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
 
-Memory stays flat in the number of rows: items and annotations are read in keyset-paginated
-chunks and written row by row; the diff keeps one 16-byte digest per item id.
+Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
+``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``; same bytes as
+the Python path); otherwise, and for items, rows are read in keyset-paginated chunks and written
+one at a time; the diff keeps one 16-byte digest per item id.
 """
 
 from __future__ import annotations
