@@ -3,21 +3,26 @@
 The largest files of a release are built as text in SQL, one line per annotation, and streamed
 with ``COPY (SELECT line …) TO STDOUT`` through psycopg's ``cursor.copy()`` straight into the
 file (hashed as it is written): no row ever becomes a Python object, and memory stays flat
-whatever the row count. Each line is byte for byte what the Python path
-(``release_annotation_rows`` → ``write_jsonl`` / ``write_csv``) writes (tested), except that
-numbers inside payloads keep PostgreSQL's spelling of the stored number (``0.00001`` and
-``4.50`` where Python, going through a float, writes ``1e-05`` and ``4.5``) and that
-``seconds_spent`` of 1e16 or more may be spelled differently (``python_float``); the values
-are the same when parsed.
+whatever the row count.
+
+The lines are the Python path's (``release_annotation_rows`` → ``write_jsonl`` /
+``write_csv``): same keys in the same order, the same values when parsed, Python's spelling of
+every scalar (``json.dumps`` strings, ``4.0`` floats, ``isoformat()`` timestamps, ``R0001``
+pseudonyms), Python's CSV quoting and ``\r\n``. The one difference: the payload (and a vote
+that is an object or array) is PostgreSQL's own JSON text, ``{"value": "keep", "n": 0.00001}``
+where Python writes ``{"value":"keep","n":1e-05}`` (a space after ``:`` and ``,``, numbers as
+stored). Removing those spaces exactly (not inside strings) halved the speed on payloads with
+prose; annotations.jsonl on PostgreSQL has always carried the database's text.
+``release_annotation_lines`` (the Python fallback on PostgreSQL) writes the same bytes.
 
 * JSONL: ``FORMAT csv`` with a delimiter and a quote byte (0x01, 0x02) that JSON text from
   PostgreSQL never holds (``to_json`` and jsonb's text output escape every control
-  character), so the one column is never quoted and arrives verbatim with its ``\\n``
-  (checked as the stream goes by: a quote byte in a block raises).
-* CSV: the line is built with Python's minimal quoting (a cell holding ``,``, ``"``, ``\\r``
-  or ``\\n`` is quoted, quotes doubled; an empty or absent value is an empty cell) and its
-  ``\\r\\n`` ending, and read with ``FORMAT binary`` (``writers.copy_binary_values``): COPY's
-  own CSV ends lines with ``\\n`` and its text format escapes backslashes.
+  character), so the one column is never quoted and arrives verbatim with its ``\n``
+  (checked as the stream goes by: a quote byte or an empty line raises).
+* CSV: the line is built with Python's minimal quoting (a cell holding ``,``, ``"``, ``\r``
+  or ``\n`` is quoted, quotes doubled; an empty or absent value is an empty cell) and its
+  ``\r\n`` ending, and read with ``FORMAT binary`` (``writers.copy_binary_values``): COPY's
+  own CSV ends lines with ``\n`` and its text format escapes backslashes.
 
 Rater pseudonyms are numbered in SQL by each rater's first (smallest) annotation id among the
 exported rows, exactly as the Python path numbers them as it meets them. Only kinds whose vote
@@ -86,23 +91,6 @@ def python_float(expression: str) -> str:
     )
 
 
-#: JSON strings and the separators jsonb's text output puts a space after, for compact_json.
-_SEPARATOR_PATTERN = r"""'("(?:[^"\\]|\\.)*")|([,:]) '"""
-
-
-def compact_json(jsonb: str) -> str:
-    """SQL text of a jsonb value in ``json.dumps(separators=(",", ":"))`` form.
-
-    jsonb's text output separates with ``", "`` and ``": "``. Dropping every such space is
-    right unless a string holds one; that case is detected by reading the result back (it then
-    differs from the value) and done again with a pattern that skips strings (slower)."""
-    naive = f"replace(replace(({jsonb})::text, ', ', ','), ': ', ':')"
-    return (
-        f"CASE WHEN {naive}::jsonb = ({jsonb}) THEN {naive} "
-        f"ELSE regexp_replace(({jsonb})::text, {_SEPARATOR_PATTERN}, '\\1\\2', 'g') END"
-    )
-
-
 def csv_cell(text: str) -> str:
     """SQL text of a cell as Python's ``csv`` module writes it (QUOTE_MINIMAL, ``\\r\\n``)."""
     return (
@@ -116,34 +104,15 @@ def pseudonym(prefix: str, number: str) -> str:
     return f"{prefix} || lpad({number}::text, greatest(4, length({number}::text)), '0')"
 
 
-def json_vote_value() -> str:
-    """SQL text of ``payload["value"]`` (of annotation ``a``) as compact JSON, ``null`` when
-    absent."""
-    value = "(a.payload -> 'value')"
-    return (
-        f"CASE WHEN jsonb_typeof({value}) IN ('object', 'array') THEN {compact_json(value)} "
-        f"ELSE coalesce({value}::text, 'null') END"
-    )
-
-
-def _text_vote_value() -> str:
-    """Python's CSV cell text of ``payload["value"]``: a string as it is, None (or absent)
-    empty, true/false, numbers, and objects/arrays as compact JSON."""
-    value = "(a.payload -> 'value')"
-    return (
-        f"CASE WHEN jsonb_typeof({value}) IN ('object', 'array') THEN {compact_json(value)} "
-        f"ELSE coalesce(a.payload ->> 'value', '') END"
-    )
-
-
 #: A row's parts, each computed once (see ``_select``); the lines below are made of them.
 _PARTS = {
     "external_id": "i.external_id",
     "stage": "st.slug",
     "rater": "coalesce(p.code, e.code)",
-    "value_json": json_vote_value(),
-    "value_text": _text_vote_value(),
-    "payload": compact_json("a.payload"),
+    # The vote as JSON; as a CSV cell: a string bare, None (or absent) empty, JSON otherwise.
+    "value_json": "coalesce((a.payload -> 'value')::text, 'null')",
+    "value_text": "coalesce(a.payload ->> 'value', '')",
+    "payload": "a.payload::text",
     "seconds": python_float("a.seconds_spent"),
     "created_at": ISO_CREATED_AT,
 }

@@ -19,9 +19,9 @@ zipped deterministically into one archive whose SHA-256 is stored on the Release
 the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
 
 Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
-``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``; same bytes as
-the Python path); otherwise, and for items, rows are read in keyset-paginated chunks and written
-one at a time; the diff keeps one 16-byte digest per item id.
+``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``); otherwise,
+and for items, rows are read in keyset-paginated chunks and written one at a time; the diff
+keeps one 16-byte digest per item id.
 """
 
 from __future__ import annotations
@@ -60,11 +60,9 @@ from annotation.models import (
     Stage,
 )
 from annotation.releases.copy_export import (
-    compact_json,
     copy_annotations_csv,
     copy_annotations_jsonl,
     copy_export_supported,
-    json_vote_value,
 )
 from annotation.releases.datasheet import render_datasheet
 from annotation.releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
@@ -309,11 +307,11 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 
 def release_annotation_lines(project: Project) -> Iterator[str]:
-    """``release_annotation_rows`` as JSON Lines text, faster on PostgreSQL: the stored payload
+    """``release_annotation_rows`` as JSON Lines text, fast on PostgreSQL: the stored payload
     (and, for kinds that vote with ``payload["value"]``, the value) is spliced in as the
-    database's own JSON text (compacted in SQL) instead of being parsed and encoded again. Same
-    keys, same values, same order as the rows (tested). ``release_annotations_jsonl`` uses it
-    where COPY cannot write the file."""
+    database's own JSON text instead of being parsed and encoded again. Same keys, same values,
+    same order as the rows (tested). ``release_annotations_jsonl`` uses it where COPY cannot
+    write the file (and then writes what COPY would)."""
     from annotation.kinds.base import TaskKind
 
     stages = {
@@ -332,7 +330,7 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
     slugs = {stage_id: dumps(slug) for stage_id, (slug, _kind) in stages.items()}
     sql = f"""
         SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater,
-               {compact_json("a.payload")}, {json_vote_value()},
+               a.payload::text, coalesce((a.payload -> 'value')::text, 'null'),
                a.seconds_spent, a.created_at
         FROM {Annotation._meta.db_table} a
         JOIN {ItemStage._meta.db_table} s ON s.id = a.item_stage_id
@@ -375,7 +373,8 @@ def release_annotations_jsonl(project: Project, path: str | Path) -> FileEntry:
 
     On PostgreSQL, when every stage's kind votes with ``payload["value"]``, the database writes
     the lines (``copy_export``: one ``COPY … TO STDOUT`` streamed into the file); otherwise
-    Python does, from keyset-paginated chunks. Same bytes either way (tested), memory flat."""
+    Python does, from keyset-paginated chunks (on PostgreSQL the same bytes, tested). Memory
+    flat either way."""
     if copy_export_supported(project):
         return copy_annotations_jsonl(project, path, statuses=RELEASED_STATUSES)
     return write_lines(release_annotation_lines(project), path)
