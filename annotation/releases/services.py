@@ -18,8 +18,10 @@ with their resolution in every stage, and their annotations under pseudonyms, in
 zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
 the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
 
-Memory stays flat in the number of rows: items and annotations are read in keyset-paginated
-chunks and written row by row; the diff keeps one 16-byte digest per item id.
+Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
+``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``); otherwise,
+and for items, rows are read in keyset-paginated chunks and written one at a time; the diff
+keeps one 16-byte digest per item id.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ from annotation.models import (
     Release,
     Resolution,
     Stage,
+)
+from annotation.releases.copy_export import (
+    copy_annotations_csv,
+    copy_annotations_jsonl,
+    copy_export_supported,
 )
 from annotation.releases.datasheet import render_datasheet
 from annotation.releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
@@ -303,7 +310,8 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
     """``release_annotation_rows`` as JSON Lines text, fast on PostgreSQL: the stored payload
     (and, for kinds that vote with ``payload["value"]``, the value) is spliced in as the
     database's own JSON text instead of being parsed and encoded again. Same keys, same values,
-    same order as the rows (tested)."""
+    same order as the rows (tested). ``release_annotations_jsonl`` uses it where COPY cannot
+    write the file (and then writes what COPY would)."""
     from annotation.kinds.base import TaskKind
 
     stages = {
@@ -358,6 +366,28 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
                 f'"created_at":"{created.isoformat()}"}}'
             )
         last = chunk[-1][0]
+
+
+def release_annotations_jsonl(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.jsonl of ``project`` (the lines of ``release_annotation_rows``).
+
+    On PostgreSQL, when every stage's kind votes with ``payload["value"]``, the database writes
+    the lines (``copy_export``: one ``COPY … TO STDOUT`` streamed into the file); otherwise
+    Python does, from keyset-paginated chunks (on PostgreSQL the same bytes, tested). Memory
+    flat either way."""
+    if copy_export_supported(project):
+        return copy_annotations_jsonl(project, path, statuses=RELEASED_STATUSES)
+    return write_lines(release_annotation_lines(project), path)
+
+
+def release_annotations_csv(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.csv of ``project`` (columns ``ANNOTATION_COLUMNS``); by COPY where
+    ``release_annotations_jsonl`` uses it, else ``write_csv`` of ``release_annotation_rows``."""
+    if copy_export_supported(project):
+        return copy_annotations_csv(
+            project, path, statuses=RELEASED_STATUSES, columns=ANNOTATION_COLUMNS
+        )
+    return write_csv(release_annotation_rows(project), path, columns=ANNOTATION_COLUMNS)
 
 
 def _payload_keys(project: Project) -> list[str]:
@@ -590,14 +620,8 @@ def _build(release: Release, workdir: Path) -> Release:
             columns=item_csv_columns(project, stages),
         )
     )
-    annotations = manifest.add(
-        write_lines(release_annotation_lines(project), files / "annotations.jsonl")
-    )
-    manifest.add(
-        write_csv(
-            release_annotation_rows(project), files / "annotations.csv", columns=ANNOTATION_COLUMNS
-        )
-    )
+    annotations = manifest.add(release_annotations_jsonl(project, files / "annotations.jsonl"))
+    manifest.add(release_annotations_csv(project, files / "annotations.csv"))
     layout = layout_for_kind(project.kind)
     if layout is not None:
         context = LayoutContext(

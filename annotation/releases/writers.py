@@ -8,6 +8,9 @@ read.
 JSONL: one ``json.dumps(row, ensure_ascii=False, separators=(",", ":"))`` per line, keys in the
 row's own order, UTF-8, ``\\n`` line endings.
 
+``write_blocks`` writes bytes a database has already encoded (a ``COPY … TO STDOUT`` stream)
+as they come, and ``copy_binary_values`` reads the values of a one-column binary COPY stream.
+
 CSV (RFC 4180 style, UTF-8 without BOM, ``\\r\\n`` line endings, minimal quoting): the columns
 are declared up front, so the header is fixed before the first row. Nested JSON is handled in
 two complementary ways, chosen per column by the caller:
@@ -30,6 +33,7 @@ import hashlib
 import io
 import json
 import os
+import struct
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -120,6 +124,82 @@ def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> FileEntry
         buffered.flush()
         buffered.detach()
     return FileEntry(path.name, sink.sha256, sink.bytes_written, count)
+
+
+def write_blocks(
+    blocks: Iterable[bytes | bytearray | memoryview],
+    path: str | os.PathLike[str],
+    *,
+    header: bytes = b"",
+    rows: int | None = None,
+) -> FileEntry:
+    """Write ``header`` then byte blocks exactly as they come (a ``COPY … TO STDOUT`` stream:
+    the producer has already encoded the lines); return the entry, with ``rows`` if given."""
+    path = Path(path)
+    with open(path, "wb") as raw:
+        sink = HashingWriter(raw)
+        buffered = io.BufferedWriter(sink, buffer_size=COPY_CHUNK)
+        buffered.write(header)
+        for block in blocks:
+            buffered.write(block)
+        buffered.flush()
+        buffered.detach()
+    return FileEntry(path.name, sink.sha256, sink.bytes_written, rows)
+
+
+COPY_BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_COPY_TUPLE = struct.Struct(">hi")  # field count, then the first field's length (-1: NULL)
+_COPY_TRAILER = b"\xff\xff"  # a field count of -1
+
+
+def copy_binary_values(blocks: Iterable[bytes | bytearray | memoryview]) -> Iterator[memoryview]:
+    """The values of a one-column ``COPY … TO STDOUT (FORMAT binary)`` stream, as raw bytes
+    (for a text column: the text in the client encoding, unescaped), in order.
+
+    Blocks may split or join tuples anywhere (psycopg happens to hand over one tuple per
+    block); ``blocks`` is read to its end. Raises ``ValueError`` on a NULL value, a second
+    column, or a stream that is not binary COPY, ends early or goes on after its trailer. A
+    yielded view is valid until the next one is asked for."""
+    pending = b""
+    header = ended = False
+    unpack = _COPY_TUPLE.unpack_from
+    for block in blocks:
+        if ended:
+            if len(block):
+                raise ValueError("the binary COPY stream goes on after its trailer")
+            continue
+        data = memoryview(pending + block) if pending else memoryview(block)
+        size = len(data)
+        position = 0
+        if not header:
+            if size >= 11 and data[:11] != COPY_BINARY_SIGNATURE:
+                raise ValueError("not a binary COPY stream")
+            # 11-byte signature, 4-byte flags, 4-byte header-extension length, the extension
+            position = 19 + int.from_bytes(data[15:19], "big") if size >= 19 else size + 1
+            if position > size:
+                pending = bytes(data)
+                continue
+            header = True
+        while size - position >= 6:
+            fields, length = unpack(data, position)
+            if fields != 1:
+                break  # the trailer (-1), or a second column: told apart below
+            if length < 0:
+                raise ValueError("a binary COPY value is NULL")
+            end = position + 6 + length
+            if end > size:
+                break
+            yield data[position + 6 : end]
+            position = end
+        pending = bytes(data[position:])
+        if pending[:2] == _COPY_TRAILER:
+            if len(pending) > 2:
+                raise ValueError("the binary COPY stream goes on after its trailer")
+            ended = True
+        elif len(pending) >= 2 and pending[:2] != b"\x00\x01":
+            raise ValueError("a binary COPY tuple does not have exactly one column")
+    if not ended:
+        raise ValueError("the binary COPY stream ended before its trailer")
 
 
 def _cell(value: Any) -> str:

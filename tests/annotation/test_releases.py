@@ -209,11 +209,10 @@ def test_a_failed_build_keeps_its_reason_and_its_version_is_reused(
 ):
     project, _, _, admin = finished
 
-    def broken(project):
+    def broken(project, path):
         raise RuntimeError("disk full")
-        yield  # pragma: no cover
 
-    monkeypatch.setattr(release_services, "release_annotation_rows", broken)
+    monkeypatch.setattr(release_services, "release_annotations_csv", broken)
     failed = publish(project, admin, django_capture_on_commit_callbacks)
     assert failed.status == Release.Status.FAILED and "disk full" in failed.message
     assert not failed.archive
