@@ -1,6 +1,7 @@
 """Annotator loop over HTTP: K simulated annotators loop next → submit against gunicorn on
-PostgreSQL (loopback) for a fixed time. Prints annotations/s, request latency percentiles and SQL
-statements per next+submit for each K, then checks the engine's invariants.
+PostgreSQL (loopback) for a fixed time. Prints annotations/s, request latency percentiles, SQL
+statements per next+submit and the CPU each annotation cost in gunicorn's workers, PostgreSQL
+and the load generator (from /proc) for each K, then checks the engine's invariants.
 
     scripts/with-services.sh .venv/bin/python benchmarks/annotator_loop.py [--seconds 15]
 

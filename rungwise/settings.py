@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab  # noqa: F401  (documented alternative for beat entries)
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -152,6 +153,19 @@ if not DEBUG and env_bool("SECURE_COOKIES", default=SECRET_KEY != _DEV_SECRET):
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
+
+# --- Cache ----------------------------------------------------------------------------------
+# The API's throttle counters live in the cache: with several web processes they must share one
+# (Redis), or every gunicorn worker would count on its own and allow its own full rate.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if CACHE_URL:
+    if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(
+            f"CACHE_URL must be a Redis URL (redis://host:port/db), not {CACHE_URL!r}."
+        )
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
 
 # --- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")

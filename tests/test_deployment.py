@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import redis
 import requests
 import yaml
 
@@ -112,6 +113,8 @@ def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks
     assert compose_command("worker")[:4] == ["celery", "-A", "rungwise", "worker"]
     assert compose_command("beat")[:4] == ["celery", "-A", "rungwise", "beat"]
     assert "gunicorn rungwise.wsgi" in COMPOSE["services"]["web"]["command"]
+    # throttle counters shared by the web processes (see the native test)
+    assert COMPOSE["services"]["web"]["environment"]["CACHE_URL"].startswith("redis://redis:")
 
 
 @pytest.mark.postgres
@@ -130,9 +133,13 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
         conn.execute(f'CREATE DATABASE "{database}"')
     port = free_port()
     broker = os.environ["CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/7"  # a Redis db of its own
+    cache = broker.rsplit("/", 1)[0] + "/8"
+    redis.Redis.from_url(cache).flushdb()
     env = process_env(
         DATABASE_URL=urlunsplit(url._replace(path=f"/{database}")),
         CELERY_BROKER_URL=broker,
+        CACHE_URL=cache,
+        RUNGWISE_THROTTLE_AUTH="5/min",
         SECRET_KEY="native-test-secret-key-" + "x" * 40,
         DEBUG="0",
         SECURE_COOKIES="0",
@@ -221,6 +228,20 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
                 time.sleep(0.5)
             assert count(waiting) == 0
             assert count(DEMO_VERIFY_RESOLUTIONS) == 36
+
+        # Throttling counts across the web processes (CACHE_URL, as in the compose file): of
+        # twelve token requests, each on a new connection to either of the two workers, exactly
+        # the five the rate allows get through; per-process counters would let up to ten.
+        answers = [
+            requests.post(
+                f"{base}/api/auth/token/",
+                data={"username": "annotator1", "password": "native-demo-pass"},
+                headers={"Connection": "close"},
+                timeout=10,
+            ).status_code
+            for _ in range(12)
+        ]
+        assert answers.count(200) == 5 and answers.count(429) == 7, answers
         for name, process in processes.items():
             assert process.poll() is None, f"{name} died: {process.stderr.read().decode()[-2000:]}"
     finally:
