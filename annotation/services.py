@@ -39,9 +39,6 @@ from .resolution import Decision, decide, validate_policy
 
 logger = logging.getLogger(__name__)
 
-_ORDER_PRIME = sql.ORDER_PRIME
-
-
 # --- Enqueueing side effects ------------------------------------------------------------------
 
 
@@ -307,12 +304,13 @@ def item_revise(
 
 def _annotator_salt(stage: Stage, annotator_id: int) -> int:
     """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
-    return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, _ORDER_PRIME - 1)
+    return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, sql.ORDER_PRIME - 1)
 
 
-def _candidate_sql(order_policy: str) -> str:
+@cache
+def _candidate_sql(order_policy: str, vendor: str) -> str:
     """The candidate search for the next item, as one statement (text built once per process
-    and backend); parameters: see _take_candidate.
+    and backend; callers pass connection.vendor); parameters: see _take_candidate.
 
     The searches are tried in turn until one yields a row:
 
@@ -330,11 +328,6 @@ def _candidate_sql(order_policy: str) -> str:
     evaluates them lazily: a later search neither runs nor locks anything once an earlier one
     has found its row. The chosen row is then joined with its item.
     """
-    return _candidate_sql_for(order_policy, connection.vendor)
-
-
-@cache
-def _candidate_sql_for(order_policy: str, vendor: str) -> str:
     item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
     open_state = ItemStage.State.OPEN.value
     lock = sql.lock(skip_locked=True)
@@ -470,7 +463,10 @@ def _insert_lease(assignment: Assignment) -> None:
 def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
     """Lock and return the first candidate (with its item), skipping rows others hold: one
     statement (see _candidate_sql)."""
-    row = sql.fetchone(_candidate_sql(stage.order_policy), _candidate_params(stage, annotator_id))
+    row = sql.fetchone(
+        _candidate_sql(stage.order_policy, connection.vendor),
+        _candidate_params(stage, annotator_id),
+    )
     if row is None:
         return None
     item_stage = sql.load(ItemStage, row)
