@@ -10,9 +10,9 @@ from functools import cache
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from . import sql
-from .errors import Conflict, NotFound, PermissionDenied
-from .models import Assignment, ItemStage, Membership, Project, Release, Role, Stage
+from annotation import sql
+from annotation.errors import Conflict, NotFound, PermissionDenied
+from annotation.models import Assignment, ItemStage, Membership, Project, Role, Stage
 
 FOREIGN_ASSIGNMENT = "This item is assigned to another annotator; ask for your own next item."
 
@@ -124,13 +124,6 @@ def access_item_stage_for_adjudication(user: AbstractBaseUser, item_stage_id: in
     return item_stage
 
 
-def access_release(user: AbstractBaseUser, project: Project, version: int) -> Release:
-    release = Release.objects.filter(project=project, version=version).first()
-    if release is None:
-        raise NotFound(f"{project.name} has no release v{version}.")
-    return release
-
-
 __all__ = [
     "ADJUDICATE",
     "ANNOTATE",
@@ -140,7 +133,6 @@ __all__ = [
     "access_assignment",
     "access_item_stage_for_adjudication",
     "access_project",
-    "access_release",
     "access_stage",
     "access_stage_for_annotator",
     "user_roles",

@@ -12,17 +12,14 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .models import (
-    AgreementSnapshot,
+from annotation.models import (
     Annotation,
     Assignment,
-    ImportBatch,
     Item,
     ItemRevision,
     ItemStage,
     Membership,
     Project,
-    Release,
     Resolution,
     Stage,
 )
@@ -241,39 +238,6 @@ class ItemRevisionAdmin(ReadOnlyAdmin):
     list_select_related = ["item", "author", "stage__project"]
 
 
-@admin.register(ImportBatch)
-class ImportBatchAdmin(admin.ModelAdmin):
-    list_display = [
-        "filename",
-        "project",
-        "format",
-        "status",
-        "rows_total",
-        "items_created",
-        "error_count",
-        "created_at",
-    ]
-    list_filter = ["status", "format", "project"]
-    search_fields = ["filename", "sha256", "project__name"]
-    autocomplete_fields = ["project"]
-    raw_id_fields = ["created_by"]
-    list_select_related = ["project"]
-    readonly_fields = [
-        "sha256",
-        "status",
-        "rows_total",
-        "rows_done",
-        "items_created",
-        "items_updated",
-        "error_count",
-        "errors",
-        "message",
-        "created_at",
-        "started_at",
-        "finished_at",
-    ]
-
-
 # --- Work ------------------------------------------------------------------------------------
 
 
@@ -410,60 +374,4 @@ class ResolutionAdmin(admin.ModelAdmin):
     ]
 
     def has_add_permission(self, request):
-        return False
-
-
-@admin.register(AgreementSnapshot)
-class AgreementSnapshotAdmin(ReadOnlyAdmin):
-    list_display = [
-        "stage",
-        "metric",
-        "value",
-        "ci_low",
-        "ci_high",
-        "n_items",
-        "n_annotators",
-        "computed_at",
-    ]
-    list_filter = ["metric", "stage__project", "stage"]
-    search_fields = ["stage__name", "stage__project__name", "metric"]
-    list_select_related = ["stage__project"]
-    date_hierarchy = "computed_at"
-
-
-@admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
-    list_display = [
-        "__str__",
-        "project",
-        "version",
-        "status",
-        "created_by",
-        "created_at",
-        "published_at",
-    ]
-    list_filter = ["status", "project"]
-    search_fields = ["project__name", "project__slug", "notes", "sha256"]
-    autocomplete_fields = ["project"]
-    raw_id_fields = ["created_by"]
-    list_select_related = ["project", "created_by"]
-    readonly_fields = [
-        "version",
-        "status",
-        "archive",
-        "sha256",
-        "manifest",
-        "stats",
-        "message",
-        "created_at",
-        "published_at",
-    ]
-
-    def has_change_permission(self, request, obj=None):
-        # A published release never changes; notes may be fixed while it is still building.
-        if obj is not None and obj.status == Release.Status.PUBLISHED:
-            return False
-        return super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request, obj=None):
         return False

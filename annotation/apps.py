@@ -6,8 +6,8 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation engine"
 
     def ready(self) -> None:
-        from .kinds import register_kind
-        from .kinds.simple import LabelKind, VerifyKind
+        from annotation.kinds import register_kind
+        from annotation.kinds.simple import LabelKind, VerifyKind
 
         register_kind(VerifyKind())
         register_kind(LabelKind())

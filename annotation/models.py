@@ -71,53 +71,6 @@ class Membership(models.Model):
         return f"{self.user} · {self.role} · {self.project}"
 
 
-class ImportBatch(models.Model):
-    """One uploaded file of candidate items, with its checksum, counts and row-level errors."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        VALIDATING = "validating", "Validating"
-        WRITING = "writing", "Writing"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_batches")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    filename = models.CharField(max_length=255)
-    file = models.FileField(upload_to="imports/%Y/%m/", blank=True)
-    format = models.CharField(max_length=16)
-    sha256 = models.CharField(max_length=64, blank=True)
-    options = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    file_size = models.PositiveBigIntegerField(default=0, help_text="Bytes in the uploaded file.")
-    bytes_done = models.PositiveBigIntegerField(
-        default=0, help_text="Bytes checked so far by the validation pass (progress)."
-    )
-    rows_total = models.PositiveIntegerField(default=0)
-    rows_done = models.PositiveIntegerField(default=0, help_text="Rows checked so far.")
-    rows_written = models.PositiveIntegerField(default=0, help_text="Rows written so far.")
-    items_created = models.PositiveIntegerField(default=0)
-    items_updated = models.PositiveIntegerField(default=0)
-    error_count = models.PositiveIntegerField(default=0)
-    errors = models.JSONField(default=list, blank=True)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    validated_at = models.DateTimeField(
-        null=True, blank=True, help_text="When validation passed and writing began."
-    )
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [models.Index(fields=["project", "-created_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.filename} ({self.status})"
-
-
 class Item(models.Model):
     """One unit of data. Content changes only through ItemRevision (services.item_revise)."""
 
@@ -138,7 +91,11 @@ class Item(models.Model):
     )
     purpose = models.CharField(max_length=20, choices=Purpose.choices, default=Purpose.REGULAR)
     import_batch = models.ForeignKey(
-        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
+        "imports.ImportBatch",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="items",
     )
 
     class Status(models.TextChoices):
@@ -239,7 +196,7 @@ class Stage(models.Model):
         help_text="Annotators see earlier annotations of the item (e.g. a check stage).",
     )
     is_active = models.BooleanField(default=True)
-    # Agreement bookkeeping (services.stage_agreement_changed / stage_agreement_refresh): the
+    # Agreement bookkeeping (agreement.services): the
     # figures are stale while agreement_changes differs from agreement_computed_changes; a refresh
     # is on its way while agreement_refresh_queued_at is set. Written only by UPDATE statements.
     agreement_changes = models.PositiveBigIntegerField(
@@ -420,58 +377,3 @@ class Resolution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_stage_id}: {self.status} {self.value!r}"
-
-
-class AgreementSnapshot(models.Model):
-    """An agreement figure for a stage at one moment, kept so dashboards can show the trend."""
-
-    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="agreement_snapshots")
-    metric = models.CharField(max_length=40)
-    value = models.FloatField(null=True, blank=True)
-    ci_low = models.FloatField(null=True, blank=True)
-    ci_high = models.FloatField(null=True, blank=True)
-    n_items = models.PositiveIntegerField(default=0)
-    n_annotators = models.PositiveIntegerField(default=0)
-    n_annotations = models.PositiveIntegerField(default=0)
-    details = models.JSONField(default=dict, blank=True)
-    computed_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["stage", "metric", "computed_at"]
-        indexes = [models.Index(fields=["stage", "metric", "computed_at"])]
-
-    def __str__(self) -> str:
-        return f"{self.metric} = {self.value!r} ({self.computed_at:%Y-%m-%d %H:%M})"
-
-
-class Release(models.Model):
-    """A frozen, checksummed export of a project's resolved items. Immutable once published."""
-
-    class Status(models.TextChoices):
-        BUILDING = "building", "Building"
-        PUBLISHED = "published", "Published"
-        FAILED = "failed", "Failed"
-
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
-    version = models.PositiveIntegerField()
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.BUILDING)
-    notes = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    published_at = models.DateTimeField(null=True, blank=True)
-    archive = models.FileField(upload_to="releases/", blank=True)
-    sha256 = models.CharField(max_length=64, blank=True)
-    manifest = models.JSONField(default=dict, blank=True)
-    stats = models.JSONField(default=dict, blank=True)
-    message = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["project", "-version"]
-        constraints = [
-            models.UniqueConstraint(fields=["project", "version"], name="release_unique_version")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.project.slug} v{self.version}"

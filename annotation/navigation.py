@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.urls import NoReverseMatch, reverse
 from django.utils.functional import SimpleLazyObject
 
-from .models import Role
+from annotation.models import Role
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def navigation(request):
     partials never touch it, so the annotator's hot path pays no query for it)."""
 
     def load():
-        from .selectors import projects_for_user
+        from annotation.selectors import projects_for_user
 
         if not request.user.is_authenticated:
             return []

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, F, Func, IntegerField, OuterRef, Subquery
+from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 
-from .models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
+from annotation.models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
@@ -183,3 +183,53 @@ def item_display(item: Item, project: Project | None = None) -> dict[str, Any]:
             rest = [(key, value) for key, value in payload.items() if key != field]
             return {"layout": "text", "text": payload[field], "rest": rest}
     return {"layout": "fields", "rest": list(payload.items())}
+
+
+def project_items(project: Project, *, status: str | None = None) -> QuerySet[Item]:
+    items = Item.objects.filter(project=project).order_by("pk")
+    if status:
+        items = items.filter(status=status)
+    return items
+
+
+def item_stage_results(item: Item) -> list[dict[str, Any]]:
+    rows = (
+        ItemStage.objects.filter(item=item)
+        .select_related("stage", "resolution")
+        .order_by("stage__position")
+    )
+    results = []
+    for row in rows:
+        resolution = getattr(row, "resolution", None)
+        results.append(
+            {
+                "stage": row.stage.slug,
+                "state": row.state,
+                "submitted_count": row.submitted_count,
+                "target_count": row.target_count,
+                "resolution": None
+                if resolution is None
+                else {
+                    "value": resolution.value,
+                    "status": resolution.status,
+                    "outcome": resolution.outcome,
+                    "votes": resolution.votes,
+                },
+            }
+        )
+    return results
+
+
+def project_stages_with_counts(project: Project) -> QuerySet[Stage]:
+    """Stages with item counts by state (one query)."""
+    return (
+        Stage.objects.filter(project=project)
+        .annotate(
+            items_total=Count("item_stages"),
+            items_open=Count("item_stages", filter=Q(item_stages__state=ItemStage.State.OPEN)),
+            items_resolved=Count(
+                "item_stages", filter=Q(item_stages__state=ItemStage.State.RESOLVED)
+            ),
+        )
+        .order_by("position")
+    )

@@ -16,14 +16,14 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
-from . import sql
-from .access import FOREIGN_ASSIGNMENT
-from .errors import ApplicationError, Conflict, NotFound, PermissionDenied
-from .kinds import get_kind
-from .models import (
+from annotation import sql
+from annotation.access import FOREIGN_ASSIGNMENT
+from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from annotation.kinds import get_kind
+from annotation.models import (
     Annotation,
     Assignment,
     Item,
@@ -35,7 +35,7 @@ from .models import (
     Role,
     Stage,
 )
-from .resolution import Decision, decide, validate_policy
+from annotation.resolution import Decision, decide, validate_policy
 
 logger = logging.getLogger(__name__)
 
@@ -107,21 +107,33 @@ def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Me
 
 @transaction.atomic
 def membership_set_paused(
-    *, project: Project, user: AbstractBaseUser, paused: bool, reason: str = ""
-) -> int:
-    """Pause or resume an annotator in a project. Paused annotators get no new items; their
-    active leases are released so that the slots go to others."""
-    updated = Membership.objects.filter(project=project, user=user, role=Role.ANNOTATOR).update(
-        is_paused=paused, paused_reason=reason if paused else ""
+    *, project: Project, user_id: int, paused: bool, reason: str = ""
+) -> Membership:
+    """Pause or resume an annotator of a project. A paused annotator gets no new items; their
+    active leases are released so that the slots go to others. Unknown or non-annotator users
+    are a NotFound; a reason longer than 300 characters is refused."""
+    reason = (reason or "").strip()
+    if len(reason) > 300:
+        raise ApplicationError(
+            "The reason is too long (300 characters at most).", {"reason": "too long"}
+        )
+    membership = (
+        Membership.objects.select_for_update()
+        .select_related("user")
+        .filter(project=project, user_id=user_id, role=Role.ANNOTATOR)
+        .first()
     )
-    if not updated:
-        raise NotFound(f"{user} is not an annotator of {project.name}.")
+    if membership is None:
+        raise NotFound("This person is not an annotator of the project.")
+    membership.is_paused = paused
+    membership.paused_reason = (reason or "Paused by a researcher.") if paused else ""
+    membership.save(update_fields=["is_paused", "paused_reason"])
     if paused:
         active = Assignment.objects.filter(
-            stage__project=project, annotator=user, status=Assignment.Status.ACTIVE
+            stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
         ).values_list("pk", flat=True)
         _release_assignments(list(active), status=Assignment.Status.EXPIRED)
-    return updated
+    return membership
 
 
 @transaction.atomic
@@ -658,7 +670,7 @@ def _annotation_submit(
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
     _record_submission(annotation, holds_slot=holds_slot, complete=complete)
     if complete:
-        from .tasks import resolve_item_stage
+        from annotation.tasks import resolve_item_stage
 
         enqueue_on_commit(resolve_item_stage, item_stage.pk)
     return annotation, True
@@ -877,273 +889,3 @@ def item_stages_unresolved(*, older_than_seconds: float = 30, limit: int = 1000)
         .order_by("completed_at")
         .values_list("pk", flat=True)[:limit]
     )
-
-
-# --- Agreement refresh ------------------------------------------------------------------------
-#
-# Coalescing protocol. Each resolution bumps Stage.agreement_changes (stage_agreement_changed);
-# the figures are stale while it differs from agreement_computed_changes. Whoever sets
-# agreement_refresh_queued_at from NULL (one UPDATE … WHERE … IS NULL: exactly one of any number
-# of concurrent callers) enqueues refresh_agreement with a countdown, so a burst of thousands of
-# resolutions becomes a handful of refreshes. A refresh takes a per-stage lock, clears the queued
-# mark, notes the change counter, reads and computes, stores snapshots and the counter it saw;
-# changes that arrive meanwhile queue the next refresh. A refresh that finds the lock held returns
-# at once; the holder re-checks the counter when it finishes. Lost messages (broker down, worker
-# killed) leave the stage stale, and the beat sweep (stages_agreement_stale) refreshes it.
-
-
-def stage_agreement_changed(*, stage_id: int) -> bool:
-    """Record that a stage's annotations changed (call after the change committed) and make sure
-    a refresh is on its way. Returns True when this call enqueued it. Never raises for the
-    broker: a failed publish is logged and left to the sweep."""
-    Stage.objects.filter(pk=stage_id).update(agreement_changes=F("agreement_changes") + 1)
-    return _agreement_refresh_request(stage_id)
-
-
-def _agreement_refresh_request(stage_id: int, *, force: bool = False) -> bool:
-    from django.conf import settings
-
-    from .tasks import refresh_agreement
-
-    now = timezone.now()
-    stages = Stage.objects.filter(pk=stage_id)
-    if not force:
-        stages = stages.filter(agreement_refresh_queued_at__isnull=True)
-    if not stages.update(agreement_refresh_queued_at=now):
-        return False
-    computed_at = (
-        Stage.objects.filter(pk=stage_id).values_list("agreement_computed_at", flat=True).first()
-    )
-    countdown = float(settings.AGREEMENT_REFRESH_DELAY)
-    if computed_at is not None:
-        # At most one refresh per AGREEMENT_REFRESH_INTERVAL: snapshots are a trend, not a log.
-        next_allowed = computed_at + timedelta(seconds=float(settings.AGREEMENT_REFRESH_INTERVAL))
-        countdown = max(countdown, (next_allowed - now).total_seconds())
-
-    def send() -> None:
-        try:
-            refresh_agreement.apply_async((stage_id,), countdown=countdown)
-        except Exception:
-            logger.exception("could not enqueue the agreement refresh of stage %s", stage_id)
-            # Let the next change try again; until then the sweep covers the stage.
-            Stage.objects.filter(pk=stage_id, agreement_refresh_queued_at=now).update(
-                agreement_refresh_queued_at=None
-            )
-
-    transaction.on_commit(send)
-    return True
-
-
-_LOCK_NAMESPACE = 0x52574147  # "RWAG": Rungwise agreement
-_local_locks: dict[int, Any] = {}
-
-
-class _StageLock:
-    """A per-stage mutual exclusion for agreement refreshes: a PostgreSQL session advisory lock
-    (released by the server if the worker dies), a process-local lock elsewhere."""
-
-    def __init__(self, stage_id: int) -> None:
-        self.stage_id = stage_id
-        self.acquired = False
-
-    def __enter__(self) -> bool:
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, self.stage_id % 2**31]
-                )
-                self.acquired = bool(cursor.fetchone()[0])
-        else:
-            import threading
-
-            lock = _local_locks.setdefault(self.stage_id, threading.Lock())
-            self.acquired = lock.acquire(blocking=False)
-        return self.acquired
-
-    def __exit__(self, *exc: Any) -> None:
-        if not self.acquired:
-            return
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, self.stage_id % 2**31]
-                )
-        else:
-            _local_locks[self.stage_id].release()
-
-
-def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] | None:
-    """Recompute a stage's agreement figures from all its annotations and store them as
-    AgreementSnapshots (one per metric, plus the per-annotator table).
-
-    Returns the new snapshots; [] when nothing changed since the last refresh (or the stage is
-    gone); None when another refresh of the stage holds the lock (it re-checks when done). Safe
-    to run twice or concurrently: the lock serialises refreshes of one stage, and a refresh that
-    finds nothing new stores nothing. ``force`` recomputes even when nothing changed.
-    """
-    with _StageLock(stage_id) as acquired:
-        # Whatever happens next, the message that brought us here is consumed.
-        Stage.objects.filter(pk=stage_id).update(agreement_refresh_queued_at=None)
-        if not acquired:
-            return None
-        stage = Stage.objects.select_related("project").filter(pk=stage_id).first()
-        if stage is None:
-            return []
-        seen = stage.agreement_changes
-        if seen == stage.agreement_computed_changes and not force:
-            return []
-        now = timezone.now()
-        snapshots = _agreement_snapshots(stage, as_of=None, computed_at=now, changes=seen)
-        with transaction.atomic():
-            _store_snapshots(snapshots, computed_at=now)
-            Stage.objects.filter(pk=stage_id).update(
-                agreement_computed_changes=seen, agreement_computed_at=now
-            )
-    if Stage.objects.filter(pk=stage_id).exclude(agreement_changes=seen).exists():
-        _agreement_refresh_request(stage_id, force=True)
-    return snapshots
-
-
-def _agreement_snapshots(stage: Stage, *, as_of: Any, computed_at: Any, changes: int) -> list[Any]:
-    """Unsaved AgreementSnapshots of a stage's annotations (up to ``as_of``)."""
-    import time
-
-    import numpy as np
-
-    from . import research_selectors, stage_statistics
-    from .models import AgreementSnapshot
-
-    started = time.perf_counter()
-    votes = research_selectors.stage_votes(stage, as_of=as_of)
-    read_seconds = time.perf_counter() - started
-    if not len(votes):
-        return []
-    results = stage_statistics.stage_agreement(votes)
-    quality = stage_statistics.annotator_quality(
-        votes,
-        gold=research_selectors.stage_gold(stage),
-        skips=research_selectors.stage_skips(stage) if as_of is None else None,
-    )
-    compute_seconds = time.perf_counter() - started - read_seconds
-    timing = {"read_seconds": round(read_seconds, 4), "compute_seconds": round(compute_seconds, 4)}
-    snapshots = []
-    for index, result in enumerate(results):
-        data = result.to_dict()
-        details = dict(data["details"])
-        details.update(
-            se=data["se"],
-            se_null=data["se_null"],
-            ci_method=data["ci_method"],
-            confidence=data["confidence"],
-            note=data["note"],
-            changes=changes,
-            **timing,
-        )
-        if index == 0:
-            details["vote_distribution"] = stage_statistics.vote_distribution(votes)
-        snapshots.append(
-            AgreementSnapshot(
-                stage=stage,
-                metric=data["metric"],
-                value=data["value"],
-                ci_low=data["ci_low"],
-                ci_high=data["ci_high"],
-                n_items=data["n_items"],
-                n_annotators=data["n_raters"] or 0,
-                n_annotations=data["n_annotations"],
-                details=details,
-                computed_at=computed_at,
-            )
-        )
-    rates = [row.majority_agreement for row in quality if row.majority_agreement is not None]
-    snapshots.append(
-        AgreementSnapshot(
-            stage=stage,
-            metric=research_selectors.ANNOTATOR_METRIC,
-            value=float(np.median(rates)) if rates else None,
-            n_items=len(set(votes.items.tolist())),
-            n_annotators=sum(1 for row in quality if row.n_annotations),
-            n_annotations=len(votes),
-            details={
-                "annotators": [row.to_dict() for row in quality],
-                "changes": changes,
-                **timing,
-            },
-            computed_at=computed_at,
-        )
-    )
-    return snapshots
-
-
-def _store_snapshots(snapshots: list[Any], *, computed_at: Any) -> list[Any]:
-    """Insert the snapshots of one computation with one shared computed_at (the field is
-    auto_now_add, which would give each row its own microsecond)."""
-    from .models import AgreementSnapshot
-
-    created = AgreementSnapshot.objects.bulk_create(snapshots)
-    AgreementSnapshot.objects.filter(pk__in=[row.pk for row in created]).update(
-        computed_at=computed_at
-    )
-    for row in created:
-        row.computed_at = computed_at
-    return created
-
-
-def stage_agreement_backfill(*, stage_id: int, moments: Sequence[Any]) -> int:
-    """Store agreement snapshots as they would have been computed at past ``moments`` (from the
-    items completed by then), e.g. for a project whose annotations were imported. Returns
-    the number of snapshots stored. Skip rates are not known for past moments and are left out."""
-    stage = Stage.objects.select_related("project").get(pk=stage_id)
-    stored = 0
-    for moment in sorted(moments):
-        snapshots = _agreement_snapshots(stage, as_of=moment, computed_at=moment, changes=-1)
-        stored += len(_store_snapshots(snapshots, computed_at=moment))
-    return stored
-
-
-def stages_agreement_stale(*, grace_seconds: float = 60, limit: int = 100) -> list[int]:
-    """Ids of stages whose figures are stale and whose refresh message is missing or overdue
-    (queued more than ``grace_seconds`` ago): what the sweep refreshes directly."""
-
-    overdue = timezone.now() - timedelta(seconds=grace_seconds)
-    return list(
-        Stage.objects.exclude(agreement_changes=F("agreement_computed_changes"))
-        .filter(
-            Q(agreement_refresh_queued_at__isnull=True) | Q(agreement_refresh_queued_at__lt=overdue)
-        )
-        .order_by("agreement_computed_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-
-
-@transaction.atomic
-def annotator_set_paused(
-    *, project: Project, user_id: int, paused: bool, reason: str = ""
-) -> Membership:
-    """Pause or resume an annotator of a project (by user id), from the researchers' table."""
-    reason = (reason or "").strip()
-    if len(reason) > 300:
-        raise ApplicationError(
-            "The reason is too long (300 characters at most).", {"reason": "too long"}
-        )
-    membership = (
-        Membership.objects.select_related("user")
-        .filter(project=project, user_id=user_id, role=Role.ANNOTATOR)
-        .first()
-    )
-    if membership is None:
-        raise NotFound("This person is not an annotator of the project.")
-    membership_set_paused(
-        project=project,
-        user=membership.user,
-        paused=paused,
-        reason=reason or ("Paused by a researcher." if paused else ""),
-    )
-    membership.refresh_from_db()
-    return membership
-
-
-def stage_agreement_refresh_soon(*, stage_id: int) -> None:
-    """A researcher asked for fresh figures: recompute from every annotation on the next run,
-    even if nothing changed (e.g. after a kind's categories were edited)."""
-    stage_agreement_changed(stage_id=stage_id)

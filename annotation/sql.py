@@ -8,7 +8,7 @@ have returned. The SQL is portable between PostgreSQL and SQLite (the embedded d
 the row-lock clauses are PostgreSQL's (SQLite's IMMEDIATE transactions serialise writers).
 
 Used by annotation.access (the stage and lease checks), annotation.services (the candidate
-search, the locked assignment) and annotation.api_auth (tokens). Tests: tests/annotation/
+search, the locked assignment) and api.auth (tokens). Tests: tests/annotation/
 test_sql.py (instances equal the ORM's, on both backends) and the engine's own tests.
 """
 

@@ -7,36 +7,19 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from . import services
-from .models import ItemStage
+from annotation import events, services
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="annotation.tasks.resolve_item_stage")
 def resolve_item_stage(item_stage_id: int) -> str | None:
-    """Resolve a completed item stage, then tell its stage's agreement that it changed. Runs
+    """Resolve a completed item stage, then tell the listeners (annotation.events). Runs
     again harmlessly (a redelivered message after a worker was killed finds the item resolved and
     only re-marks the stage, which costs at most one extra no-op refresh)."""
     resolution = services.item_stage_resolve(item_stage_id=item_stage_id)
-    _agreement_changed([item_stage_id])
+    events.item_stages_resolved([item_stage_id])
     return resolution.status if resolution else None
-
-
-def _agreement_changed(item_stage_ids: list[int]) -> None:
-    stage_ids = set(
-        ItemStage.objects.filter(pk__in=item_stage_ids).values_list("stage_id", flat=True)
-    )
-    for stage_id in sorted(stage_ids):
-        services.stage_agreement_changed(stage_id=stage_id)
-
-
-@shared_task(name="annotation.tasks.refresh_agreement")
-def refresh_agreement(stage_id: int) -> int | None:
-    """Recompute a stage's agreement snapshots (coalesced: see services.stage_agreement_refresh).
-    Returns the number of snapshots stored, or None when another refresh held the stage."""
-    snapshots = services.stage_agreement_refresh(stage_id=stage_id)
-    return None if snapshots is None else len(snapshots)
 
 
 @shared_task(name="annotation.tasks.reclaim_expired_leases")
@@ -54,36 +37,6 @@ def sweep_unresolved(older_than_seconds: float | None = None) -> int:
     for item_stage_id in ids:
         services.item_stage_resolve(item_stage_id=item_stage_id)
     if ids:
-        _agreement_changed(ids)
+        events.item_stages_resolved(ids)
         logger.warning("sweep resolved %d item stages whose message was lost", len(ids))
     return len(ids)
-
-
-@shared_task(name="annotation.tasks.run_import")
-def run_import(batch_id: int) -> str:
-    """Validate and write one import batch; a batch already finished is left alone."""
-    from .imports import import_batch_run
-
-    return import_batch_run(batch_id=batch_id).status
-
-
-@shared_task(name="annotation.tasks.build_release")
-def build_release(release_id: int) -> str:
-    """Build the files of a release; a release already published or failed is left alone."""
-    from .releases.services import release_build
-
-    return release_build(release_id=release_id).status
-
-
-@shared_task(name="annotation.tasks.sweep_agreement")
-def sweep_agreement(grace_seconds: float = 60) -> int:
-    """Refresh, directly, the stages whose figures are stale and whose refresh message is
-    missing or overdue (lost with the broker, or with a killed worker)."""
-    ids = services.stages_agreement_stale(grace_seconds=grace_seconds)
-    refreshed = 0
-    for stage_id in ids:
-        if services.stage_agreement_refresh(stage_id=stage_id) is not None:
-            refreshed += 1
-    if refreshed:
-        logger.warning("sweep refreshed the agreement of %d stages", refreshed)
-    return refreshed

@@ -18,18 +18,18 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from . import selectors, services
-from .access import (
+from annotation import selectors, services
+from annotation.access import (
     ANY_ROLE,
     access_assignment,
     access_project,
     access_stage_for_annotator,
     user_roles,
 )
-from .errors import ApplicationError
-from .kinds import get_kind
-from .models import Assignment, Stage
-from .navigation import project_tabs, register_project_tab
+from annotation.errors import ApplicationError
+from annotation.kinds import get_kind
+from annotation.models import Assignment, Stage
+from annotation.navigation import project_tabs, register_project_tab
 
 register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 

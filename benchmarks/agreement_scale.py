@@ -171,8 +171,9 @@ def timed(function, repeat: int):
 def measure(repeat: int, baseline: bool) -> None:
     import pandas as pd
 
-    from annotation import research_selectors, stage_statistics
-    from annotation.agreement import fleiss_kappa, fleiss_kappa_codes
+    from agreement import selectors as research_selectors
+    from agreement import stage_statistics
+    from agreement.stats import fleiss_kappa, fleiss_kappa_codes
     from annotation.models import Annotation, Project
 
     stage = Project.objects.get(slug=SLUG).stages.get()

@@ -35,7 +35,7 @@ from statsmodels.stats import inter_rater
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotation.agreement import AgreementResult, fleiss_kappa, fleiss_kappa_codes  # noqa: E402
+from agreement.stats import AgreementResult, fleiss_kappa, fleiss_kappa_codes  # noqa: E402
 
 
 def synthetic_annotations(

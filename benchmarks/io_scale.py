@@ -9,7 +9,7 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
   items/4 and at items rows: rows/s and peak memory — memory should not grow with the rows;
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL each file is one COPY (SELECT line …) TO STDOUT streamed into
-  the file: the lines are built in SQL, see annotation.releases.copy_export) and
+  the file: the lines are built in SQL, see releases.copy_export) and
   release_item_rows → items.jsonl (keyset-paginated, Python), at a quarter and at the full
   size: rows/s and peak memory (target ≥ 50,000 rows/s, memory flat), against a naive baseline
   measured in the same run (list(values()) + json.dumps, memory growing with the rows), at the
@@ -80,8 +80,8 @@ def report(**figures) -> None:
 def phase_import(slug: str, rows: int, workdir: Path) -> None:
     django_setup()
     from annotation import services
-    from annotation.imports import import_batch_create, import_batch_run
     from annotation.models import Project
+    from imports.services import import_batch_create, import_batch_run
 
     project = Project.objects.filter(slug=slug).first() or services.project_create(
         slug=slug, name=slug, kind="generic"
@@ -112,8 +112,8 @@ def phase_import(slug: str, rows: int, workdir: Path) -> None:
 def phase_export(slug: str, workdir: Path, naive: bool) -> None:
     django_setup()
     from annotation.models import Annotation, Project
-    from annotation.releases import services as release_services
-    from annotation.releases.writers import write_jsonl
+    from releases import services as release_services
+    from releases.writers import write_jsonl
 
     project = Project.objects.get(slug=slug)
     peak = PeakRss()
@@ -148,7 +148,7 @@ def phase_export(slug: str, workdir: Path, naive: bool) -> None:
 def phase_release(slug: str) -> None:
     django_setup()
     from annotation.models import Project
-    from annotation.releases.services import release_build, release_publish
+    from releases.services import release_build, release_publish
 
     project = Project.objects.get(slug=slug)
     peak = PeakRss()

@@ -12,10 +12,9 @@ class RatingsConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.kinds import register_kind
-        from annotation.releases.layouts import register_layout
-
-        from .kinds import RateKind
-        from .release_layout import explica_layout
+        from ratings.kinds import RateKind
+        from ratings.release_layout import explica_layout
+        from releases.layouts import register_layout
 
         register_kind(RateKind())
         register_layout("ratings", explica_layout)
@@ -28,9 +27,8 @@ class RatingsConfig(AppConfig):
 
         from annotation import services as engine
         from annotation.models import Item, Project, Role
-
-        from . import services
-        from .fixtures import demo
+        from ratings import services
+        from ratings.fixtures import demo
 
         roles = {
             "admin": Role.ADMIN,
@@ -76,9 +74,9 @@ class RatingsConfig(AppConfig):
 
 
 def _rating_rows(rows, project):
-    from . import importing
-    from .connectives import connective_set_from_json
-    from .models import RatingsSetup
+    from ratings import importing
+    from ratings.connectives import connective_set_from_json
+    from ratings.models import RatingsSetup
 
     setup = RatingsSetup.objects.get(project=project)
     return importing.parse_ratings(

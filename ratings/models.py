@@ -18,7 +18,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from annotation.models import ImportBatch, Project, Stage
+from annotation.models import Project, Stage
+from imports.models import ImportBatch
 
 
 class RatingsSetup(models.Model):

@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from annotation.errors import ApplicationError
-from annotation.releases.layouts import LayoutContext
-from annotation.releases.writers import FileEntry, write_csv
-
-from . import selectors
-from .models import SentencePair
-from .stats import item_summary, pair_labels
+from ratings import selectors
+from ratings.models import SentencePair
+from ratings.stats import item_summary, pair_labels
+from releases.layouts import LayoutContext
+from releases.writers import FileEntry, write_csv
 
 
 def explica_layout(context: LayoutContext) -> list[Path | FileEntry]:

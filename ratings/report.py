@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from annotation.agreement import krippendorff_alpha as alpha_with_ci
+from agreement.stats import krippendorff_alpha as alpha_with_ci
 from ratings import stats
 from ratings.connectives import ConnectiveSet
 from ratings.stats import LabelRule

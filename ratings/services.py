@@ -42,16 +42,8 @@ from django.utils import timezone
 
 from annotation import services as engine
 from annotation.errors import ApplicationError
-from annotation.models import (
-    Annotation,
-    ImportBatch,
-    Item,
-    ItemStage,
-    Project,
-    ProjectKind,
-    Resolution,
-    Stage,
-)
+from annotation.models import Annotation, Item, ItemStage, Project, ProjectKind, Resolution, Stage
+from imports.models import ImportBatch
 from ratings import importing
 from ratings.connectives import (
     EXPLICA_CONNECTIVES,

@@ -51,6 +51,10 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "annotation",
+    "agreement",
+    "imports",
+    "releases",
+    "api",
     "ratings",
     "review",
 ]
@@ -210,11 +214,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
     "sweep-agreement": {
-        "task": "annotation.tasks.sweep_agreement",
+        "task": "agreement.tasks.sweep_agreement",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
 }
-# Agreement refresh coalescing (annotation.services.stage_agreement_changed): a refresh waits
+# Agreement refresh coalescing (agreement.services.stage_agreement_changed): a refresh waits
 # AGREEMENT_REFRESH_DELAY seconds after the first change, and at least AGREEMENT_REFRESH_INTERVAL
 # seconds after the previous refresh, gathering every change in between into one computation.
 AGREEMENT_REFRESH_DELAY = float(os.environ.get("AGREEMENT_REFRESH_DELAY", "2"))
@@ -224,13 +228,13 @@ AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotation.api_auth.TokenAuthentication",
+        "api.auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "annotation.api_schema.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "annotation.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     # Throttled views name their scope (ScopedRateThrottle): "auth" on the token endpoint,
     # "submit" on annotation submits. "off" disables a scope (benchmarks, load tests).
     "DEFAULT_THROTTLE_RATES": {
@@ -249,8 +253,8 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/",
     "ENUM_NAME_OVERRIDES": {
         "ItemStatusEnum": "annotation.models.Item.Status",
-        "ImportStatusEnum": "annotation.models.ImportBatch.Status",
-        "ReleaseStatusEnum": "annotation.models.Release.Status",
+        "ImportStatusEnum": "imports.models.ImportBatch.Status",
+        "ReleaseStatusEnum": "releases.models.Release.Status",
         "AssignmentStatusEnum": "annotation.models.Assignment.Status",
     },
     "TAGS": [

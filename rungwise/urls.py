@@ -22,9 +22,10 @@ urlpatterns = [
     ),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("api/", include("annotation.api_urls")),
+    path("api/", include("api.urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
-    path("", include("annotation.io_urls")),
-    path("", include("annotation.research_urls")),
+    path("", include("imports.urls")),
+    path("", include("releases.urls")),
+    path("", include("agreement.urls")),
     path("", include("annotation.urls")),
 ]

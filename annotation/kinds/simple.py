@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from annotation.errors import ApplicationError
-
-from .base import TaskKind
+from annotation.kinds.base import TaskKind
 
 MAX_COMMENT = 2000
 

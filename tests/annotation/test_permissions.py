@@ -145,8 +145,8 @@ def data_world(world, settings, tmp_path):
     """The matrix world plus a published release and an import batch."""
     import io
 
-    from annotation.imports import import_batch_create
-    from annotation.releases.services import release_build, release_publish
+    from imports.services import import_batch_create
+    from releases.services import release_build, release_publish
 
     settings.MEDIA_ROOT = tmp_path
     project, admin_user = world["project"], world["users"]["admin"]

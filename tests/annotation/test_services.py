@@ -276,7 +276,9 @@ def test_non_members_and_paused_annotators_get_no_items():
     with pytest.raises(PermissionDenied):
         access_stage_for_annotator(user=researcher, stage_id=verify.pk)
     held = next_for(alice, verify)
-    services.membership_set_paused(project=project, user=alice, paused=True, reason="low agreement")
+    services.membership_set_paused(
+        project=project, user_id=alice.pk, paused=True, reason="low agreement"
+    )
     with pytest.raises(PermissionDenied, match="paused"):
         access_stage_for_annotator(user=alice, stage_id=verify.pk)
     assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.EXPIRED

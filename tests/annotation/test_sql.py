@@ -12,14 +12,14 @@ from rest_framework.test import APIClient
 
 from annotation import services, sql
 from annotation.access import access_stage_for_annotator
-from annotation.api import (
+from annotation.errors import NotFound, PermissionDenied
+from annotation.models import Assignment, Item, ItemStage, Project, Stage
+from api.views import (
     AnnotationSerializer,
     AssignmentSerializer,
     annotation_out,
     assignment_out,
 )
-from annotation.errors import NotFound, PermissionDenied
-from annotation.models import Assignment, Item, ItemStage, Project, Stage
 from tests.factories import make_member, pipeline
 
 pytestmark = pytest.mark.django_db

@@ -339,7 +339,9 @@ def test_signed_out_users_are_sent_to_sign_in_and_htmx_gets_a_full_page_redirect
 
 def test_a_paused_annotator_sees_why(client):
     project, stage, (alice, *_) = pair_project()
-    services.membership_set_paused(project=project, user=alice, paused=True, reason="quality check")
+    services.membership_set_paused(
+        project=project, user_id=alice.pk, paused=True, reason="quality check"
+    )
     response = signed_in(client, alice).get(stage_url(stage))
     assert response.status_code == 403
     assert "paused" in response.content.decode()

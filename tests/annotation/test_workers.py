@@ -22,10 +22,12 @@ import pandas as pd
 import pytest
 from django.db import connection, transaction
 
-from annotation import research_selectors
-from annotation.agreement import fleiss_kappa
-from annotation.models import AgreementSnapshot, Annotation, Item, ItemStage, Resolution, Stage
-from annotation.tasks import sweep_agreement, sweep_unresolved
+from agreement import selectors as research_selectors
+from agreement.models import AgreementSnapshot
+from agreement.stats import fleiss_kappa
+from agreement.tasks import sweep_agreement
+from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
+from annotation.tasks import sweep_unresolved
 from tests.conftest import Workers, wait_for
 from tests.factories import annotate_stage, make_items, make_label_stage, make_member, make_project
 

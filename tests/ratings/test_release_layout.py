@@ -10,8 +10,8 @@ import zipfile
 import pytest
 
 from annotation.models import Item
-from annotation.releases.services import release_build, release_publish
 from ratings import services
+from releases.services import release_build, release_publish
 from tests.factories import make_member
 from tests.ratings.conftest import csv_text
 

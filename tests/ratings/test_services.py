@@ -12,7 +12,8 @@ import pytest
 from annotation import services as engine
 from annotation.access import access_stage_for_annotator
 from annotation.errors import ApplicationError, Conflict
-from annotation.models import Annotation, ImportBatch, Item, ItemStage, Resolution, Role, Stage
+from annotation.models import Annotation, Item, ItemStage, Resolution, Role, Stage
+from imports.models import ImportBatch
 from ratings import services
 from ratings.models import ModelRun, RatingsSetup, SentencePair
 from tests.factories import make_member

@@ -9,8 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.errors import ApplicationError
 from ratings import services
-
-from ._common import command_error
+from ratings.management.commands._common import command_error
 
 
 class Command(BaseCommand):

@@ -11,8 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.errors import ApplicationError
 from annotation.models import Project
 from ratings import services
-
-from ._common import command_error
+from ratings.management.commands._common import command_error
 
 DEFAULT_RATINGS = "res/acceptability/zeroshot/accept_res_outlines_gpt-4o_zero.tsv"
 

@@ -6,8 +6,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.errors import ApplicationError
 from ratings import services
-
-from ._common import command_error, project_by_slug, read_file
+from ratings.management.commands._common import command_error, project_by_slug, read_file
 
 
 class Command(BaseCommand):

@@ -1,0 +1,110 @@
+"""Number formatting for the researchers' pages: fixed decimals, percentages, intervals, and a
+dash for figures that are undefined (never "None" or "nan" on a page)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django import template
+
+from agreement.selectors import METRIC_LABELS
+
+register = template.Library()
+DASH = "—"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+
+
+@register.filter
+def fixed(value: Any, digits: int = 3) -> str:
+    """0.61234 → "0.612"; negative values keep a true minus sign."""
+    if _missing(value):
+        return DASH
+    return f"{float(value):.{int(digits)}f}".replace("-", "−")
+
+
+@register.filter
+def percent(value: Any, digits: int = 0) -> str:
+    if _missing(value):
+        return DASH
+    return f"{100 * float(value):.{int(digits)}f} %"
+
+
+@register.filter
+def seconds(value: Any) -> str:
+    if _missing(value):
+        return DASH
+    value = float(value)
+    if value < 60:
+        return f"{value:.1f} s"
+    return f"{int(value // 60)} min {int(round(value % 60)):02d} s"
+
+
+@register.simple_tag
+def interval(low: Any, high: Any, digits: int = 3) -> str:
+    """ "[0.551, 0.688]", or a dash when either bound is missing."""
+    if _missing(low) or _missing(high):
+        return DASH
+    return f"[{fixed(low, digits)}, {fixed(high, digits)}]"
+
+
+@register.filter
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric.replace("_", " "))
+
+
+@register.filter
+def metric_short(metric: str) -> str:
+    """The coefficient's name without its level: "Krippendorff's α" for every α."""
+    return metric_label(metric).split(" (")[0]
+
+
+@register.filter
+def metric_level(metric: str) -> str:
+    """The level in a metric label ("nominal" for Krippendorff's α (nominal)), or ""."""
+    label = metric_label(metric)
+    return label.split(" (", 1)[1].rstrip(")") if " (" in label else ""
+
+
+@register.filter
+def vote(value: Any) -> str:
+    """A vote value as shown in tables (strings bare, numbers without trailing .0)."""
+    if value is None:
+        return DASH
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    """mapping[key] in templates (None when absent)."""
+    if mapping is None:
+        return None
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def bar(value: Any) -> str:
+    """A CSS width for a share in [0, 1] (e.g. "42.0%")."""
+    if _missing(value):
+        return "0%"
+    return f"{max(0.0, min(1.0, float(value))) * 100:.1f}%"
+
+
+@register.filter
+def category_index(value: Any, categories: Any) -> int:
+    """The position of a vote among the stage's categories (for colour classes), or 0."""
+    try:
+        return list(categories).index(value) % 6 + 1
+    except (ValueError, TypeError):
+        return 0

@@ -1,0 +1,31 @@
+from django.urls import path, re_path
+
+from api import views as api
+
+app_name = "api"
+
+project = "projects/<slug:slug>/"
+
+urlpatterns = [
+    path("auth/token/", api.TokenView.as_view(), name="token"),
+    path("projects/", api.ProjectListView.as_view(), name="projects"),
+    path(project, api.ProjectDetailView.as_view(), name="project"),
+    path(project + "stages/", api.StageListView.as_view(), name="stages"),
+    path(project + "items/", api.ItemListView.as_view(), name="items"),
+    path(project + "items/<int:item_id>/", api.ItemDetailView.as_view(), name="item"),
+    path(project + "agreement/", api.AgreementView.as_view(), name="agreement"),
+    path(project + "imports/", api.ImportListView.as_view(), name="imports"),
+    path(project + "imports/<int:batch_id>/", api.ImportDetailView.as_view(), name="import"),
+    path(project + "releases/", api.ReleaseListView.as_view(), name="releases"),
+    path(project + "releases/<int:version>/", api.ReleaseDetailView.as_view(), name="release"),
+    path(
+        project + "releases/<int:version>/download/",
+        api.ReleaseDownloadView.as_view(),
+        name="release-download",
+    ),
+    path("stages/<int:stage_id>/next/", api.NextItemView.as_view(), name="next"),
+    path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
+    path("assignments/<int:assignment_id>/skip/", api.SkipView.as_view(), name="skip"),
+    # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
+    re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
+]

@@ -1,0 +1,736 @@
+"""How a project kind declares the rows it accepts on import.
+
+A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
+custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
+record (a dict from CSV, JSON Lines or a JSON array) into a clean payload dict or a list of
+``RowError`` saying exactly what to fix.
+
+Reading values
+--------------
+* A field is looked up by its name, then by each alias in order; the first one present wins.
+  Names match case-insensitively and ignoring surrounding spaces ("Scenario " finds "scenario").
+  An alias with a dot (``"trap.type"``) also reaches into nested objects (``{"trap": {"type":
+  ...}}``); a flat key spelled with the dot (a CSV column ``trap.type``) is tried first.
+* Absent keys, ``null`` and blank strings count as missing: an error for a required field, the
+  default (when declared) otherwise, else the field is left out of the payload.
+* CSV cells are text (``text_values=True``), so numbers, booleans, JSON and lists are parsed from
+  it: ``bool`` takes true/false/yes/no/1/0 (any case); ``json`` takes a JSON text (a cell that is
+  not JSON is kept as a plain string unless it starts with ``{`` or ``[``); ``list[str]`` takes a
+  JSON array or items separated by ``;``. JSON input keeps its own types, with two allowances seen
+  in real submissions: numbers given as numeric strings, and booleans given as strings.
+* ``choice`` matches exactly, then case-insensitively, and stores the declared spelling.
+
+Unknown keys (``extra_fields``): ``"keep"`` copies them into the payload unchanged (data are never
+lost; a nested object read through a dotted alias is also kept whole), ``"reject"`` makes each one
+an error, ``"ignore"`` drops them. When a name and its alias are both present only the winner is
+consumed; the other is an unknown key like any other.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from imports.core.report import RowError, truncated_repr
+
+FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
+EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
+LIST_SEPARATOR = ";"
+
+TRUE_WORDS = frozenset({"true", "yes", "y", "t", "1"})
+FALSE_WORDS = frozenset({"false", "no", "n", "f", "0"})
+_INT_TEXT = re.compile(r"[+-]?\d+")
+
+
+class _Missing:
+    """Marker for "no default declared" (None is a legitimate default)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalise_key(key: str) -> str:
+    # Cached: the same few column names come back on every row.
+    return key.strip().casefold()
+
+
+class FieldValueError(ValueError):
+    """A value that does not fit its field; carries what ``RowError`` needs."""
+
+    def __init__(self, code: str, expected: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.expected = expected
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """One declared field.
+
+    ``type`` is one of ``FIELD_TYPES``. ``min``/``max`` bound ``int`` and ``float`` values
+    (inclusive); ``max_length`` bounds ``str`` values (characters) and each ``list[str]`` item.
+    ``choices`` is required for (and only allowed with) ``type="choice"``.
+    """
+
+    name: str
+    type: str = "str"
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    max_length: int | None = None
+    default: Any = MISSING
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in FIELD_TYPES:
+            raise ValueError(f"field {self.name!r}: type must be one of {FIELD_TYPES}")
+        object.__setattr__(self, "choices", tuple(self.choices))
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        if self.type == "choice" and not self.choices:
+            raise ValueError(f"field {self.name!r}: a choice field needs choices")
+        if self.choices and self.type != "choice":
+            raise ValueError(f"field {self.name!r}: choices are only for type 'choice'")
+        if (self.min is not None or self.max is not None) and self.type not in ("int", "float"):
+            raise ValueError(f"field {self.name!r}: min/max are only for int and float")
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def describe_type(self) -> str:
+        """The expected value in words, for messages and datasheets."""
+        if self.type == "choice":
+            return "one of " + ", ".join(self.choices)
+        words = {
+            "str": "text",
+            "int": "a whole number",
+            "float": "a number",
+            "bool": "true or false",
+            "json": "any JSON value",
+            "list[str]": "a list of texts",
+        }[self.type]
+        if self.type in ("int", "float"):
+            if self.min is not None and self.max is not None:
+                words += f" from {_number_text(self.min)} to {_number_text(self.max)}"
+            elif self.min is not None:
+                words += f" of at least {_number_text(self.min)}"
+            elif self.max is not None:
+                words += f" of at most {_number_text(self.max)}"
+        if self.max_length is not None and self.type in ("str", "list[str]"):
+            words += f" of at most {self.max_length} characters"
+        return words
+
+    def coerce(self, value: Any, *, text_values: bool = False) -> Any:
+        """Return ``value`` as this field's type or raise ``FieldValueError``.
+
+        ``value`` must not be missing (callers check ``is_missing`` first).
+        """
+        kind = self.type
+        if kind == "str":
+            result = self._coerce_str(value)
+        elif kind == "int":
+            result = self._check_range(self._coerce_int(value))
+        elif kind == "float":
+            result = self._check_range(self._coerce_float(value))
+        elif kind == "bool":
+            result = self._coerce_bool(value)
+        elif kind == "json":
+            result = self._coerce_json(value, text_values)
+        elif kind == "list[str]":
+            result = self._coerce_list(value, text_values)
+        else:
+            result = self._coerce_choice(value)
+        return result
+
+    # -- one method per type ---------------------------------------------------------------
+
+    def _wrong(self, value: Any, code: str = "wrong_type") -> FieldValueError:
+        expected = self.describe_type()
+        return FieldValueError(
+            code,
+            expected,
+            f'Field "{self.name}" must be {expected}; found {truncated_repr(value)}.',
+        )
+
+    def _check_length(self, text: str) -> str:
+        if self.max_length is not None and len(text) > self.max_length:
+            raise FieldValueError(
+                "too_long",
+                f"at most {self.max_length} characters",
+                f'Field "{self.name}" is {len(text)} characters long; the limit is '
+                f"{self.max_length}. Shorten it or split the item.",
+            )
+        return text
+
+    def _coerce_str(self, value: Any) -> str:
+        if isinstance(value, str):
+            return self._check_length(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return self._check_length(str(value))
+        raise self._wrong(value)
+
+    def _coerce_int(self, value: Any) -> int:
+        if isinstance(value, bool):
+            raise self._wrong(value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+            return int(value.strip())
+        raise self._wrong(value)
+
+    def _coerce_float(self, value: Any) -> float:
+        if isinstance(value, bool):
+            raise self._wrong(value)
+        if isinstance(value, int | float):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise self._wrong(value) from None
+        else:
+            raise self._wrong(value)
+        if not math.isfinite(number):
+            raise self._wrong(value)
+        return number
+
+    def _check_range(self, number: int | float) -> int | float:
+        too_low = self.min is not None and number < self.min
+        too_high = self.max is not None and number > self.max
+        if too_low or too_high:
+            expected = self.describe_type()
+            raise FieldValueError(
+                "out_of_range",
+                expected,
+                f'Field "{self.name}" must be {expected}; found {_number_text(number)}.',
+            )
+        return number
+
+    def _coerce_bool(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str):
+            word = value.strip().casefold()
+            if word in TRUE_WORDS:
+                return True
+            if word in FALSE_WORDS:
+                return False
+        raise self._wrong(value)
+
+    def _coerce_json(self, value: Any, text_values: bool) -> Any:
+        if not text_values or not isinstance(value, str):
+            return value
+        stripped = value.strip()
+        try:
+            return json.loads(stripped)
+        except ValueError as error:
+            if stripped[:1] in ("{", "["):
+                raise FieldValueError(
+                    "wrong_type",
+                    "valid JSON",
+                    f'Field "{self.name}" looks like JSON but cannot be read: {error.args[0]}.',
+                ) from None
+            return value
+
+    def _coerce_list(self, value: Any, text_values: bool) -> list[str]:
+        items: Any = value
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                try:
+                    items = json.loads(stripped)
+                except ValueError:
+                    raise self._wrong(value) from None
+            elif text_values:
+                items = [part.strip() for part in stripped.split(LIST_SEPARATOR) if part.strip()]
+            else:
+                raise self._wrong(value)
+        if not isinstance(items, list):
+            raise self._wrong(value)
+        result = []
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise self._wrong(value)
+            result.append(self._check_length(str(item)))
+        return result
+
+    def _coerce_choice(self, value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise self._wrong(value, "unknown_choice")
+        text = str(value)
+        if text in self.choices:
+            return text
+        folded = text.strip().casefold()
+        for choice in self.choices:
+            if choice.casefold() == folded:
+                return choice
+        raise self._wrong(value, "unknown_choice")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.required:
+            data["required"] = True
+        for key in ("choices", "aliases"):
+            if getattr(self, key):
+                data[key] = list(getattr(self, key))
+        for key in ("min", "max", "max_length"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        if self.default is not MISSING:
+            data["default"] = self.default
+        if self.help:
+            data["help"] = self.help
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FieldSpec:
+        return cls(
+            **{
+                **data,
+                "choices": tuple(data.get("choices", ())),
+                "aliases": tuple(data.get("aliases", ())),
+            }
+        )
+
+
+def _number_text(number: float) -> str:
+    if isinstance(number, float) and number.is_integer():
+        return str(int(number))
+    return str(number)
+
+
+def is_missing(value: Any) -> bool:
+    """Absent, ``null`` and blank text all count as missing."""
+    return value is None or value is MISSING or (isinstance(value, str) and not value.strip())
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """The rows a project kind accepts: declared fields, the external id, unknown-key policy.
+
+    ``external_id_field`` must name a declared field; it is made required and its value is
+    stored as stripped text (``clean[external_id_field]`` is always a non-empty ``str``).
+    """
+
+    name: str
+    fields: tuple[FieldSpec, ...]
+    external_id_field: str
+    extra_fields: Literal["keep", "reject", "ignore"] = "keep"
+    description: str = ""
+    _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
+    _source_owner: dict[str, str] = field(init=False, repr=False, compare=False)
+    _plan: dict[str, tuple[tuple[str, list[str] | None], ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.extra_fields not in EXTRA_FIELD_POLICIES:
+            raise ValueError(f"extra_fields must be one of {EXTRA_FIELD_POLICIES}")
+        fields = tuple(self.fields)
+        by_name = {spec.name: spec for spec in fields}
+        if len(by_name) != len(fields):
+            raise ValueError(f"schema {self.name!r}: field names repeat")
+        if self.external_id_field not in by_name:
+            raise ValueError(f"schema {self.name!r}: no field named {self.external_id_field!r}")
+        id_spec = by_name[self.external_id_field]
+        if id_spec.type != "str" or not id_spec.required:
+            id_spec = FieldSpec(**{**id_spec.to_dict(), "type": "str", "required": True})
+            fields = tuple(id_spec if spec.name == id_spec.name else spec for spec in fields)
+            by_name[id_spec.name] = id_spec
+        owner: dict[str, str] = {}
+        for spec in fields:
+            for source in spec.sources:
+                key = _normalise_key(source)
+                if key in owner:
+                    raise ValueError(
+                        f"schema {self.name!r}: {source!r} names both {owner[key]!r} and {spec.name!r}"
+                    )
+                owner[key] = spec.name
+        object.__setattr__(self, "fields", fields)
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_source_owner", owner)
+        # Per field: (normalised flat name, dotted path or None) for each source, in order.
+        plan = {
+            spec.name: tuple(
+                (_normalise_key(source), source.split(".") if "." in source else None)
+                for source in spec.sources
+            )
+            for spec in fields
+        }
+        object.__setattr__(self, "_plan", plan)
+
+    def field(self, name: str) -> FieldSpec:
+        return self._by_name[name]
+
+    @property
+    def field_names(self) -> list[str]:
+        return [spec.name for spec in self.fields]
+
+    def check_columns(self, columns: Iterable[str], *, line: int = 1) -> list[RowError]:
+        """Problems with a CSV header that would fail every row: report them once.
+
+        A required field none of whose names (or flat dotted aliases) is a column, and, when
+        the schema rejects unknown fields, every unknown column.
+        """
+        present = {_normalise_key(column) for column in columns}
+        errors = []
+        for spec in self.fields:
+            if spec.required and spec.default is MISSING:
+                if not any(_normalise_key(source) in present for source in spec.sources):
+                    names = " or ".join(f'"{source}"' for source in spec.sources)
+                    errors.append(
+                        RowError(
+                            line=line,
+                            field=spec.name,
+                            code="missing_column",
+                            expected=names,
+                            found=truncated_repr(", ".join(columns)),
+                            message=(
+                                f'The header has no column {names}, which the "{self.name}" '
+                                f"schema requires; add the column (or rename the one that "
+                                f"holds {spec.name})."
+                            ),
+                        )
+                    )
+        if self.extra_fields == "reject":
+            for column in columns:
+                if _normalise_key(column) not in self._source_owner:
+                    errors.append(self._unknown_field_error(column, line, None, None, header=True))
+        return errors
+
+    def _unknown_field_error(
+        self, key: str, line: int | None, index: int | None, column: int | None, *, header: bool
+    ) -> RowError:
+        what = "column" if header else "field"
+        known = ", ".join(self.field_names)
+        return RowError(
+            line=line,
+            index=index,
+            column=column,
+            field=key,
+            code="unknown_field",
+            expected=f"one of {known}",
+            found=truncated_repr(key),
+            message=(
+                f'The {what} "{key}" is not part of the "{self.name}" schema (known: {known}); '
+                f"remove it or rename it to a known field."
+            ),
+        )
+
+    def _lookup(
+        self, spec: FieldSpec, raw: Mapping[str, Any], keys: dict[str, str]
+    ) -> tuple[Any, str | None]:
+        """(value, consumed top-level key) of the first source present, else (MISSING, None)."""
+        for normalised, path in self._plan[spec.name]:
+            key = keys.get(normalised)
+            if key is not None:
+                value = raw[key]
+                if not is_missing(value):
+                    return value, key
+            if path is not None:
+                value = _dig(raw, keys, path)
+                if not is_missing(value):
+                    return value, None
+        return MISSING, None
+
+    def validate_row(
+        self,
+        raw: Any,
+        line: int | None,
+        *,
+        index: int | None = None,
+        column: int | None = None,
+        text_values: bool = False,
+    ) -> tuple[dict[str, Any] | None, list[RowError]]:
+        """Check one record; return ``(clean, [])`` or ``(None, errors)``.
+
+        ``line``/``index``/``column`` locate the record for the errors. ``text_values`` is True
+        for CSV, whose cells are all text.
+        """
+        where = {"line": line, "index": index, "column": column}
+        if not isinstance(raw, Mapping):
+            return None, [
+                RowError(
+                    **where,
+                    code="not_an_object",
+                    expected="an object ({...}) with named fields",
+                    found=truncated_repr(raw),
+                    message=(
+                        f"Each record must be a JSON object with named fields; this one is "
+                        f"{_json_kind(raw)}."
+                    ),
+                )
+            ]
+        keys: dict[str, str] = {}
+        for key in raw:
+            keys.setdefault(_normalise_key(str(key)), key)
+        clean: dict[str, Any] = {}
+        consumed: set[str] = set()
+        errors: list[RowError] = []
+        for spec in self.fields:
+            value, key = self._lookup(spec, raw, keys)
+            if key is not None:
+                consumed.add(key)
+            if value is MISSING:
+                if spec.default is not MISSING:
+                    clean[spec.name] = _copy_default(spec.default)
+                elif spec.required:
+                    also = ""
+                    if spec.aliases:
+                        also = (
+                            " (also accepted as "
+                            + " or ".join(f'"{alias}"' for alias in spec.aliases)
+                            + ")"
+                        )
+                    errors.append(
+                        RowError(
+                            **where,
+                            field=spec.name,
+                            code="required",
+                            expected=spec.describe_type(),
+                            found="missing",
+                            message=(
+                                f'The required field "{spec.name}"{also} is missing or '
+                                f"empty; fill it in."
+                            ),
+                        )
+                    )
+                continue
+            try:
+                coerced = spec.coerce(value, text_values=text_values)
+            except FieldValueError as problem:
+                errors.append(
+                    RowError(
+                        **where,
+                        field=spec.name,
+                        code=problem.code,
+                        expected=problem.expected,
+                        found=truncated_repr(value),
+                        message=problem.message,
+                    )
+                )
+                continue
+            if spec.name == self.external_id_field:
+                coerced = coerced.strip()
+            clean[spec.name] = coerced
+        if self.extra_fields != "ignore":
+            for key, value in raw.items():
+                if key in consumed:
+                    continue
+                if _normalise_key(str(key)) in self._source_owner:
+                    # A declared name left unused: empty, or an alias that lost to the name.
+                    if self.extra_fields == "keep" and not is_missing(value):
+                        clean.setdefault(str(key), value)
+                elif self.extra_fields == "reject":
+                    errors.append(
+                        self._unknown_field_error(str(key), line, index, column, header=False)
+                    )
+                else:
+                    clean.setdefault(str(key), value)
+        if errors:
+            return None, errors
+        return clean, []
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Field descriptions for a datasheet: name, type in words, required, help."""
+        return [
+            {
+                "name": spec.name,
+                "type": spec.describe_type(),
+                "required": spec.required,
+                "description": spec.help,
+            }
+            for spec in self.fields
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "external_id_field": self.external_id_field,
+            "extra_fields": self.extra_fields,
+            "fields": [spec.to_dict() for spec in self.fields],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RowSchema:
+        return cls(
+            name=data["name"],
+            description=data.get("description", ""),
+            external_id_field=data["external_id_field"],
+            extra_fields=data.get("extra_fields", "keep"),
+            fields=tuple(FieldSpec.from_dict(spec) for spec in data["fields"]),
+        )
+
+
+def _dig(raw: Mapping[str, Any], keys: dict[str, str], path: list[str]) -> Any:
+    top = keys.get(_normalise_key(path[0]))
+    if top is None:
+        return MISSING
+    value: Any = raw[top]
+    for part in path[1:]:
+        if not isinstance(value, Mapping):
+            return MISSING
+        value = value.get(part, MISSING)
+    return value
+
+
+def _copy_default(value: Any) -> Any:
+    if isinstance(value, list | dict):
+        return json.loads(json.dumps(value))
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+# -- the schemas project kinds use ---------------------------------------------------------
+
+
+def generic_schema(
+    *,
+    external_id_field: str = "external_id",
+    aliases: tuple[str, ...] = ("id", "item_id", "case_id"),
+    extra_fields: Literal["keep", "reject", "ignore"] = "keep",
+) -> RowSchema:
+    """Any rows with an external id; every other field goes into the payload as it is."""
+    return RowSchema(
+        name="generic",
+        description="Rows with an external id; all other fields are kept as the item payload.",
+        external_id_field=external_id_field,
+        extra_fields=extra_fields,
+        fields=(
+            FieldSpec(
+                external_id_field,
+                "str",
+                required=True,
+                aliases=aliases,
+                max_length=255,
+                help="Identifier of the item in the source data; unique within a project.",
+            ),
+        ),
+    )
+
+
+CAUSALT5K_DOMAINS_HELP = (
+    "Domain as submitted (D1 Daily Life … D10 Social Science, or a free-text name such as "
+    "'Medicine'); normalised later."
+)
+
+CAUSALT5K_SCHEMA = RowSchema(
+    name="causalt5k",
+    description=(
+        "CausalT5k-style cases: a self-contained scenario and claim at one Pearl level, with a "
+        "gold label and the trap (Wolf) or design (Sheep) type."
+    ),
+    external_id_field="id",
+    extra_fields="keep",
+    fields=(
+        FieldSpec(
+            "id",
+            "str",
+            required=True,
+            aliases=("case_id",),
+            max_length=200,
+            help="Case identifier, e.g. T2-W7-MED-042 (tier, trap, domain, sequence).",
+        ),
+        FieldSpec(
+            "pearl_level",
+            "choice",
+            required=True,
+            choices=("L1", "L2", "L3"),
+            aliases=("tier", "rung"),
+            help="Pearl rung: L1 association, L2 intervention, L3 counterfactual.",
+        ),
+        FieldSpec("domain", "str", max_length=200, help=CAUSALT5K_DOMAINS_HELP),
+        FieldSpec("subdomain", "str", max_length=200, help="Finer topic within the domain."),
+        FieldSpec(
+            "scenario",
+            "str",
+            required=True,
+            max_length=20_000,
+            help="The case text the model reads (150–300 words in the paper).",
+        ),
+        FieldSpec("claim", "str", max_length=5_000, help="The causal claim to judge."),
+        FieldSpec(
+            "label",
+            "choice",
+            required=True,
+            choices=("YES", "NO", "AMBIGUOUS", "VALID", "INVALID", "CONDITIONAL"),
+            aliases=("ground_truth",),
+            help="Gold answer: YES/NO (L1, L2), VALID/INVALID/CONDITIONAL (L3), or AMBIGUOUS.",
+        ),
+        FieldSpec("is_ambiguous", "bool", help="True when the case is deliberately ambiguous."),
+        FieldSpec(
+            "trap_type",
+            "str",
+            aliases=("trap.type",),
+            max_length=100,
+            help="Trap (W1–W10) or design (S1–S8) code as submitted.",
+        ),
+        FieldSpec(
+            "difficulty",
+            "choice",
+            choices=("Easy", "Medium", "Hard"),
+            help="Author's difficulty rating.",
+        ),
+        FieldSpec("variables", "json", help="The causal variables X, Y, Z as submitted."),
+        FieldSpec(
+            "gold_rationale",
+            "str",
+            aliases=("rationale",),
+            max_length=20_000,
+            help="Why the gold label is right.",
+        ),
+        FieldSpec("wise_refusal", "str", max_length=20_000, help="The ideal refusal (L2)."),
+        FieldSpec(
+            "final_score",
+            "float",
+            min=0,
+            max=10,
+            help="Reviewer's composite quality score (0–10; ≥ 9 kept).",
+        ),
+    ),
+)
+
+SCHEMAS: dict[str, RowSchema] = {
+    "generic": generic_schema(),
+    "causalt5k": CAUSALT5K_SCHEMA,
+}
+
+
+def register_schema(kind: str, schema: RowSchema) -> None:
+    """Declare the import schema of a project kind (call at import time of the kind's app)."""
+    SCHEMAS[kind] = schema
+
+
+def schema_for_kind(kind: str) -> RowSchema:
+    """The schema a project kind declared, or the generic one."""
+    return SCHEMAS.get(kind, SCHEMAS["generic"])

@@ -1,0 +1,56 @@
+"""Import batches: what came in, with its checksum, progress and row-level errors."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Project
+
+
+class ImportBatch(models.Model):
+    """One uploaded file of candidate items, with its checksum, counts and row-level errors."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        VALIDATING = "validating", "Validating"
+        WRITING = "writing", "Writing"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_batches")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    filename = models.CharField(max_length=255)
+    file = models.FileField(upload_to="imports/%Y/%m/", blank=True)
+    format = models.CharField(max_length=16)
+    sha256 = models.CharField(max_length=64, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    file_size = models.PositiveBigIntegerField(default=0, help_text="Bytes in the uploaded file.")
+    bytes_done = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes checked so far by the validation pass (progress)."
+    )
+    rows_total = models.PositiveIntegerField(default=0)
+    rows_done = models.PositiveIntegerField(default=0, help_text="Rows checked so far.")
+    rows_written = models.PositiveIntegerField(default=0, help_text="Rows written so far.")
+    items_created = models.PositiveIntegerField(default=0)
+    items_updated = models.PositiveIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    validated_at = models.DateTimeField(
+        null=True, blank=True, help_text="When validation passed and writing began."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "annotation_importbatch"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.status})"

@@ -1,0 +1,12 @@
+"""Import pages under /projects/<slug>/imports/ (namespace "imports")."""
+
+from django.urls import path
+
+from imports import views
+
+app_name = "imports"
+project = "projects/<slug:slug>/"
+urlpatterns = [
+    path(project + "imports/", views.import_list, name="imports"),
+    path(project + "imports/<int:batch_id>/", views.import_detail, name="import"),
+]

@@ -1,0 +1,98 @@
+"""Import pages (admins): upload a file, watch its progress, read every bad row.
+
+Each view: access_project with the roles it needs, one service or selector, one page template
+(htmx requests get its named partial). The progress panel polls with htmx while work runs; every
+hx-* sits beside a real link or form, so the pages work without JS.
+"""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation.access import MANAGE, access_project
+from annotation.errors import ApplicationError, NotFound
+from annotation.navigation import project_tabs, register_project_tab
+from annotation.views import page
+from imports import selectors, services
+from imports.core.pipeline import DUPLICATE_POLICIES
+from imports.core.readers import FORMATS
+
+register_project_tab("Imports", "imports:imports", roles=MANAGE, order=60)
+
+ERRORS_SHOWN = 200
+PAGE_SIZE = 25
+
+
+def _context(request, project, **extra):
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, project.user_roles),
+        "is_admin": "admin" in project.user_roles,
+        **extra,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def import_list(request, slug: str):
+    """The project's imports, and the upload form (admins)."""
+    project = access_project(request.user, slug, MANAGE)
+    error = None
+    form = {"duplicate_policy": "reject", "layout": "rows", "format": ""}
+    if request.method == "POST":
+        form.update({key: request.POST.get(key, "") for key in
+                     ("duplicate_policy", "layout", "format", "group_field", "purpose_field")})  # fmt: skip
+        upload = request.FILES.get("file")
+        try:
+            if upload is None:
+                raise ApplicationError("Choose a file to import.", {"file": "required"})
+            batch = services.import_batch_create(
+                project=project,
+                user=request.user,
+                fileobj=upload,
+                filename=upload.name,
+                fmt=form["format"] or None,
+                options={key: form[key] for key in
+                         ("duplicate_policy", "layout", "group_field", "purpose_field")},
+            )  # fmt: skip
+            batch = services.import_batch_start(batch=batch)
+        except ApplicationError as problem:
+            error = problem
+        else:
+            return redirect("imports:import", slug=project.slug, batch_id=batch.pk)
+    batches = Paginator(selectors.import_batches(project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = _context(
+        request,
+        project,
+        batches=batches,
+        error=error,
+        form=form,
+        formats=FORMATS,
+        policies=DUPLICATE_POLICIES,
+        inline_max_bytes=services.inline_max_bytes(),
+    )
+    return render(request, "imports/imports.html", context, status=error.status if error else 200)
+
+
+@require_GET
+@page
+def import_detail(request, slug: str, batch_id: int):
+    """One import: a live progress bar while it runs, then the errors or the summary."""
+    project = access_project(request.user, slug, MANAGE)
+    batch = selectors.import_batch(project, batch_id)
+    if batch is None:
+        raise NotFound(f"{project.name} has no import {batch_id}.")
+    context = _context(
+        request,
+        project,
+        batch=batch,
+        progress=services.import_batch_progress(batch),
+        errors=services.import_batch_errors(batch)[:ERRORS_SHOWN],
+    )
+    if request.htmx:
+        return render(request, "imports/import.html#progress", context)
+    return render(request, "imports/import.html", context)

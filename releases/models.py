@@ -1,0 +1,42 @@
+"""Releases: frozen, checksummed exports of a project's resolved items."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Project
+
+
+class Release(models.Model):
+    """A frozen, checksummed export of a project's resolved items. Immutable once published."""
+
+    class Status(models.TextChoices):
+        BUILDING = "building", "Building"
+        PUBLISHED = "published", "Published"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.BUILDING)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    archive = models.FileField(upload_to="releases/", blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    manifest = models.JSONField(default=dict, blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "annotation_release"
+        ordering = ["project", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="release_unique_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} v{self.version}"

@@ -1,0 +1,745 @@
+"""Releases: publish a version of a project, build its files in a Celery task, never change it.
+
+``release_publish`` reserves the next version number (under a lock on the project row, backed by
+the unique (project, version) constraint) and enqueues ``releases.tasks.build_release`` after
+commit. ``release_build`` streams the project's finished items (accepted, and rejected-but-kept)
+with their resolution in every stage, and their annotations under pseudonyms, into:
+
+* ``items.jsonl`` / ``items.csv`` — one row per item: content, status, and per stage the
+  resolved value, status, outcome, vote counts and the share of votes for the decided value;
+* ``annotations.jsonl`` / ``annotations.csv`` — one row per annotation, raters as ``R0001``…
+  (pseudonyms stable within one release; identities never leave the database);
+* the kind's own layout (``releases.layouts``), e.g. ExpliCa's CSV for ratings;
+* ``README.md`` — the datasheet (``render_datasheet``): counts of people by role, items in and
+  out of every stage, agreement per stage with its CI (latest ``AgreementSnapshot``), license,
+  citation;
+* ``manifest.json`` and ``SHA256SUMS`` — SHA-256 and size of every file;
+
+zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
+the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
+
+Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
+``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``); otherwise,
+and for items, rows are read in keyset-paginated chunks and written one at a time; the diff
+keeps one 16-byte digest per item id.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import shutil
+import tempfile
+import time
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.db import connection, transaction
+from django.db.models import Count, Max, Min, Q
+from django.utils import timezone
+
+from agreement.models import AgreementSnapshot
+from annotation import services
+from annotation.errors import ApplicationError, Conflict
+from annotation.kinds import KINDS
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
+from imports.core import schema_for_kind
+from releases.copy_export import (
+    copy_annotations_csv,
+    copy_annotations_jsonl,
+    copy_export_supported,
+)
+from releases.datasheet import render_datasheet
+from releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
+from releases.models import Release
+from releases.writers import (
+    FileEntry,
+    Manifest,
+    build_zip,
+    iter_jsonl,
+    release_diff,
+    write_csv,
+    write_jsonl,
+    write_lines,
+)
+
+logger = logging.getLogger(__name__)
+
+RELEASED_STATUSES = (Item.Status.ACCEPTED, Item.Status.REJECTED)
+ITEM_CHUNK = 2000
+ANNOTATION_CHUNK = 10_000
+DIFF_IDS_KEPT = 200
+ITEM_COLUMNS = ["external_id", "status", "purpose", "group", "source", "version"]
+STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes", "agreement",
+                "adjudicated"]  # fmt: skip
+ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
+                      "created_at"]  # fmt: skip
+METRIC_PREFERENCE = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa", "icc",
+                     "percent_agreement")  # fmt: skip
+
+
+# --- Publishing ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def release_publish(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    notes: str = "",
+    version: int | None = None,
+) -> Release:
+    """Reserve the next version of ``project`` and build it in the background.
+
+    ``version`` (optional) must be the next number: asking for a version already published is a
+    409 (releases are immutable), as is publishing while another version is still building. A
+    failed build's version is reused by the next publish.
+    """
+    locked = Project.objects.select_for_update().get(pk=project.pk)
+    notes = (notes or "").strip()
+    if len(notes) > 5000:
+        raise ApplicationError(
+            "The notes are too long (5,000 characters at most).", {"notes": 5000}
+        )
+    releases = Release.objects.filter(project=locked)
+    building = releases.filter(status=Release.Status.BUILDING).first()
+    if building is not None:
+        raise Conflict(
+            f"v{building.version} of {locked.name} is still being built; wait until it is "
+            f"published or has failed.",
+            {"version": building.version},
+        )
+    last = releases.order_by("-version").first()
+    retry = last if last is not None and last.status == Release.Status.FAILED else None
+    next_version = (last.version if retry is None else last.version - 1) + 1 if last else 1
+    if version is not None and version != next_version:
+        if releases.filter(version=version, status=Release.Status.PUBLISHED).exists():
+            raise Conflict(
+                f"v{version} of {locked.name} is already published, and a published release "
+                f"never changes. Publish v{next_version} instead.",
+                {"version": version, "next_version": next_version},
+            )
+        raise ApplicationError(
+            f"The next version of {locked.name} is v{next_version}, not v{version}.",
+            {"version": version, "next_version": next_version},
+        )
+    if not Item.objects.filter(project=locked, status__in=RELEASED_STATUSES).exists():
+        raise ApplicationError(
+            f"{locked.name} has no finished items yet (accepted or kept-rejected); a release "
+            f"would be empty.",
+            {"items": 0},
+        )
+    if retry is not None:
+        release = retry
+        release.status = Release.Status.BUILDING
+        release.notes, release.created_by, release.message = notes, user, ""
+        release.created_at = timezone.now()
+        release.save(update_fields=["status", "notes", "created_by", "message", "created_at"])
+    else:
+        release = Release.objects.create(
+            project=locked,
+            version=next_version,
+            status=Release.Status.BUILDING,
+            notes=notes,
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+    from releases.tasks import build_release
+
+    services.enqueue_on_commit(build_release, release.pk)
+    return release
+
+
+# --- Rows ---------------------------------------------------------------------------------
+
+
+def _stage_result(state: str, resolution: Mapping[str, Any] | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"state": state}
+    if resolution is None:
+        return result
+    votes = dict(sorted((resolution["votes"] or {}).items()))
+    total = sum(count for count in votes.values() if isinstance(count, int | float))
+    top = max(votes.values()) if votes else None
+    result.update(
+        value=resolution["value"],
+        status=resolution["status"],
+        outcome=resolution["outcome"],
+        n_annotations=resolution["n_annotations"],
+        votes=votes,
+        agreement=round(top / total, 6) if total and top is not None else None,
+        adjudicated=resolution["status"] == Resolution.Status.ADJUDICATED,
+    )
+    return result
+
+
+def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """The released items of a project, in creation order, with their result in every stage.
+    Keyset-paginated: two queries per ``ITEM_CHUNK`` items, memory flat in the item count."""
+    slugs = dict(Stage.objects.filter(project=project).values_list("pk", "slug"))
+    # Keyset on the primary key: an index range scan per chunk whatever the project's size
+    # (ordering by external_id made the planner re-sort the remaining items for every chunk).
+    base = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).order_by("pk")
+    last = 0
+    while True:
+        chunk = list(
+            base.filter(pk__gt=last).values_list(
+                "pk", "external_id", "status", "purpose", "group", "source", "version", "payload"
+            )[:ITEM_CHUNK]
+        )
+        if not chunk:
+            return
+        results: dict[int, dict[str, Any]] = defaultdict(dict)
+        stage_rows = (
+            ItemStage.objects.filter(item_id__in=[row[0] for row in chunk])
+            .order_by("stage__position")
+            .values_list(
+                "item_id",
+                "stage_id",
+                "state",
+                "resolution__pk",
+                "resolution__value",
+                "resolution__status",
+                "resolution__outcome",
+                "resolution__n_annotations",
+                "resolution__votes",
+            )
+        )
+        for item_id, stage_id, state, res_pk, value, status, outcome, n, votes in stage_rows:
+            resolution = (
+                None
+                if res_pk is None
+                else {
+                    "value": value,
+                    "status": status,
+                    "outcome": outcome,
+                    "n_annotations": n,
+                    "votes": votes,
+                }  # fmt: skip
+            )
+            results[item_id][slugs[stage_id]] = _stage_result(state, resolution)
+        for pk, external_id, status, purpose, group, source, version, payload in chunk:
+            yield {
+                "external_id": external_id,
+                "status": status,
+                "purpose": purpose,
+                "group": group,
+                "source": source,
+                "version": version,
+                "payload": payload,
+                "stages": results.get(pk, {}),
+            }
+        last = chunk[-1][0]
+
+
+def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """Every annotation of the released items, in submission order, raters as pseudonyms
+    (``R0001`` for people in the order they first appear, ``E0001`` for imported raters).
+
+    Keyset-paginated raw SQL (one query per ``ANNOTATION_CHUNK`` rows, memory flat in the row
+    count): this is the largest file of a release, and the ORM's per-value conversions would
+    halve its speed."""
+    stages = {
+        stage.pk: (stage.slug, KINDS.get(stage.kind))
+        for stage in Stage.objects.filter(project=project)
+    }
+    annotation_table = Annotation._meta.db_table
+    item_stage_table = ItemStage._meta.db_table
+    item_table = Item._meta.db_table
+    statuses = list(RELEASED_STATUSES)
+    placeholders = ", ".join(["%s"] * len(statuses))
+    sql = f"""
+        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater, a.payload,
+               a.seconds_spent, a.created_at
+        FROM {annotation_table} a
+        JOIN {item_stage_table} s ON s.id = a.item_stage_id
+        JOIN {item_table} i ON i.id = s.item_id
+        WHERE s.stage_id IN ({", ".join(["%s"] * len(stages)) or "NULL"})
+          AND i.status IN ({placeholders}) AND a.id > %s
+        ORDER BY a.id
+        LIMIT %s"""
+    loads = json.loads
+    people: dict[int, str] = {}
+    external: dict[str, str] = {}
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*stages, *statuses, last, ANNOTATION_CHUNK])
+            chunk = cursor.fetchall()
+        if not chunk:
+            return
+        for _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created in chunk:
+            if isinstance(payload, str):  # SQLite, and psycopg when Django leaves jsonb as text
+                payload = loads(payload)
+            if annotator_id is not None:
+                code = people.get(annotator_id)
+                if code is None:
+                    code = people[annotator_id] = f"R{len(people) + 1:04d}"
+            else:
+                code = external.get(rater)
+                if code is None:
+                    code = external[rater] = f"E{len(external) + 1:04d}"
+            slug, kind = stages[stage_id]
+            if isinstance(created, str):  # SQLite returns text
+                created = datetime.fromisoformat(created)
+            yield {
+                "external_id": external_id,
+                "stage": slug,
+                "rater": code,
+                "value": kind.vote_value(payload) if kind is not None else payload.get("value"),
+                "payload": payload,
+                "seconds_spent": seconds,
+                "created_at": created.isoformat(),
+            }
+        last = chunk[-1][0]
+
+
+def release_annotation_lines(project: Project) -> Iterator[str]:
+    """``release_annotation_rows`` as JSON Lines text, fast on PostgreSQL: the stored payload
+    (and, for kinds that vote with ``payload["value"]``, the value) is spliced in as the
+    database's own JSON text instead of being parsed and encoded again. Same keys, same values,
+    same order as the rows (tested). ``release_annotations_jsonl`` uses it where COPY cannot
+    write the file (and then writes what COPY would)."""
+    from annotation.kinds.base import TaskKind
+
+    stages = {
+        stage.pk: (stage.slug, KINDS.get(stage.kind))
+        for stage in Stage.objects.filter(project=project)
+    }
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    if connection.vendor != "postgresql" or not stages:
+        for row in release_annotation_rows(project):
+            yield dumps(row)
+        return
+    default_vote = {
+        stage_id: kind is None or type(kind).vote_value is TaskKind.vote_value
+        for stage_id, (_slug, kind) in stages.items()
+    }
+    slugs = {stage_id: dumps(slug) for stage_id, (slug, _kind) in stages.items()}
+    sql = f"""
+        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater,
+               a.payload::text, coalesce((a.payload -> 'value')::text, 'null'),
+               a.seconds_spent, a.created_at
+        FROM {Annotation._meta.db_table} a
+        JOIN {ItemStage._meta.db_table} s ON s.id = a.item_stage_id
+        JOIN {Item._meta.db_table} i ON i.id = s.item_id
+        WHERE s.stage_id = ANY(%s) AND i.status = ANY(%s) AND a.id > %s
+        ORDER BY a.id
+        LIMIT %s"""
+    people: dict[int, str] = {}
+    external: dict[str, str] = {}
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [list(stages), list(RELEASED_STATUSES), last, ANNOTATION_CHUNK])
+            chunk = cursor.fetchall()
+        if not chunk:
+            return
+        for row in chunk:
+            _pk, external_id, stage_id, annotator_id, rater, payload, value, seconds, created = row
+            if annotator_id is not None:
+                code = people.get(annotator_id)
+                if code is None:
+                    code = people[annotator_id] = f"R{len(people) + 1:04d}"
+            else:
+                code = external.get(rater)
+                if code is None:
+                    code = external[rater] = f"E{len(external) + 1:04d}"
+            if not default_vote[stage_id]:
+                value = dumps(stages[stage_id][1].vote_value(json.loads(payload)))
+            yield (
+                f'{{"external_id":{dumps(external_id)},"stage":{slugs[stage_id]},'
+                f'"rater":"{code}","value":{value},"payload":{payload},'
+                f'"seconds_spent":{"null" if seconds is None else dumps(seconds)},'
+                f'"created_at":"{created.isoformat()}"}}'
+            )
+        last = chunk[-1][0]
+
+
+def release_annotations_jsonl(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.jsonl of ``project`` (the lines of ``release_annotation_rows``).
+
+    On PostgreSQL, when every stage's kind votes with ``payload["value"]``, the database writes
+    the lines (``copy_export``: one ``COPY … TO STDOUT`` streamed into the file); otherwise
+    Python does, from keyset-paginated chunks (on PostgreSQL the same bytes, tested). Memory
+    flat either way."""
+    if copy_export_supported(project):
+        return copy_annotations_jsonl(project, path, statuses=RELEASED_STATUSES)
+    return write_lines(release_annotation_lines(project), path)
+
+
+def release_annotations_csv(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.csv of ``project`` (columns ``ANNOTATION_COLUMNS``); by COPY where
+    ``release_annotations_jsonl`` uses it, else ``write_csv`` of ``release_annotation_rows``."""
+    if copy_export_supported(project):
+        return copy_annotations_csv(
+            project, path, statuses=RELEASED_STATUSES, columns=ANNOTATION_COLUMNS
+        )
+    return write_csv(release_annotation_rows(project), path, columns=ANNOTATION_COLUMNS)
+
+
+def _payload_keys(project: Project) -> list[str]:
+    """Every top-level payload key of the released items (one query), schema fields first."""
+    table = Item._meta.db_table
+    statuses = list(RELEASED_STATUSES)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"SELECT DISTINCT jsonb_object_keys(payload) FROM {table} "
+                f"WHERE project_id = %s AND status = ANY(%s) AND jsonb_typeof(payload) = 'object'",
+                [project.pk, statuses],
+            )
+        else:
+            cursor.execute(
+                f"SELECT DISTINCT j.key FROM {table}, json_each({table}.payload) AS j "
+                f"WHERE project_id = %s AND status IN (%s, %s)",
+                [project.pk, *statuses],
+            )
+        keys = {row[0] for row in cursor.fetchall()}
+    declared = [name for name in schema_for_kind(project.kind).field_names if name in keys]
+    return declared + sorted(keys - set(declared))
+
+
+def item_csv_columns(project: Project, stages: list[Stage]) -> list[str]:
+    keys = _payload_keys(project)
+    # A key holding a dot would read as a path; keep such payloads whole in one JSON cell.
+    payload = ["payload"] if any("." in key for key in keys) else [f"payload.{k}" for k in keys]
+    stage_columns = [f"stages.{stage.slug}.{name}" for stage in stages for name in STAGE_FIELDS]
+    return ITEM_COLUMNS + payload + stage_columns
+
+
+# --- Datasheet figures --------------------------------------------------------------------
+
+
+def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]]:
+    counts = {
+        row["stage_id"]: row
+        for row in ItemStage.objects.filter(stage__project=project)
+        .values("stage_id")
+        .annotate(
+            items_in=Count("pk"),
+            items_out=Count(
+                "pk",
+                filter=Q(state=ItemStage.State.RESOLVED, resolution__outcome="accept"),
+            ),
+        )
+    }
+    figures = []
+    for stage in stages:
+        row = counts.get(stage.pk, {})
+        figures.append(
+            {
+                "name": stage.name,
+                "slug": stage.slug,
+                "task": stage.kind,
+                "overlap": stage.overlap,
+                "items_in": row.get("items_in", 0),
+                "items_out": row.get("items_out", 0),
+                "agreement": _agreement(stage),
+            }
+        )
+    return figures
+
+
+def _agreement(stage: Stage) -> dict[str, Any] | None:
+    """The latest snapshot of the stage's preferred metric (see METRIC_PREFERENCE)."""
+    latest = {}
+    for snapshot in AgreementSnapshot.objects.filter(stage=stage).order_by("computed_at", "pk"):
+        latest[snapshot.metric] = snapshot  # later snapshots win; a handful of metrics
+    if not latest:
+        return None
+    ranked = sorted(
+        latest.values(),
+        key=lambda s: (
+            METRIC_PREFERENCE.index(s.metric) if s.metric in METRIC_PREFERENCE else 99,
+            -s.computed_at.timestamp(),
+        ),
+    )
+    chosen = ranked[0]
+    return {
+        "metric": chosen.metric,
+        "value": chosen.value,
+        "ci_low": chosen.ci_low,
+        "ci_high": chosen.ci_high,
+        "ci_level": (chosen.details or {}).get("confidence", 0.95),
+        "n_items": chosen.n_items,
+        "n_annotators": chosen.n_annotators,
+        "computed_at": chosen.computed_at.isoformat(),
+        "others": {
+            snapshot.metric: snapshot.value
+            for snapshot in latest.values()
+            if snapshot is not chosen
+        },
+    }
+
+
+def _people_by_role(project: Project) -> dict[str, int]:
+    annotations = Annotation.objects.filter(item_stage__stage__project=project)
+    roles = {
+        "annotator": annotations.exclude(annotator=None).values("annotator").distinct().count(),
+        "reviewer": Resolution.objects.filter(item_stage__stage__project=project)
+        .exclude(decided_by=None)
+        .values("decided_by")
+        .distinct()
+        .count(),
+    }
+    imported = annotations.exclude(external_rater="").values("external_rater").distinct().count()
+    if imported:
+        roles["external rater (imported)"] = imported
+    return roles
+
+
+def _default_citation(project: Project, version: int, year: int) -> str:
+    key = f"{project.slug.replace('-', '_')}_v{version}"
+    return (
+        f"@misc{{{key},\n  title = {{{{{project.name}}}, release v{version}}},\n"
+        f"  year = {{{year}}},\n  note = {{Built with Rungwise}}\n}}"
+    )
+
+
+def _fields(project: Project, stages: list[Stage]) -> list[dict[str, Any]]:
+    fields = [
+        {"name": "external_id", "type": "text", "required": True,
+         "description": "Identifier of the item in the source data."},
+        {"name": "status", "type": "accepted or rejected", "required": True,
+         "description": "Outcome of the pipeline (rejected items are kept, flagged)."},
+        {"name": "purpose", "type": "regular, practice or attention_check", "required": True,
+         "description": "Why the item was shown."},
+        {"name": "group", "type": "text", "required": False,
+         "description": "Items of one group are variants of one source item."},
+        {"name": "version", "type": "a whole number", "required": True,
+         "description": "Content version (revisions during the pipeline raise it)."},
+    ]  # fmt: skip
+    for field in schema_for_kind(project.kind).describe():
+        if field["name"] == schema_for_kind(project.kind).external_id_field:
+            continue
+        fields.append({**field, "name": f"payload.{field['name']}"})
+    for stage in stages:
+        fields.append(
+            {
+                "name": f"stages.{stage.slug}.*",
+                "type": "object",
+                "required": False,
+                "description": f"{stage.name}: resolved value, status, outcome, votes and the "
+                f"share of votes for the value (agreement).",
+            }
+        )
+    return fields
+
+
+# --- Building -----------------------------------------------------------------------------
+
+
+def _previous(release: Release) -> Release | None:
+    return (
+        Release.objects.filter(
+            project_id=release.project_id,
+            status=Release.Status.PUBLISHED,
+            version__lt=release.version,
+        )
+        .order_by("-version")
+        .first()
+    )
+
+
+def release_archive_rows(release: Release, name: str = "items.jsonl") -> Iterator[dict[str, Any]]:
+    """Stream the rows of one JSONL file of a published release from its archive."""
+    with release.archive.open("rb") as raw, zipfile.ZipFile(raw) as archive:
+        member = next(
+            (entry for entry in archive.namelist() if entry.rsplit("/", 1)[-1] == name), None
+        )
+        if member is None:
+            raise ApplicationError(f"v{release.version} has no {name}.")
+        with archive.open(member) as handle:
+            for line in io.TextIOWrapper(handle, encoding="utf-8"):
+                if line.strip():
+                    yield json.loads(line)
+
+
+def _claim(release_id: int) -> Release | None:
+    release = Release.objects.select_related("project").filter(pk=release_id).first()
+    if release is None or release.status != Release.Status.BUILDING:
+        return None
+    return release
+
+
+def release_build(*, release_id: int) -> Release:
+    """Build the files of a BUILDING release and publish it. Safe to run twice: a release
+    already published or failed is returned untouched, and the final write re-checks the status
+    under a row lock, so two concurrent builds publish once."""
+    release = _claim(release_id)
+    if release is None:
+        found = Release.objects.filter(pk=release_id).first()
+        if found is None:
+            raise ApplicationError(f"There is no release {release_id}.", status=404)
+        return found
+    workdir = Path(tempfile.mkdtemp(prefix=f"release-{release.pk}-"))
+    try:
+        return _build(release, workdir)
+    except Exception as error:
+        logger.exception("release %s failed", release.pk)
+        message = (
+            error.message
+            if isinstance(error, ApplicationError)
+            else (f"The build stopped on an internal error ({type(error).__name__}: {error}).")
+        )
+        Release.objects.filter(pk=release.pk, status=Release.Status.BUILDING).update(
+            status=Release.Status.FAILED, message=message[:2000]
+        )
+        release.refresh_from_db()
+        return release
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _build(release: Release, workdir: Path) -> Release:
+    started = time.monotonic()
+    project = release.project
+    stages = list(Stage.objects.filter(project=project).order_by("position"))
+    prefix = f"{project.slug}-v{release.version}"
+    files = workdir / prefix
+    files.mkdir()
+    manifest = Manifest()
+    items = manifest.add(write_jsonl(release_item_rows(project), files / "items.jsonl"))
+    manifest.add(
+        write_csv(
+            release_item_rows(project),
+            files / "items.csv",
+            columns=item_csv_columns(project, stages),
+        )
+    )
+    annotations = manifest.add(release_annotations_jsonl(project, files / "annotations.jsonl"))
+    manifest.add(release_annotations_csv(project, files / "annotations.csv"))
+    layout = layout_for_kind(project.kind)
+    if layout is not None:
+        context = LayoutContext(
+            project=project,
+            version=release.version,
+            out_dir=files,
+            items=lambda: release_item_rows(project),
+            annotations=lambda: release_annotation_rows(project),
+        )
+        for produced in layout(context):
+            entry = produced if isinstance(produced, FileEntry) else None
+            path = files / (entry.name if entry else Path(produced).name)
+            if path.name in STANDARD_FILES or path.parent != files or not path.is_file():
+                raise ApplicationError(
+                    f"The {project.kind} layout produced {path.name!r}, which is not a new file "
+                    f"in the release folder."
+                )
+            if entry is not None:
+                manifest.add(entry)
+            else:
+                manifest.add_file(path)
+    diff = None
+    previous = _previous(release)
+    if previous is not None and previous.archive:
+        changes = release_diff(release_archive_rows(previous), iter_jsonl(files / "items.jsonl"))
+        diff = {
+            "previous_version": previous.version,
+            "added": len(changes.added),
+            "removed": len(changes.removed),
+            "changed": len(changes.changed),
+            "unchanged": changes.unchanged,
+            "ids": {
+                "added": changes.added[:DIFF_IDS_KEPT],
+                "removed": changes.removed[:DIFF_IDS_KEPT],
+                "changed": changes.changed[:DIFF_IDS_KEPT],
+            },
+        }
+    now = timezone.now()
+    stage_figures = _stage_figures(project, stages)
+    span = Annotation.objects.filter(item_stage__stage__project=project).aggregate(
+        first=Min("created_at"), last=Max("created_at")
+    )
+    description = (project.description or "").strip()
+    if span["first"] is not None:
+        description += (
+            f"\n\nAnnotations collected from {span['first']:%Y-%m-%d} to {span['last']:%Y-%m-%d}."
+        )
+    if release.notes:
+        description += f"\n\nRelease notes: {release.notes}"
+    if diff is not None:
+        description += (
+            f"\n\nChanges since v{diff['previous_version']}: {diff['added']:,} items added, "
+            f"{diff['removed']:,} removed, {diff['changed']:,} changed."
+        )
+    datasheet = render_datasheet(
+        {
+            "name": project.name,
+            "version": f"v{release.version}",
+            "description": description.strip(),
+            "created_at": now,
+            "license": project.license,
+            "citation": project.citation or _default_citation(project, release.version, now.year),
+            "annotators_by_role": _people_by_role(project),
+            "stages": stage_figures,
+            "fields": _fields(project, stages),
+            "files": manifest.to_dict()["files"],
+            "items": items.rows,
+        }
+    )
+    (files / "README.md").write_text(datasheet, encoding="utf-8")
+    manifest.add_file(files / "README.md")
+    sums = files / "SHA256SUMS"
+    sums.write_text(manifest.sha256sums(), encoding="utf-8")
+    manifest_entry = manifest.write(files / "manifest.json")
+    members = {f"{prefix}/{name}": files / name for name in manifest.entries}
+    members[f"{prefix}/manifest.json"] = files / "manifest.json"
+    members[f"{prefix}/SHA256SUMS"] = sums
+    zip_path = workdir / f"{prefix}.zip"
+    archive = build_zip(members, zip_path)
+    by_status = dict(
+        Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
+        .values_list("status")
+        .annotate(count=Count("pk"))
+    )
+    stats = {
+        "items": items.rows,
+        "annotations": annotations.rows,
+        "items_by_status": by_status,
+        "stages": stage_figures,
+        "people_by_role": _people_by_role(project),
+        "diff": diff,
+        "build_seconds": round(time.monotonic() - started, 3),
+        "bytes": archive.bytes,
+        "manifest_sha256": manifest_entry.sha256,
+    }
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status != Release.Status.BUILDING:
+            return locked  # another build finished first
+        with open(zip_path, "rb") as handle:
+            locked.archive.save(f"{prefix}.zip", File(handle, name=f"{prefix}.zip"), save=False)
+        locked.sha256 = archive.sha256
+        locked.manifest = manifest.to_dict()
+        locked.stats = stats
+        locked.status = Release.Status.PUBLISHED
+        locked.published_at = timezone.now()
+        locked.message = ""
+        locked.save(
+            update_fields=[
+                "archive",
+                "sha256",
+                "manifest",
+                "stats",
+                "status",
+                "published_at",
+                "message",
+            ]  # fmt: skip
+        )
+        return locked
+
+
+def release_datasheet(release: Release) -> str:
+    """The README.md of a published release, read from its archive."""
+    if release.status != Release.Status.PUBLISHED or not release.archive:
+        return ""
+    with release.archive.open("rb") as raw, zipfile.ZipFile(raw) as archive:
+        member = next(name for name in archive.namelist() if name.endswith("/README.md"))
+        return archive.read(member).decode("utf-8")
