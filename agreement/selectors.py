@@ -63,20 +63,20 @@ _EXTERNAL_RATER_OFFSET = 2**31
 def kind_reads_value_field(kind: TaskKind) -> bool:
     """Whether the kind's vote is the payload's "value" field (the TaskKind default), so the
     database can extract it without running Python on each payload."""
-    return type(kind).vote_value is TaskKind.vote_value
+    return kind.vote_field == "value" and kind.agreement.field is None
 
 
 def stage_categories(stage: Stage) -> list[Any] | None:
     """The categories agreement counts for a categorical stage (the kind's, or the distinct vote
     values seen, sorted); None for numeric kinds."""
     kind = get_kind(stage.kind)
-    if not kind.categorical:
+    if not kind.agreement.categorical:
         return None
     declared = kind.categories(stage.config)
     if declared is not None:
         return list(declared)
     seen = {
-        kind.vote_value(payload)
+        kind.agreement_value(payload)
         for payload in Annotation.objects.filter(item_stage__stage=stage)
         .values_list("payload", flat=True)
         .iterator(chunk_size=5000)
@@ -97,8 +97,8 @@ def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = Tru
     On PostgreSQL, for kinds whose vote is the payload's "value" field, one ``COPY … TO STDOUT
     (FORMAT binary)`` streams fixed-width rows of (item stage, rater, category code or number,
     seconds) that numpy reads in 4 MB chunks: no Python object per annotation, memory bounded by
-    the output arrays (24–32 bytes per annotation). Otherwise (SQLite, custom ``vote_value``, or
-    ``fast=False``) a server-side iterator runs the kind's ``vote_value`` on each payload.
+    the output arrays (24–32 bytes per annotation). Otherwise (SQLite, a vote other than the payload's value, or
+    ``fast=False``) a server-side iterator runs the kind's ``agreement_value`` on each payload.
     External (imported) raters get negative rater keys: −1 − (hash of their name + 2³¹).
     """
     kind = get_kind(stage.kind)
@@ -123,7 +123,7 @@ def _votes_by_iteration(
     ).iterator(chunk_size=5000):
         if annotator_id is None:
             annotator_id = external.setdefault(rater_name, external_rater_key(rater_name))
-        value = kind.vote_value(payload)
+        value = kind.agreement_value(payload)
         if categories is not None and value is not None and value not in categories:
             value = None  # an answer the stage no longer offers casts no vote
         if categories is None and not _is_number(value):
@@ -254,7 +254,7 @@ def _votes_by_copy(
 
 def stage_gold(stage: Stage) -> dict[int, Any]:
     """{item stage id: gold vote value} for the stage's items with a known answer. A gold
-    payload (a dict) goes through the kind's vote_value; a bare value is the answer itself."""
+    payload (a dict) goes through the kind's agreement_value; a bare value is the answer itself."""
     kind = get_kind(stage.kind)
     gold = {}
     for item_stage_id, answer in (
@@ -262,7 +262,7 @@ def stage_gold(stage: Stage) -> dict[int, Any]:
         .values_list("pk", "gold")
         .iterator(chunk_size=5000)
     ):
-        value = kind.vote_value(answer) if isinstance(answer, dict) else answer
+        value = kind.agreement_value(answer) if isinstance(answer, dict) else answer
         if value is not None:
             gold[item_stage_id] = value
     return gold
@@ -725,7 +725,7 @@ def votes_by_item(
         key = annotator_id if annotator_id is not None else external_rater_key(rater_name)
         names[key] = username or rater_name or f"rater {key}"
         votes[item_stage_id][key] = {
-            "value": kind.vote_value(payload),
+            "value": kind.vote(payload),
             "comment": (payload or {}).get("comment") or "",
             "seconds": seconds,
         }
@@ -796,7 +796,7 @@ def adjudication_votes(item_stage: ItemStage) -> list[dict[str, Any]]:
         rows.append(
             {
                 "label": f"Annotator {number}",
-                "value": kind.vote_value(payload),
+                "value": kind.vote(payload),
                 "comment": (payload or {}).get("comment") or "",
                 "seconds": seconds,
                 "created_at": created_at,

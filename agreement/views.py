@@ -34,7 +34,7 @@ from agreement import services as agreement_services
 from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound
-from annotation.kinds import get_kind
+from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
 from annotation.views import page
@@ -132,7 +132,7 @@ def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
         stage=stage,
         stages=list(project.stages.order_by("position")),
         kind_label=kind.label,
-        numeric=not kind.categorical,
+        numeric=not kind.agreement.categorical,
         snapshots=snapshots,
         headline=headline,
         latest=latest,
@@ -150,7 +150,7 @@ def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
         annotator_columns=_annotator_columns(
             sort,
             descending,
-            numeric=not kind.categorical,
+            numeric=not kind.agreement.categorical,
             has_gold=any(row.quality.get("n_gold") for row in annotators),
         ),
         labels=research_selectors.label_distribution(stage, snapshots),
@@ -535,7 +535,7 @@ def disagreements(request, slug: str, stage_slug: str):
             show=show,
             filters=research_selectors.DISAGREEMENT_FILTERS,
             categories=categories,
-            numeric=not kind.categorical,
+            numeric=not kind.agreement.categorical,
         ),
     )
 
@@ -599,7 +599,7 @@ def _adjudication_context(
         if row["value"] is not None:
             key = row["value"] if isinstance(row["value"], str) else json.dumps(row["value"])
             counts[key] = counts.get(key, 0) + 1
-    categories = kind.categories(stage.config)
+    categories = kind.choices(KindContext(stage=stage, item_stage=item_stage))
     choices = [
         {
             "value": category,
@@ -623,6 +623,7 @@ def _adjudication_context(
         votes=votes,
         choices=choices,
         numeric=categories is None,
+        adjudication_template=kind.adjudication_template,
         waiting=queue.count(),
         position=position,
         resolution=getattr(item_stage, "resolution", None),
@@ -655,7 +656,8 @@ def adjudicate(request, slug: str, item_stage_id: int):
     if request.method == "GET":
         context = _adjudication_context(request, project, item_stage)
         return render(request, f"{template}#decision" if request.htmx else template, context)
-    numeric = get_kind(item_stage.stage.kind).categories(item_stage.stage.config) is None
+    context = KindContext(stage=item_stage.stage, item_stage=item_stage)
+    numeric = get_kind(item_stage.stage.kind).choices(context) is None
     reason = request.POST.get("reason", "")
     try:
         value = _parse_decision(request.POST.get("value", ""), numeric)

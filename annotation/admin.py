@@ -7,11 +7,13 @@ importing, releasing) go through the services and their pages, not through admin
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
+from annotation.errors import ApplicationError
 from annotation.models import (
     Annotation,
     Assignment,
@@ -23,6 +25,7 @@ from annotation.models import (
     Resolution,
     Stage,
 )
+from annotation.services import STAGE_SETTINGS, stage_settings_clean
 
 admin.site.site_header = "Rungwise administration"
 admin.site.site_title = "Rungwise admin"
@@ -161,7 +164,6 @@ class StageAdmin(admin.ModelAdmin):
                     "lease_seconds",
                     "order_policy",
                     "seed",
-                    "show_other_annotations",
                 ]
             },
         ),
@@ -173,12 +175,47 @@ class StageAdmin(admin.ModelAdmin):
                     "tie_policy",
                     "tie_default",
                     "max_overlap",
+                    "policy_options",
                     "on_accept",
                     "on_reject",
+                    "routes",
                 ]
             },
         ),
+        ("Phases and eligibility", {"fields": ["phases", "eligibility"]}),
     ]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+
+        class CheckedStageForm(form):
+            """The stage service's checks (annotation.services.stage_settings_clean), so an
+            edit here can never store a stage the engine cannot run."""
+
+            def clean(self):
+                data = super().clean()
+                project = data.get("project") or getattr(self.instance, "project", None)
+                if project is None or self.errors:
+                    return data
+                try:
+                    data.update(
+                        stage_settings_clean(
+                            project=project,
+                            slug=data.get("slug") or self.instance.slug,
+                            kind=data.get("kind", ""),
+                            overlap=data.get("overlap") or 1,
+                            settings={
+                                key: data.get(key)
+                                for key in STAGE_SETTINGS
+                                if key in data and data.get(key) is not None
+                            },
+                        )
+                    )
+                except ApplicationError as error:
+                    raise forms.ValidationError(error.message) from None
+                return data
+
+        return CheckedStageForm
 
 
 # --- Items -----------------------------------------------------------------------------------

@@ -17,19 +17,17 @@ class Role(models.TextChoices):
     ADMIN = "admin", "Admin"
 
 
-class ProjectKind(models.TextChoices):
-    GENERIC = "generic", "Generic"
-    RATINGS = "ratings", "Acceptability ratings (ExpliCa-style)"
-    METER = "meter", "Verify / edit / filter (METER-style)"
-    CAUSALT5K = "causalt5k", "Adversarial review (CausalT5k-style)"
-
-
 class Project(models.Model):
     """One benchmark campaign."""
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=32, choices=ProjectKind.choices, default=ProjectKind.GENERIC)
+    kind = models.CharField(
+        max_length=32,
+        default="generic",
+        help_text="A registered workflow (annotation.workflows): picks its import schema and "
+        "release layout.",
+    )
     description = models.TextField(blank=True)
     guidelines = models.TextField(blank=True, help_text="Shown to annotators beside every item.")
     settings = models.JSONField(default=dict, blank=True)
@@ -57,6 +55,11 @@ class Membership(models.Model):
         default=False, help_text="A paused annotator gets no new items in this project."
     )
     paused_reason = models.CharField(max_length=300, blank=True)
+    skills = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Space-separated skill tags (e.g. 'expert medicine'); stages may require one.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -90,6 +93,14 @@ class Item(models.Model):
         "in each annotator's order.",
     )
     purpose = models.CharField(max_length=20, choices=Purpose.choices, default=Purpose.REGULAR)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="authored_items",
+        help_text="Who wrote the item, if a member did: stages can keep authors off their own items.",
+    )
     import_batch = models.ForeignKey(
         "imports.ImportBatch",
         null=True,
@@ -191,9 +202,28 @@ class Stage(models.Model):
         max_length=16, choices=OrderPolicy.choices, default=OrderPolicy.DEPTH_FIRST
     )
     seed = models.PositiveIntegerField(default=0, help_text="Seeds each annotator's item order.")
-    show_other_annotations = models.BooleanField(
-        default=False,
-        help_text="Annotators see earlier annotations of the item (e.g. a check stage).",
+    policy_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Options of the resolution policy (annotation.policies), e.g. a score gate.",
+    )
+    routes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where a decided item goes, by outcome (annotation.routing); outcomes not "
+        "listed follow on_accept / on_reject.",
+    )
+    phases = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Phases run in order inside one item stage, each with its slots and form "
+        "(annotation.phases); empty = one phase of `overlap` slots.",
+    )
+    eligibility = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Who may take an item (annotation.eligibility), e.g. "
+        '[{"rule": "not_author"}, {"rule": "not_in_stage", "stage": "verify"}].',
     )
     is_active = models.BooleanField(default=True)
     # Agreement bookkeeping (agreement.services): the
@@ -245,6 +275,12 @@ class ItemStage(models.Model):
     random_key = models.PositiveIntegerField(help_text="Fixed random number; mixed per annotator.")
     spread_rank = models.PositiveIntegerField(default=0)
     group_size = models.PositiveIntegerField(default=1)
+    phase = models.PositiveSmallIntegerField(
+        default=0, help_text="Index of the current phase in the stage's phases."
+    )
+    round = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times a route sent the item back into this stage."
+    )
     gold = models.JSONField(null=True, blank=True, help_text="Known answer, for quality checks.")
     opened_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -297,11 +333,14 @@ class Assignment(models.Model):
     expires_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     skip_reason = models.CharField(max_length=300, blank=True)
+    round = models.PositiveSmallIntegerField(default=0)
+    phase = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["item_stage", "annotator"], name="assignment_unique_per_annotator"
+                fields=["item_stage", "annotator", "round", "phase"],
+                name="assignment_unique_per_annotator",
             ),
             models.UniqueConstraint(
                 fields=["stage", "annotator"],
@@ -339,6 +378,8 @@ class Annotation(models.Model):
     payload = models.JSONField()
     seconds_spent = models.FloatField(null=True, blank=True)
     client_info = models.JSONField(default=dict, blank=True)
+    round = models.PositiveSmallIntegerField(default=0)
+    phase = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,7 +1,9 @@
 """Vote resolution: turn the annotations of one item in one stage into a decision.
 
-Pure functions, no Django: the engine collects the vote values of an item stage and calls
-:func:`decide`; the Celery task stores the returned :class:`Decision`.
+Pure functions, no Django: the engine's built-in policies (annotation.policies, where every
+policy is registered) call :func:`decide` with the vote values of an item stage; the Celery task
+stores the returned :class:`Decision`. ``OUTCOMES`` are the outcomes of these built-in rules;
+policies of plug-ins may decide others, which stages route (annotation.routing).
 
 Policies
 --------
@@ -64,6 +66,11 @@ class Decision:
     outcome: str
     needs_more: bool
     votes: dict[str, int] = field(default_factory=dict)
+    #: A new payload for the item (policies that choose or merge versions), carried out by a
+    #: stage route of action "revise"; None keeps the item as it is.
+    revision: dict[str, Any] | None = None
+    #: Why, in a sentence (shown with the resolution and the revision).
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
@@ -73,6 +80,8 @@ class Decision:
             "outcome": self.outcome,
             "needs_more": self.needs_more,
             "votes": dict(self.votes),
+            "revision": self.revision,
+            "reason": self.reason,
         }
 
 

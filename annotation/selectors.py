@@ -11,7 +11,18 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 
-from annotation.models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
+from annotation.kinds import KindContext, get_kind
+from annotation.models import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemStage,
+    Membership,
+    Project,
+    Role,
+    Stage,
+)
+from annotation.phases import stage_phases
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
@@ -133,22 +144,42 @@ def project_stages(user: AbstractBaseUser, project: Project) -> list[Stage]:
     return stages
 
 
-#: Payload fields never shown to annotators: known answers would bias them. A project can add
-#: its own in settings["hidden_payload_fields"]; fields starting with "_" are always hidden.
-HIDDEN_PAYLOAD_FIELDS = frozenset({"gold", "expected", "answer", "answers", "votes", "annotations"})
-
-
-def item_payload_for_annotator(item: Item, project: Project | None = None) -> dict[str, Any]:
-    """The part of an item's payload an annotator may see."""
-    hidden = set(HIDDEN_PAYLOAD_FIELDS)
-    if project is not None:
-        extra = (project.settings or {}).get("hidden_payload_fields") or []
-        hidden.update(str(name) for name in extra)
+def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
+    """The part of an item's payload an annotator of `stage` may see: only the fields its kind
+    allows (an allow-list: TaskKind.visible_fields, or the stage's config "visible_fields"),
+    never a field starting with "_". Every page and API response that shows an item to an
+    annotator goes through here."""
+    allowed = get_kind(stage.kind).visible_fields(KindContext(stage=stage, item=item))
+    payload = item.payload or {}
     return {
-        key: value
-        for key, value in (item.payload or {}).items()
-        if key not in hidden and not str(key).startswith("_")
+        name: payload[name] for name in allowed if name in payload and not str(name).startswith("_")
     }
+
+
+def annotations_shown(assignment: Assignment) -> list[dict[str, Any]]:
+    """Earlier answers the annotator's phase may see (the phase's ``shows``, annotation.phases):
+    the cleaned payloads of this round's submitted annotations of those phases, as
+    {"phase", "label", "payload"} in submission order, labelled "A", "B", … — never who wrote
+    them. Empty for stages without phases: annotators never see each other's work otherwise."""
+    stage, item_stage = assignment.stage, assignment.item_stage
+    if not stage.phases:
+        return []
+    phases = stage_phases(stage)
+    shows = set(phases[min(assignment.phase, len(phases) - 1)].shows)
+    indices = [phase.index for phase in phases if phase.name in shows]
+    if not indices:
+        return []
+    rows = Annotation.objects.filter(
+        item_stage_id=item_stage.pk, round=assignment.round, phase__in=indices
+    ).order_by("pk")
+    return [
+        {
+            "phase": phases[phase].name,
+            "label": chr(ord("A") + number) if number < 26 else str(number + 1),
+            "payload": payload,
+        }
+        for number, (phase, payload) in enumerate(rows.values_list("phase", "payload"))
+    ]
 
 
 #: Payload field pairs rendered as "event A → event B" (ExpliCa/METER-style sentence pairs).
@@ -161,12 +192,12 @@ PAIR_FIELDS = (
 TEXT_FIELDS = ("text", "sentence", "question")
 
 
-def item_display(item: Item, project: Project | None = None) -> dict[str, Any]:
+def item_display(item: Item, stage: Stage) -> dict[str, Any]:
     """How the item screen shows an item: {"layout": "pair"|"text"|"fields", ...}.
 
     pair: `first`, `second`, the pair's field names, and `rest` (other fields as key/value);
     text: `text` and `rest`; fields: `rest` only. Hidden fields never appear."""
-    payload = item_payload_for_annotator(item, project)
+    payload = item_payload_for_annotator(item, stage)
     for first, second in PAIR_FIELDS:
         if isinstance(payload.get(first), str) and isinstance(payload.get(second), str):
             rest = [(key, value) for key, value in payload.items() if key not in {first, second}]

@@ -21,8 +21,9 @@ from django.utils import timezone
 
 from annotation import sql
 from annotation.access import FOREIGN_ASSIGNMENT
+from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
-from annotation.kinds import get_kind
+from annotation.kinds import KindContext, get_kind
 from annotation.models import (
     Annotation,
     Assignment,
@@ -35,7 +36,10 @@ from annotation.models import (
     Role,
     Stage,
 )
-from annotation.resolution import Decision, decide, validate_policy
+from annotation.phases import first_slots, is_last, stage_phases, validate_phases
+from annotation.policies import Ballot, PolicySettings, check_settings, get_policy
+from annotation.resolution import Decision
+from annotation.routing import route_for, validate_routes
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +140,82 @@ def membership_set_paused(
     return membership
 
 
+#: Stage fields checked together by stage_settings_clean (besides kind, slug and overlap).
+STAGE_SETTINGS = (
+    "config",
+    "resolution_policy",
+    "tie_policy",
+    "tie_default",
+    "policy_options",
+    "routes",
+    "phases",
+    "eligibility",
+)
+
+
+def stage_settings_clean(
+    *,
+    project: Project,
+    slug: str,
+    kind: str,
+    overlap: int,
+    settings: Mapping[str, Any],
+    position: int | None = None,
+) -> dict[str, Any]:
+    """Check a stage's settings together, as the engine will run them; returns them cleaned.
+
+    The one check behind stage_create, stage_update and the admin's stage form: the kind
+    exists and accepts the config (``validate_config``) and the policy; the policy accepts its
+    settings; phases have forms in the kind; routes name outcomes the policy decides and stages
+    of the project (a 'back' route only this stage or an earlier one); eligibility rules are
+    known. ApplicationError names the setting otherwise."""
+    task_kind = get_kind(kind)
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
+        raise ApplicationError("Overlap must be at least 1.", {"overlap": overlap})
+    clean: dict[str, Any] = {}
+    clean["config"] = task_kind.validate_config(settings.get("config") or {})
+    policy_key = settings.get("resolution_policy") or task_kind.default_policy
+    if policy_key not in task_kind.policies:
+        raise ApplicationError(
+            f"The {kind} kind does not support the {policy_key!r} resolution policy.",
+            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
+        )
+    clean["resolution_policy"] = policy_key
+    clean["tie_policy"] = settings.get("tie_policy") or Stage.TiePolicy.ADJUDICATE
+    clean["tie_default"] = settings.get("tie_default")
+    clean["policy_options"] = dict(settings.get("policy_options") or {})
+    clean["phases"] = validate_phases(
+        settings.get("phases"), kind_phases=getattr(task_kind, "phase_names", None)
+    )
+    last_slots = clean["phases"][-1]["slots"] if clean["phases"] else overlap
+    check_settings(
+        policy_key,
+        PolicySettings(
+            tie_policy=clean["tie_policy"],
+            tie_default=clean["tie_default"],
+            required=last_slots,
+            reject_values=task_kind.reject_values,
+            options=clean["policy_options"],
+        ),
+    )
+    ordered = list(
+        project.stages.exclude(slug=slug).order_by("position").values_list("position", "slug")
+    )
+    own_position = position if position is not None else (ordered[-1][0] + 1 if ordered else 0)
+    existing = Stage.objects.filter(project=project, slug=slug).values_list("position", flat=True)
+    if position is None and existing:
+        own_position = existing[0]
+    slugs = [slug for _, slug in sorted([*ordered, (own_position, slug)])]
+    clean["routes"] = validate_routes(
+        settings.get("routes"),
+        stage_slug=slug,
+        stage_slugs=slugs,
+        outcomes=get_policy(policy_key).outcomes,
+    )
+    clean["eligibility"] = validate_rules(settings.get("eligibility"), stage_slugs=slugs)
+    return clean
+
+
 @transaction.atomic
 def stage_create(
     *,
@@ -148,25 +228,18 @@ def stage_create(
     position: int | None = None,
     **options: Any,
 ) -> Stage:
-    """Add a stage to the end of a project's pipeline (or at `position`)."""
-    task_kind = get_kind(kind)
-    policy = options.pop("resolution_policy", task_kind.default_policy)
-    if policy not in task_kind.policies:
-        raise ApplicationError(
-            f"The {kind} kind does not support the {policy!r} resolution policy.",
-            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
-        )
-    if overlap < 1:
-        raise ApplicationError("Overlap must be at least 1.", {"overlap": overlap})
-    try:
-        validate_policy(
-            policy=policy,
-            tie_policy=options.get("tie_policy", Stage.TiePolicy.ADJUDICATE),
-            default=options.get("tie_default"),
-            required=overlap,
-        )
-    except ValueError as error:
-        raise ApplicationError(str(error), {"resolution_policy": policy}) from None
+    """Add a stage to the end of a project's pipeline (or at `position`); every setting is
+    checked by stage_settings_clean first."""
+    settings = {key: options.pop(key) for key in STAGE_SETTINGS if key in options}
+    settings["config"] = config
+    clean = stage_settings_clean(
+        project=project,
+        slug=slug,
+        kind=kind,
+        overlap=overlap,
+        settings=settings,
+        position=position,
+    )
     if position is None:
         last = project.stages.order_by("-position").values_list("position", flat=True).first()
         position = 0 if last is None else last + 1
@@ -176,12 +249,38 @@ def stage_create(
         name=name,
         kind=kind,
         overlap=overlap,
-        config=dict(config or {}),
         position=position,
-        resolution_policy=policy,
         seed=options.pop("seed", random.SystemRandom().randrange(1, 2**31)),
+        **clean,
         **options,
     )
+
+
+@transaction.atomic
+def stage_update(*, stage: Stage, **changes: Any) -> Stage:
+    """Change a stage's settings (e.g. routes to stages created after it); checked together
+    with the settings it keeps. Kind and slug changes are refused: items and annotations are
+    already judged under them."""
+    for fixed in ("kind", "slug", "project"):
+        if fixed in changes and changes[fixed] != getattr(stage, fixed):
+            raise ApplicationError(f"A stage's {fixed} cannot change.", {fixed: "fixed"})
+    locked = Stage.objects.select_for_update().get(pk=stage.pk)
+    settings = {key: changes.get(key, getattr(locked, key)) for key in STAGE_SETTINGS}
+    overlap = changes.get("overlap", locked.overlap)
+    clean = stage_settings_clean(
+        project=locked.project,
+        slug=locked.slug,
+        kind=locked.kind,
+        overlap=overlap,
+        settings=settings,
+    )
+    simple = {
+        key: value for key, value in changes.items() if key not in STAGE_SETTINGS and key != "kind"
+    }
+    for key, value in {**clean, **simple, "overlap": overlap}.items():
+        setattr(locked, key, value)
+    locked.save()
+    return locked
 
 
 def _spread_ranks(items: Sequence[Item], rng: random.Random) -> dict[int, tuple[int, int]]:
@@ -213,7 +312,7 @@ def item_stages_open(
         ItemStage(
             item=item,
             stage=stage,
-            target_count=stage.overlap,
+            target_count=first_slots(stage),
             random_key=rng.getrandbits(31),
             spread_rank=ranks[item.pk][0],
             group_size=ranks[item.pk][1],
@@ -429,6 +528,8 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
         status=Assignment.Status.ACTIVE,
         created_at=now,
         expires_at=now + timedelta(seconds=stage.lease_seconds),
+        round=item_stage.round,
+        phase=item_stage.phase,
     )
     _insert_lease(assignment)
     item_stage.leased_count += 1
@@ -454,8 +555,8 @@ def _insert_lease(assignment: Assignment) -> None:
             )
             INSERT INTO {Assignment._meta.db_table}
                 (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
-                 finished_at, skip_reason)
-            VALUES (%s, %s, %s, %s, %s, %s, NULL, '')
+                 finished_at, skip_reason, round, phase)
+            VALUES (%s, %s, %s, %s, %s, %s, NULL, '', %s, %s)
             RETURNING id
             """,
             [
@@ -466,6 +567,8 @@ def _insert_lease(assignment: Assignment) -> None:
                 assignment.status,
                 assignment.created_at,
                 assignment.expires_at,
+                assignment.round,
+                assignment.phase,
             ],
         )
         assignment.pk = cursor.fetchone()[0]
@@ -638,7 +741,8 @@ def _annotation_submit(
         raise Conflict("You skipped this item, so it can no longer be submitted.")
     stage = assignment.stage
     clean = get_kind(stage.kind).validate(
-        payload if isinstance(payload, Mapping) else {}, stage.config
+        payload if isinstance(payload, Mapping) else {},
+        KindContext(stage=stage, item_stage=assignment.item_stage, annotator_id=annotator.pk),
     )
     if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
         raise ApplicationError(
@@ -664,6 +768,8 @@ def _annotation_submit(
         seconds_spent=seconds_spent,
         client_info=dict(client_info or {}),
         created_at=now,
+        round=assignment.round,
+        phase=assignment.phase,
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.finished_at = now
@@ -709,8 +815,8 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
             )
             INSERT INTO {Annotation._meta.db_table}
                 (item_stage_id, assignment_id, annotator_id, external_rater, payload,
-                 seconds_spent, client_info, created_at)
-            VALUES (%s, %s, %s, '', %s, %s, %s, %s)
+                 seconds_spent, client_info, created_at, round, phase)
+            VALUES (%s, %s, %s, '', %s, %s, %s, %s, %s, %s)
             RETURNING id
             """,
             [
@@ -730,6 +836,8 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
                 annotation.seconds_spent,
                 json_field.get_db_prep_save(annotation.client_info, connection),
                 now,
+                annotation.round,
+                annotation.phase,
             ],
         )
         annotation.pk = cursor.fetchone()[0]
@@ -739,61 +847,157 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
 # --- Resolution -------------------------------------------------------------------------------
 
 
+def _ballots(item_stage: ItemStage, kind: Any) -> list[Ballot]:
+    """The annotations of the item stage's current round, as the policy sees them: votes,
+    payloads and phases, annotators numbered 1, 2, … in the order they submitted."""
+    rows = (
+        Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
+        .order_by("pk")
+        .values_list("payload", "phase", "annotator_id", "external_rater")
+    )
+    numbers: dict[Any, int] = {}
+    ballots = []
+    for payload, phase, annotator_id, external in rows:
+        who = annotator_id if annotator_id is not None else f"external:{external}"
+        number = numbers.setdefault(who, len(numbers) + 1)
+        ballots.append(Ballot(kind.vote(payload), payload, phase, number))
+    return ballots
+
+
 def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
     kind = get_kind(stage.kind)
-    values = [
-        kind.vote_value(payload)
-        for payload in item_stage.annotations.order_by("pk").values_list("payload", flat=True)
-    ]
-    values = [value for value in values if value is not None]
-    return decide(
-        values,
-        policy=stage.resolution_policy,
+    phases = stage_phases(stage)
+    settings = PolicySettings(
         tie_policy=stage.tie_policy,
-        default=stage.tie_default,
-        required=stage.overlap if stage.resolution_policy != "mean" else 1,
+        tie_default=stage.tie_default,
+        required=phases[-1].slots,
         reject_values=kind.reject_values,
+        options=stage.policy_options or {},
+        last_phase=len(phases) - 1,
+    )
+    return get_policy(stage.resolution_policy).decide(_ballots(item_stage, kind), settings)
+
+
+def _phase_advance(item_stage: ItemStage, stage: Stage) -> None:
+    """Open the item stage's next phase: its slots, counters from zero, open for leasing."""
+    item_stage.phase += 1
+    item_stage.target_count = stage_phases(stage)[item_stage.phase].slots
+    item_stage.submitted_count = 0
+    item_stage.state = ItemStage.State.OPEN
+    item_stage.completed_at = None
+    item_stage.save(
+        update_fields=["phase", "target_count", "submitted_count", "state", "completed_at"]
     )
 
 
-def _apply_outcome(item_stage: ItemStage, stage: Stage, outcome: str) -> None:
-    """Move a decided item stage to its final state and, on advance, into the next stage."""
-    now = timezone.now()
+def _follow_route(
+    item_stage: ItemStage, stage: Stage, outcome: str, decision: Decision | None = None
+) -> None:
+    """Carry out the stage's route for `outcome` (annotation.routing): close this item stage
+    and move the item on. The caller holds the item stage's row lock."""
+    route = route_for(stage, outcome)
     item = item_stage.item
-    if outcome == "accept":
-        next_stage = None
-        if stage.on_accept == Stage.OnAccept.ADVANCE:
-            next_stage = (
-                Stage.objects.filter(
-                    project_id=stage.project_id, position__gt=stage.position, is_active=True
+    now = timezone.now()
+    if route["action"] == "revise":
+        revision = decision.revision if decision is not None else None
+        if revision is not None:
+            try:
+                item_revise(
+                    item=item,
+                    payload=revision,
+                    author=None,
+                    reason=f"{stage.name}: {decision.reason or outcome}"[:500],
+                    stage=stage,
                 )
-                .order_by("position")
-                .first()
+            except ApplicationError:
+                pass  # the chosen version is the current one: nothing to record
+        route = route["then"]
+    if route["action"] == "back":
+        target = Stage.objects.get(project_id=stage.project_id, slug=route["stage"])
+        existing = ItemStage.objects.filter(item=item, stage=target).first()
+        rounds_done = existing.round if existing is not None else 0
+        if rounds_done < route["max_loops"]:
+            if target.pk != stage.pk:
+                _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
+            _item_stage_reopen(item, target, existing)
+            Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
+            return
+        route = route["otherwise"]
+    action = route["action"]
+    if action == "escalate":
+        item_stage.state = ItemStage.State.ADJUDICATION
+        item_stage.save(update_fields=["state"])
+        Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
+        return
+    next_stage = None
+    if action == "next":
+        next_stage = (
+            Stage.objects.filter(
+                project_id=stage.project_id, position__gt=stage.position, is_active=True
             )
-        item_stage.state = ItemStage.State.RESOLVED
+            .order_by("position")
+            .first()
+        )
+    elif action == "stage":
+        next_stage = Stage.objects.get(project_id=stage.project_id, slug=route["stage"])
+    if action in ("next", "stage", "finish"):
+        _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
         if next_stage is not None:
-            item_stages_open(items=[item], stage=next_stage)
+            existing = ItemStage.objects.filter(item=item, stage=next_stage).first()
+            _item_stage_reopen(item, next_stage, existing)
             item_status = Item.Status.ACTIVE
         else:
             item_status = Item.Status.ACCEPTED
-    elif stage.on_reject == Stage.OnReject.ESCALATE:
-        item_stage.state = ItemStage.State.ADJUDICATION
-        item_status = Item.Status.ACTIVE
-    elif stage.on_reject == Stage.OnReject.KEEP:
-        item_stage.state = ItemStage.State.RESOLVED
+    elif action == "keep":
+        _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
         item_status = Item.Status.REJECTED
-    else:
-        item_stage.state = ItemStage.State.DISCARDED
+    else:  # discard
+        _close_item_stage(item_stage, ItemStage.State.DISCARDED, now)
         item_status = Item.Status.DISCARDED
+        if route.get("reason"):
+            Resolution.objects.filter(item_stage=item_stage, reason="").update(
+                reason=route["reason"]
+            )
+    Item.objects.filter(pk=item.pk).update(status=item_status)
+
+
+def _close_item_stage(item_stage: ItemStage, state: str, now: Any) -> None:
+    item_stage.state = state
     item_stage.resolved_at = now
     item_stage.save(update_fields=["state", "resolved_at"])
-    Item.objects.filter(pk=item.pk).update(status=item_status)
+
+
+def _item_stage_reopen(item: Item, stage: Stage, existing: ItemStage | None) -> None:
+    """Open the item in `stage`: a new item stage, or another round of the one it had (counters
+    from zero, first phase; annotations of earlier rounds stay, and policies read the round's)."""
+    if existing is None:
+        item_stages_open(items=[item], stage=stage)
+        return
+    existing.round += 1
+    existing.phase = 0
+    existing.target_count = first_slots(stage)
+    existing.submitted_count = 0
+    existing.state = ItemStage.State.OPEN
+    existing.completed_at = None
+    existing.resolved_at = None
+    existing.save(
+        update_fields=[
+            "round",
+            "phase",
+            "target_count",
+            "submitted_count",
+            "state",
+            "completed_at",
+            "resolved_at",
+        ]
+    )
 
 
 @transaction.atomic
 def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
-    """Decide a completed item stage by its stage's policy. Idempotent and safe to run
-    concurrently: the item stage row is locked and only a RESOLVING row is acted on."""
+    """Decide a completed item stage by its stage's policy and follow the outcome's route, or
+    open its next phase. Idempotent and safe to run concurrently: the item stage row is locked
+    and only a RESOLVING row is acted on."""
     item_stage = (
         ItemStage.objects.select_for_update(of=("self",))
         .select_related("stage", "item")
@@ -803,6 +1007,9 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
     if item_stage is None or item_stage.state != ItemStage.State.RESOLVING:
         return Resolution.objects.filter(item_stage_id=item_stage_id).first()
     stage = item_stage.stage
+    if not is_last(stage, item_stage):
+        _phase_advance(item_stage, stage)
+        return None
     decision = _decision_for(item_stage, stage)
     resolution, _ = Resolution.objects.update_or_create(
         item_stage=item_stage,
@@ -816,7 +1023,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
             else item_stage.submitted_count,
             "policy": stage.resolution_policy,
             "decided_by": None,
-            "reason": "",
+            "reason": decision.reason,
         },
     )
     if decision.needs_more and item_stage.target_count < stage.effective_max_overlap:
@@ -828,7 +1035,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
         item_stage.state = ItemStage.State.ADJUDICATION
         item_stage.save(update_fields=["state"])
     else:
-        _apply_outcome(item_stage, stage, decision.outcome)
+        _follow_route(item_stage, stage, decision.outcome, decision)
     return resolution
 
 
@@ -836,7 +1043,8 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
 def item_stage_adjudicate(
     *, item_stage_id: int, reviewer: AbstractBaseUser, value: Any, reason: str
 ) -> Resolution:
-    """A reviewer's decision on an item stage waiting for adjudication."""
+    """A reviewer's decision on an item stage waiting for adjudication: one of the item
+    stage's choices (the kind's), routed like the policy's own outcomes."""
     reason = (reason or "").strip()
     if not reason:
         raise ApplicationError("Give a reason for the decision.", {"reason": "required"})
@@ -852,7 +1060,7 @@ def item_stage_adjudicate(
         raise Conflict("This item is not waiting for adjudication (someone may have decided it).")
     stage = item_stage.stage
     kind = get_kind(stage.kind)
-    categories = kind.categories(stage.config)
+    categories = kind.choices(KindContext(stage=stage, item_stage=item_stage))
     if categories is not None and value not in categories:
         raise ApplicationError(
             f"Decide one of: {', '.join(map(str, categories))} (got {value!r}).",
@@ -870,14 +1078,13 @@ def item_stage_adjudicate(
             "reason": reason,
         },
     )
-    if outcome == "reject" and stage.on_reject == Stage.OnReject.ESCALATE:
+    route = route_for(stage, outcome)
+    if route["action"] == "escalate":
         # The reviewer has decided; escalating again would loop. Rejected means discarded.
-        item_stage.state = ItemStage.State.DISCARDED
-        item_stage.resolved_at = timezone.now()
-        item_stage.save(update_fields=["state", "resolved_at"])
+        _close_item_stage(item_stage, ItemStage.State.DISCARDED, timezone.now())
         Item.objects.filter(pk=item_stage.item_id).update(status=Item.Status.DISCARDED)
     else:
-        _apply_outcome(item_stage, stage, outcome)
+        _follow_route(item_stage, stage, outcome)
     return resolution
 
 

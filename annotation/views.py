@@ -30,6 +30,7 @@ from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Stage
 from annotation.navigation import project_tabs, register_project_tab
+from annotation.phases import phase_of
 
 register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 
@@ -185,14 +186,20 @@ def _item_response(
     if assignment is not None and (gone or assignment.status not in open_statuses):
         assignment = None
     item = assignment.item_stage.item if assignment is not None else None
+    phase = phase_of(stage, assignment.item_stage if assignment is not None else None)
     context = {
         "stage": stage,
         "project": project,
         "assignment": assignment,
         "item": item,
-        "display": selectors.item_display(item, project) if item is not None else None,
+        "display": selectors.item_display(item, stage)
+        if item is not None and kind.display_template is None
+        else None,
+        "display_template": kind.display_template,
+        "phase": phase if stage.phases else None,
+        "shown": selectors.annotations_shown(assignment) if assignment is not None else [],
         "kind": kind,
-        "kind_template": kind.template,
+        "kind_template": kind.form_template(phase.name if stage.phases else None),
         "config": stage.config,
         "shortcuts": kind.shortcuts(stage.config),
         "done": done,

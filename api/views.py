@@ -77,8 +77,8 @@ class ItemOutSerializer(serializers.Serializer):
     payload = serializers.SerializerMethodField()
 
     def get_payload(self, assignment) -> dict:
-        # Known answers (gold, expected, …) are never sent to annotators.
-        return item_payload_for_annotator(assignment.item_stage.item, assignment.stage.project)
+        # Only the fields the stage's kind allows (an allow-list) are sent to annotators.
+        return item_payload_for_annotator(assignment.item_stage.item, assignment.stage)
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -106,7 +106,7 @@ def assignment_out(assignment: Assignment) -> dict:
         "item": {
             "id": item.pk,
             "external_id": item.external_id,
-            "payload": item_payload_for_annotator(item, assignment.stage.project),
+            "payload": item_payload_for_annotator(item, assignment.stage),
         },
     }
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.apps import AppConfig
 
 DEMO_SLUG = "ratings-demo"
+#: The project kind of ratings projects (annotation.workflows).
+RATINGS_WORKFLOW = "ratings"
 
 
 class RatingsConfig(AppConfig):
@@ -12,11 +14,15 @@ class RatingsConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.kinds import register_kind
+        from annotation.workflows import Workflow, register_workflow
         from ratings.kinds import RateKind
         from ratings.release_layout import explica_layout
         from releases.layouts import register_layout
 
         register_kind(RateKind())
+        register_workflow(
+            Workflow(RATINGS_WORKFLOW, "Acceptability ratings (ExpliCa-style)", self.verbose_name)
+        )
         register_layout("ratings", explica_layout)
 
     def seed_demo(self, *, users: dict) -> None:

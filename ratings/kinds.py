@@ -21,7 +21,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from annotation.errors import ApplicationError
-from annotation.kinds import TaskKind
+from annotation.kinds import AgreementSpec, KindContext, TaskKind
 
 DEFAULT_MIN = 1
 DEFAULT_MAX = 10
@@ -106,9 +106,15 @@ class RateKind(TaskKind):
     template = "ratings/kinds/rate.html#form"
     policies = ("mean",)
     default_policy = "mean"
-    categorical = False
+    # A "can't judge" payload stores value None, so the vote is the value field as it is.
+    vote_field = "value"
+    agreement = AgreementSpec("interval")
+    default_visible_fields = ("text", "mark")
+    # The rating form shows the sentence itself, with its connective marked.
+    display_template = ""
 
-    def validate(self, payload: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        config = context.config
         low, high = scale_bounds(config)
         if _truthy(payload.get("cannot_judge")):
             if not config.get("allow_cannot_judge", True):
@@ -138,10 +144,10 @@ class RateKind(TaskKind):
             )
         return {"value": value}
 
-    def vote_value(self, payload: Mapping[str, Any]) -> Any:
-        if payload.get("cannot_judge"):
-            return None
-        return payload.get("value")
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        clean = super().validate_config(config)
+        scale_bounds(clean)
+        return clean
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         low, high = scale_bounds(config)

@@ -42,9 +42,10 @@ from django.utils import timezone
 
 from annotation import services as engine
 from annotation.errors import ApplicationError
-from annotation.models import Annotation, Item, ItemStage, Project, ProjectKind, Resolution, Stage
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from imports.models import ImportBatch
 from ratings import importing
+from ratings.apps import RATINGS_WORKFLOW
 from ratings.connectives import (
     EXPLICA_CONNECTIVES,
     ConnectiveSet,
@@ -64,24 +65,6 @@ BULK_BATCH = 5000
 #: Payload fields of ratings items. All are hidden from the generic item display (the rating
 #: form renders the sentence itself, with the connective marked) and none may reach a rater:
 #: subset, relation and expected ratings would bias them.
-PAYLOAD_FIELDS = [
-    "pair_id",
-    "order",
-    "connective",
-    "relation",
-    "connective_order",
-    "first",
-    "second",
-    "text",
-    "mark",
-    "subset",
-    "origin",
-    "flags",
-    "expected_min",
-    "expected_max",
-    "feedback",
-]
-
 DEFAULT_GUIDELINES = """Each screen shows one sentence made of two events joined by a connective \
 (highlighted). Rate how acceptable the whole sentence is, from 1 (completely unacceptable) to 10 \
 (completely acceptable): does the connective fit the way the two events are related?
@@ -166,10 +149,9 @@ def ratings_project_create(
     project = engine.project_create(
         slug=slug,
         name=name,
-        kind=ProjectKind.RATINGS,
+        kind=RATINGS_WORKFLOW,
         description=description,
         guidelines=guidelines,
-        settings={"hidden_payload_fields": PAYLOAD_FIELDS},
     )
     options: dict[str, Any] = {} if seed is None else {"seed": seed}
     rating_stage = engine.stage_create(

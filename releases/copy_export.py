@@ -60,7 +60,7 @@ def copy_export_supported(project: Project) -> bool:
 
 
 def _votes_with_value(kind: TaskKind | None) -> bool:
-    return kind is None or type(kind).vote_value is TaskKind.vote_value
+    return kind is None or kind.vote_field == "value"
 
 
 # --- SQL for Python's spelling of values ------------------------------------------------------

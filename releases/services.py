@@ -291,7 +291,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "external_id": external_id,
                 "stage": slug,
                 "rater": code,
-                "value": kind.vote_value(payload) if kind is not None else payload.get("value"),
+                "value": kind.vote(payload) if kind is not None else payload.get("value"),
                 "payload": payload,
                 "seconds_spent": seconds,
                 "created_at": created.isoformat(),
@@ -305,7 +305,6 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
     database's own JSON text instead of being parsed and encoded again. Same keys, same values,
     same order as the rows (tested). ``release_annotations_jsonl`` uses it where COPY cannot
     write the file (and then writes what COPY would)."""
-    from annotation.kinds.base import TaskKind
 
     stages = {
         stage.pk: (stage.slug, KINDS.get(stage.kind))
@@ -317,7 +316,7 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
             yield dumps(row)
         return
     default_vote = {
-        stage_id: kind is None or type(kind).vote_value is TaskKind.vote_value
+        stage_id: kind is None or kind.vote_field == "value"
         for stage_id, (_slug, kind) in stages.items()
     }
     slugs = {stage_id: dumps(slug) for stage_id, (slug, _kind) in stages.items()}
@@ -351,7 +350,7 @@ def release_annotation_lines(project: Project) -> Iterator[str]:
                 if code is None:
                     code = external[rater] = f"E{len(external) + 1:04d}"
             if not default_vote[stage_id]:
-                value = dumps(stages[stage_id][1].vote_value(json.loads(payload)))
+                value = dumps(stages[stage_id][1].vote(json.loads(payload)))
             yield (
                 f'{{"external_id":{dumps(external_id)},"stage":{slugs[stage_id]},'
                 f'"rater":"{code}","value":{value},"payload":{payload},'

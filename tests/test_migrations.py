@@ -59,16 +59,19 @@ def test_a_database_from_before_the_split_keeps_every_row():
             project=project, version=1, status="published", created_by=admin, sha256="cd" * 32
         )
         snapshot = Snapshot.objects.create(stage=stage, metric="fleiss_kappa", value=0.78)
-        batch_type = ContentType.objects.get_or_create(app_label="annotation", model="importbatch")[0]
+        batch_type = ContentType.objects.get_or_create(app_label="annotation", model="importbatch")[
+            0
+        ]
         permission = Permission.objects.create(
             content_type=batch_type, codename="view_importbatch_old", name="Can view (old)"
         )
     finally:
         _migrate(leaves)
 
+    from django.contrib.auth.models import Permission as NewPermission
+
     from agreement.models import AgreementSnapshot
     from annotation.models import Item as NewItem
-    from django.contrib.auth.models import Permission as NewPermission
     from imports.models import ImportBatch as NewImportBatch
     from ratings.models import SentencePair as NewSentencePair
     from releases.models import Release as NewRelease

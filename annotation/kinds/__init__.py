@@ -6,6 +6,13 @@ which resolution policies apply. Apps register kinds in their AppConfig.ready();
 imports a concrete kind.
 """
 
-from annotation.kinds.base import KINDS, TaskKind, get_kind, register_kind
+from annotation.kinds.base import (
+    KINDS,
+    AgreementSpec,
+    KindContext,
+    TaskKind,
+    get_kind,
+    register_kind,
+)
 
-__all__ = ["KINDS", "TaskKind", "get_kind", "register_kind"]
+__all__ = ["KINDS", "AgreementSpec", "KindContext", "TaskKind", "get_kind", "register_kind"]

@@ -6,9 +6,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from annotation.errors import ApplicationError
-from annotation.kinds.base import TaskKind
+from annotation.kinds.base import KindContext, TaskKind
 
 MAX_COMMENT = 2000
+
+#: What annotators of the engine's generic kinds see of an item unless a stage lists its own
+#: fields: the texts to judge, never answers, labels, rationales or anything an import added.
+GENERIC_VISIBLE_FIELDS = (
+    "text",
+    "sentence",
+    "question",
+    "sentence_a",
+    "sentence_b",
+    "event_a",
+    "event_b",
+    "cause",
+    "effect",
+    "premise",
+    "hypothesis",
+    "context",
+    "passage",
+    "scenario",
+    "claim",
+    "options",
+    "title",
+)
 
 
 def _comment(payload: Mapping[str, Any]) -> str:
@@ -33,7 +55,9 @@ class VerifyKind(TaskKind):
     reject_values = ("reject",)
     CHOICES = ("keep", "reject")
 
-    def validate(self, payload: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    default_visible_fields = GENERIC_VISIBLE_FIELDS
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
         value = payload.get("value")
         if value not in self.CHOICES:
             raise ApplicationError(
@@ -57,12 +81,14 @@ class LabelKind(TaskKind):
     template = "annotation/kinds/label.html#form"
     policies = ("majority",)
 
-    def choices(self, config: Mapping[str, Any]) -> list[str]:
+    def labels(self, config: Mapping[str, Any]) -> list[str]:
         choices = config.get("choices") or []
         return [str(choice) for choice in choices]
 
-    def validate(self, payload: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        choices = self.choices(config)
+    default_visible_fields = GENERIC_VISIBLE_FIELDS
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        choices = self.labels(context.config)
         value = payload.get("value")
         if value not in choices:
             raise ApplicationError(
@@ -72,7 +98,22 @@ class LabelKind(TaskKind):
         return {"value": value, "comment": _comment(payload)}
 
     def categories(self, config: Mapping[str, Any]) -> list[Any]:
-        return self.choices(config)
+        return self.labels(config)
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
-        return [(str(index + 1), choice) for index, choice in enumerate(self.choices(config)[:9])]
+        return [(str(index + 1), choice) for index, choice in enumerate(self.labels(config)[:9])]
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        clean = super().validate_config(config)
+        labels = clean.get("choices")
+        if (
+            not isinstance(labels, list)
+            or len(labels) < 2
+            or not all(isinstance(label, str) and label.strip() for label in labels)
+            or len(set(labels)) != len(labels)
+        ):
+            raise ApplicationError(
+                "A label stage needs at least two distinct labels in config choices.",
+                {"choices": "expected a list of at least two distinct names"},
+            )
+        return clean

@@ -19,7 +19,7 @@ from agreement.stats import fleiss_kappa, krippendorff_alpha
 from agreement.tasks import refresh_agreement, sweep_agreement
 from annotation import services
 from annotation.errors import ApplicationError
-from annotation.kinds import KINDS, TaskKind, register_kind
+from annotation.kinds import KINDS, AgreementSpec, TaskKind, register_kind
 from annotation.models import Annotation, ItemStage, Stage
 from tests.factories import annotate_stage, make_items, make_label_stage, make_member, make_project
 
@@ -223,7 +223,7 @@ def test_a_refresh_finding_the_stage_locked_returns_at_once(postgres, monkeypatc
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [services._LOCK_NAMESPACE, stage.pk])
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [agreement_services._LOCK_NAMESPACE, stage.pk])
         assert agreement_services.stage_agreement_refresh(stage_id=stage.pk) is None
         assert not AgreementSnapshot.objects.filter(stage=stage).exists()
         with other.cursor() as cursor:
@@ -243,9 +243,9 @@ class ScoreKind(TaskKind):
     label = "Score 1–10"
     policies = ("mean",)
     default_policy = "mean"
-    categorical = False
+    agreement = AgreementSpec("interval")
 
-    def validate(self, payload, config):
+    def validate(self, payload, context):
         value = payload.get("value")
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
             raise ApplicationError("Rate from 1 to 10.", {"value": "1–10"})
@@ -258,10 +258,12 @@ class NestedLabelKind(TaskKind):
     key = "nested_for_tests"
     label = "Nested"
 
-    def validate(self, payload, config):
+    vote_field = None
+
+    def validate(self, payload, context):
         return dict(payload)
 
-    def vote_value(self, payload):
+    def vote(self, payload):
         return (payload.get("answer") or {}).get("label")
 
     def categories(self, config):
@@ -333,7 +335,7 @@ def test_numeric_votes_are_read_as_numbers(postgres, test_kinds):
     assert {"krippendorff_alpha_interval", "krippendorff_alpha_ordinal"} <= set(latest)
 
 
-def test_a_kind_with_its_own_vote_value_is_read_in_python(test_kinds):
+def test_a_kind_with_a_structured_vote_is_read_in_python(test_kinds):
     project = make_project()
     stage = services.stage_create(
         project=project, slug="nested", name="Nested", kind=NestedLabelKind.key, overlap=2

@@ -210,6 +210,8 @@ def test_decision_serialises_to_json():
         "outcome": "accept",
         "needs_more": False,
         "votes": {"1": 2, "2": 1},
+        "revision": None,
+        "reason": "",
     }
 
 

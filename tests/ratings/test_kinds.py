@@ -11,52 +11,58 @@ from django.template.loader import render_to_string
 
 from annotation import services as engine
 from annotation.errors import ApplicationError
-from annotation.kinds import get_kind
+from annotation.kinds import KindContext, get_kind
 from ratings.kinds import RateKind, key_for, marked_text
 
 KIND = RateKind()
 TEN = {"min": 1, "max": 10}
 
 
+def checked(payload, config):
+    """The kind's validation as the submit service calls it, for a stage with `config`."""
+    return KIND.validate(payload, KindContext(stage=SimpleNamespace(config=config, phases=[])))
+
+
 def test_the_kind_is_registered_numeric_and_resolved_by_the_mean():
     kind = get_kind("rate")
     assert isinstance(kind, RateKind)
-    assert kind.categorical is False
+    assert kind.agreement.scale == "interval" and not kind.agreement.categorical
+    assert kind.vote_field == "value"
     assert kind.policies == ("mean",)
     assert kind.template == "ratings/kinds/rate.html#form"
 
 
 @pytest.mark.parametrize("value", [1, 5, 10, "7", " 3 ", 4.0])
 def test_whole_ratings_within_the_scale_are_accepted(value):
-    assert KIND.validate({"value": value}, TEN) == {"value": int(str(value).strip().split(".")[0])}
+    assert checked({"value": value}, TEN) == {"value": int(str(value).strip().split(".")[0])}
 
 
 @pytest.mark.parametrize("value", [0, 11, -1, 3.5, "x", True, None, "", [5]])
 def test_anything_else_is_refused_with_the_field_named(value):
     with pytest.raises(ApplicationError) as caught:
-        KIND.validate({"value": value}, TEN)
+        checked({"value": value}, TEN)
     assert "value" in caught.value.extra
 
 
 def test_the_bounds_come_from_the_stage_config():
-    assert KIND.validate({"value": 0}, {"min": 0, "max": 6}) == {"value": 0}
+    assert checked({"value": 0}, {"min": 0, "max": 6}) == {"value": 0}
     with pytest.raises(ApplicationError, match="from 0 to 6"):
-        KIND.validate({"value": 7}, {"min": 0, "max": 6})
-    assert KIND.validate({"value": 10}, {}) == {"value": 10}  # 1–10 by default
+        checked({"value": 7}, {"min": 0, "max": 6})
+    assert checked({"value": 10}, {}) == {"value": 10}  # 1–10 by default
     with pytest.raises(ApplicationError, match="must go up"):
-        KIND.validate({"value": 3}, {"min": 5, "max": 5})
+        checked({"value": 3}, {"min": 5, "max": 5})
 
 
 def test_cannot_judge_needs_a_reason_casts_no_vote_and_can_be_switched_off():
-    payload = KIND.validate({"cannot_judge": "1", "reason": "  unknown word  ", "value": 4}, TEN)
+    payload = checked({"cannot_judge": "1", "reason": "  unknown word  ", "value": 4}, TEN)
     assert payload == {"value": None, "cannot_judge": True, "reason": "unknown word"}
-    assert KIND.vote_value(payload) is None
-    assert KIND.vote_value({"value": 6}) == 6
+    assert KIND.vote(payload) is None
+    assert KIND.vote({"value": 6}) == 6
     with pytest.raises(ApplicationError) as caught:
-        KIND.validate({"cannot_judge": True, "reason": " "}, TEN)
+        checked({"cannot_judge": True, "reason": " "}, TEN)
     assert caught.value.extra == {"reason": "required"}
     with pytest.raises(ApplicationError) as caught:
-        KIND.validate({"cannot_judge": True, "reason": "x"}, {**TEN, "allow_cannot_judge": False})
+        checked({"cannot_judge": True, "reason": "x"}, {**TEN, "allow_cannot_judge": False})
     assert "cannot_judge" in caught.value.extra
 
 
@@ -74,7 +80,7 @@ def test_form_parsing_takes_the_pressed_button_over_the_empty_hidden_field():
         "reason": "I don't know the word",
     }
     with pytest.raises(ApplicationError):
-        KIND.validate(KIND.parse_form(QueryDict("value=abc")), TEN)
+        checked(KIND.parse_form(QueryDict("value=abc")), TEN)
 
 
 def test_keys_are_digits_with_zero_for_ten_and_none_on_long_scales():

@@ -12,6 +12,7 @@ import pytest
 from annotation import services as engine
 from annotation.access import access_stage_for_annotator
 from annotation.errors import ApplicationError, Conflict
+from annotation.kinds import KindContext, get_kind
 from annotation.models import Annotation, Item, ItemStage, Resolution, Role, Stage
 from imports.models import ImportBatch
 from ratings import services
@@ -64,8 +65,9 @@ def test_a_ratings_project_starts_with_explica_defaults():
         10,
         True,
     )
-    assert "text" in project.settings["hidden_payload_fields"]
-    assert "subset" in project.settings["hidden_payload_fields"]
+    # Annotators see the sentence and its connective mark, never the pair's relation, subset,
+    # origin or flags (the rate kind's allow-list).
+    assert get_kind("rate").visible_fields(KindContext(stage=stage)) == ("text", "mark")
 
 
 def test_a_broken_connective_set_or_label_rule_is_refused_before_anything_is_written():

@@ -1,0 +1,150 @@
+"""Eligibility: who may take an item of a stage, declared per stage and enforced inside the
+candidate search (annotation.sql), on PostgreSQL and SQLite alike, without per-kind SQL.
+
+A stage's ``eligibility`` is a JSON list of rules::
+
+    [{"rule": "not_author"},                        never the item's author
+     {"rule": "not_in_stage", "stage": "verify"},   nobody who worked on this item in "verify"
+     {"rule": "skill", "tag": "medicine"}]          only members with that skill tag
+
+Each rule is a :class:`Rule` registered under its name; it contributes one SQL condition on the
+candidate item stage (alias ``c``, columns ``c.id``, ``c.item_id``, ``c.stage_id``, ``c.round``,
+``c.phase``) with *named* parameters (``%(name)s``), given the annotator as
+``%(annotator)s`` and the project as ``%(project)s``. Parameter names are prefixed per rule
+position, so two rules of one kind never clash. Plug-ins register rules of their own with
+:func:`register_rule`. The phase rules (``people``: new / same) come from annotation.phases and
+are added by the search itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from annotation.errors import ApplicationError
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One SQL condition and its named parameters."""
+
+    sql: str
+    params: Mapping[str, Any]
+
+
+class Rule:
+    """Base class: set ``name``, implement ``clean`` (the rule's options, checked) and
+    ``condition`` (SQL over the candidate ``c``; ``prefix`` makes parameter names unique;
+    ``tables`` maps model names to quoted table names)."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def clean(self, spec: Mapping[str, Any], *, stage_slugs: Sequence[str]) -> dict[str, Any]:
+        return {"rule": self.name}
+
+    def condition(
+        self, spec: Mapping[str, Any], *, prefix: str, tables: Mapping[str, str]
+    ) -> Condition:
+        raise NotImplementedError
+
+
+class NotAuthor(Rule):
+    name = "not_author"
+    description = "never the item's author"
+
+    def condition(self, spec, *, prefix, tables):
+        return Condition(
+            f"NOT EXISTS (SELECT 1 FROM {tables['Item']} {prefix}i"
+            f" WHERE {prefix}i.id = c.item_id AND {prefix}i.author_id = %(annotator)s)",
+            {},
+        )
+
+
+class NotInStage(Rule):
+    name = "not_in_stage"
+    description = "nobody who worked on this item in another stage"
+
+    def clean(self, spec, *, stage_slugs):
+        stage = spec.get("stage")
+        if stage not in stage_slugs:
+            raise ApplicationError(
+                f"not_in_stage: there is no stage {stage!r} in this project.",
+                {"eligibility": stage},
+            )
+        return {"rule": self.name, "stage": stage}
+
+    def condition(self, spec, *, prefix, tables):
+        return Condition(
+            f"NOT EXISTS (SELECT 1 FROM {tables['Assignment']} {prefix}a"
+            f" JOIN {tables['ItemStage']} {prefix}s ON {prefix}s.id = {prefix}a.item_stage_id"
+            f" JOIN {tables['Stage']} {prefix}st ON {prefix}st.id = {prefix}s.stage_id"
+            f" WHERE {prefix}s.item_id = c.item_id AND {prefix}a.annotator_id = %(annotator)s"
+            f" AND {prefix}st.slug = %({prefix}stage)s"
+            f" AND {prefix}a.status IN ('active', 'submitted'))",
+            {f"{prefix}stage": spec["stage"]},
+        )
+
+
+class Skill(Rule):
+    name = "skill"
+    description = "only members with a skill tag"
+
+    def clean(self, spec, *, stage_slugs):
+        tag = spec.get("tag")
+        if not isinstance(tag, str) or not tag.strip() or any(ch.isspace() for ch in tag.strip()):
+            raise ApplicationError(
+                "skill: give one tag without spaces.", {"eligibility": tag if tag else "required"}
+            )
+        return {"rule": self.name, "tag": tag.strip()}
+
+    def condition(self, spec, *, prefix, tables):
+        # Tags are stored space-separated; padding both sides makes LIKE match whole tags.
+        return Condition(
+            f"EXISTS (SELECT 1 FROM {tables['Membership']} {prefix}m"
+            f" WHERE {prefix}m.project_id = %(project)s AND {prefix}m.user_id = %(annotator)s"
+            f" AND {prefix}m.role = 'annotator'"
+            f" AND (' ' || {prefix}m.skills || ' ') LIKE %({prefix}tag)s)",
+            {f"{prefix}tag": f"% {spec['tag']} %"},
+        )
+
+
+RULES: dict[str, Rule] = {}
+
+
+def register_rule(rule: Rule) -> Rule:
+    if not rule.name:
+        raise ValueError("an eligibility rule needs a name")
+    RULES[rule.name] = rule
+    return rule
+
+
+def validate_rules(rules: Any, *, stage_slugs: Sequence[str]) -> list[dict[str, Any]]:
+    """Clean a stage's eligibility list; ApplicationError naming the rule otherwise."""
+    if rules in (None, ""):
+        return []
+    if not isinstance(rules, list):
+        raise ApplicationError("eligibility must be a list of rules.", {"eligibility": "list"})
+    clean = []
+    for index, spec in enumerate(rules):
+        name = spec.get("rule") if isinstance(spec, Mapping) else None
+        if name not in RULES:
+            raise ApplicationError(
+                f"eligibility[{index}]: unknown rule {name!r}; known: {', '.join(sorted(RULES))}.",
+                {f"eligibility[{index}]": name},
+            )
+        clean.append(RULES[name].clean(spec, stage_slugs=stage_slugs))
+    return clean
+
+
+def conditions(rules: Sequence[Mapping[str, Any]], *, tables: Mapping[str, str]) -> list[Condition]:
+    """The SQL conditions of a stage's (cleaned) rules, parameter names made unique."""
+    return [
+        RULES[spec["rule"]].condition(spec, prefix=f"e{index}_", tables=tables)
+        for index, spec in enumerate(rules)
+    ]
+
+
+for _rule in (NotAuthor(), NotInStage(), Skill()):
+    register_rule(_rule)

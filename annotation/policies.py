@@ -1,0 +1,166 @@
+"""Resolution policies: a registry of objects that decide an item stage from its annotations.
+
+A policy sees every annotation of the item stage's current round as a :class:`Ballot` (the
+kind's vote, the cleaned payload, the phase it was cast in, a pseudonymous annotator number) and
+returns a :class:`~annotation.resolution.Decision`: a value, a status, an *outcome* and, when it
+wants the item changed, a ``revision`` (the new payload). Outcomes are free names: the engine
+pauses on ``pending`` (a reviewer or more votes are needed) and routes every other outcome with
+the stage's routes (annotation.routing), so a policy may return ``"revise"`` or ``"remove"`` as
+long as the stages that use it route those outcomes.
+
+Plug-ins register their own policies in ``AppConfig.ready()``::
+
+    from annotation.policies import Policy, register_policy
+    register_policy(MyPolicy())
+
+The engine ships ``majority``, ``plurality``, ``unanimity_keep`` and ``mean`` (the pure rules are
+in annotation.resolution, tested on their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from annotation.errors import ApplicationError
+from annotation.resolution import TIE_POLICIES, Decision, decide, validate_policy
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """One annotation as a policy sees it. ``annotator`` is a number local to the item stage
+    (1, 2, … in the order they submitted), never a user id."""
+
+    vote: Any
+    payload: Mapping[str, Any]
+    phase: int = 0
+    annotator: int = 0
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """A stage's resolution settings, as the policy needs them."""
+
+    tie_policy: str = "adjudicate"
+    tie_default: Any = None
+    required: int = 1
+    reject_values: Collection[Any] = ("reject",)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: The index of the stage's last phase: the built-in policies count its votes only.
+    last_phase: int = 0
+
+
+class Policy:
+    """Base class: set ``key`` and ``label``; implement ``decide``; check options in
+    ``validate_settings`` (raise ValueError with a sentence a person can act on)."""
+
+    key: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    #: Whether the stage's tie policy applies (shown in the stage form).
+    has_ties: ClassVar[bool] = False
+    #: The outcomes this policy may return besides "pending" (for route checks and pages).
+    outcomes: ClassVar[tuple[str, ...]] = ("accept", "reject")
+    #: Whether the policy counts only when every slot is filled (False: decide on what came).
+    needs_every_slot: ClassVar[bool] = True
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        """Raise ValueError when the settings cannot work."""
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        raise NotImplementedError
+
+
+class _ValuePolicy(Policy):
+    """The engine's built-in policies: they decide from the votes' values alone."""
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        validate_policy(
+            policy=self.key,
+            tie_policy=settings.tie_policy,
+            default=settings.tie_default,
+            required=settings.required,
+            accept_threshold=settings.options.get("accept_threshold"),
+        )
+        unknown = set(settings.options) - {"accept_threshold"}
+        if unknown:
+            raise ValueError(
+                f"The {self.key} policy has no option {', '.join(sorted(unknown))}"
+                + ("; it takes accept_threshold." if self.key == "mean" else ".")
+            )
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        return decide(
+            [
+                ballot.vote
+                for ballot in ballots
+                if ballot.vote is not None and ballot.phase == settings.last_phase
+            ],
+            policy=self.key,
+            tie_policy=settings.tie_policy,
+            default=settings.tie_default,
+            required=settings.required if self.needs_every_slot else 1,
+            reject_values=settings.reject_values,
+            accept_threshold=settings.options.get("accept_threshold"),
+        )
+
+
+class MajorityPolicy(_ValuePolicy):
+    key = "majority"
+    label = "Strict majority (ties by the tie policy)"
+    has_ties = True
+
+
+class PluralityPolicy(_ValuePolicy):
+    key = "plurality"
+    label = "Most votes (ties by the tie policy)"
+    has_ties = True
+
+
+class UnanimityKeepPolicy(_ValuePolicy):
+    key = "unanimity_keep"
+    label = "Any reject discards (METER's raw verification)"
+
+
+class MeanPolicy(_ValuePolicy):
+    key = "mean"
+    label = "Mean rating (optionally rejected below accept_threshold)"
+    needs_every_slot = False
+
+
+POLICIES: dict[str, Policy] = {}
+
+
+def register_policy(policy: Policy) -> Policy:
+    if not policy.key:
+        raise ValueError("a policy needs a key")
+    POLICIES[policy.key] = policy
+    return policy
+
+
+def get_policy(key: str) -> Policy:
+    try:
+        return POLICIES[key]
+    except KeyError:
+        raise ApplicationError(
+            f"Unknown resolution policy {key!r}; registered: {', '.join(sorted(POLICIES))}.",
+            {"resolution_policy": key},
+        ) from None
+
+
+def check_settings(policy_key: str, settings: PolicySettings) -> None:
+    """The stage service's and the admin's check: ApplicationError naming the setting."""
+    policy = get_policy(policy_key)
+    if settings.tie_policy not in TIE_POLICIES:
+        raise ApplicationError(
+            f"Unknown tie policy {settings.tie_policy!r}; choose one of {', '.join(TIE_POLICIES)}.",
+            {"tie_policy": settings.tie_policy},
+        )
+    try:
+        policy.validate_settings(settings)
+    except ValueError as error:
+        raise ApplicationError(str(error), {"resolution_policy": policy_key}) from None
+
+
+for _policy in (MajorityPolicy(), PluralityPolicy(), UnanimityKeepPolicy(), MeanPolicy()):
+    register_policy(_policy)
