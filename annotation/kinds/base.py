@@ -7,11 +7,13 @@ concrete kind. Everything the engine needs to know about a kind is declared here
 - ``validate(payload, context)``: the cleaned payload, or an ApplicationError whose ``extra``
   maps field names to messages. ``context`` (:class:`KindContext`) gives the stage config, the
   phase, and the item with its current revision (loaded only when a kind reads it).
-- ``vote_field`` / ``vote(payload)``: how an annotation becomes a vote. With ``vote_field`` set
-  (the default, ``"value"``) the vote *is* ``payload[vote_field]``, and the database may read it
-  without running Python (agreement by COPY, the release export). A kind whose vote is
-  structured (a verdict plus a score) sets ``vote_field = None`` and overrides ``vote``, which
-  may return a mapping; ``agreement.field`` then names the component agreement reads.
+- ``vote_field`` / ``vote_fields``: how an annotation becomes a vote, declared so that the
+  database can read votes without running Python (agreement by COPY, the release export) and
+  every reader agrees. ``vote_field`` is a dotted path into the payload (default ``"value"``;
+  ``"answer.label"`` reads ``payload["answer"]["label"]``); a structured vote (a verdict plus a
+  score) sets ``vote_field = None`` and ``vote_fields = {"verdict": "verdict", "score":
+  "rubric.total"}``, and its vote is that mapping. ``agreement.field`` then names the component
+  agreement reads. A missing or null field is no vote (e.g. "I can't judge this").
 - ``choices(context)``: the answers offered for one item stage (e.g. "pick one of these two
   edits"); by default the stage-wide ``categories(config)``.
 - ``agreement`` (:class:`AgreementSpec`): which agreement figures apply — nominal (Fleiss' κ,
@@ -101,6 +103,16 @@ class KindContext:
         return Item.objects.get(pk=self.item_stage.item_id)
 
 
+def payload_path(payload: Any, path: str) -> Any:
+    """The value at a dotted path of a payload (None when any step is missing)."""
+    value = payload
+    for step in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(step)
+    return value
+
+
 class TaskKind:
     """Base class of a task kind: subclass, set the class attributes, register an instance."""
 
@@ -116,6 +128,7 @@ class TaskKind:
     default_policy: ClassVar[str] = "majority"
     reject_values: ClassVar[tuple[Any, ...]] = ()
     vote_field: ClassVar[str | None] = "value"
+    vote_fields: ClassVar[Mapping[str, str] | None] = None
     agreement: ClassVar[AgreementSpec] = AgreementSpec("nominal")
     #: The payload fields annotators see unless the stage lists its own ("visible_fields").
     default_visible_fields: ClassVar[tuple[str, ...]] = ()
@@ -126,10 +139,14 @@ class TaskKind:
         raise NotImplementedError
 
     def vote(self, payload: Mapping[str, Any]) -> Any:
-        """The vote an annotation casts (None: none, e.g. "I can't judge this")."""
-        if self.vote_field is None:
-            raise NotImplementedError(f"{type(self).__name__} sets vote_field = None: define vote")
-        return payload.get(self.vote_field)
+        """The vote an annotation casts, as declared by ``vote_field`` / ``vote_fields`` (None:
+        no vote). Not meant to be overridden: SQL readers follow the same declaration."""
+        if self.vote_field is not None:
+            return payload_path(payload, self.vote_field)
+        if not self.vote_fields:
+            raise TypeError(f"{type(self).__name__} declares neither vote_field nor vote_fields")
+        votes = {name: payload_path(payload, path) for name, path in self.vote_fields.items()}
+        return None if all(value is None for value in votes.values()) else votes
 
     def agreement_value(self, payload: Mapping[str, Any]) -> Any:
         """The value agreement statistics read from an annotation (the vote, or its

@@ -253,18 +253,15 @@ class ScoreKind(TaskKind):
 
 
 class NestedLabelKind(TaskKind):
-    """A kind whose vote is not the payload's "value" field (forces the Python reader)."""
+    """A kind whose vote is a nested payload field (answer.label), not "value"."""
 
     key = "nested_for_tests"
     label = "Nested"
 
-    vote_field = None
+    vote_field = "answer.label"
 
     def validate(self, payload, context):
         return dict(payload)
-
-    def vote(self, payload):
-        return (payload.get("answer") or {}).get("label")
 
     def categories(self, config):
         return list(LABELS)
@@ -335,7 +332,7 @@ def test_numeric_votes_are_read_as_numbers(postgres, test_kinds):
     assert {"krippendorff_alpha_interval", "krippendorff_alpha_ordinal"} <= set(latest)
 
 
-def test_a_kind_with_a_structured_vote_is_read_in_python(test_kinds):
+def test_a_kind_voting_with_a_nested_field_is_read_by_its_path(test_kinds):
     project = make_project()
     stage = services.stage_create(
         project=project, slug="nested", name="Nested", kind=NestedLabelKind.key, overlap=2
