@@ -28,9 +28,10 @@ from annotation.access import (
 )
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
-from annotation.models import Assignment, Stage
+from annotation.models import Assignment, Role, Stage
 from annotation.navigation import project_tabs, register_project_tab
 from annotation.phases import phase_of
+from annotation.pipeline import pipeline_svg, project_pipeline
 
 register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 
@@ -86,6 +87,9 @@ def home(request):
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
     stages = selectors.project_stages(request.user, project)
+    graph = None
+    if project.user_roles & {Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}:
+        graph = pipeline_svg(*project_pipeline(project))
     return render(
         request,
         "annotation/project.html",
@@ -95,6 +99,7 @@ def project_detail(request, slug: str):
             "roles": sorted(project.user_roles),
             "stages": stages,
             "is_annotator": any(stage.progress is not None for stage in stages),
+            "pipeline_svg": graph,
         },
     )
 

@@ -221,6 +221,11 @@ def main() -> None:
             shot(page, "16-nav-projects-menu")
             context.close()
 
+            context, page = session("researcher")
+            page.goto(f"{base}/projects/demo/")
+            shot(page, "16b-project-pipeline", full_page=True)
+            context.close()
+
             context, page = session("admin")
             page.goto(base + "/admin/")
             shot(page, "17-admin-index")
