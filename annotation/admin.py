@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
@@ -25,7 +27,7 @@ from annotation.models import (
     Resolution,
     Stage,
 )
-from annotation.services import STAGE_SETTINGS, stage_settings_clean
+from annotation.services import STAGE_SETTINGS, stage_settings_clean, user_remove
 
 admin.site.site_header = "Rungwise administration"
 admin.site.site_title = "Rungwise admin"
@@ -412,3 +414,28 @@ class ResolutionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# --- People ----------------------------------------------------------------------------------
+
+
+@admin.action(description="Remove the selected people (keep their work, release their leases)")
+def remove_people(modeladmin, request, queryset):
+    for user in queryset:
+        user_remove(user=user)
+    modeladmin.message_user(
+        request, f"Removed {queryset.count()} people: accounts anonymised and locked, work kept."
+    )
+
+
+class PeopleAdmin(UserAdmin):
+    """Django's user admin plus the engine's way of removing someone: deleting an account that
+    has worked on items is refused by the database (their annotations are protected)."""
+
+    actions = [remove_people]
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, PeopleAdmin)

@@ -325,8 +325,10 @@ class Assignment(models.Model):
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
     stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="assignments")
+    # PROTECT: a person's work is never deleted with their account; annotation.services.
+    # user_remove releases their leases and anonymises them instead.
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
     )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -364,14 +366,15 @@ class Annotation(models.Model):
     historic annotations have none and name an external rater instead."""
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="annotations")
+    # PROTECT twice: deleting an assignment or a person never deletes what they submitted.
     assignment = models.OneToOneField(
-        Assignment, null=True, blank=True, on_delete=models.CASCADE, related_name="annotation"
+        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="annotation"
     )
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="annotations",
     )
     external_rater = models.CharField(max_length=100, blank=True)

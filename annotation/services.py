@@ -140,6 +140,109 @@ def membership_set_paused(
     return membership
 
 
+@transaction.atomic
+def membership_remove(*, project: Project, user_id: int, role: str = Role.ANNOTATOR) -> int:
+    """Take a role away from a person; removing an annotator releases their active leases in
+    the project so the slots go to others (their submitted work stays). Returns the number of
+    memberships removed."""
+    removed, _ = Membership.objects.filter(project=project, user_id=user_id, role=role).delete()
+    if removed and role == Role.ANNOTATOR:
+        active = Assignment.objects.filter(
+            stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
+        ).values_list("pk", flat=True)
+        _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+    return removed
+
+
+@transaction.atomic
+def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
+    """Remove a person from Rungwise without losing their work: their active leases are
+    released (the slots go to others), their memberships and API tokens removed, and the
+    account anonymised and locked. Annotations keep pointing at the account, so releases and
+    agreement still count them as one (pseudonymous) annotator. Deleting the account row
+    itself is refused by the database (PROTECT) once it has worked on anything."""
+    active = Assignment.objects.filter(annotator=user, status=Assignment.Status.ACTIVE).values_list(
+        "pk", flat=True
+    )
+    _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+    Membership.objects.filter(user=user).delete()
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.filter(user=user).delete()
+    user.username = f"removed-{user.pk}"
+    for field in ("email", "first_name", "last_name"):
+        if hasattr(user, field):
+            setattr(user, field, "")
+    user.is_active = False
+    user.is_staff = False
+    user.is_superuser = False
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
+def item_stage_counters_repair(*, limit: int = 5000) -> int:
+    """Recount the slot counters of open and resolving item stages from the rows and fix those
+    that drifted (a lease deleted outside the services, say). ``submitted_count`` counts the
+    annotations of the item stage's current round and phase, ``leased_count`` its active
+    leases. Returns the number of item stages repaired; safe to run at any time (each fix
+    runs under the item stage's row lock and is recomputed there)."""
+    from django.db.models import Count, IntegerField, OuterRef, Subquery
+    from django.db.models.functions import Coalesce
+
+    def counted(model, **filters):
+        rows = (
+            model.objects.filter(
+                item_stage=OuterRef("pk"),
+                round=OuterRef("round"),
+                phase=OuterRef("phase"),
+                **filters,
+            )
+            .order_by()
+            .values("item_stage")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+    drifted = list(
+        ItemStage.objects.filter(state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING])
+        .annotate(
+            real_submitted=counted(Annotation),
+            real_leased=counted(Assignment, status=Assignment.Status.ACTIVE),
+        )
+        .exclude(submitted_count=F("real_submitted"), leased_count=F("real_leased"))
+        .values_list("pk", flat=True)[:limit]
+    )
+    repaired = 0
+    for item_stage_id in drifted:
+        with transaction.atomic():
+            row = (
+                ItemStage.objects.select_for_update()
+                .filter(pk=item_stage_id)
+                .annotate(
+                    real_submitted=counted(Annotation),
+                    real_leased=counted(Assignment, status=Assignment.Status.ACTIVE),
+                )
+                .first()
+            )
+            if row is None:
+                continue
+            submitted = row.real_submitted
+            leased = min(row.real_leased, max(row.target_count - submitted, 0))
+            if (row.submitted_count, row.leased_count) == (submitted, leased):
+                continue
+            logger.warning(
+                "item stage %s: counters %s/%s recounted as %s/%s",
+                row.pk, row.submitted_count, row.leased_count, submitted, leased,
+            )  # fmt: skip
+            ItemStage.objects.filter(pk=row.pk).update(
+                submitted_count=submitted, leased_count=leased
+            )
+            repaired += 1
+    return repaired
+
+
 #: Stage fields checked together by stage_settings_clean (besides kind, slug and overlap).
 STAGE_SETTINGS = (
     "config",

@@ -34,9 +34,24 @@ def sweep_unresolved(older_than_seconds: float | None = None) -> int:
     if older_than_seconds is None:
         older_than_seconds = settings.SWEEP_GRACE_SECONDS
     ids = services.item_stages_unresolved(older_than_seconds=older_than_seconds)
+    resolved = []
     for item_stage_id in ids:
-        services.item_stage_resolve(item_stage_id=item_stage_id)
-    if ids:
-        events.item_stages_resolved(ids)
-        logger.warning("sweep resolved %d item stages whose message was lost", len(ids))
-    return len(ids)
+        # One bad row (a stage saved with a setting its plug-in no longer knows, say) must not
+        # stop the repair of every other item: log it and go on; it stays for the next run.
+        try:
+            services.item_stage_resolve(item_stage_id=item_stage_id)
+        except Exception:
+            logger.exception("sweep: could not resolve item stage %s", item_stage_id)
+        else:
+            resolved.append(item_stage_id)
+    if resolved:
+        events.item_stages_resolved(resolved)
+        logger.warning("sweep resolved %d item stages whose message was lost", len(resolved))
+    return len(resolved)
+
+
+@shared_task(name="annotation.tasks.repair_counters")
+def repair_counters() -> int:
+    """Recount slot counters that drifted from the rows (annotation.services.
+    item_stage_counters_repair)."""
+    return services.item_stage_counters_repair()

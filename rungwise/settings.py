@@ -217,6 +217,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "agreement.tasks.sweep_agreement",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
+    # Slot counters recounted from the rows (a lease deleted outside the services, say).
+    "repair-counters": {
+        "task": "annotation.tasks.repair_counters",
+        "schedule": float(os.environ.get("REPAIR_SECONDS", "900")),
+    },
 }
 # Agreement refresh coalescing (agreement.services.stage_agreement_changed): a refresh waits
 # AGREEMENT_REFRESH_DELAY seconds after the first change, and at least AGREEMENT_REFRESH_INTERVAL
