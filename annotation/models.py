@@ -275,11 +275,15 @@ class ItemStage(models.Model):
     random_key = models.PositiveIntegerField(help_text="Fixed random number; mixed per annotator.")
     spread_rank = models.PositiveIntegerField(default=0)
     group_size = models.PositiveIntegerField(default=1)
+    # db_default too: bulk loaders that write rows with COPY or raw INSERTs (imports, ratings'
+    # historic ratings) need not know these columns.
     phase = models.PositiveSmallIntegerField(
-        default=0, help_text="Index of the current phase in the stage's phases."
+        default=0, db_default=0, help_text="Index of the current phase in the stage's phases."
     )
     round = models.PositiveSmallIntegerField(
-        default=0, help_text="How many times a route sent the item back into this stage."
+        default=0,
+        db_default=0,
+        help_text="How many times a route sent the item back into this stage.",
     )
     gold = models.JSONField(null=True, blank=True, help_text="Known answer, for quality checks.")
     opened_at = models.DateTimeField(auto_now_add=True)
@@ -335,8 +339,8 @@ class Assignment(models.Model):
     expires_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     skip_reason = models.CharField(max_length=300, blank=True)
-    round = models.PositiveSmallIntegerField(default=0)
-    phase = models.PositiveSmallIntegerField(default=0)
+    round = models.PositiveSmallIntegerField(default=0, db_default=0)
+    phase = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [
@@ -381,8 +385,8 @@ class Annotation(models.Model):
     payload = models.JSONField()
     seconds_spent = models.FloatField(null=True, blank=True)
     client_info = models.JSONField(default=dict, blank=True)
-    round = models.PositiveSmallIntegerField(default=0)
-    phase = models.PositiveSmallIntegerField(default=0)
+    round = models.PositiveSmallIntegerField(default=0, db_default=0)
+    phase = models.PositiveSmallIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -35,6 +35,17 @@ _DEV_SECRET = "rungwise-embedded-default-not-secret"
 SECRET_KEY = os.environ.get("SECRET_KEY") or _DEV_SECRET
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# The embedded default (public development key, plain HTTP) serves this machine only. As soon as
+# ALLOWED_HOSTS names another host the site is reachable by others: it then needs its own
+# SECRET_KEY and gets HTTPS hardening unless DEBUG is on.
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1", "testserver"}
+SERVES_BEYOND_LOOPBACK = any(host not in _LOOPBACK_HOSTS for host in ALLOWED_HOSTS)
+if SECRET_KEY == _DEV_SECRET and SERVES_BEYOND_LOOPBACK:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set, but ALLOWED_HOSTS lets other machines reach this site "
+        f"({', '.join(ALLOWED_HOSTS)}): set SECRET_KEY to a long random string (the built-in key "
+        "is public and serves only 127.0.0.1 / localhost)."
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -50,6 +61,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "annotation",
     "agreement",
     "imports",
@@ -69,7 +82,49 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Sign-in: lockout after repeated failures (django-axes) ------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "rungwise.auth.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failures are counted per (account, address): guessing one account's password from one address
+# stops after AXES_FAILURE_LIMIT tries for AXES_COOLOFF_TIME hours, without letting anyone lock
+# a colleague out from elsewhere. The login page, /admin/login/ and the API token endpoint count.
+AXES_FAILURE_LIMIT = int(os.environ.get("RUNGWISE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("RUNGWISE_LOGIN_COOLOFF_HOURS", "0.25"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "locked_out.html"
+# How many reverse proxies in front of the site append to X-Forwarded-For (0: none; the client
+# address is REMOTE_ADDR and the header is ignored, so rotating it bypasses nothing). Read by
+# the login lockout and by the API throttles alike.
+TRUSTED_PROXIES = int(os.environ.get("RUNGWISE_TRUSTED_PROXIES", "0"))
+AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXIES or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if TRUSTED_PROXIES else ["REMOTE_ADDR"]
+)
+
+# --- Content Security Policy (django-csp): scripts and everything else from this site only;
+# inline style attributes are allowed (templates use a few), inline scripts are not.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
 
 if env_bool("RUNGWISE_QUERY_COUNT_HEADER", default=False):
     MIDDLEWARE.insert(0, "rungwise.middleware.QueryCountHeaderMiddleware")
@@ -149,7 +204,7 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-less meta t
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-if not DEBUG and env_bool("SECURE_COOKIES", default=SECRET_KEY != _DEV_SECRET):
+if not DEBUG and env_bool("SECURE_COOKIES", default=SERVES_BEYOND_LOOPBACK):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=True)
@@ -240,6 +295,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    "NUM_PROXIES": TRUSTED_PROXIES,
     # Throttled views name their scope (ScopedRateThrottle): "auth" on the token endpoint,
     # "submit" on annotation submits. "off" disables a scope (benchmarks, load tests).
     "DEFAULT_THROTTLE_RATES": {
@@ -254,6 +310,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, stages, items, imports, annotation, agreement and releases.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc from this site (drf-spectacular-sidecar), never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/",
     "ENUM_NAME_OVERRIDES": {

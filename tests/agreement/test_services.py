@@ -223,7 +223,9 @@ def test_a_refresh_finding_the_stage_locked_returns_at_once(postgres, monkeypatc
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [agreement_services._LOCK_NAMESPACE, stage.pk])
+            cursor.execute(
+                "SELECT pg_advisory_lock(%s, %s)", [agreement_services._LOCK_NAMESPACE, stage.pk]
+            )
         assert agreement_services.stage_agreement_refresh(stage_id=stage.pk) is None
         assert not AgreementSnapshot.objects.filter(stage=stage).exists()
         with other.cursor() as cursor:

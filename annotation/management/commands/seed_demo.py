@@ -5,7 +5,7 @@ Safe to run again: existing demo objects are kept. Passwords are printed (demo o
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation import services
@@ -37,9 +37,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--password", default="rungwise-demo", help="password of every demo user"
         )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="seed even on a site other machines can reach (demo users have known passwords)",
+        )
 
     @transaction.atomic
-    def handle(self, *args, password: str, **options):
+    def handle(self, *args, password: str, force: bool = False, **options):
+        from django.conf import settings
+
+        if settings.SERVES_BEYOND_LOOPBACK and not settings.DEBUG and not force:
+            raise CommandError(
+                "Refusing to create the demo users (a superuser 'admin' among them, with a known "
+                f"password) on a site other machines reach ({', '.join(settings.ALLOWED_HOSTS)}). "
+                "Use --force with --password if you really want them there."
+            )
         users = {}
         User = get_user_model()
         for username, role, is_superuser in DEMO_USERS:
