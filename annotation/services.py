@@ -7,6 +7,7 @@ four each, so that next + submit stays within the eight-query budget of the anno
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -1163,12 +1164,21 @@ def item_stage_adjudicate(
         raise Conflict("This item is not waiting for adjudication (someone may have decided it).")
     stage = item_stage.stage
     kind = get_kind(stage.kind)
-    categories = kind.choices(KindContext(stage=stage, item_stage=item_stage))
+    context = KindContext(stage=stage, item_stage=item_stage)
+    categories = kind.choices(context)
     if categories is not None and value not in categories:
         raise ApplicationError(
             f"Decide one of: {', '.join(map(str, categories))} (got {value!r}).",
             {"value": [str(category) for category in categories]},
         )
+    if categories is None:
+        # An open (numeric) answer: the value a reviewer decides must be one an annotator could
+        # have given — the kind's own validation, so NaN, infinities and values off the scale
+        # are refused with the kind's message.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ApplicationError("The decision must be a finite number.", {"value": value})
+        vote_field = kind.vote_field or "value"
+        value = kind.validate({vote_field: value}, context).get(vote_field)
     outcome = "reject" if value in kind.reject_values else "accept"
     resolution, _ = Resolution.objects.update_or_create(
         item_stage=item_stage,

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import services
 from annotation.access import access_stage_for_annotator
+from annotation.errors import ApplicationError
 from annotation.models import Annotation, Assignment, ItemStage, Stage
 from annotation.tasks import repair_counters, sweep_unresolved
 from tests.factories import make_items, make_member, make_project, make_verify_stage
@@ -117,3 +118,26 @@ def test_the_unresolved_sweep_goes_past_an_item_it_cannot_resolve(caplog):
     second.refresh_from_db()
     assert second.state == "resolved"
     assert "could not resolve item stage" in caplog.text
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), 11, 0, 6.5, True])
+def test_a_numeric_adjudication_must_be_a_value_the_kind_accepts(value):
+    project = make_project()
+    stage = services.stage_create(
+        project=project, slug="rate", name="Rate", kind="rate", overlap=1, config={}
+    )
+    make_items(project, 1)
+    item_stage = ItemStage.objects.get(stage=stage)
+    ItemStage.objects.filter(pk=item_stage.pk).update(state="adjudication")
+    reviewer = make_member(project, role="reviewer")
+    with pytest.raises(ApplicationError) as refused:
+        services.item_stage_adjudicate(
+            item_stage_id=item_stage.pk, reviewer=reviewer, value=value, reason="checked"
+        )
+    assert "value" in refused.value.extra
+    item_stage.refresh_from_db()
+    assert item_stage.state == "adjudication"
+    decided = services.item_stage_adjudicate(
+        item_stage_id=item_stage.pk, reviewer=reviewer, value=7, reason="checked"
+    )
+    assert decided.value == 7
