@@ -185,7 +185,7 @@ def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     assert page.locator('[data-rate-point="2"]').get_attribute("aria-pressed") == "true"
     screenshot(page, "ratings-practice-feedback.png")
     page.keyboard.press("Enter")
-    page.wait_for_function("document.querySelector('[data-done]').textContent.trim() === '1'")
+    page.wait_for_function("() => document.querySelector('[data-done]').textContent.trim() === '1'")
     assert Annotation.objects.get(item_stage__stage=setup.practice_stage).payload == {"value": 2}
     assert page.js_errors == []
 
