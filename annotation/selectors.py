@@ -156,6 +156,21 @@ def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
     }
 
 
+def assignment_held(assignment_id: int | None, stage: Stage) -> Assignment | None:
+    """The annotator's active lease in `stage` (its id from access_stage_for_annotator), with
+    its item, read without renewing it; None when they hold none."""
+    if assignment_id is None:
+        return None
+    held = (
+        Assignment.objects.select_related("item_stage__item")
+        .filter(pk=assignment_id, status=Assignment.Status.ACTIVE)
+        .first()
+    )
+    if held is not None:
+        held.stage = stage
+    return held
+
+
 def annotations_shown(assignment: Assignment) -> list[dict[str, Any]]:
     """Earlier answers the annotator's phase may see (the phase's ``shows``, annotation.phases):
     the cleaned payloads of this round's submitted annotations of those phases, as

@@ -15,7 +15,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import selectors, services
@@ -107,13 +107,20 @@ def project_detail(request, slug: str):
 # --- The item screen ----------------------------------------------------------------------
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @page
 def stage_annotate(request, stage_id: int):
-    """The item screen: the item the annotator holds in this stage, or a new lease."""
+    """The item screen. GET shows the item the annotator holds in this stage, or a start button;
+    it never takes an item (a link preview or a prefetch must not lease one). POST leases the
+    next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG)."""
     stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
-    assignment = services.assignment_next(annotator=request.user, stage=stage)
-    return _item_response(request, stage, assignment)
+    if request.method == "POST":
+        assignment = services.assignment_next(annotator=request.user, stage=stage)
+        if not request.htmx:
+            return redirect("annotation:stage", stage_id=stage.pk)
+        return _item_response(request, stage, assignment)
+    held = selectors.assignment_held(stage.current_assignment_id, stage)
+    return _item_response(request, stage, held, waiting=held is None)
 
 
 @require_POST
@@ -153,10 +160,11 @@ def assignment_skip(request, assignment_id: int):
 def _after_finishing(request, stage: Stage):
     """After a submit or skip: htmx gets the next item in the same response; a plain form post
     is redirected to the item screen (PRG), which leases the next item."""
-    if not request.htmx:
-        return redirect("annotation:stage", stage_id=stage.pk)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
     assignment = services.assignment_next(annotator=request.user, stage=stage)
+    if not request.htmx:
+        # The next item is already leased (this is a POST), so GET shows it: one click per item.
+        return redirect("annotation:stage", stage_id=stage.pk)
     return _item_response(request, stage, assignment)
 
 
@@ -180,6 +188,7 @@ def _item_response(
     *,
     error: ApplicationError | None = None,
     form_data=None,
+    waiting: bool = False,
 ):
     """Render the item screen (the whole page, or its #item partial for htmx)."""
     project = stage.project
@@ -212,6 +221,8 @@ def _item_response(
         "percent": round(100 * done / (done + left)) if done + left else 100,
         "error": error,
         "gone": gone,
+        # Nothing held and items left: a start button (GET never leases).
+        "ready": waiting and assignment is None and not gone and left > 0,
         "form_data": form_data or {},
         "skip_reasons": SKIP_REASONS,
         "next_url": reverse("annotation:stage", args=[stage.pk]),

@@ -101,6 +101,14 @@ ItemStage.objects.filter(pk=assignment.item_stage_id).update(leased_count=0, sta
     )
 
 
+def start(page) -> None:
+    """The item screen's Start button, when the annotator holds no item (GET never leases)."""
+    button = page.locator("[data-start]")
+    if button.count():
+        button.first.click()
+        page.wait_for_selector(".item-form, .all-done:not(.ready)")
+
+
 def wait_until_up(url: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -184,6 +192,8 @@ def main() -> None:
             page.goto(base + "/projects/demo/")
             shot(page, "04-project")
             page.goto(f"{base}/annotate/{verify_id}/")
+            shot(page, "04b-item-screen-start")
+            start(page)
             shot(page, "05-item-verify")
             page.keyboard.press("?")
             shot(page, "06-help-overlay")
@@ -191,6 +201,7 @@ def main() -> None:
             page.keyboard.press("s")
             shot(page, "07-skip-open")
             page.goto(f"{base}/annotate/{verify_id}/")
+            start(page)
             # An invalid value (as a tampered form would send) is re-rendered as a form error.
             page.evaluate("document.querySelector('button[data-key=k]').value = 'maybe'")
             page.keyboard.press("k")
@@ -201,8 +212,10 @@ def main() -> None:
             page.wait_for_selector("text=This item is no longer yours")
             shot(page, "09-item-expired")
             page.goto(f"{base}/annotate/{label_id}/")
+            start(page)
             shot(page, "10-item-label")
             page.goto(f"{base}/annotate/{pilot_id}/")
+            start(page)
             shot(page, "11-all-done")
             page.goto(base + "/projects/nope/")
             shot(page, "12-not-found")
@@ -210,11 +223,13 @@ def main() -> None:
             shot(page, "13-password-change")
             page.set_viewport_size({"width": 390, "height": 844})
             page.goto(f"{base}/annotate/{verify_id}/")
+            start(page)
             shot(page, "14-item-phone", full_page=True)
             context.close()
 
             context, page = session("reviewer")
             page.goto(f"{base}/annotate/{verify_id}/")
+            start(page)
             shot(page, "15-forbidden")
             page.goto(base + "/")
             page.click("summary:has-text('Projects')")
@@ -246,6 +261,7 @@ def main() -> None:
             page.fill("input[name=password]", PASSWORD)
             page.click("button[type=submit]")
             page.goto(f"{base}/annotate/{verify_id}/")
+            start(page)
             shot(page, "21-item-no-js")
             context.close()
             browser.close()

@@ -67,3 +67,15 @@ def payload_value(value: Any) -> str:
 @register.filter
 def humanize_field(name: str) -> str:
     return str(name).replace("_", " ").capitalize()
+
+
+@register.filter
+def lease_minutes(seconds: int) -> str:
+    """A lease length in words: "10 minutes", "1 hour", "90 seconds"."""
+    seconds = int(seconds or 0)
+    if seconds < 120:
+        return f"{seconds} seconds"
+    if seconds % 3600 == 0:
+        hours = seconds // 3600
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    return f"{round(seconds / 60)} minutes"

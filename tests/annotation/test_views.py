@@ -80,7 +80,7 @@ def test_home_lists_my_projects_with_roles_and_my_progress_only(client):
     other = make_project(slug="someone-elses")
     make_verify_stage(other)
     signed_in(client, bob)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     client.post(submit_url(active(bob, stage)), {"value": "keep"})
     signed_in(client, alice)
     page = client.get(reverse("annotation:home")).content.decode()
@@ -114,7 +114,7 @@ def test_a_project_i_am_not_a_member_of_is_a_404_with_a_message(client):
 
 def test_item_screen_shows_the_pair_form_shortcuts_and_progress_but_no_known_answers(client):
     _, stage, (alice, *_) = pair_project()
-    response = signed_in(client, alice).get(stage_url(stage))
+    response = signed_in(client, alice).post(stage_url(stage), follow=True)
     html = response.content.decode()
     assignment = active(alice, stage)
     item = assignment.item_stage.item
@@ -132,9 +132,9 @@ def test_item_screen_shows_the_pair_form_shortcuts_and_progress_but_no_known_ans
 def test_reloading_the_item_screen_keeps_the_same_item(client):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     first = active(alice, stage)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assert active(alice, stage).pk == first.pk
     assert Assignment.objects.filter(annotator=alice).count() == 1
 
@@ -142,7 +142,7 @@ def test_reloading_the_item_screen_keeps_the_same_item(client):
 def test_without_javascript_a_submit_redirects_to_the_next_item(client):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     first = active(alice, stage)
     response = client.post(submit_url(first), {"value": "reject", "comment": " typo in B "})
     assert response.status_code == 302
@@ -161,7 +161,7 @@ def test_without_javascript_a_submit_redirects_to_the_next_item(client):
 def test_with_htmx_a_submit_swaps_in_the_next_item_and_progress(client):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     first = active(alice, stage)
     response = client.post(submit_url(first), {"value": "keep", "seconds_spent": "3.25"}, **HTMX)
     html = response.content.decode()
@@ -180,7 +180,7 @@ def test_with_htmx_a_submit_swaps_in_the_next_item_and_progress(client):
 def test_an_implausible_client_time_falls_back_to_the_lease_age(client, posted):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assignment = active(alice, stage)
     Assignment.objects.filter(pk=assignment.pk).update(
         created_at=timezone.now() - timedelta(seconds=30)
@@ -206,7 +206,7 @@ def test_a_label_stage_renders_numbered_choices_and_stores_the_label(client):
     )
     alice = make_member(project)
     signed_in(client, alice)
-    html = client.get(stage_url(stage)).content.decode()
+    html = client.post(stage_url(stage), follow=True).content.decode()
     assert 'data-key="1"' in html and 'data-key="3"' in html and "It rained." in html
     assignment = active(alice, stage)
     response = client.post(submit_url(assignment), {"value": "temporal"}, **HTMX)
@@ -218,7 +218,7 @@ def test_a_label_stage_renders_numbered_choices_and_stores_the_label(client):
 def test_an_invalid_value_is_shown_as_a_form_error_and_nothing_is_stored(client, headers):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assignment = active(alice, stage)
     response = client.post(submit_url(assignment), {"value": "maybe", "comment": "hmm"}, **headers)
     html = response.content.decode()
@@ -235,7 +235,7 @@ def test_an_invalid_value_is_shown_as_a_form_error_and_nothing_is_stored(client,
 def test_an_expired_lease_taken_by_others_gets_a_409_and_a_way_to_the_next_item(client):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assignment = active(alice, stage)
     Assignment.objects.filter(pk=assignment.pk).update(
         status=Assignment.Status.EXPIRED, expires_at=timezone.now() - timedelta(minutes=1)
@@ -245,7 +245,7 @@ def test_an_expired_lease_taken_by_others_gets_a_409_and_a_way_to_the_next_item(
     html = response.content.decode()
     assert response.status_code == 409
     assert "expired" in html and "Get the next item" in html
-    assert f'href="{stage_url(stage)}"' in html
+    assert f'action="{stage_url(stage)}"' in html  # a POST form leases the next item
     assert submit_url(assignment) not in html  # no form for an item that is gone
     assert not Annotation.objects.exists()
 
@@ -254,7 +254,7 @@ def test_an_expired_lease_taken_by_others_gets_a_409_and_a_way_to_the_next_item(
 def test_skip_with_a_reason_moves_on_and_the_item_never_comes_back(client, headers):
     _, stage, (alice, *_) = pair_project(items=2)
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     first = active(alice, stage)
     response = client.post(skip_url(first), {"reason": "I can't judge this item"}, **headers)
     assert response.status_code == (200 if headers else 302)
@@ -262,14 +262,14 @@ def test_skip_with_a_reason_moves_on_and_the_item_never_comes_back(client, heade
     assert (
         first.status == Assignment.Status.SKIPPED and first.skip_reason == "I can't judge this item"
     )
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assert active(alice, stage).item_stage_id != first.item_stage_id
 
 
 def test_a_typed_skip_reason_wins_and_an_empty_one_is_refused(client):
     _, stage, (alice, *_) = pair_project()
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assignment = active(alice, stage)
     refused = client.post(skip_url(assignment), {"reason": "", "other_reason": "  "}, **HTMX)
     assert refused.status_code == 400 and "Say why you skip this item." in refused.content.decode()
@@ -287,7 +287,7 @@ def test_a_typed_skip_reason_wins_and_an_empty_one_is_refused(client):
 def test_another_annotators_assignment_is_403_and_an_unknown_one_404(client, action, headers):
     _, stage, (alice, bob, _) = pair_project()
     signed_in(client, bob)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     bobs = active(bob, stage)
     signed_in(client, alice)
     url = reverse(f"annotation:{action}", args=[bobs.pk])
@@ -305,24 +305,24 @@ def test_another_annotators_assignment_is_403_and_an_unknown_one_404(client, act
 def test_all_done_when_nothing_is_left(client):
     _, stage, (alice, *_) = pair_project(items=2)
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     client.post(submit_url(active(alice, stage)), {"value": "keep"})
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     response = client.post(submit_url(active(alice, stage)), {"value": "keep"}, **HTMX)
     html = response.content.decode()
     assert "All done" in html and "You have annotated 2 items" in html
     assert "2</span> done" in html and "0</span> left for you" in html
-    page = client.get(stage_url(stage)).content.decode()
+    page = client.post(stage_url(stage), follow=True).content.decode()
     assert "All done" in page and not Assignment.objects.filter(status="active").exists()
 
 
 def test_other_annotators_answers_never_appear_on_my_item_screen(client):
     _, stage, (alice, bob, _) = pair_project(items=1)
     signed_in(client, bob)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     client.post(submit_url(active(bob, stage)), {"value": "reject", "comment": "BOB-SECRET-NOTE"})
     signed_in(client, alice)
-    html = client.get(stage_url(stage)).content.decode()
+    html = client.post(stage_url(stage), follow=True).content.decode()
     # Alice gets the item Bob annotated, without his answer, comment or a vote count.
     assert active(alice, stage).item_stage.submitted_count == 1
     assert "BOB-SECRET-NOTE" not in html and "reject</" not in html
@@ -342,7 +342,7 @@ def test_a_paused_annotator_sees_why(client):
     services.membership_set_paused(
         project=project, user_id=alice.pk, paused=True, reason="quality check"
     )
-    response = signed_in(client, alice).get(stage_url(stage))
+    response = signed_in(client, alice).post(stage_url(stage), follow=True)
     assert response.status_code == 403
     assert "paused" in response.content.decode()
 
@@ -350,7 +350,7 @@ def test_a_paused_annotator_sees_why(client):
 def test_htmx_submit_and_next_stays_within_the_query_budget(client, django_assert_max_num_queries):
     _, stage, (alice, *_) = pair_project(items=6)
     signed_in(client, alice)
-    client.get(stage_url(stage))
+    client.post(stage_url(stage), follow=True)
     assignment = active(alice, stage)
     # session + user (2), access_assignment (1), submit (4), access_stage (1), next (3: the
     # lease renewal is skipped after a submit), progress (1) = 12 statements. The test runs
@@ -389,9 +389,9 @@ def test_superusers_see_every_project_but_annotate_only_as_members(client, djang
     root = django_user_model.objects.create_superuser("root", password=PASSWORD)
     signed_in(client, root)
     assert project.name in client.get(reverse("annotation:home")).content.decode()
-    assert client.get(stage_url(stage)).status_code == 403
+    assert client.post(stage_url(stage), follow=True).status_code == 403
     services.membership_add(project=project, user=root, role=Role.ANNOTATOR)
-    assert client.get(stage_url(stage)).status_code == 200
+    assert client.post(stage_url(stage), follow=True).status_code == 200
 
 
 def test_project_tabs_show_only_for_held_roles_and_existing_urls(client, monkeypatch):
@@ -414,3 +414,30 @@ def test_project_tabs_show_only_for_held_roles_and_existing_urls(client, monkeyp
     assert [tab["label"] for tab in annotator_tabs] == []
     assert [tab["label"] for tab in researcher_tabs] == ["Monitor"]
     assert researcher_tabs[0]["url"] == reverse("annotation:project", args=[project.slug])
+
+
+def test_opening_the_item_screen_never_takes_an_item(client):
+    """A GET (a link preview, a prefetch, a reload) leases nothing; the start button does."""
+    _, stage, (alice, *_) = pair_project()
+    page = signed_in(client, alice).get(stage_url(stage))
+    html = page.content.decode()
+    assert page.status_code == 200 and "Ready when you are" in html
+    assert f'action="{stage_url(stage)}"' in html and "data-start" in html
+    assert not Assignment.objects.exists()
+
+    started = client.post(stage_url(stage))
+    assert started.status_code == 302 and started["Location"] == stage_url(stage)
+    held = active(alice, stage)
+    expires = held.expires_at
+    again = client.get(stage_url(stage)).content.decode()
+    assert held.item_stage.item.external_id in again and submit_url(held) in again
+    held.refresh_from_db()
+    assert held.expires_at == expires  # shown, not renewed
+    assert Assignment.objects.count() == 1
+
+
+def test_the_start_button_swaps_the_item_in_for_htmx(client):
+    _, stage, (alice, *_) = pair_project()
+    response = signed_in(client, alice).post(stage_url(stage), **HTMX)
+    held = active(alice, stage)
+    assert response.status_code == 200 and submit_url(held) in response.content.decode()

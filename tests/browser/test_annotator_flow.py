@@ -59,6 +59,8 @@ def test_an_annotator_completes_items_with_the_keyboard_and_sees_progress(
     assert "0 done · 5 left for you" in page.locator("main").inner_text()
 
     page.goto(live_server.url + reverse("annotation:stage", args=[stage.pk]))
+    page.keyboard.press("Enter")  # the focused Start button: GET never leases
+    page.wait_for_selector(".item-form")
     assert progress(page) == "0 done · 5 left for you in this stage"
     # The shortcuts are on screen, and known answers are not.
     assert (
@@ -98,6 +100,8 @@ def test_skip_and_help_work_from_the_keyboard(live_server, page, stage_with_pair
     stage, annotator = stage_with_pairs
     sign_in_with_the_keyboard(page, live_server.url, "ada")
     page.goto(live_server.url + reverse("annotation:stage", args=[stage.pk]))
+    page.keyboard.press("Enter")  # the focused Start button: GET never leases
+    page.wait_for_selector(".item-form")
     page.keyboard.press("?")
     assert page.locator("#help-overlay").is_visible()
     page.keyboard.press("Escape")
@@ -140,6 +144,8 @@ def test_with_javascript_off_a_plain_form_post_completes_an_item(
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.goto(live_server.url + reverse("annotation:stage", args=[stage.pk]))
+    page.locator("[data-start]").click()  # GET never leases; Start does
+    page.wait_for_selector(".item-form")
     first = page.locator(".item-head strong").inner_text()
     # No script: the shortcut hints are hidden, the buttons are plain submit buttons.
     assert not page.locator("[data-key=k] kbd").is_visible()

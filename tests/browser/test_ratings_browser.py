@@ -92,6 +92,8 @@ def test_a_rater_rates_ten_items_with_the_keyboard_only(live_server, page):
     rater = make_member(project, Role.ANNOTATOR, username="rosa")
     sign_in_with_the_keyboard(page, live_server.url, "rosa")
     page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
+    page.keyboard.press("Enter")  # the focused Start button: GET never leases
+    page.wait_for_selector(".item-form")
 
     # Enter with no rating chosen submits nothing and says what to do.
     page.keyboard.press("Enter")
@@ -145,6 +147,8 @@ def test_without_javascript_a_rating_button_submits_its_rating(live_server, brow
     try:
         sign_in_with_the_keyboard(page, live_server.url, "nojs")
         page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
+        page.locator("[data-start]").click()  # GET never leases; Start does
+        page.wait_for_selector(".item-form")
         assert page.locator("[data-rate-reason]").is_visible()  # nothing hidden without the script
         page.get_by_role("button", name="8", exact=True).click()
         page.wait_for_load_state()
@@ -174,6 +178,8 @@ def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     make_member(project, Role.ANNOTATOR, username="pia")
     sign_in_with_the_keyboard(page, live_server.url, "pia")
     page.goto(live_server.url + reverse("annotation:stage", args=[setup.practice_stage_id]))
+    page.keyboard.press("Enter")  # the focused Start button: GET never leases
+    page.wait_for_selector(".item-form")
     page.keyboard.press("2")
     page.keyboard.press("Enter")
     feedback = page.locator("[data-rate-feedback]")
