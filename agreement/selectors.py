@@ -685,8 +685,12 @@ DISAGREEMENT_FILTERS = {
 def disagreement_items(stage: Stage, *, show: str = "split") -> QuerySet[ItemStage]:
     """Item stages of the stage whose votes were not unanimous (or per ``show``), newest
     resolution first, with item and resolution joined."""
-    item_stages = ItemStage.objects.filter(stage=stage, resolution__isnull=False).select_related(
-        "item", "resolution", "resolution__decided_by"
+    # Never work in progress: an item open again (one more vote asked, or a route sent it
+    # back) is not listed until it is complete, so no vote is read while others still cast.
+    item_stages = (
+        ItemStage.objects.filter(stage=stage, resolution__isnull=False)
+        .exclude(state=ItemStage.State.OPEN)
+        .select_related("item", "resolution", "resolution__decided_by")
     )
     if show == "ties":
         item_stages = item_stages.filter(
@@ -762,13 +766,18 @@ def item_fields(item: Item) -> list[tuple[str, str]]:
 # --- Adjudication ---------------------------------------------------------------------------------
 
 
-def adjudication_queue(project: Project) -> QuerySet[ItemStage]:
-    """Item stages of the project waiting for a reviewer, oldest first."""
-    return (
-        ItemStage.objects.filter(stage__project=project, state=ItemStage.State.ADJUDICATION)
-        .select_related("item", "stage", "resolution")
-        .order_by("completed_at", "pk")
-    )
+def adjudication_queue(project: Project, *, reviewer: Any = None) -> QuerySet[ItemStage]:
+    """Item stages of the project waiting for a reviewer, oldest first; with ``reviewer``,
+    without those the reviewer annotated (nobody judges their own work)."""
+    queue = ItemStage.objects.filter(stage__project=project, state=ItemStage.State.ADJUDICATION)
+    if reviewer is not None:
+        queue = queue.exclude(annotations__annotator=reviewer)
+    return queue.select_related("item", "stage", "resolution").order_by("completed_at", "pk")
+
+
+def annotated_by(item_stage: ItemStage, user: Any) -> bool:
+    """Whether `user` annotated this item stage (in any round or phase)."""
+    return item_stage.annotations.filter(annotator=user).exists()
 
 
 def adjudication_recent(project: Project, limit: int = 10) -> QuerySet[Resolution]:

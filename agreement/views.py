@@ -33,7 +33,7 @@ from agreement import selectors as research_selectors
 from agreement import services as agreement_services
 from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
-from annotation.errors import ApplicationError, NotFound
+from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
@@ -547,7 +547,9 @@ def disagreements(request, slug: str, stage_slug: str):
 @research_page
 def adjudication_queue(request, slug: str):
     project = access_project(request.user, slug, ADJUDICATE)
-    paginator = Paginator(research_selectors.adjudication_queue(project), PAGE_SIZE)
+    paginator = Paginator(
+        research_selectors.adjudication_queue(project, reviewer=request.user), PAGE_SIZE
+    )
     page = paginator.get_page(request.GET.get("page"))
     rows = list(page.object_list)
     for item_stage in rows:
@@ -578,13 +580,22 @@ def adjudication_queue(request, slug: str):
 
 
 def _adjudication_item(user, project: Project, item_stage_id: int) -> ItemStage:
+    """An item stage a reviewer may open: waiting for adjudication, or already decided — never
+    one still being annotated (its votes are not final, and showing them would unblind the
+    annotators still at work: the same 404 as an unknown id) — and never one the reviewer
+    annotated (403: nobody judges their own work)."""
     item_stage = (
         ItemStage.objects.select_related("item", "stage", "resolution")
         .filter(pk=item_stage_id, stage__project=project)
+        .exclude(state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING])
         .first()
     )
     if item_stage is None:
         raise NotFound("There is no such item in this project.")
+    if research_selectors.annotated_by(item_stage, user):
+        raise PermissionDenied(
+            "You annotated this item, so another reviewer decides it; it is not in your queue."
+        )
     return item_stage
 
 
@@ -607,7 +618,7 @@ def _adjudication_context(
         }
         for category in (categories or [])
     ]
-    queue = research_selectors.adjudication_queue(project)
+    queue = research_selectors.adjudication_queue(project, reviewer=request.user)
     position = (
         queue.filter(completed_at__lt=item_stage.completed_at).count() + 1
         if item_stage.completed_at
@@ -679,7 +690,11 @@ def adjudicate(request, slug: str, item_stage_id: int):
             context,
             status=error.status,
         )
-    following = research_selectors.adjudication_queue(project).exclude(pk=item_stage.pk).first()
+    following = (
+        research_selectors.adjudication_queue(project, reviewer=request.user)
+        .exclude(pk=item_stage.pk)
+        .first()
+    )
     summary = research_selectors.item_summary(item_stage.item)
     messages.success(request, f"Decided {item_stage.item.external_id} ({summary[:60]}): {value}.")
     if following is None:
