@@ -24,6 +24,7 @@ from annotation import sql
 from annotation.access import FOREIGN_ASSIGNMENT
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from annotation.inputs import check_payload, clean_client_info, clean_text
 from annotation.kinds import KindContext, get_kind
 from annotation.models import (
     Annotation,
@@ -117,11 +118,7 @@ def membership_set_paused(
     """Pause or resume an annotator of a project. A paused annotator gets no new items; their
     active leases are released so that the slots go to others. Unknown or non-annotator users
     are a NotFound; a reason longer than 300 characters is refused."""
-    reason = (reason or "").strip()
-    if len(reason) > 300:
-        raise ApplicationError(
-            "The reason is too long (300 characters at most).", {"reason": "too long"}
-        )
+    reason = clean_text(reason, field="reason", max_length=300)
     membership = (
         Membership.objects.select_for_update()
         .select_related("user")
@@ -778,13 +775,9 @@ def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignm
 def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: str) -> Assignment:
     """Give up an item (with a reason): the slot goes to others, and the annotator never gets the
     item again. Skipping twice is harmless."""
-    reason = (reason or "").strip()
+    reason = clean_text(reason, field="reason", max_length=300)
     if not reason:
         raise ApplicationError("Say why you skip this item.", {"reason": "required"})
-    if len(reason) > 300:
-        raise ApplicationError(
-            "The reason is too long (300 characters at most).", {"reason": "too long"}
-        )
     assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This item is already submitted; it cannot be skipped.")
@@ -819,6 +812,8 @@ def annotation_submit(
     its slot is free; otherwise 409. When the item stage reaches its target, resolution is
     enqueued after commit (and the beat sweep repairs a lost message).
     """
+    payload = check_payload(payload)
+    client_info = clean_client_info(client_info)
     try:
         return _annotation_submit(assignment_id, annotator, payload, seconds_spent, client_info)
     except IntegrityError:
@@ -1149,7 +1144,7 @@ def item_stage_adjudicate(
 ) -> Resolution:
     """A reviewer's decision on an item stage waiting for adjudication: one of the item
     stage's choices (the kind's), routed like the policy's own outcomes."""
-    reason = (reason or "").strip()
+    reason = clean_text(reason, field="reason", max_length=2000)
     if not reason:
         raise ApplicationError("Give a reason for the decision.", {"reason": "required"})
     item_stage = (

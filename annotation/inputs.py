@@ -1,0 +1,98 @@
+"""Shape and size checks for what people send: annotation payloads, client info, free text.
+
+Every write service that stores text or JSON from a request calls these first, so bad input is a
+400 that names the field, never a 500 from the database (PostgreSQL refuses NUL characters in
+text and in JSON) and never a row of unbounded size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from annotation.errors import ApplicationError
+
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_CLIENT_INFO_BYTES = 4 * 1024
+MAX_DEPTH = 8
+#: Control characters that have no place in text people type (tab, newline and CR do).
+_FORBIDDEN = {chr(code) for code in range(32)} - {"\t", "\n", "\r"}
+
+
+def clean_text(value: Any, *, field: str, max_length: int) -> str:
+    """A piece of free text (a reason, a comment), stripped; ApplicationError naming `field`
+    when it is not text, too long or holds control characters."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApplicationError(f"The {field} must be text.", {field: "expected text"})
+    if any(character in _FORBIDDEN for character in value):
+        raise ApplicationError(
+            f"The {field} contains an invisible control character; remove it and try again.",
+            {field: "control character"},
+        )
+    value = value.strip()
+    if len(value) > max_length:
+        raise ApplicationError(
+            f"The {field} is {len(value)} characters; at most {max_length} are allowed.",
+            {field: f"at most {max_length} characters"},
+        )
+    return value
+
+
+def check_payload(payload: Any) -> Mapping[str, Any]:
+    """An annotation payload: a JSON object of at most MAX_PAYLOAD_BYTES, nested at most
+    MAX_DEPTH deep, with no control characters in its keys or strings."""
+    if not isinstance(payload, Mapping):
+        raise ApplicationError("The payload must be a JSON object.", {"payload": "expected {}"})
+    _check_json(payload, field="payload", max_bytes=MAX_PAYLOAD_BYTES)
+    return payload
+
+
+def clean_client_info(value: Any) -> dict[str, Any]:
+    """What a client says about itself: an object of at most MAX_CLIENT_INFO_BYTES."""
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, Mapping):
+        raise ApplicationError(
+            'client_info must be a JSON object (e.g. {"app": "my-script 1.2"}).',
+            {"client_info": "expected {}"},
+        )
+    _check_json(value, field="client_info", max_bytes=MAX_CLIENT_INFO_BYTES)
+    return dict(value)
+
+
+def _check_json(value: Any, *, field: str, max_bytes: int) -> None:
+    size = len(json.dumps(value, ensure_ascii=False, default=str).encode())
+    if size > max_bytes:
+        raise ApplicationError(
+            f"The {field} is {size:,} bytes; at most {max_bytes:,} are allowed.",
+            {field: f"at most {max_bytes} bytes"},
+        )
+    _walk(value, field=field, top=True, depth=0)
+
+
+def _walk(value: Any, *, field: str, top: bool, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ApplicationError(
+            f"The {field} is nested more than {MAX_DEPTH} levels deep.", {field: "too deep"}
+        )
+    if isinstance(value, str):
+        if any(character in _FORBIDDEN for character in value):
+            raise ApplicationError(
+                f"The {field} contains an invisible control character; remove it and try again.",
+                {field: "control character"},
+            )
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if any(character in _FORBIDDEN for character in str(key)):
+                raise ApplicationError(
+                    f"A field name in the {field} contains an invisible control character.",
+                    {field: "control character in a field name"},
+                )
+            # Name the top-level field a person filled in (the comment, say) when it is at fault.
+            _walk(item, field=str(key) if top else field, top=False, depth=depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _walk(item, field=field, top=False, depth=depth + 1)
