@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from django.contrib.auth.models import AbstractBaseUser
 
 from annotation.access import MONITOR, access_project
-from annotation.errors import NotFound
+from annotation.errors import NotFound, PermissionDenied
 from ratings.models import ModelRun
 from ratings.selectors import RatingsContext, ratings_context
 
@@ -35,4 +35,17 @@ def access_model_run(context: RatingsContext, run_id: int | str | None) -> Model
     run = ModelRun.objects.filter(project=context.project, pk=run_id).first()
     if run is None:
         raise NotFound("There is no such model run in this project.")
+    return run
+
+
+def access_model_run_for_deletion(context: RatingsContext, run_id: int, user) -> ModelRun:
+    """A model run the user may delete: the researcher who uploaded it, or a project admin.
+    Other researchers read runs but cannot remove each other's (403)."""
+    run = access_model_run(context, run_id)
+    if run is None:
+        raise NotFound("There is no such model run in this project.")
+    if run.uploaded_by_id != user.pk and "admin" not in context.project.user_roles:
+        raise PermissionDenied(
+            "Only whoever uploaded this model run, or a project admin, can delete it."
+        )
     return run

@@ -165,7 +165,7 @@ def mean_by_connective(
             axis.bar(
                 positions, means, width=width * 0.92, color=colour,
                 alpha=1.0 if connective.order == "iconic" else 0.55,
-                label=f"{word} ({connective.relation}, {connective.order})",
+                label=_literal(f"{word} ({connective.relation}, {connective.order})"),
             )  # fmt: skip
         axis.set_xticks(np.arange(len(groups)), [f"{group} pairs" for group in groups])
         axis.set_ylabel("mean item rating")
@@ -208,8 +208,8 @@ def model_scatter(
         axis.set_xlim(low - 0.3, high + 0.3)
         axis.set_ylim(low - 0.5, high + 0.5)
         axis.set_xlabel("human mean rating")
-        axis.set_ylabel(f"{model_name} rating")
-        title = model_name
+        axis.set_ylabel(f"{_literal(model_name)} rating")
+        title = _literal(model_name)
         if len(frame) >= 2:
             rho = scipy_stats.spearmanr(frame["human"], frame["model"]).statistic
             title += f" · Spearman ρ = {rho:.2f} (n = {len(frame):,})"
@@ -219,3 +219,9 @@ def model_scatter(
         axis.legend(frameon=False, fontsize=7.5, loc="upper left", markerscale=2)
         figure.tight_layout()
         return _svg(figure, f"{model_name} against human means")
+
+
+def _literal(text: str) -> str:
+    """Text a person typed, drawn as typed: matplotlib reads "$…$" as math, so dollar signs
+    are escaped (a model called "llama $3$" keeps its dollars)."""
+    return str(text).replace("$", r"\$")

@@ -22,7 +22,11 @@ from annotation.navigation import project_tabs
 from annotation.views import page
 from ratings import report as report_module
 from ratings import selectors, services
-from ratings.access import access_model_run, access_ratings_project
+from ratings.access import (
+    access_model_run,
+    access_model_run_for_deletion,
+    access_ratings_project,
+)
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 PREVIEW_ROWS = 12
@@ -271,7 +275,7 @@ def model_run_form(request, slug: str):
 @page
 def model_run_delete(request, slug: str, run_id: int):
     context = access_ratings_project(request.user, slug, MONITOR)
-    run = access_model_run(context, run_id)
+    run = access_model_run_for_deletion(context, run_id, request.user)
     services.model_run_delete(project=context.project, run_id=run.pk)
     messages.success(request, f"Model run “{run.name}” deleted.")
     return redirect("ratings:dashboard", slug=slug)

@@ -254,3 +254,16 @@ def test_plots_are_inline_svg_with_escaped_labels():
     )
     assert "<script>" not in scatter and "&lt;script&gt;" in scatter
     assert "<image" in scatter  # dots are rasterised
+
+
+def test_dollar_signs_in_a_model_name_are_shown_as_typed_not_as_math():
+    built = build(model={"name": "m", "answer_kind": "ratings", "answers": {
+        key: 5.0 for key in items_frame()["item_key"]}})  # fmt: skip
+    name = "llama $3$ vs $4$"
+    scatter = plots.model_scatter(
+        built.model_ratings, EXPLICA_CONNECTIVES, (1, 10), model_name=name
+    )
+    assert scatter.startswith("<svg ")
+    # Drawn as plain text (mathtext would draw glyph paths and drop the dollar signs).
+    assert ">llama $3$ vs $4$ rating</text>" in scatter
+    assert ">llama $3$ vs $4$ · Spearman" in scatter

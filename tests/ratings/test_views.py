@@ -209,5 +209,10 @@ def test_researchers_upload_model_answers_and_delete_runs(client, ratings_projec
         url(ratings_project, "ratings:model_upload"), {"name": "bad", "file": upload(bad)}
     )
     assert response.status_code == 400 and "unknown connective" in response.content.decode()
+    # Another researcher reads the run but cannot delete it; its uploader (or an admin) can.
+    signed_in(client, make_member(ratings_project, Role.RESEARCHER))
+    refused = client.post(url(ratings_project, "ratings:model_delete", run.pk))
+    assert refused.status_code == 403 and ModelRun.objects.exists()
+    signed_in(client, run.uploaded_by)
     client.post(url(ratings_project, "ratings:model_delete", run.pk))
     assert not ModelRun.objects.exists()
