@@ -269,9 +269,10 @@ def test_an_empty_export_is_a_header_only(postgres, tmp_path):
     assert (tmp_path / "a.csv").read_bytes() == (",".join(ANNOTATION_COLUMNS) + "\r\n").encode()
 
 
-def test_a_kind_with_its_own_vote_value_keeps_the_python_path(postgres, tmp_path):
-    """ratings' rate kind overrides vote_value (a "can't judge" rating casts no vote): the
-    project is written by Python, still through release_annotations_jsonl/csv."""
+def test_ratings_with_cant_judge_answers_go_through_copy_like_every_kind(postgres, tmp_path):
+    """ratings' rate kind declares its vote as the payload's "value" (a "can't judge" rating
+    stores null there, so it casts no vote): its project is exported by COPY, and the lines
+    read back as the Python rows do."""
     project = make_project(kind="generic")
     from annotation import services
 
@@ -291,7 +292,7 @@ def test_a_kind_with_its_own_vote_value_keeps_the_python_path(postgres, tmp_path
                        payload={"value": None, "cannot_judge": True, "reason": "unclear"}),
         ]
     )  # fmt: skip
-    assert not copy_export_supported(project)
+    assert copy_export_supported(project)
     entry = release_annotations_jsonl(project, tmp_path / "a.jsonl")
     release_annotations_csv(project, tmp_path / "a.csv")
     rows = [json.loads(line) for line in jsonl_lines(tmp_path / "a.jsonl")]
