@@ -9,7 +9,7 @@ Every metric returns an :class:`AgreementResult`. A coefficient that cannot be c
 with two ratings, every rating in one category, ...) comes back with ``value=None`` and a ``note``
 saying why — never a silent NaN and never a bare ``AssertionError`` from a library.
 
-What comes from libraries and what is added here (CONVENTIONS 7):
+What comes from libraries and what is added here (CONTRIBUTING.md, "Statistics are pure functions"):
 
 * Fleiss' κ value: ``statsmodels.stats.inter_rater.fleiss_kappa`` whenever every item has the same
   number of ratings. statsmodels asserts equal numbers of raters, so items with varying numbers

@@ -1,4 +1,4 @@
-"""The researchers' dashboards and the reviewers' adjudication queue (CONVENTIONS 1 and 8).
+"""The researchers' dashboards and the reviewers' adjudication queue (CONTRIBUTING.md, "Thin views" and "htmx screens").
 
 Who sees what (checked by access_project before anything is read):
 

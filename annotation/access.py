@@ -1,4 +1,4 @@
-"""Permission-checked fetches (CONVENTIONS 2): the only way a view gets an object a user might
+"""Permission-checked fetches (CONTRIBUTING.md, "Permission-checked fetches"): the only way a view gets an object a user might
 not be allowed to see. Unknown ids and ids of other people's objects get the same 404, so that
 guessing ids reveals nothing."""
 
@@ -12,7 +12,7 @@ from django.db import connection
 
 from annotation import sql
 from annotation.errors import Conflict, NotFound, PermissionDenied
-from annotation.models import Assignment, ItemStage, Membership, Project, Role, Stage
+from annotation.models import Assignment, Membership, Project, Role, Stage
 
 FOREIGN_ASSIGNMENT = "This item is assigned to another annotator; ask for your own next item."
 
@@ -100,8 +100,8 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
 
 
 def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
-    """The user's own assignment. Someone else's is a 403 that says so (the issue's contract
-    for foreign leases; nothing of the item or its answers is revealed), an unknown id a 404."""
+    """The user's own assignment. Someone else's is a 403 that says so (for foreign
+    leases; nothing of the item or its answers is revealed), an unknown id a 404."""
     assignment = (
         Assignment.objects.select_related("item_stage__item", "stage__project")
         .filter(pk=assignment_id)
@@ -114,16 +114,6 @@ def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
     return assignment
 
 
-def access_item_stage_for_adjudication(user: AbstractBaseUser, item_stage_id: int) -> ItemStage:
-    item_stage = (
-        ItemStage.objects.select_related("item", "stage__project").filter(pk=item_stage_id).first()
-    )
-    if item_stage is None:
-        raise NotFound("There is no such item.")
-    access_project(user, item_stage.stage.project.slug, ADJUDICATE)
-    return item_stage
-
-
 __all__ = [
     "ADJUDICATE",
     "ANNOTATE",
@@ -131,7 +121,6 @@ __all__ = [
     "MONITOR",
     "Conflict",
     "access_assignment",
-    "access_item_stage_for_adjudication",
     "access_project",
     "access_stage",
     "access_stage_for_annotator",

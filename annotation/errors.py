@@ -1,4 +1,4 @@
-"""The one error type for domain failures (CONVENTIONS 9).
+"""The one error type for domain failures (CONTRIBUTING.md, "One error type").
 
 Services raise ApplicationError with a message a person can act on and `extra` details (field
 names, line numbers). The API maps it to {"message", "extra"} with `status`; htmx views re-render

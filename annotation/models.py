@@ -1,6 +1,6 @@
 """The annotation engine's data and constraints.
 
-Workflows live in services.py; models only hold data, constraints and indexes (CONVENTIONS 5).
+Workflows live in services.py; models only hold data, constraints and indexes (CONTRIBUTING.md, "Models hold data and constraints").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reads of the annotation engine (CONVENTIONS 1). Blindness is enforced here: nothing an
+"""Reads of the annotation engine (CONTRIBUTING.md, "Thin views"). Blindness is enforced here: nothing an
 annotator's page reads can include another annotator's answers, vote counts or items of a project
 they are not a member of."""
 

@@ -1,4 +1,4 @@
-"""Writes of the annotation engine. Each public service owns its transaction (CONVENTIONS 3).
+"""Writes of the annotation engine. Each public service owns its transaction (CONTRIBUTING.md, "Services own the transaction").
 
 Hot paths (assignment_next, annotation_submit) are written for a fixed, small number of queries:
 four each, so that next + submit stays within the eight-query budget of the annotator loop.

@@ -1,4 +1,4 @@
-"""Celery tasks: ids in, look the rows up, call a service; safe to run twice (CONVENTIONS 4)."""
+"""Celery tasks: ids in, look the rows up, call a service; safe to run twice (CONTRIBUTING.md, "Celery tasks")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The annotator's pages: my projects → project → item screen (CONVENTIONS 1 and 8).
+"""The annotator's pages: my projects → project → item screen (CONTRIBUTING.md, "Thin views" and "htmx screens").
 
 Each view parses input, calls one access function and one service or selector, and renders one
 page template; htmx requests get a named partial of the same template ("annotation/stage.html#item").

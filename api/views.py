@@ -1,5 +1,5 @@
 """REST API of the engine over the same services the pages use. Thin views: parse, call one
-access function and one service or selector, serialise (CONVENTIONS 1).
+access function and one service or selector, serialise (CONTRIBUTING.md, "Thin views").
 
 /api/auth/token/ (token for scripts; throttled "auth"), /api/projects/… (projects, stages, items,
 imports, agreement, releases), /api/stages/<id>/next/, /api/assignments/<id>/submit/ (throttled

@@ -52,7 +52,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from annotation import services
-from annotation.errors import ApplicationError, Conflict
+from annotation.errors import ApplicationError
 from annotation.models import Item, ItemStage, Project
 from imports.core import (
     FieldSpec,
@@ -758,8 +758,3 @@ def import_batch_progress(batch: ImportBatch, *, now=None) -> ImportProgress:
 
 def import_batch_errors(batch: ImportBatch) -> list[RowError]:
     return [RowError.from_dict(error) for error in batch.errors or []]
-
-
-def import_batch_ensure_pending(batch: ImportBatch) -> None:
-    if batch.status != ImportBatch.Status.PENDING:
-        raise Conflict(f"Import #{batch.pk} already ran ({batch.get_status_display()}).")

@@ -1,4 +1,4 @@
-"""Permission-checked fetches of ratings projects (CONVENTIONS 2)."""
+"""Permission-checked fetches of ratings projects (CONTRIBUTING.md, "Permission-checked fetches")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Data of ExpliCa-style ratings projects (CONVENTIONS 5: data and constraints only).
+"""Data of ExpliCa-style ratings projects (CONTRIBUTING.md, "Models hold data and constraints": data and constraints only).
 
 A ratings project is an engine Project (kind "ratings") plus:
 

@@ -1,6 +1,6 @@
 """The researcher page of a ratings project, its CSV/SVG downloads, and the import pages.
 
-Thin views (CONVENTIONS 1): parse input, one access call, one service or selector, render one
+Thin views (CONTRIBUTING.md, "Thin views"): parse input, one access call, one service or selector, render one
 page template; htmx requests get its named partials ("ratings/dashboard.html#analysis", …).
 Every hx-* control has a real href/action beside it.
 """

@@ -105,7 +105,7 @@ EXPECTED = {
     # Only the project's annotators get items (superusers too must be annotators to annotate).
     "item_screen": [302, 404, 200, 200, 403, 403, 403, 403],
     # Acting on the owner's assignment: the owner is redirected to the next item (PRG);
-    # everybody else gets 403 "assigned to another annotator" (the contract for a
+    # everybody else gets 403 "assigned to another annotator" (the contract for a
     # foreign lease), which reveals nothing of the item or the owner's answers.
     "submit": [302, 403, 302, 403, 403, 403, 403, 403],
     "skip": [302, 403, 302, 403, 403, 403, 403, 403],
@@ -289,7 +289,7 @@ def test_guessing_ids_never_reveals_another_annotators_annotation(client, world)
         ]
         for response in attempts:
             body = response.content.decode()
-            # Bob's lease: 403 saying it is someone else's (the contract); an unknown
+            # Bob's lease: 403 saying it is someone else's ; an unknown
             # id: 404. Neither reveals anything of the item or of Bob's answers.
             if assignment_id in bobs_ids:
                 assert response.status_code == 403, (assignment_id, body[:300])
