@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from annotation import sql
 from annotation.access import FOREIGN_ASSIGNMENT
+from annotation.eligibility import conditions as eligibility_conditions
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info, clean_text
@@ -520,9 +521,10 @@ def _annotator_salt(stage: Stage, annotator_id: int) -> int:
 
 
 @cache
-def _candidate_sql(order_policy: str, vendor: str) -> str:
+def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: str = "[]") -> str:
     """The candidate search for the next item, as one statement (text built once per process
-    and backend; callers pass connection.vendor); parameters: see _take_candidate.
+    for each backend, order policy, phase list and rule list — the last two as JSON text, so
+    they can key the cache); named parameters: see _candidate_params.
 
     The searches are tried in turn until one yields a row:
 
@@ -534,32 +536,66 @@ def _candidate_sql(order_policy: str, vendor: str) -> str:
       random order entered at a point fixed per annotator and wrapping round, so the search is
       an index range scan however many items the stage holds.
 
-    Every search skips items the annotator ever held (submitted, skipped, expired) and items
-    without a free slot. On PostgreSQL each search is a CTE that locks its row (FOR UPDATE SKIP
-    LOCKED, so concurrent annotators never take the same slot) and `UNION ALL … LIMIT 1`
-    evaluates them lazily: a later search neither runs nor locks anything once an earlier one
-    has found its row. The chosen row is then joined with its item.
+    Every search skips items the annotator already held in the item stage's current round and
+    phase (submitted, skipped, expired), items without a free slot, items the phase's people
+    rule keeps them from (annotation.phases: "new" — nobody from an earlier phase of the round;
+    "same" — only those who submitted in one) and items a stage eligibility rule refuses
+    (annotation.eligibility: one SQL condition each). On PostgreSQL each search is a CTE that
+    locks its row (FOR UPDATE SKIP LOCKED, so concurrent annotators never take the same slot)
+    and `UNION ALL … LIMIT 1` evaluates them lazily: a later search neither runs nor locks
+    anything once an earlier one has found its row. The chosen row is then joined with its item.
     """
+    import json
+
     item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
     open_state = ItemStage.State.OPEN.value
     lock = sql.lock(skip_locked=True)
-    base = f"""SELECT c.id FROM {item_stages} c
-            WHERE c.stage_id = %s AND c.state = '{open_state}'
-              AND c.submitted_count < c.target_count - c.leased_count
-              AND NOT EXISTS (SELECT 1 FROM {assignments} a
-                              WHERE a.item_stage_id = c.id AND a.annotator_id = %s)"""
-    personal = f"CAST(c.random_key AS BIGINT) * %s %% {sql.ORDER_PRIME}"
+    conditions = [
+        f"NOT EXISTS (SELECT 1 FROM {assignments} a WHERE a.item_stage_id = c.id"
+        " AND a.annotator_id = %(annotator)s AND a.round = c.round AND a.phase = c.phase)"
+    ]
+    for index, spec in enumerate(json.loads(phases)):
+        people = spec.get("people", "any")
+        if people == "any":
+            continue
+        earlier = (
+            f"SELECT 1 FROM {assignments} p WHERE p.item_stage_id = c.id"
+            " AND p.annotator_id = %(annotator)s AND p.round = c.round AND p.phase < c.phase"
+        )
+        if people == "new":
+            conditions.append(
+                f"(c.phase <> {index} OR NOT EXISTS ({earlier}"
+                " AND p.status IN ('active', 'submitted')))"
+            )
+        else:  # same
+            conditions.append(
+                f"(c.phase <> {index} OR EXISTS ({earlier} AND p.status = 'submitted'))"
+            )
+    tables = {
+        model.__name__: sql.table(model)
+        for model in (Item, ItemStage, Assignment, Stage, Membership, Project)
+    }
+    conditions += [
+        condition.sql for condition in eligibility_conditions(json.loads(rules), tables=tables)
+    ]
+    base = (
+        f"SELECT c.id FROM {item_stages} c"
+        f" WHERE c.stage_id = %(stage)s AND c.state = '{open_state}'"
+        " AND c.submitted_count < c.target_count - c.leased_count AND " + " AND ".join(conditions)
+    )
+    personal = f"CAST(c.random_key AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
     if order_policy == Stage.OrderPolicy.RANDOM:
         searches = [
-            f"{base} ORDER BY (c.spread_rank + %s) %% c.group_size, {personal} LIMIT 1{lock}"
+            f"{base} ORDER BY (c.spread_rank + %(spread)s) %% c.group_size, {personal}"
+            f" LIMIT 1{lock}"
         ]
     else:
         fresh = f"{base} AND c.submitted_count = 0 AND c.leased_count = 0"
         searches = [
             f"{base} AND (c.submitted_count > 0 OR c.leased_count > 0)"
             f" ORDER BY c.submitted_count + c.leased_count DESC, {personal} LIMIT 1{lock}",
-            f"{fresh} AND c.random_key >= %s ORDER BY c.random_key LIMIT 1{lock}",
-            f"{fresh} AND c.random_key < %s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{fresh} AND c.random_key >= %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{fresh} AND c.random_key < %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
         ]
     ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
     chain = " UNION ALL ".join(f"SELECT id FROM search_{index}" for index in range(len(searches)))
@@ -570,13 +606,37 @@ def _candidate_sql(order_policy: str, vendor: str) -> str:
     )
 
 
-def _candidate_params(stage: Stage, annotator_id: int) -> list[int]:
+def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
+
     salt = _annotator_salt(stage, annotator_id)
-    searched = [stage.pk, annotator_id]
+    params: dict[str, Any] = {
+        "stage": stage.pk,
+        "annotator": annotator_id,
+        "project": stage.project_id,
+        "salt": salt,
+    }
     if stage.order_policy == Stage.OrderPolicy.RANDOM:
-        return [*searched, salt % 997, salt]
-    entry = salt % (2**31)
-    return [*searched, salt, *searched, entry, *searched, entry]
+        params["spread"] = salt % 997
+    else:
+        params["entry"] = salt % (2**31)
+    tables = {
+        name: "" for name in ("Item", "ItemStage", "Assignment", "Stage", "Membership", "Project")
+    }
+    for condition in eligibility_conditions(stage.eligibility or [], tables=tables):
+        params.update(condition.params)
+    return params
+
+
+def _candidate_key(stage: Stage) -> tuple[str, str, str, str]:
+    """The cache key of a stage's candidate statement."""
+    import json
+
+    return (
+        stage.order_policy,
+        connection.vendor,
+        json.dumps(stage.phases or [], sort_keys=True),
+        json.dumps(stage.eligibility or [], sort_keys=True),
+    )
 
 
 def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
@@ -680,8 +740,7 @@ def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
     """Lock and return the first candidate (with its item), skipping rows others hold: one
     statement (see _candidate_sql)."""
     row = sql.fetchone(
-        _candidate_sql(stage.order_policy, connection.vendor),
-        _candidate_params(stage, annotator_id),
+        _candidate_sql(*_candidate_key(stage)), _candidate_params(stage, annotator_id)
     )
     if row is None:
         return None

@@ -1,0 +1,142 @@
+"""Phases inside one item stage (annotation/phases.py) and eligibility rules
+(annotation/eligibility.py), enforced by the candidate search itself: on SQLite here, on
+PostgreSQL under `make test`."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import services
+from annotation.access import access_stage_for_annotator
+from annotation.models import Item, ItemStage, Membership
+from annotation.selectors import annotations_shown
+from tests.factories import (
+    make_items,
+    make_label_stage,
+    make_member,
+    make_project,
+    make_verify_stage,
+)
+
+pytestmark = pytest.mark.django_db
+
+CHECK_EDIT_VOTE = [
+    {"name": "check", "slots": 1},
+    {"name": "edit", "slots": 2, "people": "new", "shows": ["check"]},
+    {"name": "vote", "slots": 3, "people": "same", "shows": ["edit"]},
+]
+
+
+def lease(person, stage):
+    return services.assignment_next(
+        annotator=person, stage=access_stage_for_annotator(user=person, stage_id=stage.pk)
+    )
+
+
+def submit(person, assignment, value, comment=""):
+    services.annotation_submit(
+        assignment_id=assignment.pk,
+        annotator=person,
+        payload={"value": value, "comment": comment},
+    )
+
+
+def test_check_edit_vote_phases_admit_the_right_people(django_capture_on_commit_callbacks):
+    project = make_project()
+    stage = make_verify_stage(project, overlap=3, phases=CHECK_EDIT_VOTE)
+    make_items(project, 1)
+    ann, ben, cat, dan = (make_member(project) for _ in range(4))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        check = lease(ann, stage)
+        assert lease(ben, stage) is None  # one checker
+        submit(ann, check, "keep", "question 2 is at the wrong level")
+    item_stage = ItemStage.objects.get()
+    assert (item_stage.phase, item_stage.target_count, item_stage.submitted_count) == (1, 2, 0)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lease(ann, stage) is None  # the checker cannot edit ("new" people)
+        edits = [(ben, lease(ben, stage)), (cat, lease(cat, stage))]
+        assert lease(dan, stage) is None  # two editors
+        shown = annotations_shown(edits[0][1])
+        assert [row["phase"] for row in shown] == ["check"]
+        assert "wrong level" in shown[0]["payload"]["comment"]
+        assert "annotator" not in str(shown)
+        for person, assignment in edits:
+            submit(person, assignment, "keep", f"edited by {person.pk}")
+    item_stage.refresh_from_db()
+    assert (item_stage.phase, item_stage.target_count) == (2, 3)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lease(dan, stage) is None  # only the three who took part vote ("same")
+        votes = [(person, lease(person, stage)) for person in (ann, ben, cat)]
+        assert all(assignment is not None for _, assignment in votes)
+        # The vote phase shows the two edits, labelled, not who wrote them; not the check.
+        shown = annotations_shown(votes[0][1])
+        assert [(row["phase"], row["label"]) for row in shown] == [("edit", "A"), ("edit", "B")]
+        for person, assignment in votes:
+            submit(person, assignment, "keep")
+    item_stage.refresh_from_db()
+    assert item_stage.state == "resolved"
+    assert item_stage.resolution.votes == {"keep": 3}  # only the last phase's votes count
+    assert item_stage.annotations.count() == 6
+
+
+def test_never_the_items_author():
+    project = make_project()
+    stage = make_verify_stage(project, overlap=1, eligibility=[{"rule": "not_author"}])
+    (item,) = make_items(project, 1)
+    alice, bob = make_member(project), make_member(project)
+    Item.objects.filter(pk=item.pk).update(author=alice)
+    assert lease(alice, stage) is None
+    assert lease(bob, stage) is not None
+
+
+def test_nobody_who_worked_on_the_item_in_another_stage(django_capture_on_commit_callbacks):
+    project = make_project()
+    verify = make_verify_stage(project, overlap=1)
+    label = make_label_stage(
+        project, overlap=1, eligibility=[{"rule": "not_in_stage", "stage": "verify"}]
+    )
+    make_items(project, 1)
+    alice, bob = make_member(project), make_member(project)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(alice, lease(alice, verify), "keep")
+    assert ItemStage.objects.filter(stage=label).exists()
+    assert lease(alice, label) is None
+    assert lease(bob, label) is not None
+
+
+def test_only_members_with_the_skill():
+    project = make_project()
+    stage = make_verify_stage(
+        project, overlap=1, eligibility=[{"rule": "skill", "tag": "medicine"}]
+    )
+    make_items(project, 1)
+    alice = make_member(project)
+    assert lease(alice, stage) is None
+    Membership.objects.filter(user=alice).update(skills="law medicine")
+    assert lease(alice, stage) is not None
+
+
+def test_two_rules_of_one_kind_do_not_clash():
+    project = make_project()
+    make_verify_stage(project, overlap=1)
+    make_label_stage(project, overlap=1, slug="other", name="Other")
+    stage = make_label_stage(
+        project,
+        overlap=1,
+        eligibility=[
+            {"rule": "skill", "tag": "medicine"},
+            {"rule": "skill", "tag": "law"},
+        ],
+    )
+    from annotation.models import Stage
+
+    items = make_items(project, 1)
+    services.item_stages_open(items=items, stage=Stage.objects.get(pk=stage.pk))
+    alice = make_member(project)
+    Membership.objects.filter(user=alice).update(skills="medicine")
+    assert lease(alice, stage) is None  # both tags needed
+    Membership.objects.filter(user=alice).update(skills="medicine law")
+    assert lease(alice, stage) is not None
