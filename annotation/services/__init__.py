@@ -1,0 +1,64 @@
+"""Writes of the annotation engine, one module per part of the work; everything public is
+re-exported here, so callers write ``from annotation import services`` and
+``services.annotation_submit(...)``. Each public service owns its transaction
+(CONTRIBUTING.md, "Services own the transaction").
+
+- ``common``: side effects after commit (enqueue_on_commit), planner statistics;
+- ``setup``: projects, memberships and people, stages (settings checked together), items and
+  revisions, the slot-counter repair;
+- ``work``: next item, leases, skip, submit (the hot path);
+- ``outcomes``: resolution, phases, routes, adjudication.
+"""
+
+from annotation.services.common import enqueue_on_commit, planner_statistics_refresh
+from annotation.services.outcomes import (
+    item_stage_adjudicate,
+    item_stage_resolve,
+    item_stages_unresolved,
+)
+from annotation.services.setup import (
+    STAGE_SETTINGS,
+    item_revise,
+    item_stage_counters_repair,
+    item_stages_open,
+    items_create,
+    membership_add,
+    membership_remove,
+    membership_set_paused,
+    project_create,
+    stage_create,
+    stage_settings_clean,
+    stage_update,
+    user_remove,
+)
+from annotation.services.work import (
+    annotation_submit,
+    assignment_next,
+    assignment_skip,
+    leases_reclaim_expired,
+)
+
+__all__ = [
+    "STAGE_SETTINGS",
+    "annotation_submit",
+    "assignment_next",
+    "assignment_skip",
+    "enqueue_on_commit",
+    "item_revise",
+    "item_stage_adjudicate",
+    "item_stage_counters_repair",
+    "item_stage_resolve",
+    "item_stages_open",
+    "item_stages_unresolved",
+    "items_create",
+    "leases_reclaim_expired",
+    "membership_add",
+    "membership_remove",
+    "membership_set_paused",
+    "planner_statistics_refresh",
+    "project_create",
+    "stage_create",
+    "stage_settings_clean",
+    "stage_update",
+    "user_remove",
+]

@@ -1,0 +1,294 @@
+"""Resolution: deciding a completed item stage by its policy, opening the next phase, following
+the outcome's route, and a reviewer's adjudication."""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.errors import ApplicationError, Conflict, NotFound
+from annotation.inputs import clean_text
+from annotation.kinds import KindContext, get_kind
+from annotation.models import (
+    Annotation,
+    Item,
+    ItemStage,
+    Resolution,
+    Stage,
+)
+from annotation.phases import first_slots, is_last, stage_phases
+from annotation.policies import Ballot, PolicySettings, get_policy
+from annotation.resolution import Decision
+from annotation.routing import route_for
+from annotation.services.setup import item_revise, item_stages_open
+
+logger = logging.getLogger(__name__)
+
+
+# --- Resolution -------------------------------------------------------------------------------
+
+
+def _ballots(item_stage: ItemStage, kind: Any) -> list[Ballot]:
+    """The annotations of the item stage's current round, as the policy sees them: votes,
+    payloads and phases, annotators numbered 1, 2, … in the order they submitted."""
+    rows = (
+        Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
+        .order_by("pk")
+        .values_list("payload", "phase", "annotator_id", "external_rater")
+    )
+    numbers: dict[Any, int] = {}
+    ballots = []
+    for payload, phase, annotator_id, external in rows:
+        who = annotator_id if annotator_id is not None else f"external:{external}"
+        number = numbers.setdefault(who, len(numbers) + 1)
+        ballots.append(Ballot(kind.vote(payload), payload, phase, number))
+    return ballots
+
+
+def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
+    kind = get_kind(stage.kind)
+    phases = stage_phases(stage)
+    settings = PolicySettings(
+        tie_policy=stage.tie_policy,
+        tie_default=stage.tie_default,
+        required=phases[-1].slots,
+        reject_values=kind.reject_values,
+        options=stage.policy_options or {},
+        last_phase=len(phases) - 1,
+    )
+    return get_policy(stage.resolution_policy).decide(_ballots(item_stage, kind), settings)
+
+
+def _phase_advance(item_stage: ItemStage, stage: Stage) -> None:
+    """Open the item stage's next phase: its slots, counters from zero, open for leasing."""
+    item_stage.phase += 1
+    item_stage.target_count = stage_phases(stage)[item_stage.phase].slots
+    item_stage.submitted_count = 0
+    item_stage.state = ItemStage.State.OPEN
+    item_stage.completed_at = None
+    item_stage.save(
+        update_fields=["phase", "target_count", "submitted_count", "state", "completed_at"]
+    )
+
+
+def _follow_route(
+    item_stage: ItemStage, stage: Stage, outcome: str, decision: Decision | None = None
+) -> None:
+    """Carry out the stage's route for `outcome` (annotation.routing): close this item stage
+    and move the item on. The caller holds the item stage's row lock."""
+    route = route_for(stage, outcome)
+    item = item_stage.item
+    now = timezone.now()
+    if route["action"] == "revise":
+        revision = decision.revision if decision is not None else None
+        if revision is not None:
+            try:
+                item_revise(
+                    item=item,
+                    payload=revision,
+                    author=None,
+                    reason=f"{stage.name}: {decision.reason or outcome}"[:500],
+                    stage=stage,
+                )
+            except ApplicationError:
+                pass  # the chosen version is the current one: nothing to record
+        route = route["then"]
+    if route["action"] == "back":
+        target = Stage.objects.get(project_id=stage.project_id, slug=route["stage"])
+        existing = ItemStage.objects.filter(item=item, stage=target).first()
+        rounds_done = existing.round if existing is not None else 0
+        if rounds_done < route["max_loops"]:
+            if target.pk != stage.pk:
+                _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
+            _item_stage_reopen(item, target, existing)
+            Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
+            return
+        route = route["otherwise"]
+    action = route["action"]
+    if action == "escalate":
+        item_stage.state = ItemStage.State.ADJUDICATION
+        item_stage.save(update_fields=["state"])
+        Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
+        return
+    next_stage = None
+    if action == "next":
+        next_stage = (
+            Stage.objects.filter(
+                project_id=stage.project_id, position__gt=stage.position, is_active=True
+            )
+            .order_by("position")
+            .first()
+        )
+    elif action == "stage":
+        next_stage = Stage.objects.get(project_id=stage.project_id, slug=route["stage"])
+    if action in ("next", "stage", "finish"):
+        _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
+        if next_stage is not None:
+            existing = ItemStage.objects.filter(item=item, stage=next_stage).first()
+            _item_stage_reopen(item, next_stage, existing)
+            item_status = Item.Status.ACTIVE
+        else:
+            item_status = Item.Status.ACCEPTED
+    elif action == "keep":
+        _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
+        item_status = Item.Status.REJECTED
+    else:  # discard
+        _close_item_stage(item_stage, ItemStage.State.DISCARDED, now)
+        item_status = Item.Status.DISCARDED
+        if route.get("reason"):
+            Resolution.objects.filter(item_stage=item_stage, reason="").update(
+                reason=route["reason"]
+            )
+    Item.objects.filter(pk=item.pk).update(status=item_status)
+
+
+def _close_item_stage(item_stage: ItemStage, state: str, now: Any) -> None:
+    item_stage.state = state
+    item_stage.resolved_at = now
+    item_stage.save(update_fields=["state", "resolved_at"])
+
+
+def _item_stage_reopen(item: Item, stage: Stage, existing: ItemStage | None) -> None:
+    """Open the item in `stage`: a new item stage, or another round of the one it had (counters
+    from zero, first phase; annotations of earlier rounds stay, and policies read the round's)."""
+    if existing is None:
+        item_stages_open(items=[item], stage=stage)
+        return
+    existing.round += 1
+    existing.phase = 0
+    existing.target_count = first_slots(stage)
+    existing.submitted_count = 0
+    existing.state = ItemStage.State.OPEN
+    existing.completed_at = None
+    existing.resolved_at = None
+    existing.save(
+        update_fields=[
+            "round",
+            "phase",
+            "target_count",
+            "submitted_count",
+            "state",
+            "completed_at",
+            "resolved_at",
+        ]
+    )
+
+
+@transaction.atomic
+def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
+    """Decide a completed item stage by its stage's policy and follow the outcome's route, or
+    open its next phase. Idempotent and safe to run concurrently: the item stage row is locked
+    and only a RESOLVING row is acted on."""
+    item_stage = (
+        ItemStage.objects.select_for_update(of=("self",))
+        .select_related("stage", "item")
+        .filter(pk=item_stage_id)
+        .first()
+    )
+    if item_stage is None or item_stage.state != ItemStage.State.RESOLVING:
+        return Resolution.objects.filter(item_stage_id=item_stage_id).first()
+    stage = item_stage.stage
+    if not is_last(stage, item_stage):
+        _phase_advance(item_stage, stage)
+        return None
+    decision = _decision_for(item_stage, stage)
+    resolution, _ = Resolution.objects.update_or_create(
+        item_stage=item_stage,
+        defaults={
+            "value": decision.value,
+            "status": decision.status,
+            "outcome": decision.outcome,
+            "votes": decision.votes,
+            "n_annotations": sum(decision.votes.values())
+            if decision.votes
+            else item_stage.submitted_count,
+            "policy": stage.resolution_policy,
+            "decided_by": None,
+            "reason": decision.reason,
+        },
+    )
+    if decision.needs_more and item_stage.target_count < stage.effective_max_overlap:
+        item_stage.target_count += 1
+        item_stage.state = ItemStage.State.OPEN
+        item_stage.completed_at = None
+        item_stage.save(update_fields=["target_count", "state", "completed_at"])
+    elif decision.outcome == "pending":
+        item_stage.state = ItemStage.State.ADJUDICATION
+        item_stage.save(update_fields=["state"])
+    else:
+        _follow_route(item_stage, stage, decision.outcome, decision)
+    return resolution
+
+
+@transaction.atomic
+def item_stage_adjudicate(
+    *, item_stage_id: int, reviewer: AbstractBaseUser, value: Any, reason: str
+) -> Resolution:
+    """A reviewer's decision on an item stage waiting for adjudication: one of the item
+    stage's choices (the kind's), routed like the policy's own outcomes."""
+    reason = clean_text(reason, field="reason", max_length=2000)
+    if not reason:
+        raise ApplicationError("Give a reason for the decision.", {"reason": "required"})
+    item_stage = (
+        ItemStage.objects.select_for_update(of=("self",))
+        .select_related("stage", "item")
+        .filter(pk=item_stage_id)
+        .first()
+    )
+    if item_stage is None:
+        raise NotFound(f"There is no item stage {item_stage_id}.")
+    if item_stage.state != ItemStage.State.ADJUDICATION:
+        raise Conflict("This item is not waiting for adjudication (someone may have decided it).")
+    stage = item_stage.stage
+    kind = get_kind(stage.kind)
+    context = KindContext(stage=stage, item_stage=item_stage)
+    categories = kind.choices(context)
+    if categories is not None and value not in categories:
+        raise ApplicationError(
+            f"Decide one of: {', '.join(map(str, categories))} (got {value!r}).",
+            {"value": [str(category) for category in categories]},
+        )
+    if categories is None:
+        # An open (numeric) answer: the value a reviewer decides must be one an annotator could
+        # have given — the kind's own validation, so NaN, infinities and values off the scale
+        # are refused with the kind's message.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ApplicationError("The decision must be a finite number.", {"value": value})
+        vote_field = kind.vote_field or "value"
+        value = kind.validate({vote_field: value}, context).get(vote_field)
+    outcome = "reject" if value in kind.reject_values else "accept"
+    resolution, _ = Resolution.objects.update_or_create(
+        item_stage=item_stage,
+        defaults={
+            "value": value,
+            "status": Resolution.Status.ADJUDICATED,
+            "outcome": outcome,
+            "policy": stage.resolution_policy,
+            "decided_by": reviewer,
+            "reason": reason,
+        },
+    )
+    route = route_for(stage, outcome)
+    if route["action"] == "escalate":
+        # The reviewer has decided; escalating again would loop. Rejected means discarded.
+        _close_item_stage(item_stage, ItemStage.State.DISCARDED, timezone.now())
+        Item.objects.filter(pk=item_stage.item_id).update(status=Item.Status.DISCARDED)
+    else:
+        _follow_route(item_stage, stage, outcome)
+    return resolution
+
+
+def item_stages_unresolved(*, older_than_seconds: float = 30, limit: int = 1000) -> list[int]:
+    """Ids of item stages complete for a while but still unresolved (a lost message)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return list(
+        ItemStage.objects.filter(state=ItemStage.State.RESOLVING, completed_at__lte=cutoff)
+        .order_by("completed_at")
+        .values_list("pk", flat=True)[:limit]
+    )

@@ -1,0 +1,472 @@
+"""Projects, people, stages and items: creating and changing what annotators work on.
+
+Stage settings are checked in one place (stage_settings_clean) for the stage services and
+the admin; people leave through user_remove / membership_remove, which release their leases."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+
+from annotation.eligibility import validate_rules
+from annotation.errors import ApplicationError, NotFound
+from annotation.inputs import clean_text
+from annotation.kinds import get_kind
+from annotation.models import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemRevision,
+    ItemStage,
+    Membership,
+    Project,
+    Role,
+    Stage,
+)
+from annotation.phases import first_slots, validate_phases
+from annotation.policies import PolicySettings, check_settings, get_policy
+from annotation.routing import validate_routes
+from annotation.services.work import _release_assignments
+
+logger = logging.getLogger(__name__)
+
+
+# --- Projects, members, stages, items ---------------------------------------------------------
+
+
+@transaction.atomic
+def project_create(
+    *,
+    slug: str,
+    name: str,
+    kind: str = "generic",
+    description: str = "",
+    guidelines: str = "",
+    settings: Mapping[str, Any] | None = None,
+) -> Project:
+    if Project.objects.filter(slug=slug).exists():
+        raise ApplicationError(f"A project with the slug {slug!r} already exists.", {"slug": slug})
+    return Project.objects.create(
+        slug=slug,
+        name=name,
+        kind=kind,
+        description=description,
+        guidelines=guidelines,
+        settings=dict(settings or {}),
+    )
+
+
+def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+    if role not in Role.values:
+        raise ApplicationError(
+            f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"}
+        )
+    membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
+    return membership
+
+
+@transaction.atomic
+def membership_set_paused(
+    *, project: Project, user_id: int, paused: bool, reason: str = ""
+) -> Membership:
+    """Pause or resume an annotator of a project. A paused annotator gets no new items; their
+    active leases are released so that the slots go to others. Unknown or non-annotator users
+    are a NotFound; a reason longer than 300 characters is refused."""
+    reason = clean_text(reason, field="reason", max_length=300)
+    membership = (
+        Membership.objects.select_for_update()
+        .select_related("user")
+        .filter(project=project, user_id=user_id, role=Role.ANNOTATOR)
+        .first()
+    )
+    if membership is None:
+        raise NotFound("This person is not an annotator of the project.")
+    membership.is_paused = paused
+    membership.paused_reason = (reason or "Paused by a researcher.") if paused else ""
+    membership.save(update_fields=["is_paused", "paused_reason"])
+    if paused:
+        active = Assignment.objects.filter(
+            stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
+        ).values_list("pk", flat=True)
+        _release_assignments(list(active), status=Assignment.Status.EXPIRED)
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, project: Project, user_id: int, role: str = Role.ANNOTATOR) -> int:
+    """Take a role away from a person; removing an annotator releases their active leases in
+    the project so the slots go to others (their submitted work stays). Returns the number of
+    memberships removed."""
+    removed, _ = Membership.objects.filter(project=project, user_id=user_id, role=role).delete()
+    if removed and role == Role.ANNOTATOR:
+        active = Assignment.objects.filter(
+            stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
+        ).values_list("pk", flat=True)
+        _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+    return removed
+
+
+@transaction.atomic
+def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
+    """Remove a person from Rungwise without losing their work: their active leases are
+    released (the slots go to others), their memberships and API tokens removed, and the
+    account anonymised and locked. Annotations keep pointing at the account, so releases and
+    agreement still count them as one (pseudonymous) annotator. Deleting the account row
+    itself is refused by the database (PROTECT) once it has worked on anything."""
+    active = Assignment.objects.filter(annotator=user, status=Assignment.Status.ACTIVE).values_list(
+        "pk", flat=True
+    )
+    _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+    Membership.objects.filter(user=user).delete()
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.filter(user=user).delete()
+    user.username = f"removed-{user.pk}"
+    for field in ("email", "first_name", "last_name"):
+        if hasattr(user, field):
+            setattr(user, field, "")
+    user.is_active = False
+    user.is_staff = False
+    user.is_superuser = False
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
+def item_stage_counters_repair(*, limit: int = 5000) -> int:
+    """Recount the slot counters of open and resolving item stages from the rows and fix those
+    that drifted (a lease deleted outside the services, say). ``submitted_count`` counts the
+    annotations of the item stage's current round and phase, ``leased_count`` its active
+    leases. Returns the number of item stages repaired; safe to run at any time (each fix
+    runs under the item stage's row lock and is recomputed there)."""
+    from django.db.models import Count, IntegerField, OuterRef, Subquery
+    from django.db.models.functions import Coalesce
+
+    def counted(model, **filters):
+        rows = (
+            model.objects.filter(
+                item_stage=OuterRef("pk"),
+                round=OuterRef("round"),
+                phase=OuterRef("phase"),
+                **filters,
+            )
+            .order_by()
+            .values("item_stage")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+    drifted = list(
+        ItemStage.objects.filter(state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING])
+        .annotate(
+            real_submitted=counted(Annotation),
+            real_leased=counted(Assignment, status=Assignment.Status.ACTIVE),
+        )
+        .exclude(submitted_count=F("real_submitted"), leased_count=F("real_leased"))
+        .values_list("pk", flat=True)[:limit]
+    )
+    repaired = 0
+    for item_stage_id in drifted:
+        with transaction.atomic():
+            row = (
+                ItemStage.objects.select_for_update()
+                .filter(pk=item_stage_id)
+                .annotate(
+                    real_submitted=counted(Annotation),
+                    real_leased=counted(Assignment, status=Assignment.Status.ACTIVE),
+                )
+                .first()
+            )
+            if row is None:
+                continue
+            submitted = row.real_submitted
+            leased = min(row.real_leased, max(row.target_count - submitted, 0))
+            if (row.submitted_count, row.leased_count) == (submitted, leased):
+                continue
+            logger.warning(
+                "item stage %s: counters %s/%s recounted as %s/%s",
+                row.pk, row.submitted_count, row.leased_count, submitted, leased,
+            )  # fmt: skip
+            ItemStage.objects.filter(pk=row.pk).update(
+                submitted_count=submitted, leased_count=leased
+            )
+            repaired += 1
+    return repaired
+
+
+#: Stage fields checked together by stage_settings_clean (besides kind, slug and overlap).
+STAGE_SETTINGS = (
+    "config",
+    "resolution_policy",
+    "tie_policy",
+    "tie_default",
+    "policy_options",
+    "routes",
+    "phases",
+    "eligibility",
+)
+
+
+def stage_settings_clean(
+    *,
+    project: Project,
+    slug: str,
+    kind: str,
+    overlap: int,
+    settings: Mapping[str, Any],
+    position: int | None = None,
+) -> dict[str, Any]:
+    """Check a stage's settings together, as the engine will run them; returns them cleaned.
+
+    The one check behind stage_create, stage_update and the admin's stage form: the kind
+    exists and accepts the config (``validate_config``) and the policy; the policy accepts its
+    settings; phases have forms in the kind; routes name outcomes the policy decides and stages
+    of the project (a 'back' route only this stage or an earlier one); eligibility rules are
+    known. ApplicationError names the setting otherwise."""
+    task_kind = get_kind(kind)
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
+        raise ApplicationError("Overlap must be at least 1.", {"overlap": overlap})
+    clean: dict[str, Any] = {}
+    clean["config"] = task_kind.validate_config(settings.get("config") or {})
+    policy_key = settings.get("resolution_policy") or task_kind.default_policy
+    if policy_key not in task_kind.policies:
+        raise ApplicationError(
+            f"The {kind} kind does not support the {policy_key!r} resolution policy.",
+            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
+        )
+    clean["resolution_policy"] = policy_key
+    clean["tie_policy"] = settings.get("tie_policy") or Stage.TiePolicy.ADJUDICATE
+    clean["tie_default"] = settings.get("tie_default")
+    clean["policy_options"] = dict(settings.get("policy_options") or {})
+    clean["phases"] = validate_phases(
+        settings.get("phases"), kind_phases=getattr(task_kind, "phase_names", None)
+    )
+    last_slots = clean["phases"][-1]["slots"] if clean["phases"] else overlap
+    check_settings(
+        policy_key,
+        PolicySettings(
+            tie_policy=clean["tie_policy"],
+            tie_default=clean["tie_default"],
+            required=last_slots,
+            reject_values=task_kind.reject_values,
+            options=clean["policy_options"],
+        ),
+    )
+    ordered = list(
+        project.stages.exclude(slug=slug).order_by("position").values_list("position", "slug")
+    )
+    own_position = position if position is not None else (ordered[-1][0] + 1 if ordered else 0)
+    existing = Stage.objects.filter(project=project, slug=slug).values_list("position", flat=True)
+    if position is None and existing:
+        own_position = existing[0]
+    slugs = [slug for _, slug in sorted([*ordered, (own_position, slug)])]
+    clean["routes"] = validate_routes(
+        settings.get("routes"),
+        stage_slug=slug,
+        stage_slugs=slugs,
+        outcomes=get_policy(policy_key).outcomes,
+    )
+    clean["eligibility"] = validate_rules(settings.get("eligibility"), stage_slugs=slugs)
+    return clean
+
+
+@transaction.atomic
+def stage_create(
+    *,
+    project: Project,
+    slug: str,
+    name: str,
+    kind: str,
+    overlap: int = 3,
+    config: Mapping[str, Any] | None = None,
+    position: int | None = None,
+    **options: Any,
+) -> Stage:
+    """Add a stage to the end of a project's pipeline (or at `position`); every setting is
+    checked by stage_settings_clean first."""
+    settings = {key: options.pop(key) for key in STAGE_SETTINGS if key in options}
+    settings["config"] = config
+    clean = stage_settings_clean(
+        project=project,
+        slug=slug,
+        kind=kind,
+        overlap=overlap,
+        settings=settings,
+        position=position,
+    )
+    if position is None:
+        last = project.stages.order_by("-position").values_list("position", flat=True).first()
+        position = 0 if last is None else last + 1
+    return Stage.objects.create(
+        project=project,
+        slug=slug,
+        name=name,
+        kind=kind,
+        overlap=overlap,
+        position=position,
+        seed=options.pop("seed", random.SystemRandom().randrange(1, 2**31)),
+        **clean,
+        **options,
+    )
+
+
+@transaction.atomic
+def stage_update(*, stage: Stage, **changes: Any) -> Stage:
+    """Change a stage's settings (e.g. routes to stages created after it); checked together
+    with the settings it keeps. Kind and slug changes are refused: items and annotations are
+    already judged under them."""
+    for fixed in ("kind", "slug", "project"):
+        if fixed in changes and changes[fixed] != getattr(stage, fixed):
+            raise ApplicationError(f"A stage's {fixed} cannot change.", {fixed: "fixed"})
+    locked = Stage.objects.select_for_update().get(pk=stage.pk)
+    settings = {key: changes.get(key, getattr(locked, key)) for key in STAGE_SETTINGS}
+    overlap = changes.get("overlap", locked.overlap)
+    clean = stage_settings_clean(
+        project=locked.project,
+        slug=locked.slug,
+        kind=locked.kind,
+        overlap=overlap,
+        settings=settings,
+    )
+    simple = {
+        key: value for key, value in changes.items() if key not in STAGE_SETTINGS and key != "kind"
+    }
+    for key, value in {**clean, **simple, "overlap": overlap}.items():
+        setattr(locked, key, value)
+    locked.save()
+    return locked
+
+
+def _spread_ranks(items: Sequence[Item], rng: random.Random) -> dict[int, tuple[int, int]]:
+    """Give each item of a group a distinct rank (and the group's size), in random order, so
+    that an annotator's order can put one variant of every group before the second variant of
+    any. Items with no group are their own group of one."""
+    groups: dict[str, list[Item]] = defaultdict(list)
+    ranks: dict[int, tuple[int, int]] = {}
+    for item in items:
+        if item.group:
+            groups[item.group].append(item)
+        else:
+            ranks[item.pk] = (0, 1)
+    for members in groups.values():
+        order = list(range(len(members)))
+        rng.shuffle(order)
+        for rank, member in zip(order, members, strict=True):
+            ranks[member.pk] = (rank, len(members))
+    return ranks
+
+
+def item_stages_open(
+    *, items: Sequence[Item], stage: Stage, rng: random.Random | None = None
+) -> list[ItemStage]:
+    """Put items into a stage (bulk). Items already in the stage are left as they are."""
+    rng = rng or random.Random()
+    ranks = _spread_ranks(items, rng)
+    rows = [
+        ItemStage(
+            item=item,
+            stage=stage,
+            target_count=first_slots(stage),
+            random_key=rng.getrandbits(31),
+            spread_rank=ranks[item.pk][0],
+            group_size=ranks[item.pk][1],
+            gold=(item.payload.get("gold") or {}).get(stage.slug)
+            if isinstance(item.payload.get("gold"), dict)
+            else None,
+        )
+        for item in items
+    ]
+    return ItemStage.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+
+
+@transaction.atomic
+def items_create(
+    *,
+    project: Project,
+    rows: Iterable[Mapping[str, Any]],
+    import_batch: Any = None,
+    open_first_stage: bool = True,
+) -> list[Item]:
+    """Create items from rows of {"external_id", "payload", "source"?, "group"?, "purpose"?} and
+    open them in the project's first stage. Duplicate external ids are an error naming them."""
+    items = [
+        Item(
+            project=project,
+            external_id=str(row["external_id"]),
+            payload=dict(row.get("payload") or {}),
+            source=row.get("source", "") or "",
+            group=row.get("group", "") or "",
+            purpose=row.get("purpose", Item.Purpose.REGULAR) or Item.Purpose.REGULAR,
+            import_batch=import_batch,
+        )
+        for row in rows
+    ]
+    ids = [item.external_id for item in items]
+    duplicates = sorted({external_id for external_id in ids if ids.count(external_id) > 1})
+    if duplicates:
+        raise ApplicationError(
+            f"{len(duplicates)} external ids appear more than once: {', '.join(duplicates[:10])}.",
+            {"external_id": duplicates[:100]},
+        )
+    existing = list(
+        Item.objects.filter(project=project, external_id__in=ids).values_list(
+            "external_id", flat=True
+        )[:100]
+    )
+    if existing:
+        raise ApplicationError(
+            f"Items with these external ids already exist in {project.name}: "
+            f"{', '.join(existing[:10])}.",
+            {"external_id": existing},
+        )
+    created = Item.objects.bulk_create(items, batch_size=2000)
+    if open_first_stage:
+        first = project.stages.filter(is_active=True).order_by("position").first()
+        if first is not None:
+            item_stages_open(items=created, stage=first)
+    return created
+
+
+@transaction.atomic
+def item_revise(
+    *,
+    item: Item,
+    payload: Mapping[str, Any],
+    author: AbstractBaseUser | None,
+    reason: str,
+    stage: Stage | None = None,
+) -> ItemRevision:
+    """Change an item's content, keeping the previous version and a field-level diff."""
+    locked = Item.objects.select_for_update().get(pk=item.pk)
+    old, new = locked.payload, dict(payload)
+    diff = {
+        key: {"old": old.get(key), "new": new.get(key)}
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    }
+    if not diff:
+        raise ApplicationError("The revision changes nothing.", {"payload": "identical"})
+    if not locked.revisions.exists():
+        # Keep the original content as revision 1 so that every version can be shown.
+        ItemRevision.objects.create(item=locked, number=1, payload=old, reason="original")
+    locked.version += 1
+    locked.payload = new
+    locked.save(update_fields=["payload", "version"])
+    item.payload, item.version = locked.payload, locked.version
+    return ItemRevision.objects.create(
+        item=locked,
+        number=locked.version,
+        payload=new,
+        diff=diff,
+        reason=reason,
+        author=author,
+        stage=stage,
+    )

@@ -1,0 +1,528 @@
+"""The annotator's loop: next item (leases, the candidate search), skip and submit.
+
+The hot path: next + submit run a fixed, small number of statements (four each at most), the
+hand-written ones in annotation/sql.py or built here once per process."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import sql
+from annotation.access import FOREIGN_ASSIGNMENT
+from annotation.eligibility import conditions as eligibility_conditions
+from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from annotation.inputs import check_payload, clean_client_info, clean_text
+from annotation.kinds import KindContext, get_kind
+from annotation.models import (
+    Annotation,
+    Assignment,
+    Item,
+    ItemStage,
+    Membership,
+    Project,
+    Stage,
+)
+from annotation.services.common import enqueue_on_commit
+
+logger = logging.getLogger(__name__)
+
+
+# --- Next item --------------------------------------------------------------------------------
+
+
+def _annotator_salt(stage: Stage, annotator_id: int) -> int:
+    """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
+    return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, sql.ORDER_PRIME - 1)
+
+
+@cache
+def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: str = "[]") -> str:
+    """The candidate search for the next item, as one statement (text built once per process
+    for each backend, order policy, phase list and rule list — the last two as JSON text, so
+    they can key the cache); named parameters: see _candidate_params.
+
+    The searches are tried in turn until one yields a row:
+
+    - RANDOM stages: every open item in the annotator's own seeded order, one variant of every
+      group before the second variant of any (a sort over the stage's open items: O(open items)
+      per request, fine for rating stages of thousands of items).
+    - DEPTH_FIRST stages: (1) items already in progress, most complete first, then in the
+      annotator's own order (a small set, by a partial index); (2) fresh items, in the stage's
+      random order entered at a point fixed per annotator and wrapping round, so the search is
+      an index range scan however many items the stage holds.
+
+    Every search skips items the annotator already held in the item stage's current round and
+    phase (submitted, skipped, expired), items without a free slot, items the phase's people
+    rule keeps them from (annotation.phases: "new" — nobody from an earlier phase of the round;
+    "same" — only those who submitted in one) and items a stage eligibility rule refuses
+    (annotation.eligibility: one SQL condition each). On PostgreSQL each search is a CTE that
+    locks its row (FOR UPDATE SKIP LOCKED, so concurrent annotators never take the same slot)
+    and `UNION ALL … LIMIT 1` evaluates them lazily: a later search neither runs nor locks
+    anything once an earlier one has found its row. The chosen row is then joined with its item.
+    """
+    import json
+
+    item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
+    open_state = ItemStage.State.OPEN.value
+    lock = sql.lock(skip_locked=True)
+    conditions = [
+        f"NOT EXISTS (SELECT 1 FROM {assignments} a WHERE a.item_stage_id = c.id"
+        " AND a.annotator_id = %(annotator)s AND a.round = c.round AND a.phase = c.phase)"
+    ]
+    for index, spec in enumerate(json.loads(phases)):
+        people = spec.get("people", "any")
+        if people == "any":
+            continue
+        earlier = (
+            f"SELECT 1 FROM {assignments} p WHERE p.item_stage_id = c.id"
+            " AND p.annotator_id = %(annotator)s AND p.round = c.round AND p.phase < c.phase"
+        )
+        if people == "new":
+            conditions.append(
+                f"(c.phase <> {index} OR NOT EXISTS ({earlier}"
+                " AND p.status IN ('active', 'submitted')))"
+            )
+        else:  # same
+            conditions.append(
+                f"(c.phase <> {index} OR EXISTS ({earlier} AND p.status = 'submitted'))"
+            )
+    tables = {
+        model.__name__: sql.table(model)
+        for model in (Item, ItemStage, Assignment, Stage, Membership, Project)
+    }
+    conditions += [
+        condition.sql for condition in eligibility_conditions(json.loads(rules), tables=tables)
+    ]
+    base = (
+        f"SELECT c.id FROM {item_stages} c"
+        f" WHERE c.stage_id = %(stage)s AND c.state = '{open_state}'"
+        " AND c.submitted_count < c.target_count - c.leased_count AND " + " AND ".join(conditions)
+    )
+    personal = f"CAST(c.random_key AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
+    if order_policy == Stage.OrderPolicy.RANDOM:
+        searches = [
+            f"{base} ORDER BY (c.spread_rank + %(spread)s) %% c.group_size, {personal}"
+            f" LIMIT 1{lock}"
+        ]
+    else:
+        fresh = f"{base} AND c.submitted_count = 0 AND c.leased_count = 0"
+        searches = [
+            f"{base} AND (c.submitted_count > 0 OR c.leased_count > 0)"
+            f" ORDER BY c.submitted_count + c.leased_count DESC, {personal} LIMIT 1{lock}",
+            f"{fresh} AND c.random_key >= %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{fresh} AND c.random_key < %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+        ]
+    ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
+    chain = " UNION ALL ".join(f"SELECT id FROM search_{index}" for index in range(len(searches)))
+    return (
+        f"SELECT {sql.columns(ItemStage, 's')}, {sql.columns(Item, 'i')}"
+        f" FROM {item_stages} s JOIN {sql.table(Item)} i ON i.id = s.item_id"
+        f" WHERE s.id IN (WITH {ctes} {chain} LIMIT 1)"
+    )
+
+
+def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
+
+    salt = _annotator_salt(stage, annotator_id)
+    params: dict[str, Any] = {
+        "stage": stage.pk,
+        "annotator": annotator_id,
+        "project": stage.project_id,
+        "salt": salt,
+    }
+    if stage.order_policy == Stage.OrderPolicy.RANDOM:
+        params["spread"] = salt % 997
+    else:
+        params["entry"] = salt % (2**31)
+    tables = {
+        name: "" for name in ("Item", "ItemStage", "Assignment", "Stage", "Membership", "Project")
+    }
+    for condition in eligibility_conditions(stage.eligibility or [], tables=tables):
+        params.update(condition.params)
+    return params
+
+
+def _candidate_key(stage: Stage) -> tuple[str, str, str, str]:
+    """The cache key of a stage's candidate statement."""
+    import json
+
+    return (
+        stage.order_policy,
+        connection.vendor,
+        json.dumps(stage.phases or [], sort_keys=True),
+        json.dumps(stage.eligibility or [], sort_keys=True),
+    )
+
+
+def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
+    """Lease the next item of `stage` to `annotator`, or return None when none is left.
+
+    `stage` must come from access_stage_for_annotator (it carries the current lease id).
+    Asking again while holding an unexpired lease returns the same assignment (renewed).
+
+    Locking: the chosen ItemStage row is taken with SELECT … FOR UPDATE SKIP LOCKED inside one
+    transaction, so concurrent annotators never take the same slot; the slot counters change
+    under that lock and a CHECK constraint backs the overlap invariant. Two simultaneous requests
+    of one annotator collide on the one-active-lease-per-stage constraint; the loser retries and
+    gets the winner's lease.
+    """
+    for attempt in range(3):
+        try:
+            return _assignment_next(annotator, stage)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+            stage.current_assignment_id = (
+                Assignment.objects.filter(
+                    stage=stage, annotator=annotator, status=Assignment.Status.ACTIVE
+                )
+                .values_list("pk", flat=True)
+                .first()
+            )
+    return None  # pragma: no cover
+
+
+@transaction.atomic
+def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
+    now = timezone.now()
+    current_id = getattr(stage, "current_assignment_id", None)
+    if current_id is not None:
+        current = _renew(current_id, now, stage)
+        if current is not None:
+            return current
+    item_stage = _take_candidate(stage, annotator.pk)
+    if item_stage is None:
+        if not leases_reclaim_expired(stage_id=stage.pk, now=now):
+            return None
+        item_stage = _take_candidate(stage, annotator.pk)
+        if item_stage is None:
+            return None
+    assignment = Assignment(
+        item_stage=item_stage,
+        stage=stage,
+        annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        created_at=now,
+        expires_at=now + timedelta(seconds=stage.lease_seconds),
+        round=item_stage.round,
+        phase=item_stage.phase,
+    )
+    _insert_lease(assignment)
+    item_stage.leased_count += 1
+    assignment.item_stage = item_stage
+    return assignment
+
+
+def _insert_lease(assignment: Assignment) -> None:
+    """Insert the assignment and take its slot (leased_count + 1): one statement on PostgreSQL
+    (a data-modifying CTE), two elsewhere. The caller holds the item stage's row lock."""
+    if connection.vendor != "postgresql":
+        assignment.save(force_insert=True)
+        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
+            leased_count=F("leased_count") + 1
+        )
+        return
+    with sql.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH slot AS (
+                UPDATE {ItemStage._meta.db_table} SET leased_count = leased_count + 1
+                WHERE id = %s
+            )
+            INSERT INTO {Assignment._meta.db_table}
+                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
+                 finished_at, skip_reason, round, phase)
+            VALUES (%s, %s, %s, %s, %s, %s, NULL, '', %s, %s)
+            RETURNING id
+            """,
+            [
+                assignment.item_stage_id,
+                assignment.item_stage_id,
+                assignment.stage_id,
+                assignment.annotator_id,
+                assignment.status,
+                assignment.created_at,
+                assignment.expires_at,
+                assignment.round,
+                assignment.phase,
+            ],
+        )
+        assignment.pk = cursor.fetchone()[0]
+    assignment._state.adding = False
+
+
+def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
+    """Lock and return the first candidate (with its item), skipping rows others hold: one
+    statement (see _candidate_sql)."""
+    row = sql.fetchone(
+        _candidate_sql(*_candidate_key(stage)), _candidate_params(stage, annotator_id)
+    )
+    if row is None:
+        return None
+    item_stage = sql.load(ItemStage, row)
+    item_stage.item = sql.load(Item, row, sql.width(ItemStage))
+    return item_stage
+
+
+def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
+    """Renew the annotator's active lease (still counted in leased_count, so still theirs)."""
+    assignment = (
+        Assignment.objects.select_related("item_stage__item")
+        .select_for_update(of=("self",))
+        .filter(pk=assignment_id, status=Assignment.Status.ACTIVE)
+        .first()
+    )
+    if assignment is None:
+        return None
+    assignment.expires_at = now + timedelta(seconds=stage.lease_seconds)
+    assignment.save(update_fields=["expires_at"])
+    assignment.stage = stage
+    return assignment
+
+
+def _release_assignments(assignment_ids: list[int], *, status: str, reason: str = "") -> int:
+    """Mark active assignments `status` and give their slots back. Caller holds a transaction."""
+    if not assignment_ids:
+        return 0
+    locked = list(
+        Assignment.objects.select_for_update(skip_locked=True)
+        .filter(pk__in=assignment_ids, status=Assignment.Status.ACTIVE)
+        .values_list("pk", "item_stage_id")
+    )
+    if not locked:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in locked]).update(
+        status=status, finished_at=timezone.now(), skip_reason=reason
+    )
+    per_item_stage: dict[int, int] = defaultdict(int)
+    for _, item_stage_id in locked:
+        per_item_stage[item_stage_id] += 1
+    for item_stage_id, count in per_item_stage.items():
+        ItemStage.objects.filter(pk=item_stage_id).update(leased_count=F("leased_count") - count)
+    return len(locked)
+
+
+@transaction.atomic
+def leases_reclaim_expired(
+    *, stage_id: int | None = None, now: Any = None, limit: int = 5000
+) -> int:
+    """Expire leases past their time and free their slots. Safe to run concurrently: rows
+    another transaction holds are skipped and picked up by the next run."""
+    now = now or timezone.now()
+    expired = Assignment.objects.filter(status=Assignment.Status.ACTIVE, expires_at__lt=now)
+    if stage_id is not None:
+        expired = expired.filter(stage_id=stage_id)
+    ids = list(expired.order_by("expires_at").values_list("pk", flat=True)[:limit])
+    return _release_assignments(ids, status=Assignment.Status.EXPIRED)
+
+
+@cache
+def _locked_assignment_sql(vendor: str) -> str:
+    return (
+        f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
+        f" {sql.columns(Stage, 'st')}"
+        f" FROM {sql.table(Assignment)} a"
+        f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
+        f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
+        f" WHERE a.id = %s{sql.lock('a', 's')}"
+    )
+
+
+def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
+    """The user's assignment with its item stage and stage; the assignment's and the item
+    stage's rows locked (one statement). Foreign ids → 403, unknown ones → 404."""
+    row = None
+    if sql.in_range(Assignment, assignment_id):
+        row = sql.fetchone(_locked_assignment_sql(connection.vendor), [assignment_id])
+    if row is None:
+        raise NotFound("There is no such assignment.")
+    assignment = sql.load(Assignment, row)
+    if assignment.annotator_id != user.pk:
+        raise PermissionDenied(FOREIGN_ASSIGNMENT)
+    offset = sql.width(Assignment)
+    assignment.item_stage = sql.load(ItemStage, row, offset)
+    assignment.stage = sql.load(Stage, row, offset + sql.width(ItemStage))
+    return assignment
+
+
+@transaction.atomic
+def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: str) -> Assignment:
+    """Give up an item (with a reason): the slot goes to others, and the annotator never gets the
+    item again. Skipping twice is harmless."""
+    reason = clean_text(reason, field="reason", max_length=300)
+    if not reason:
+        raise ApplicationError("Say why you skip this item.", {"reason": "required"})
+    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        raise Conflict("This item is already submitted; it cannot be skipped.")
+    if assignment.status == Assignment.Status.SKIPPED:
+        return assignment
+    if assignment.status == Assignment.Status.ACTIVE:
+        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
+            leased_count=F("leased_count") - 1
+        )
+    assignment.status = Assignment.Status.SKIPPED
+    assignment.skip_reason = reason
+    assignment.finished_at = timezone.now()
+    assignment.save(update_fields=["status", "skip_reason", "finished_at"])
+    return assignment
+
+
+# --- Submit -----------------------------------------------------------------------------------
+
+
+def annotation_submit(
+    *,
+    assignment_id: int,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None = None,
+    client_info: Mapping[str, Any] | None = None,
+) -> tuple[Annotation, bool]:
+    """Store an annotation for the annotator's lease; returns (annotation, created).
+
+    Idempotent: a retried submit for the same assignment returns the stored annotation and
+    `created=False`, whatever payload it carries. A lease that expired is still accepted while
+    its slot is free; otherwise 409. When the item stage reaches its target, resolution is
+    enqueued after commit (and the beat sweep repairs a lost message).
+    """
+    payload = check_payload(payload)
+    client_info = clean_client_info(client_info)
+    try:
+        return _annotation_submit(assignment_id, annotator, payload, seconds_spent, client_info)
+    except IntegrityError:
+        # Two identical submits raced past the status check on different connections before
+        # one committed; the unique assignment on Annotation stopped the second.
+        stored = Annotation.objects.filter(assignment_id=assignment_id).first()
+        if stored is None:
+            raise
+        return stored, False
+
+
+@transaction.atomic
+def _annotation_submit(
+    assignment_id: int,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None,
+    client_info: Mapping[str, Any] | None,
+) -> tuple[Annotation, bool]:
+    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        return Annotation.objects.get(assignment=assignment), False
+    if assignment.status == Assignment.Status.SKIPPED:
+        raise Conflict("You skipped this item, so it can no longer be submitted.")
+    stage = assignment.stage
+    clean = get_kind(stage.kind).validate(
+        payload if isinstance(payload, Mapping) else {},
+        KindContext(stage=stage, item_stage=assignment.item_stage, annotator_id=annotator.pk),
+    )
+    if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
+        raise ApplicationError(
+            "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
+        )
+    item_stage = assignment.item_stage
+    holds_slot = assignment.status == Assignment.Status.ACTIVE
+    if not holds_slot and (
+        item_stage.state != ItemStage.State.OPEN
+        or item_stage.submitted_count + item_stage.leased_count >= item_stage.target_count
+    ):
+        raise Conflict(
+            f"Your lease on this item expired at {assignment.expires_at:%H:%M:%S} UTC and the "
+            "item went to other annotators. Ask for the next item.",
+            {"expires_at": assignment.expires_at.isoformat()},
+        )
+    now = timezone.now()
+    annotation = Annotation(
+        item_stage=item_stage,
+        assignment=assignment,
+        annotator=annotator,
+        payload=clean,
+        seconds_spent=seconds_spent,
+        client_info=dict(client_info or {}),
+        created_at=now,
+        round=assignment.round,
+        phase=assignment.phase,
+    )
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.finished_at = now
+    complete = item_stage.submitted_count + 1 >= item_stage.target_count
+    _record_submission(annotation, holds_slot=holds_slot, complete=complete)
+    if complete:
+        from annotation.tasks import resolve_item_stage
+
+        enqueue_on_commit(resolve_item_stage, item_stage.pk)
+    return annotation, True
+
+
+def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bool) -> None:
+    """Store the annotation, mark its assignment submitted and move the slot from leased to
+    submitted (closing the item stage when it reaches its target): one statement on PostgreSQL
+    (data-modifying CTEs), three elsewhere. The caller holds both rows' locks."""
+    assignment, now = annotation.assignment, annotation.created_at
+    item_stage_id = assignment.item_stage_id
+    if connection.vendor != "postgresql":
+        annotation.save(force_insert=True)
+        assignment.save(update_fields=["status", "finished_at"])
+        changes: dict[str, Any] = {"submitted_count": F("submitted_count") + 1}
+        if holds_slot:
+            changes["leased_count"] = F("leased_count") - 1
+        if complete:
+            changes.update(state=ItemStage.State.RESOLVING, completed_at=now)
+        ItemStage.objects.filter(pk=item_stage_id).update(**changes)
+        return
+    json_field = Annotation._meta.get_field("payload")
+    with sql.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH done AS (
+                UPDATE {Assignment._meta.db_table} SET status = %s, finished_at = %s
+                WHERE id = %s
+            ), slot AS (
+                UPDATE {ItemStage._meta.db_table} SET
+                    submitted_count = submitted_count + 1,
+                    leased_count = leased_count - %s,
+                    state = CASE WHEN %s THEN %s ELSE state END,
+                    completed_at = CASE WHEN %s THEN %s ELSE completed_at END
+                WHERE id = %s
+            )
+            INSERT INTO {Annotation._meta.db_table}
+                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
+                 seconds_spent, client_info, created_at, round, phase)
+            VALUES (%s, %s, %s, '', %s, %s, %s, %s, %s, %s)
+            RETURNING id
+            """,
+            [
+                assignment.status,
+                now,
+                assignment.pk,
+                1 if holds_slot else 0,
+                complete,
+                ItemStage.State.RESOLVING,
+                complete,
+                now,
+                item_stage_id,
+                item_stage_id,
+                assignment.pk,
+                annotation.annotator_id,
+                json_field.get_db_prep_save(annotation.payload, connection),
+                annotation.seconds_spent,
+                json_field.get_db_prep_save(annotation.client_info, connection),
+                now,
+                annotation.round,
+                annotation.phase,
+            ],
+        )
+        annotation.pk = cursor.fetchone()[0]
+    annotation._state.adding = False
