@@ -1,5 +1,9 @@
 """Inter-annotator agreement: pure functions over numpy/pandas (no Django, no database).
 
+One module on purpose (about 1,200 lines): every statistic here shares the frame and count-matrix
+helpers, the bootstrap and the undefined-case conventions; split by metric they would be
+repeated or scattered.
+
 Input is either a *long table* — a pandas DataFrame with one row per annotation and the columns
 ``item``, ``rater`` and ``value`` (``rater`` may be absent where rater identity does not matter) —
 or an *items × categories count matrix* (cell ``[i, j]`` = number of ratings of item ``i`` in

@@ -1,5 +1,8 @@
 """The researchers' dashboards and the reviewers' adjudication queue (CONTRIBUTING.md, "Thin views" and "htmx screens").
 
+One module for the research pages (about 700 lines): the dashboard, stage, disagreement and
+adjudication views share one context builder and page decorator.
+
 Who sees what (checked by access_project before anything is read):
 
 * dashboards, figures, CSV tables, pausing annotators: the project's researchers and admins

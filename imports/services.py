@@ -1,5 +1,8 @@
 """Imports of candidate items: upload → validate every row → write all rows in one transaction.
 
+One module (about 760 lines) for the import batch's life cycle, from upload to progress to
+the written items; each step reads the batch's state the previous one left.
+
 The Django side of ``imports.core`` (the pure, streaming core). One ImportBatch per
 uploaded file keeps the file (MEDIA_ROOT), its SHA-256, counts, progress and row-level errors.
 

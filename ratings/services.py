@@ -1,5 +1,8 @@
 """Writes of ratings projects: setup, pair imports, historic ratings, model answers.
 
+One module for the ratings writes (about 850 lines): setup and every import share the
+connective set, the item expansion and the check-everything-then-write pattern.
+
 Every import is checked completely before anything is written, and written in one transaction:
 a file with any bad row (reported with its line and field) leaves the project as it was.
 

@@ -1,5 +1,8 @@
 """Aggregation, labels, reliability and model comparison for ExpliCa-style ratings.
 
+One module (about 800 lines) for the ExpliCa computations, which all read the same long
+ratings table and label rule; the rule is easier to audit in one place.
+
 Pure pandas/numpy/scipy (plus ``krippendorff``); no Django. Everything starts from a *long
 ratings table*, one row per rating::
 

@@ -1,5 +1,8 @@
 """How a project kind declares the rows it accepts on import.
 
+One module (about 700 lines): the field types and the schema that combines them are read
+together by whoever declares a schema.
+
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
 record (a dict from CSV, JSON Lines or a JSON array) into a clean payload dict or a list of
