@@ -326,6 +326,8 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", "Submitted"
         SKIPPED = "skipped", "Skipped"
         EXPIRED = "expired", "Expired"
+        #: Taken back because the annotator was paused or removed: never submittable again.
+        REVOKED = "revoked", "Revoked"
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
     stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="assignments")

@@ -95,7 +95,7 @@ def membership_set_paused(
         active = Assignment.objects.filter(
             stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
         ).values_list("pk", flat=True)
-        _release_assignments(list(active), status=Assignment.Status.EXPIRED)
+        _release_assignments(list(active), status=Assignment.Status.REVOKED, reason="paused")
     return membership
 
 
@@ -109,7 +109,7 @@ def membership_remove(*, project: Project, user_id: int, role: str = Role.ANNOTA
         active = Assignment.objects.filter(
             stage__project=project, annotator_id=user_id, status=Assignment.Status.ACTIVE
         ).values_list("pk", flat=True)
-        _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+        _release_assignments(list(active), status=Assignment.Status.REVOKED, reason="removed")
     return removed
 
 
@@ -123,7 +123,7 @@ def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
     active = Assignment.objects.filter(annotator=user, status=Assignment.Status.ACTIVE).values_list(
         "pk", flat=True
     )
-    _release_assignments(list(active), status=Assignment.Status.EXPIRED, reason="removed")
+    _release_assignments(list(active), status=Assignment.Status.REVOKED, reason="removed")
     Membership.objects.filter(user=user).delete()
     from rest_framework.authtoken.models import Token
 

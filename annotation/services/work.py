@@ -31,6 +31,7 @@ from annotation.models import (
     ItemStage,
     Membership,
     Project,
+    Role,
     Stage,
 )
 from annotation.services.common import enqueue_on_commit
@@ -329,12 +330,21 @@ def leases_reclaim_expired(
 
 @cache
 def _locked_assignment_sql(vendor: str) -> str:
+    """The assignment, its item stage and stage, and whether its annotator may still annotate
+    there (an active, unpaused annotator of an active stage of an active project), in one
+    statement; the assignment's and the item stage's rows locked."""
+    may_annotate = (
+        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
+        f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
+        f" AND NOT m.is_paused) AND st.is_active AND p.is_active"
+    )
     return (
         f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
-        f" {sql.columns(Stage, 'st')}"
+        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END"
         f" FROM {sql.table(Assignment)} a"
         f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
         f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
+        f" JOIN {sql.table(Project)} p ON p.id = st.project_id"
         f" WHERE a.id = %s{sql.lock('a', 's')}"
     )
 
@@ -353,6 +363,7 @@ def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignm
     offset = sql.width(Assignment)
     assignment.item_stage = sql.load(ItemStage, row, offset)
     assignment.stage = sql.load(Stage, row, offset + sql.width(ItemStage))
+    assignment.may_annotate = bool(row[offset + sql.width(ItemStage) + sql.width(Stage)])
     return assignment
 
 
@@ -423,6 +434,15 @@ def _annotation_submit(
         return Annotation.objects.get(assignment=assignment), False
     if assignment.status == Assignment.Status.SKIPPED:
         raise Conflict("You skipped this item, so it can no longer be submitted.")
+    if assignment.status == Assignment.Status.REVOKED:
+        raise PermissionDenied(
+            "This item was withdrawn from you: your annotation in this project is paused or "
+            "ended. Nothing was saved; contact the project's researchers."
+        )
+    if not assignment.may_annotate:
+        raise Conflict(
+            "This stage is closed, or you are no longer an annotator here: nothing was saved."
+        )
     stage = assignment.stage
     clean = get_kind(stage.kind).validate(
         payload if isinstance(payload, Mapping) else {},

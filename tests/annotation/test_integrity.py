@@ -46,7 +46,7 @@ def test_removing_a_person_keeps_their_annotations_and_returns_their_leased_slot
         False,
         False,
     )
-    assert Assignment.objects.get(pk=held.pk).status == "expired"
+    assert Assignment.objects.get(pk=held.pk).status == "revoked"
     # The row itself cannot be deleted while it has work attached (PROTECT).
     from django.db.models import ProtectedError
 
@@ -141,3 +141,31 @@ def test_a_numeric_adjudication_must_be_a_value_the_kind_accepts(value):
         item_stage_id=item_stage.pk, reviewer=reviewer, value=7, reason="checked"
     )
     assert decided.value == 7
+
+
+@pytest.mark.parametrize("leaves", ["paused", "removed", "stage_closed", "project_closed"])
+def test_a_submit_is_refused_once_the_annotator_may_no_longer_annotate(leaves):
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    make_items(project, 1)
+    alice = make_member(project)
+    held = lease(alice, stage)
+    if leaves == "paused":
+        services.membership_set_paused(project=project, user_id=alice.pk, paused=True)
+    elif leaves == "removed":
+        services.membership_remove(project=project, user_id=alice.pk)
+    elif leaves == "stage_closed":
+        Stage.objects.filter(pk=stage.pk).update(is_active=False)
+    else:
+        type(project).objects.filter(pk=project.pk).update(is_active=False)
+    with pytest.raises(ApplicationError) as refused:
+        services.annotation_submit(
+            assignment_id=held.pk, annotator=alice, payload={"value": "keep"}
+        )
+    assert refused.value.status in (403, 409)
+    assert not Annotation.objects.exists()
+    item_stage = ItemStage.objects.get()
+    assert item_stage.submitted_count == 0
+    if leaves in ("paused", "removed"):
+        assert Assignment.objects.get(pk=held.pk).status == "revoked"
+        assert "withdrawn" in refused.value.message

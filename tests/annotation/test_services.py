@@ -281,7 +281,7 @@ def test_non_members_and_paused_annotators_get_no_items():
     )
     with pytest.raises(PermissionDenied, match="paused"):
         access_stage_for_annotator(user=alice, stage_id=verify.pk)
-    assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.EXPIRED
+    assert Assignment.objects.get(pk=held.pk).status == Assignment.Status.REVOKED
     assert ItemStage.objects.get(pk=held.item_stage_id).leased_count == 0
 
 
