@@ -18,8 +18,8 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, Max, Min, Q, QuerySet
-from django.db.models.functions import Trunc
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Window
+from django.db.models.functions import RowNumber, Trunc
 
 from agreement.models import AgreementSnapshot
 from agreement.stage_statistics import StageVotes
@@ -60,15 +60,64 @@ _EXTERNAL_RATER_OFFSET = 2**31
 # --- Reading a stage's votes ----------------------------------------------------------------------
 
 
-def kind_reads_value_field(kind: TaskKind) -> bool:
-    """Whether the kind's vote is the payload's "value" field (the TaskKind default), so the
-    database can extract it without running Python on each payload."""
-    return kind.vote_field == "value" and kind.agreement.field is None
+def _payload_path_sql(payload: str, path: str, params: dict[str, Any], name: str) -> str:
+    """SQL (jsonb, NULL when a step is missing) of a dotted path into a payload, as
+    ``annotation.kinds.base.payload_path`` reads it. Steps are chained ``->`` with text
+    operands, which only descend into objects (``#>`` would also index arrays by a digit step,
+    where the Python reader finds no vote). The steps are bound as ``%(name_n)s``."""
+    steps = []
+    for number, step in enumerate(path.split(".")):
+        params[f"{name}_{number}"] = step
+        steps.append(f"%({name}_{number})s::text")
+    return f"({payload} -> {' -> '.join(steps)})"
+
+
+def vote_sql(
+    kind: TaskKind | None,
+    *,
+    payload: str,
+    params: dict[str, Any],
+    name: str,
+    component: str | None = None,
+) -> str:
+    """SQL (jsonb; NULL or JSON null for no vote) of the vote an annotation casts, following the
+    kind's declaration exactly as ``TaskKind.vote`` does: ``vote_field`` is a path into the
+    payload; ``vote_fields`` builds an object of the components (NULL when every component is
+    missing or null). ``component`` names one component of a structured vote (what
+    ``agreement.field`` reads). An unregistered kind votes with ``payload["value"]``.
+
+    ``payload`` is the SQL of the jsonb payload; the path steps are added to ``params`` under
+    names starting with ``name``, for psycopg to bind (COPY takes no server-side parameters)."""
+    if kind is None:
+        return _payload_path_sql(payload, "value", params, name)
+    if kind.vote_field is not None:
+        return _payload_path_sql(payload, kind.vote_field, params, name)
+    fields = dict(kind.vote_fields or {})
+    if not fields:
+        raise TypeError(f"{type(kind).__name__} declares neither vote_field nor vote_fields")
+    if component is not None:
+        return _payload_path_sql(payload, fields[component], params, f"{name}_{component}")
+    parts = []
+    for number, (key, path) in enumerate(fields.items()):
+        params[f"{name}_key_{number}"] = key
+        parts.append(
+            f"%({name}_key_{number})s::text, "
+            + _payload_path_sql(payload, path, params, f"{name}_{number}")
+        )
+    built = f"jsonb_build_object({', '.join(parts)})"
+    return f"(CASE WHEN jsonb_strip_nulls({built}) = '{{}}'::jsonb THEN NULL ELSE {built} END)"
+
+
+def agreement_vote_sql(kind: TaskKind, *, payload: str, params: dict[str, Any], name: str) -> str:
+    """SQL (jsonb) of what agreement reads from an annotation: ``TaskKind.agreement_value``
+    (the vote, or its ``agreement.field`` component)."""
+    component = kind.agreement.field if kind.vote_field is None else None
+    return vote_sql(kind, payload=payload, params=params, name=name, component=component)
 
 
 def stage_categories(stage: Stage) -> list[Any] | None:
     """The categories agreement counts for a categorical stage (the kind's, or the distinct vote
-    values seen, sorted); None for numeric kinds."""
+    values seen, sorted); None for numeric kinds and kinds without agreement figures."""
     kind = get_kind(stage.kind)
     if not kind.agreement.categorical:
         return None
@@ -85,6 +134,13 @@ def stage_categories(stage: Stage) -> list[Any] | None:
     return sorted(seen, key=lambda value: (str(type(value)), value))
 
 
+def last_phase(stage: Stage) -> int | None:
+    """The index of the stage's last phase, whose annotations (of the item stage's current
+    round) are the ones agreement counts; None for a stage without phases (every annotation
+    counts)."""
+    return len(stage.phases) - 1 if stage.phases else None
+
+
 def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = True) -> StageVotes:
     """The annotations of the stage's completed items as a :class:`StageVotes`.
 
@@ -92,19 +148,24 @@ def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = Tru
     or discarded), so every item counts with all its annotations and a figure does not move
     with each half-annotated item. With ``as_of``, the items completed by then (for a history
     computed afterwards; an item reopened for an extra annotation counts from its last
-    completion).
+    completion). On a stage with phases only the last phase's annotations of the item stage's
+    current round count (the earlier phases check and edit; the last one votes). A kind with
+    ``agreement.scale`` None gets no votes (it has no agreement figures).
 
-    On PostgreSQL, for kinds whose vote is the payload's "value" field, one ``COPY … TO STDOUT
-    (FORMAT binary)`` streams fixed-width rows of (item stage, rater, category code or number,
-    seconds) that numpy reads in 4 MB chunks: no Python object per annotation, memory bounded by
-    the output arrays (24–32 bytes per annotation). Otherwise (SQLite, a vote other than the payload's value, or
-    ``fast=False``) a server-side iterator runs the kind's ``agreement_value`` on each payload.
-    External (imported) raters get negative rater keys: −1 − (hash of their name + 2³¹).
+    The vote is read as the kind declares it (``TaskKind.agreement_value``). On PostgreSQL, one
+    ``COPY … TO STDOUT (FORMAT binary)`` reads the vote in SQL (``agreement_vote_sql``) and
+    streams fixed-width rows of (item stage, rater, category code or number, seconds) that numpy
+    reads in 4 MB chunks: no Python object per annotation, memory bounded by the output arrays
+    (24–32 bytes per annotation). On SQLite (or with ``fast=False``) a server-side iterator runs
+    ``agreement_value`` on each payload. External (imported) raters get negative rater keys:
+    −1 − (hash of their name + 2³¹).
     """
     kind = get_kind(stage.kind)
+    if kind.agreement.scale is None:
+        return StageVotes.from_rows([], categories=None)
     categories = stage_categories(stage)
-    if fast and connection.vendor == "postgresql" and kind_reads_value_field(kind):
-        return _votes_by_copy(stage, categories, as_of)
+    if fast and connection.vendor == "postgresql":
+        return _votes_by_copy(stage, kind, categories, as_of)
     return _votes_by_iteration(stage, kind, categories, as_of)
 
 
@@ -114,6 +175,9 @@ def _votes_by_iteration(
     annotations = Annotation.objects.filter(item_stage__stage=stage).exclude(
         item_stage__state=ItemStage.State.OPEN
     )
+    phase = last_phase(stage)
+    if phase is not None:
+        annotations = annotations.filter(phase=phase, round=F("item_stage__round"))
     if as_of is not None:
         annotations = annotations.filter(item_stage__completed_at__lte=as_of)
     rows = []
@@ -153,34 +217,105 @@ def external_rater_key(name: str) -> int:
     return -1 - zlib.crc32(name.encode())
 
 
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _COPY_HEADER = 19  # 11-byte signature, 4-byte flags, 4-byte header-extension length
 _CHUNK = 4 * 1024 * 1024
 
 
+def read_binary_copy(copy: Any, columns: dict[str, str]) -> dict[str, np.ndarray]:
+    """The columns of a ``COPY … TO STDOUT (FORMAT binary)`` whose values are all fixed-width
+    and never NULL, as numpy arrays (``columns``: name → big-endian numpy type, in order).
+
+    The one binary COPY decoder of the project. Hand-written over psycopg's block stream
+    because ``copy.rows()`` builds a Python tuple per row, several times slower than numpy
+    reading 4 MB of rows at once (benchmarks/agreement_scale.py). A NULL (length −1) or a
+    value of another width would misalign the rows: the checks on the field count and lengths
+    refuse such a stream."""
+    fields: list[tuple[str, str]] = [("fields", ">i2")]
+    for number, (name, dtype) in enumerate(columns.items()):
+        fields += [(f"length_{number}", ">i4"), (name, dtype)]
+    row_type = np.dtype(fields)
+    widths = [np.dtype(dtype).itemsize for dtype in columns.values()]
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in columns}
+    pending = bytearray()
+    header_done = False
+
+    def parse(final: bool) -> None:
+        nonlocal header_done
+        if not header_done:
+            if len(pending) < _COPY_HEADER:
+                if final:
+                    raise ValueError("the binary COPY stream ended before its header")
+                return
+            if pending[:11] != _COPY_SIGNATURE:
+                raise ValueError("not a binary COPY stream")
+            extension = int.from_bytes(pending[15:19], "big")
+            if len(pending) < _COPY_HEADER + extension:
+                if final:
+                    raise ValueError("the binary COPY stream ended before its header")
+                return
+            del pending[: _COPY_HEADER + extension]
+            header_done = True
+        if final:
+            if pending[-2:] != b"\xff\xff":
+                raise ValueError("the binary COPY stream ended before its trailer")
+            del pending[-2:]
+        n_rows = len(pending) // row_type.itemsize
+        if final and n_rows * row_type.itemsize != len(pending):
+            raise ValueError("the binary COPY stream holds a row of another width")
+        if not n_rows:
+            return
+        rows = np.frombuffer(bytes(pending[: n_rows * row_type.itemsize]), dtype=row_type)
+        if (rows["fields"] != len(columns)).any() or any(
+            (rows[f"length_{number}"] != width).any() for number, width in enumerate(widths)
+        ):
+            raise ValueError("a binary COPY row is NULL or not of the declared widths")
+        for name in parts:
+            native = np.float64 if rows.dtype[name].kind == "f" else np.int64
+            parts[name].append(rows[name].astype(native))
+        del pending[: n_rows * row_type.itemsize]
+
+    for block in copy:
+        pending += block
+        if len(pending) >= _CHUNK:
+            parse(final=False)
+    parse(final=True)
+    return {
+        name: np.concatenate(chunks)
+        if chunks
+        else np.zeros(0, np.float64 if np.dtype(columns[name]).kind == "f" else np.int64)
+        for name, chunks in parts.items()
+    }
+
+
 def _votes_by_copy(
-    stage: Stage, categories: list[Any] | None, as_of: datetime | None
+    stage: Stage, kind: TaskKind, categories: list[Any] | None, as_of: datetime | None
 ) -> StageVotes:
     annotation = Annotation._meta.db_table
     item_stage = ItemStage._meta.db_table
-    params: list[Any] = []
+    params: dict[str, Any] = {"stage": stage.pk, "open": ItemStage.State.OPEN}
+    vote = agreement_vote_sql(kind, payload="a.payload", params=params, name="vote")
     if categories is None:
         value_sql = (
-            "CASE WHEN jsonb_typeof(a.payload -> 'value') = 'number' "
-            "THEN (a.payload ->> 'value')::float8 ELSE 'NaN'::float8 END"
+            f"CASE WHEN jsonb_typeof({vote}) = 'number' "
+            f"THEN ({vote} #>> '{{}}')::float8 ELSE 'NaN'::float8 END"
         )
         value_type = ">f8"
     else:
-        # ->> renders strings bare and numbers/booleans as JSON text; match categories alike.
-        texts = [c if isinstance(c, str) else json.dumps(c) for c in categories]
-        value_sql = "COALESCE(array_position(%s::text[], a.payload ->> 'value') - 1, -1)::int8"
-        params.append(texts)
+        # #>> '{}' renders strings bare and numbers/booleans as JSON text; match categories alike.
+        params["categories"] = [c if isinstance(c, str) else json.dumps(c) for c in categories]
+        value_sql = (
+            f"COALESCE(array_position(%(categories)s::text[], {vote} #>> '{{}}') - 1, -1)::int8"
+        )
         value_type = ">i8"
-    params.append(stage.pk)
-    params.append(ItemStage.State.OPEN)
-    as_of_sql = ""
+    filters = ""
+    phase = last_phase(stage)
+    if phase is not None:
+        filters += " AND a.phase = %(phase)s AND a.round = s.round"
+        params["phase"] = phase
     if as_of is not None:
-        as_of_sql = " AND s.completed_at <= %s"
-        params.append(as_of)
+        filters += " AND s.completed_at <= %(as_of)s"
+        params["as_of"] = as_of
     query = f"""
         COPY (
             SELECT a.item_stage_id::int8,
@@ -189,65 +324,22 @@ def _votes_by_copy(
                    {value_sql},
                    COALESCE(a.seconds_spent, 'NaN'::float8)
             FROM {annotation} a JOIN {item_stage} s ON s.id = a.item_stage_id
-            WHERE s.stage_id = %s AND s.state <> %s{as_of_sql}
+            WHERE s.stage_id = %(stage)s AND s.state <> %(open)s{filters}
         ) TO STDOUT (FORMAT binary)
     """
-    row_type = np.dtype(
-        [
-            ("fields", ">i2"),
-            ("l0", ">i4"),
-            ("item", ">i8"),
-            ("l1", ">i4"),
-            ("rater", ">i8"),
-            ("l2", ">i4"),
-            ("value", value_type),
-            ("l3", ">i4"),
-            ("seconds", ">f8"),
-        ]
-    )
-    parts: dict[str, list[np.ndarray]] = {
-        name: [] for name in ("item", "rater", "value", "seconds")
-    }
-    pending = bytearray()
-    header_done = False
-
-    def parse(final: bool) -> None:
-        nonlocal pending, header_done
-        if not header_done:
-            if len(pending) < _COPY_HEADER:
-                return
-            extension = int.from_bytes(pending[15:19], "big")
-            del pending[: _COPY_HEADER + extension]
-            header_done = True
-        usable = len(pending) - (2 if final else 0)  # the trailer is a 2-byte −1
-        n_rows = max(usable, 0) // row_type.itemsize
-        if not n_rows:
-            return
-        rows = np.frombuffer(bytes(pending[: n_rows * row_type.itemsize]), dtype=row_type)
-        for name in parts:
-            native = np.float64 if rows.dtype[name].kind == "f" else np.int64
-            parts[name].append(rows[name].astype(native))
-        del pending[: n_rows * row_type.itemsize]
-
     with transaction.atomic(), connection.cursor() as cursor:
         # The join's hash table of item stages (16 bytes a row) spills to temporary files
         # with the default 4 MB; give this one read enough to keep it in memory.
         cursor.execute("SET LOCAL work_mem = '64MB'")
         with cursor.cursor.copy(query, params) as copy:
-            for block in copy:
-                pending += block
-                if len(pending) >= _CHUNK:
-                    parse(final=False)
-    parse(final=True)
-
-    def joined(name: str, dtype: type) -> np.ndarray:
-        return np.concatenate(parts[name]) if parts[name] else np.zeros(0, dtype=dtype)
-
+            columns = read_binary_copy(
+                copy, {"item": ">i8", "rater": ">i8", "value": value_type, "seconds": ">f8"}
+            )
     return StageVotes(
-        items=joined("item", np.int64),
-        raters=joined("rater", np.int64),
-        values=joined("value", np.float64 if categories is None else np.int64),
-        seconds=joined("seconds", np.float64),
+        items=columns["item"],
+        raters=columns["rater"],
+        values=columns["value"],
+        seconds=columns["seconds"],
         categories=None if categories is None else tuple(categories),
     )
 
@@ -288,33 +380,37 @@ def stage_skips(stage: Stage) -> dict[int, tuple[int, int]]:
 # --- Agreement snapshots ----------------------------------------------------------------------------
 
 
-def latest_snapshots(stage: Stage) -> dict[str, AgreementSnapshot]:
-    """{metric: the stage's most recent snapshot of it}."""
-    latest = (
-        AgreementSnapshot.objects.filter(stage=stage)
-        .values("metric")
-        .annotate(last=Max("pk"))
-        .values_list("last", flat=True)
-    )
-    return {
-        snapshot.metric: snapshot
-        for snapshot in AgreementSnapshot.objects.filter(pk__in=list(latest))
-    }
+def latest_snapshots_by_stage(
+    stages: Iterable[Stage], *, metrics: Iterable[str] | None = None
+) -> dict[int, dict[str, AgreementSnapshot]]:
+    """{stage id: {metric: latest snapshot}} of the given stages (only ``metrics``, if given),
+    in one query whatever the number of stages.
 
-
-def latest_snapshots_by_stage(stages: Iterable[Stage]) -> dict[int, dict[str, AgreementSnapshot]]:
-    """{stage id: {metric: latest snapshot}} in two queries for any number of stages."""
-    stage_ids = [stage.pk for stage in stages]
-    latest = (
-        AgreementSnapshot.objects.filter(stage_id__in=stage_ids)
-        .values("stage_id", "metric")
-        .annotate(last=Max("pk"))
-        .values_list("last", flat=True)
-    )
+    The one rule for "the latest snapshot of a metric", which every reader calls: the snapshot
+    with the greatest ``computed_at``, ties broken by the greater id. (``computed_at``, not the
+    id: a backfill stores past moments after newer rows.) One window query, row_number() over
+    (stage, metric), on PostgreSQL and SQLite alike."""
+    snapshots = AgreementSnapshot.objects.filter(stage_id__in=[stage.pk for stage in stages])
+    if metrics is not None:
+        snapshots = snapshots.filter(metric__in=list(metrics))
+    latest = snapshots.annotate(
+        newest=Window(
+            RowNumber(),
+            partition_by=[F("stage_id"), F("metric")],
+            order_by=[F("computed_at").desc(), F("pk").desc()],
+        )
+    ).filter(newest=1)
     result: dict[int, dict[str, AgreementSnapshot]] = defaultdict(dict)
-    for snapshot in AgreementSnapshot.objects.filter(pk__in=list(latest)):
+    for snapshot in latest:
         result[snapshot.stage_id][snapshot.metric] = snapshot
-    return result
+    return dict(result)
+
+
+def latest_snapshots(
+    stage: Stage, *, metrics: Iterable[str] | None = None
+) -> dict[str, AgreementSnapshot]:
+    """{metric: the stage's latest snapshot of it} (``latest_snapshots_by_stage``'s rule)."""
+    return latest_snapshots_by_stage([stage], metrics=metrics).get(stage.pk, {})
 
 
 def agreement_history(
@@ -567,11 +663,7 @@ def annotator_rows(
     """The per-annotator table of the stage's latest refresh, joined with the live membership
     (pause state) and the annotators' names; annotators who joined since the refresh appear
     with empty figures. Sorted by ``sort`` (missing values last)."""
-    snapshot = (
-        AgreementSnapshot.objects.filter(stage=stage, metric=ANNOTATOR_METRIC)
-        .order_by("-pk")
-        .first()
-    )
+    snapshot = latest_snapshots(stage, metrics=[ANNOTATOR_METRIC]).get(ANNOTATOR_METRIC)
     records = {
         row["rater"]: row for row in (snapshot.details.get("annotators", []) if snapshot else [])
     }
@@ -832,20 +924,13 @@ def reviewer_projects(user: AbstractBaseUser) -> list[Project]:
 
 
 def latest_agreement(project: Project) -> list[AgreementSnapshot]:
-    """The latest snapshot of every (stage, metric) of a project, by stage position then metric.
-    Reads the snapshot table's (stage, metric, computed_at) index with DISTINCT ON on PostgreSQL."""
-    snapshots = AgreementSnapshot.objects.filter(stage__project=project).select_related("stage")
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        latest = list(
-            snapshots.order_by("stage_id", "metric", "-computed_at", "-pk").distinct(
-                "stage_id", "metric"
-            )
-        )
-    else:
-        chosen: dict[tuple[int, str], AgreementSnapshot] = {}
-        for snapshot in snapshots.order_by("computed_at", "pk"):
-            chosen[(snapshot.stage_id, snapshot.metric)] = snapshot
-        latest = list(chosen.values())
-    return sorted(latest, key=lambda snapshot: (snapshot.stage.position, snapshot.metric))
+    """The latest snapshot of every (stage, metric) of a project (``latest_snapshots_by_stage``'s
+    rule), by stage position then metric."""
+    stages = {stage.pk: stage for stage in Stage.objects.filter(project=project)}
+    latest = latest_snapshots_by_stage(stages.values())
+    snapshots = []
+    for stage_id, by_metric in latest.items():
+        for snapshot in by_metric.values():
+            snapshot.stage = stages[stage_id]
+            snapshots.append(snapshot)
+    return sorted(snapshots, key=lambda snapshot: (snapshot.stage.position, snapshot.metric))

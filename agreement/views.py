@@ -41,6 +41,7 @@ from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
 from annotation.views import page
+from releases.writers import spreadsheet_safe
 
 register_project_tab("Agreement", "agreement:dashboard", roles=MONITOR, order=30)
 register_project_tab("Adjudication", "agreement:adjudication", roles=ADJUDICATE, order=40)
@@ -333,13 +334,25 @@ class _Echo:
         return value
 
 
+def _csv_cell(value: Any) -> Any:
+    """None as an empty cell; text made inert for spreadsheets (``spreadsheet_safe``); numbers
+    and booleans as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return spreadsheet_safe(value)
+    return value
+
+
 def _csv_response(filename: str, header: list[str], rows) -> StreamingHttpResponse:
+    """A streamed CSV download: a BOM (spreadsheet programs then read UTF-8), the header, then
+    the rows, every text cell made safe to open in a spreadsheet."""
     writer = csv.writer(_Echo())
 
     def lines():
-        yield "\ufeff" + writer.writerow(header)  # BOM: spreadsheet programs read UTF-8 then
+        yield "\ufeff" + writer.writerow(header)
         for row in rows:
-            yield writer.writerow(["" if value is None else value for value in row])
+            yield writer.writerow([_csv_cell(value) for value in row])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -14,7 +14,9 @@ category with probability 0.8, a random one otherwise).
 A fresh process then times, ``--repeat`` times (median and best printed):
 
 1. the database read: ``research_selectors.stage_votes`` — one binary ``COPY … TO STDOUT`` of
-   (item stage, annotator, category code, seconds) parsed by numpy in 4 MB chunks;
+   (item stage, annotator, category code, seconds), the vote read in SQL as the kind declares
+   it, parsed by numpy in 4 MB chunks (``research_selectors.read_binary_copy``); for
+   comparison, the same COPY decoded by psycopg's ``copy.rows()``;
 2. the statistics: ``fleiss_kappa_codes`` — count matrix, κ, Gwet SE and t interval,
    Fleiss–Nee–Landis null SE and per-category κ;
 3. for reference, everything the agreement refresh stores (κ, α nominal with a 1,000-replicate
@@ -230,6 +232,38 @@ def measure(repeat: int, baseline: bool) -> None:
         f"  everything a refresh stores (κ, α nominal + 1,000 bootstrap, % agreement, "
         f"per-annotator table), after the read: {refresh_median:.3f} s; peak RSS "
         f"{peak_rss_mb():.0f} MB"
+    )
+
+    def psycopg_rows():
+        """The same COPY decoded by psycopg itself (set_types + rows()), for the reason the
+        project keeps its own numpy decoder (agreement.selectors.read_binary_copy)."""
+        import numpy as np
+        from django.db import connection, transaction
+
+        from annotation.models import ItemStage
+
+        query = f"""
+            COPY (
+                SELECT a.item_stage_id::int8, a.annotator_id::int8,
+                       COALESCE(array_position(%s::text[], a.payload ->> 'value') - 1, -1)::int8,
+                       COALESCE(a.seconds_spent, 'NaN'::float8)
+                FROM {Annotation._meta.db_table} a
+                JOIN {ItemStage._meta.db_table} s ON s.id = a.item_stage_id
+                WHERE s.stage_id = %s AND s.state <> 'open'
+            ) TO STDOUT (FORMAT binary)"""
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL work_mem = '64MB'")
+            with cursor.cursor.copy(query, [[str(c) for c in categories], stage.pk]) as copy:
+                copy.set_types(["int8", "int8", "int8", "float8"])
+                rows = list(copy.rows())
+        return np.array(rows, dtype=np.float64)
+
+    rows_median, rows_best, decoded = timed(psycopg_rows, repeat)
+    assert len(decoded) == len(votes)
+    print(
+        f"  the same read decoded by psycopg (copy.set_types + copy.rows(), one tuple a row): "
+        f"median {rows_median:.3f} s, best {rows_best:.3f} s "
+        f"({rows_median / read_median:.1f}× the numpy decoder's read)"
     )
 
     if baseline:

@@ -8,8 +8,8 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
 * import: the same service the UI uses (two passes over a JSONL file, one transaction), at
   items/4 and at items rows: rows/s and peak memory — memory should not grow with the rows;
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
-  annotations.csv (on PostgreSQL each file is one COPY (SELECT line …) TO STDOUT streamed into
-  the file: the lines are built in SQL, see releases.copy_export) and
+  annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
+  in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
   release_item_rows → items.jsonl (keyset-paginated, Python), at a quarter and at the full
   size: rows/s and peak memory (target ≥ 50,000 rows/s, memory flat), against a naive baseline
   measured in the same run (list(values()) + json.dumps, memory growing with the rows), at the

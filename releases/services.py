@@ -19,9 +19,10 @@ zipped deterministically into one archive whose SHA-256 is stored on the Release
 the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
 
 Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
-``COPY (SELECT line …) TO STDOUT`` each, the lines built in SQL (``copy_export``); otherwise,
-and for items, rows are read in keyset-paginated chunks and written one at a time; the diff
-keeps one 16-byte digest per item id.
+``COPY (SELECT …) TO STDOUT`` each, for every kind (``copy_export``); on SQLite, and for items,
+rows are read in keyset-paginated chunks and written one at a time; the diff keeps one 16-byte
+digest per item id. Every CSV cell a spreadsheet would run as a formula is neutralised
+(``releases.writers.spreadsheet_safe`` and its SQL spelling).
 """
 
 from __future__ import annotations
@@ -45,20 +46,18 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
-from agreement.models import AgreementSnapshot
+from agreement.selectors import latest_snapshots
 from annotation import services
 from annotation.errors import ApplicationError, Conflict
 from annotation.kinds import KINDS
+from annotation.kinds.base import payload_path
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from imports.core import schema_for_kind
-from releases.copy_export import (
-    copy_annotations_csv,
-    copy_annotations_jsonl,
-    copy_export_supported,
-)
+from releases.copy_export import copy_annotations_csv, copy_annotations_jsonl
 from releases.datasheet import render_datasheet
 from releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
 from releases.models import Release
+from releases.pseudonyms import RaterPseudonyms
 from releases.writers import (
     FileEntry,
     Manifest,
@@ -67,7 +66,6 @@ from releases.writers import (
     release_diff,
     write_csv,
     write_jsonl,
-    write_lines,
 )
 
 logger = logging.getLogger(__name__)
@@ -238,12 +236,15 @@ def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 
 def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """Every annotation of the released items, in submission order, raters as pseudonyms
-    (``R0001`` for people in the order they first appear, ``E0001`` for imported raters).
+    """Every annotation of the released items, in submission (id) order, raters as pseudonyms
+    (``releases.pseudonyms``: ``R0001`` for people in the order they first appear, ``E0001``
+    for imported raters), the vote as the stage's kind declares it (``TaskKind.vote``).
 
     Keyset-paginated raw SQL (one query per ``ANNOTATION_CHUNK`` rows, memory flat in the row
     count): this is the largest file of a release, and the ORM's per-value conversions would
-    halve its speed."""
+    halve its speed. The Python writer of annotations.jsonl/.csv on SQLite, and the rows the
+    kinds' layouts read; on PostgreSQL the files are written by COPY (``copy_export``) with the
+    same rows once parsed."""
     stages = {
         stage.pk: (stage.slug, KINDS.get(stage.kind))
         for stage in Stage.objects.filter(project=project)
@@ -264,8 +265,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
         ORDER BY a.id
         LIMIT %s"""
     loads = json.loads
-    people: dict[int, str] = {}
-    external: dict[str, str] = {}
+    pseudonyms = RaterPseudonyms()
     last = 0
     while True:
         with connection.cursor() as cursor:
@@ -276,22 +276,14 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
         for _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created in chunk:
             if isinstance(payload, str):  # SQLite, and psycopg when Django leaves jsonb as text
                 payload = loads(payload)
-            if annotator_id is not None:
-                code = people.get(annotator_id)
-                if code is None:
-                    code = people[annotator_id] = f"R{len(people) + 1:04d}"
-            else:
-                code = external.get(rater)
-                if code is None:
-                    code = external[rater] = f"E{len(external) + 1:04d}"
             slug, kind = stages[stage_id]
             if isinstance(created, str):  # SQLite returns text
                 created = datetime.fromisoformat(created)
             yield {
                 "external_id": external_id,
                 "stage": slug,
-                "rater": code,
-                "value": kind.vote(payload) if kind is not None else payload.get("value"),
+                "rater": pseudonyms(annotator_id, rater),
+                "value": kind.vote(payload) if kind is not None else payload_path(payload, "value"),
                 "payload": payload,
                 "seconds_spent": seconds,
                 "created_at": created.isoformat(),
@@ -299,83 +291,19 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
         last = chunk[-1][0]
 
 
-def release_annotation_lines(project: Project) -> Iterator[str]:
-    """``release_annotation_rows`` as JSON Lines text, fast on PostgreSQL: the stored payload
-    (and, for kinds that vote with ``payload["value"]``, the value) is spliced in as the
-    database's own JSON text instead of being parsed and encoded again. Same keys, same values,
-    same order as the rows (tested). ``release_annotations_jsonl`` uses it where COPY cannot
-    write the file (and then writes what COPY would)."""
-
-    stages = {
-        stage.pk: (stage.slug, KINDS.get(stage.kind))
-        for stage in Stage.objects.filter(project=project)
-    }
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    if connection.vendor != "postgresql" or not stages:
-        for row in release_annotation_rows(project):
-            yield dumps(row)
-        return
-    default_vote = {
-        stage_id: kind is None or kind.vote_field == "value"
-        for stage_id, (_slug, kind) in stages.items()
-    }
-    slugs = {stage_id: dumps(slug) for stage_id, (slug, _kind) in stages.items()}
-    sql = f"""
-        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater,
-               a.payload::text, coalesce((a.payload -> 'value')::text, 'null'),
-               a.seconds_spent, a.created_at
-        FROM {Annotation._meta.db_table} a
-        JOIN {ItemStage._meta.db_table} s ON s.id = a.item_stage_id
-        JOIN {Item._meta.db_table} i ON i.id = s.item_id
-        WHERE s.stage_id = ANY(%s) AND i.status = ANY(%s) AND a.id > %s
-        ORDER BY a.id
-        LIMIT %s"""
-    people: dict[int, str] = {}
-    external: dict[str, str] = {}
-    last = 0
-    while True:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [list(stages), list(RELEASED_STATUSES), last, ANNOTATION_CHUNK])
-            chunk = cursor.fetchall()
-        if not chunk:
-            return
-        for row in chunk:
-            _pk, external_id, stage_id, annotator_id, rater, payload, value, seconds, created = row
-            if annotator_id is not None:
-                code = people.get(annotator_id)
-                if code is None:
-                    code = people[annotator_id] = f"R{len(people) + 1:04d}"
-            else:
-                code = external.get(rater)
-                if code is None:
-                    code = external[rater] = f"E{len(external) + 1:04d}"
-            if not default_vote[stage_id]:
-                value = dumps(stages[stage_id][1].vote(json.loads(payload)))
-            yield (
-                f'{{"external_id":{dumps(external_id)},"stage":{slugs[stage_id]},'
-                f'"rater":"{code}","value":{value},"payload":{payload},'
-                f'"seconds_spent":{"null" if seconds is None else dumps(seconds)},'
-                f'"created_at":"{created.isoformat()}"}}'
-            )
-        last = chunk[-1][0]
-
-
 def release_annotations_jsonl(project: Project, path: str | Path) -> FileEntry:
-    """Write annotations.jsonl of ``project`` (the lines of ``release_annotation_rows``).
-
-    On PostgreSQL, when every stage's kind votes with ``payload["value"]``, the database writes
-    the lines (``copy_export``: one ``COPY … TO STDOUT`` streamed into the file); otherwise
-    Python does, from keyset-paginated chunks (on PostgreSQL the same bytes, tested). Memory
-    flat either way."""
-    if copy_export_supported(project):
+    """Write annotations.jsonl of ``project`` (the rows of ``release_annotation_rows``): on
+    PostgreSQL by COPY (``copy_export``, the database's JSON spelling), on SQLite by Python.
+    Memory flat either way."""
+    if connection.vendor == "postgresql":
         return copy_annotations_jsonl(project, path, statuses=RELEASED_STATUSES)
-    return write_lines(release_annotation_lines(project), path)
+    return write_jsonl(release_annotation_rows(project), path)
 
 
 def release_annotations_csv(project: Project, path: str | Path) -> FileEntry:
-    """Write annotations.csv of ``project`` (columns ``ANNOTATION_COLUMNS``); by COPY where
-    ``release_annotations_jsonl`` uses it, else ``write_csv`` of ``release_annotation_rows``."""
-    if copy_export_supported(project):
+    """Write annotations.csv of ``project`` (columns ``ANNOTATION_COLUMNS``): on PostgreSQL by
+    COPY, on SQLite by ``write_csv`` of ``release_annotation_rows``."""
+    if connection.vendor == "postgresql":
         return copy_annotations_csv(
             project, path, statuses=RELEASED_STATUSES, columns=ANNOTATION_COLUMNS
         )
@@ -446,10 +374,9 @@ def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]
 
 
 def _agreement(stage: Stage) -> dict[str, Any] | None:
-    """The latest snapshot of the stage's preferred metric (see METRIC_PREFERENCE)."""
-    latest = {}
-    for snapshot in AgreementSnapshot.objects.filter(stage=stage).order_by("computed_at", "pk"):
-        latest[snapshot.metric] = snapshot  # later snapshots win; a handful of metrics
+    """The latest snapshot of the stage's preferred metric (see METRIC_PREFERENCE), with the
+    latest value of every other metric (``agreement.selectors.latest_snapshots``)."""
+    latest = latest_snapshots(stage)
     if not latest:
         return None
     ranked = sorted(
@@ -457,6 +384,7 @@ def _agreement(stage: Stage) -> dict[str, Any] | None:
         key=lambda s: (
             METRIC_PREFERENCE.index(s.metric) if s.metric in METRIC_PREFERENCE else 99,
             -s.computed_at.timestamp(),
+            s.metric,
         ),
     )
     chosen = ranked[0]
@@ -470,8 +398,8 @@ def _agreement(stage: Stage) -> dict[str, Any] | None:
         "n_annotators": chosen.n_annotators,
         "computed_at": chosen.computed_at.isoformat(),
         "others": {
-            snapshot.metric: snapshot.value
-            for snapshot in latest.values()
+            metric: snapshot.value
+            for metric, snapshot in sorted(latest.items())
             if snapshot is not chosen
         },
     }

@@ -9,7 +9,7 @@ JSONL: one ``json.dumps(row, ensure_ascii=False, separators=(",", ":"))`` per li
 row's own order, UTF-8, ``\\n`` line endings.
 
 ``write_blocks`` writes bytes a database has already encoded (a ``COPY … TO STDOUT`` stream)
-as they come, and ``copy_binary_values`` reads the values of a one-column binary COPY stream.
+as they come.
 
 CSV (RFC 4180 style, UTF-8 without BOM, ``\\r\\n`` line endings, minimal quoting): the columns
 are declared up front, so the header is fixed before the first row. Nested JSON is handled in
@@ -21,9 +21,10 @@ two complementary ways, chosen per column by the caller:
   column ``"variables"`` carries the whole object and nothing is lost.
 
 Scalars: ``None`` is an empty cell, booleans ``true``/``false`` (as in JSON), numbers via
-``repr``-exact ``json.dumps``, strings as they are. A row holding a key that no column covers
-raises ``ValueError`` (``extra="error"``, the default) so data are never dropped silently; pass
-``extra="ignore"`` to drop them on purpose. ``columns_from_rows`` proposes a column list.
+``repr``-exact ``json.dumps``, strings as they are except that a string a spreadsheet would run
+as a formula gets a leading single quote (``spreadsheet_safe``; numbers are never touched). A
+row holding a key that no column covers raises ``ValueError`` (``extra="error"``, the default)
+so data are never dropped silently; pass ``extra="ignore"`` to drop them on purpose. ``columns_from_rows`` proposes a column list.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import hashlib
 import io
 import json
 import os
-import struct
+import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -147,65 +148,30 @@ def write_blocks(
     return FileEntry(path.name, sink.sha256, sink.bytes_written, rows)
 
 
-COPY_BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
-_COPY_TUPLE = struct.Struct(">hi")  # field count, then the first field's length (-1: NULL)
-_COPY_TRAILER = b"\xff\xff"  # a field count of -1
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's list for CSV
+#: injection: "=", "+", "-", "@", tab and carriage return).
+FORMULA_STARTS = frozenset("=+-@\t\r")
+#: A plain decimal number ("-0.25", "+3", "1e-5"): a spreadsheet reads it as a number, never a
+#: formula, so it stays as it is. ``releases.copy_export.SPREADSHEET_SAFE_SQL`` tests the same
+#: pattern in SQL.
+PLAIN_NUMBER = r"[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?"
+_plain_number = re.compile(PLAIN_NUMBER).fullmatch
 
 
-def copy_binary_values(blocks: Iterable[bytes | bytearray | memoryview]) -> Iterator[memoryview]:
-    """The values of a one-column ``COPY … TO STDOUT (FORMAT binary)`` stream, as raw bytes
-    (for a text column: the text in the client encoding, unescaped), in order.
-
-    Blocks may split or join tuples anywhere (psycopg happens to hand over one tuple per
-    block); ``blocks`` is read to its end. Raises ``ValueError`` on a NULL value, a second
-    column, or a stream that is not binary COPY, ends early or goes on after its trailer. A
-    yielded view is valid until the next one is asked for."""
-    pending = b""
-    header = ended = False
-    unpack = _COPY_TUPLE.unpack_from
-    for block in blocks:
-        if ended:
-            if len(block):
-                raise ValueError("the binary COPY stream goes on after its trailer")
-            continue
-        data = memoryview(pending + block) if pending else memoryview(block)
-        size = len(data)
-        position = 0
-        if not header:
-            if size >= 11 and data[:11] != COPY_BINARY_SIGNATURE:
-                raise ValueError("not a binary COPY stream")
-            # 11-byte signature, 4-byte flags, 4-byte header-extension length, the extension
-            position = 19 + int.from_bytes(data[15:19], "big") if size >= 19 else size + 1
-            if position > size:
-                pending = bytes(data)
-                continue
-            header = True
-        while size - position >= 6:
-            fields, length = unpack(data, position)
-            if fields != 1:
-                break  # the trailer (-1), or a second column: told apart below
-            if length < 0:
-                raise ValueError("a binary COPY value is NULL")
-            end = position + 6 + length
-            if end > size:
-                break
-            yield data[position + 6 : end]
-            position = end
-        pending = bytes(data[position:])
-        if pending[:2] == _COPY_TRAILER:
-            if len(pending) > 2:
-                raise ValueError("the binary COPY stream goes on after its trailer")
-            ended = True
-        elif len(pending) >= 2 and pending[:2] != b"\x00\x01":
-            raise ValueError("a binary COPY tuple does not have exactly one column")
-    if not ended:
-        raise ValueError("the binary COPY stream ended before its trailer")
+def spreadsheet_safe(text: str) -> str:
+    """A text cell made inert for spreadsheets: one that starts with ``=``, ``+``, ``-``, ``@``,
+    a tab or a carriage return gets a leading single quote (OWASP's advice against CSV
+    injection), unless the whole text is a plain decimal number. Callers pass text cells only:
+    numbers (``-0.25`` from a float) are never prefixed."""
+    if text and text[0] in FORMULA_STARTS and not _plain_number(text):
+        return "'" + text
+    return text
 
 
 def _cell(value: Any) -> str:
     kind = type(value)
     if kind is str:
-        return value
+        return spreadsheet_safe(value)
     if value is None:
         return ""
     if kind is bool:
@@ -213,7 +179,7 @@ def _cell(value: Any) -> str:
     if kind is int:
         return str(value)
     if isinstance(value, str):
-        return str(value)
+        return spreadsheet_safe(str(value))
     return _compact_json(value)
 
 

@@ -342,11 +342,207 @@ def test_a_kind_voting_with_a_nested_field_is_read_by_its_path(test_kinds):
     make_items(project, 4)
     people = [make_member(project) for _ in range(2)]
     annotate_stage(stage, people, lambda person, item: "x")  # payload {"value": "x"}: no vote
-    assert research_selectors.kind_reads_value_field(KINDS[NestedLabelKind.key]) is False
     votes = research_selectors.stage_votes(stage)
     assert len(votes) == 8 and (votes.values == -1).all()
     add_imported(stage, "r", {"answer": {"label": "causal"}})
-    assert (research_selectors.stage_votes(stage).values == 0).sum() == 1
+    add_imported(stage, "s", {"answer": ["label"]})  # not an object: no vote on either path
+    add_imported(stage, "t", {"answer": {"label": "temporal", "x": 1}})
+    fast = research_selectors.stage_votes(stage)
+    slow = research_selectors.stage_votes(stage, fast=False)
+    np.testing.assert_array_equal(sorted_votes(fast), sorted_votes(slow))
+    assert (fast.values == 0).sum() == 1 and (fast.values == 1).sum() == 1
+
+
+class VerdictKind(TaskKind):
+    """A structured vote (verdict and score); agreement reads the verdict."""
+
+    key = "verdict_for_tests"
+    label = "Verdict"
+    vote_field = None
+    vote_fields = {"verdict": "verdict", "score": "rubric.total"}
+    agreement = AgreementSpec("nominal", field="verdict")
+
+    def validate(self, payload, context):
+        return dict(payload)
+
+    def categories(self, config):
+        return ["keep", "reject"]
+
+
+class FreeTextKind(TaskKind):
+    """Free-text edits: no agreement figures."""
+
+    key = "free_text_for_tests"
+    label = "Free text"
+    agreement = AgreementSpec(None)
+
+    def validate(self, payload, context):
+        return dict(payload)
+
+
+def test_a_structured_vote_is_read_by_its_agreement_field(test_kinds):
+    register_kind(VerdictKind())
+    try:
+        project = make_project()
+        stage = services.stage_create(
+            project=project, slug="verdict", name="Verdict", kind=VerdictKind.key, overlap=2
+        )
+        make_items(project, 2)
+        people = [make_member(project) for _ in range(2)]
+        annotate_stage(stage, people, lambda person, item: "x")  # no verdict: no vote
+        add_imported(stage, "a", {"verdict": "keep", "rubric": {"total": 3}})
+        add_imported(stage, "b", {"verdict": "reject"})
+        add_imported(stage, "c", {"rubric": {"total": 5}})
+        add_imported(stage, "d", {"verdict": "maybe"})  # not a category: no vote
+        slow = research_selectors.stage_votes(stage, fast=False)
+        assert sorted(slow.values.tolist()) == [-1] * 6 + [0, 1]
+        if connection.vendor == "postgresql":
+            fast = research_selectors.stage_votes(stage)
+            np.testing.assert_array_equal(sorted_votes(fast), sorted_votes(slow))
+    finally:
+        KINDS.pop(VerdictKind.key, None)
+
+
+def test_a_kind_without_agreement_gets_no_figures_and_no_crash():
+    register_kind(FreeTextKind())
+    try:
+        project = make_project()
+        stage = services.stage_create(
+            project=project, slug="edit", name="Edit", kind=FreeTextKind.key, overlap=2
+        )
+        make_items(project, 3)
+        people = [make_member(project) for _ in range(2)]
+        annotate_stage(stage, people, lambda person, item: f"an edit of {item.external_id}")
+        for fast in (True, False):
+            assert len(research_selectors.stage_votes(stage, fast=fast)) == 0
+        assert agreement_services.stage_agreement_refresh(stage_id=stage.pk, force=True) == []
+        assert not AgreementSnapshot.objects.filter(stage=stage).exists()
+        assert research_selectors.latest_snapshots(stage) == {}
+    finally:
+        KINDS.pop(FreeTextKind.key, None)
+
+
+def test_a_stage_with_phases_counts_the_last_phase_of_the_current_round():
+    """Check → edit → vote: only the vote phase's annotations of the item stage's current
+    round count, on both reading paths."""
+    _, stage, people = label_stage(items=3, annotators=3)
+    Stage.objects.filter(pk=stage.pk).update(
+        phases=[{"name": "check", "slots": 1}, {"name": "vote", "slots": 3}]
+    )
+    stage.refresh_from_db()
+    ItemStage.objects.filter(stage=stage).update(
+        phase=1, round=1, state=ItemStage.State.RESOLVED, completed_at=timezone.now()
+    )
+    item_stages = list(ItemStage.objects.filter(stage=stage))
+    assert len(item_stages) == 3
+    rows = []
+    for item_stage in item_stages:
+        for person in people:
+            for round_, phase in ((0, 1), (1, 0), (1, 1)):
+                rows.append(
+                    Annotation(
+                        item_stage=item_stage, annotator=person, round=round_, phase=phase,
+                        payload={"value": LABELS[phase + round_]},
+                    )
+                )  # fmt: skip
+    Annotation.objects.bulk_create(rows)
+    readers = [False, True] if connection.vendor == "postgresql" else [False]
+    for fast in readers:
+        votes = research_selectors.stage_votes(stage, fast=fast)
+        assert len(votes) == 9, fast  # 3 items × 3 people, round 1, phase 1
+        assert set(votes.values.tolist()) == {LABELS.index("none")}, fast
+    Stage.objects.filter(pk=stage.pk).update(phases=[])
+    stage.refresh_from_db()
+    assert len(research_selectors.stage_votes(stage, fast=False)) == 27
+
+
+def test_the_latest_snapshot_of_a_metric_is_by_time_then_id_for_every_reader():
+    """A backfill stores past moments after newer rows: the latest snapshot is the one computed
+    last (ties: the greater id), whichever reader asks."""
+    from releases.services import _agreement
+
+    project, stage, _ = label_stage(items=1)
+    now = timezone.now()
+
+    def snapshot(metric, value, moment):
+        return AgreementSnapshot.objects.create(
+            stage=stage, metric=metric, value=value, n_items=1, n_annotators=1,
+            n_annotations=1, details={"annotators": []}, computed_at=moment,
+        )  # fmt: skip
+
+    newest = snapshot("fleiss_kappa", 0.5, now)
+    snapshot("fleiss_kappa", 0.1, now - timedelta(days=2))  # backfilled afterwards
+    AgreementSnapshot.objects.filter(value=0.1).update(computed_at=now - timedelta(days=2))
+    AgreementSnapshot.objects.filter(pk=newest.pk).update(computed_at=now)
+    tie_first = snapshot("percent_agreement", 0.7, now)
+    tie_second = snapshot("percent_agreement", 0.8, now)
+    AgreementSnapshot.objects.filter(pk__in=[tie_first.pk, tie_second.pk]).update(computed_at=now)
+    annotators = snapshot(research_selectors.ANNOTATOR_METRIC, 0.9, now)
+    snapshot(research_selectors.ANNOTATOR_METRIC, 0.2, now - timedelta(days=1))
+    AgreementSnapshot.objects.filter(value=0.2).update(computed_at=now - timedelta(days=1))
+    AgreementSnapshot.objects.filter(pk=annotators.pk).update(computed_at=now)
+    expected = {
+        "fleiss_kappa": newest.pk,
+        "percent_agreement": tie_second.pk,
+        research_selectors.ANNOTATOR_METRIC: annotators.pk,
+    }
+    latest = research_selectors.latest_snapshots(stage)
+    assert {metric: row.pk for metric, row in latest.items()} == expected
+    by_stage = research_selectors.latest_snapshots_by_stage([stage])
+    assert {metric: row.pk for metric, row in by_stage[stage.pk].items()} == expected
+    listed = research_selectors.latest_agreement(project)
+    assert {row.metric: row.pk for row in listed} == expected
+    _, table = research_selectors.annotator_rows(stage)
+    assert table.pk == annotators.pk
+    datasheet = _agreement(stage)
+    assert (datasheet["metric"], datasheet["value"]) == ("fleiss_kappa", 0.5)
+    assert datasheet["others"]["percent_agreement"] == 0.8
+
+
+def binary_copy(rows, *, extension: bytes = b"") -> bytes:
+    """A COPY … TO STDOUT (FORMAT binary) stream of (int8, float8) rows, as PostgreSQL sends it."""
+    header = b"PGCOPY\n\xff\r\n\x00" + bytes(4) + len(extension).to_bytes(4, "big")
+    tuples = b"".join(
+        b"\x00\x02" + (8).to_bytes(4, "big") + number.to_bytes(8, "big", signed=True)
+        + (8).to_bytes(4, "big") + np.array([value], ">f8").tobytes()
+        for number, value in rows
+    )  # fmt: skip
+    return header + extension + tuples + b"\xff\xff"
+
+
+COPY_ROWS = [(1, 0.5), (-7, float("nan")), (2**40, -3.25)]
+COPY_COLUMNS = {"key": ">i8", "value": ">f8"}
+
+
+def test_the_binary_copy_decoder_survives_any_split_of_the_stream():
+    stream = binary_copy(COPY_ROWS, extension=b"ext!")
+    for cut in range(len(stream) + 1):
+        columns = research_selectors.read_binary_copy([stream[:cut], stream[cut:]], COPY_COLUMNS)
+        assert columns["key"].tolist() == [1, -7, 2**40], cut
+        np.testing.assert_array_equal(columns["value"], [0.5, np.nan, -3.25])
+    one_byte_blocks = [stream[n : n + 1] for n in range(len(stream))]
+    columns = research_selectors.read_binary_copy(one_byte_blocks, COPY_COLUMNS)
+    assert columns["key"].tolist() == [1, -7, 2**40]
+    empty = research_selectors.read_binary_copy([binary_copy([])], COPY_COLUMNS)
+    assert len(empty["key"]) == len(empty["value"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("stream", "message"),
+    [
+        (b"NOTACOPY\n\xff\r\n\x00" + bytes(8) + b"\xff\xff", "not a binary COPY"),
+        (binary_copy([(1, 0.5)])[:-2], "trailer"),
+        (binary_copy([(1, 0.5)]) + b"\x00", "trailer"),
+        (binary_copy([])[:10], "header"),
+        (binary_copy([])[:19] + b"\x00\x02" + b"\xff" * 4 + (8).to_bytes(4, "big")
+         + bytes(8) + bytes(8) + b"\xff\xff", "NULL"),
+        (binary_copy([])[:19] + b"\x00\x01" + (8).to_bytes(4, "big") + bytes(8) + b"\xff\xff",
+         "width"),
+    ],
+)  # fmt: skip
+def test_the_binary_copy_decoder_refuses_what_it_cannot_read_exactly(stream, message):
+    with pytest.raises(ValueError, match=message):
+        research_selectors.read_binary_copy([stream], COPY_COLUMNS)
 
 
 def test_only_completed_items_count_and_as_of_reads_what_was_complete_then(postgres):

@@ -331,6 +331,40 @@ def test_csv_tables_hold_what_the_pages_show(study):
     assert {row["annotator"] for row in disagreements} == {"ann0", "ann1", "ann2"}
 
 
+HYPERLINK = '=HYPERLINK("http://x")'
+
+
+def test_csv_downloads_neutralise_formulas_but_keep_negative_numbers(study):
+    """A comment (and a reviewer's reason, an annotator's name) a spreadsheet would run as a
+    formula gets a leading quote in every CSV download; negative numbers stay numbers."""
+    split = Resolution.objects.filter(item_stage__stage=study.stage).exclude(status="unanimous")
+    first = split.order_by("pk").first()
+    annotation = Annotation.objects.filter(item_stage=first.item_stage).order_by("pk").first()
+    annotation.payload = {**annotation.payload, "comment": HYPERLINK}
+    annotation.save(update_fields=["payload"])
+    Resolution.objects.filter(pk=first.pk).update(reason="+cmd|' /C calc'!A0")
+    study.annotators[0].username = "@evil"
+    study.annotators[0].save(update_fields=["username"])
+    AgreementSnapshot.objects.filter(stage=study.stage, metric="fleiss_kappa").update(value=-0.25)
+    client = client_for(study.researcher)
+    slug, stage = study.project.slug, study.stage.slug
+    disagreements = read_csv(
+        client.get(reverse("agreement:csv", args=[slug, stage, "disagreements"]))
+    )
+    comments = {row["comment"] for row in disagreements}
+    assert "'" + HYPERLINK in comments and HYPERLINK not in comments
+    assert "'+cmd|' /C calc'!A0" in {row["reason"] for row in disagreements}
+    assert "'@evil" in {row["annotator"] for row in disagreements}
+    agreement = read_csv(client.get(reverse("agreement:csv", args=[slug, stage, "agreement"])))
+    assert "-0.25" in {row["value"] for row in agreement if row["metric"] == "fleiss_kappa"}
+    annotators = read_csv(client.get(reverse("agreement:csv", args=[slug, stage, "annotators"])))
+    assert "'@evil" in {row["annotator"] for row in annotators}
+    for table in ("agreement", "annotators", "labels", "progress", "disagreements"):
+        for row in read_csv(client.get(reverse("agreement:csv", args=[slug, stage, table]))):
+            for cell in row.values():
+                assert not cell or cell[0] not in "=+-@\t\r" or float(cell) < 0, (table, cell)
+
+
 def test_figures_are_svg_and_the_same_data_gives_the_same_bytes(study):
     client = client_for(study.researcher)
     for plot in ("agreement", "progress", "annotators"):

@@ -11,6 +11,7 @@ import pytest
 
 from annotation.models import Item
 from ratings import services
+from ratings.models import SentencePair
 from releases.services import release_build, release_publish
 from tests.factories import make_member
 from tests.ratings.conftest import csv_text
@@ -18,8 +19,9 @@ from tests.ratings.conftest import csv_text
 pytestmark = pytest.mark.django_db
 
 
-def test_a_ratings_release_has_the_explica_layout(ratings_project, settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path
+def _publish(ratings_project):
+    """Import ratings of p1 and p3 (A→B), finish those items, build a release; return the
+    layout's two tables and the manifest."""
     # p1 A→B: "so" rated highest (causal, iconic); p3 A→B: nothing above 6 and a low mean.
     ratings = {("p1", "AB", "so"): [9, 8, 10], ("p1", "AB", "because"): [2, 3, 1],
                ("p1", "AB", "then"): [6, 5, 6], ("p1", "AB", "after"): [2, 2, 3],
@@ -56,6 +58,12 @@ def test_a_ratings_release_has_the_explica_layout(ratings_project, settings, tmp
             )
         )
         manifest = archive.read(_one(names, "manifest.json")).decode()
+    return pairs, means, manifest
+
+
+def test_a_ratings_release_has_the_explica_layout(ratings_project, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    pairs, means, manifest = _publish(ratings_project)
     by_pair = {(row["pair_id"], row["order"]): row for row in pairs}
     p1 = by_pair[("p1", "AB")]
     assert float(p1["mean_so"]) == pytest.approx(9.0)
@@ -67,6 +75,26 @@ def test_a_ratings_release_has_the_explica_layout(ratings_project, settings, tmp
     so = next(row for row in means if row["item_key"] == "p1:AB:so")
     assert (int(so["n"]), float(so["mean"])) == (3, pytest.approx(9.0))
     assert "explica_ordered_pairs.csv" in manifest
+
+
+HYPERLINK = '=HYPERLINK("http://x")'
+
+
+def test_formulas_come_out_inert_in_the_layout_csvs(ratings_project, settings, tmp_path):
+    """A sentence a spreadsheet would run as a formula gets a leading quote; the means (numbers,
+    negative ones too) stay numbers."""
+    settings.MEDIA_ROOT = tmp_path
+    SentencePair.objects.filter(project=ratings_project, pair_id="p1").update(
+        sentence_a=HYPERLINK, subset="@subset"
+    )
+    pairs, means, _ = _publish(ratings_project)
+    p1 = next(row for row in pairs if (row["pair_id"], row["order"]) == ("p1", "AB"))
+    assert p1["first_sentence"] == "'" + HYPERLINK and p1["subset"] == "'@subset"
+    assert float(p1["mean_so"]) == pytest.approx(9.0)
+    for table in (pairs, means):
+        for row in table:
+            for cell in row.values():
+                assert not cell or cell[0] not in "=+-@\t\r" or float(cell) < 0, cell
 
 
 def _one(names: set[str], suffix: str) -> str:

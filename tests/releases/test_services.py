@@ -3,6 +3,7 @@ datasheet, manifest, kind layout and a diff; round trip through the importer; ta
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -361,12 +362,60 @@ def test_release_files_are_not_served_from_media_by_url(
     assert Path(release.archive.path).is_file()
 
 
-def test_fast_annotation_lines_carry_exactly_the_rows(finished):
-    """annotations.jsonl is written from database JSON text on PostgreSQL; parsed back, every
-    line equals the row the CSV and the layouts get (keys, values, order)."""
+def test_the_annotation_files_carry_exactly_the_rows(finished, tmp_path):
+    """annotations.jsonl/.csv are written by COPY on PostgreSQL and by Python on SQLite; parsed
+    back, every line holds the row the layouts get (keys, values, order)."""
+    from datetime import datetime
+
     project, stage, people, admin = finished
-    Annotation.objects.filter(item_stage__stage=stage).exclude(annotator=None).first()
-    lines = list(release_services.release_annotation_lines(project))
     rows = list(release_services.release_annotation_rows(project))
-    assert [json.loads(line) for line in lines] == rows and len(rows) == 12
-    assert [list(json.loads(line)) for line in lines[:1]] == [list(rows[0])]
+    release_services.release_annotations_jsonl(project, tmp_path / "a.jsonl")
+    release_services.release_annotations_csv(project, tmp_path / "a.csv")
+    lines = (tmp_path / "a.jsonl").read_text("utf-8").splitlines()
+
+    def comparable(row):
+        return {**row, "created_at": datetime.fromisoformat(row["created_at"])}
+
+    assert [comparable(json.loads(line)) for line in lines] == list(map(comparable, rows))
+    assert [list(json.loads(line)) for line in lines] == [list(row) for row in rows]
+    assert len(rows) == 12
+    table = list(csv.DictReader(io.StringIO((tmp_path / "a.csv").read_text("utf-8"))))
+    assert [row["rater"] for row in table] == [row["rater"] for row in rows]
+    assert [row["value"] for row in table] == [row["value"] for row in rows]
+
+
+HYPERLINK = '=HYPERLINK("http://x")'
+
+
+def test_formulas_come_out_inert_in_every_csv_of_a_release(
+    finished, django_capture_on_commit_callbacks
+):
+    """A comment, an item field and an external id that a spreadsheet would run as a formula get
+    a leading quote in items.csv and annotations.csv (the JSONL files keep them as they are);
+    negative numbers stay numbers."""
+    project, stage, people, admin = finished
+    item = Item.objects.filter(project=project, status="accepted").order_by("pk").first()
+    item.payload = {**item.payload, "comment": HYPERLINK, "score": -0.25}
+    item.external_id = "-cmd"
+    item.save(update_fields=["payload", "external_id"])
+    annotation = Annotation.objects.filter(item_stage__item=item).order_by("pk").first()
+    annotation.payload = {**annotation.payload, "comment": HYPERLINK}
+    annotation.save(update_fields=["payload"])
+    release = publish(project, admin, django_capture_on_commit_callbacks)
+    assert release.status == "published", release.message
+    archive = open_zip(release)
+    items = list(csv.DictReader(io.StringIO(member(archive, "items.csv").decode("utf-8"))))
+    row = next(row for row in items if row["external_id"] == "'-cmd")
+    assert row["payload.comment"] == "'" + HYPERLINK and row["payload.score"] == "-0.25"
+    annotations = list(
+        csv.DictReader(io.StringIO(member(archive, "annotations.csv").decode("utf-8")))
+    )
+    mine = [row for row in annotations if row["external_id"] == "'-cmd"]
+    assert mine and all(json.loads(row["payload"]).get("comment") is not None for row in mine[:1])
+    assert json.loads(mine[0]["payload"])["comment"] == HYPERLINK  # inside a "{" cell: inert
+    for name in ("items.csv", "annotations.csv"):
+        for line in csv.reader(io.StringIO(member(archive, name).decode("utf-8"))):
+            for cell in line:
+                assert not cell or cell[0] not in "=+-@\t\r" or float(cell) < 0, (name, cell)
+    jsonl = [json.loads(line) for line in member(archive, "items.jsonl").decode().splitlines()]
+    assert HYPERLINK in {row["payload"].get("comment") for row in jsonl}

@@ -25,7 +25,7 @@ from releases import (
     write_csv,
     write_jsonl,
 )
-from releases.writers import COPY_BINARY_SIGNATURE, copy_binary_values, write_blocks
+from releases.writers import write_blocks
 
 ROWS = [
     {
@@ -283,47 +283,6 @@ def test_writers_memory_does_not_grow_with_rows(tmp_path):
     ).stat().st_size
     assert peaks[200_000] < 1.25 * peaks[20_000] + 64 * 1024, peaks
     assert peaks[200_000] < 8 * 1024 * 1024, peaks
-
-
-def _binary_copy(values, *, extension: bytes = b"") -> bytes:
-    """A one-column COPY … TO STDOUT (FORMAT binary) stream, as PostgreSQL sends it."""
-    header = COPY_BINARY_SIGNATURE + (0).to_bytes(4, "big") + len(extension).to_bytes(4, "big")
-    tuples = b"".join(
-        b"\x00\x01" + len(value).to_bytes(4, "big", signed=True) + value for value in values
-    )
-    return header + extension + tuples + b"\xff\xff"
-
-
-COPY_VALUES = [b'{"a":1}\n', b"", 'ünï, "q"\r\n🧪'.encode(), b"\x00\x01\xff\xff" * 3, b"x" * 300]
-
-
-def test_binary_copy_values_survive_any_split_of_the_stream():
-    stream = _binary_copy(COPY_VALUES, extension=b"ext!")
-    for cut in range(len(stream) + 1):
-        blocks = [stream[:cut], stream[cut:]]
-        assert [bytes(v) for v in copy_binary_values(blocks)] == COPY_VALUES, cut
-    one_byte_blocks = [stream[n : n + 1] for n in range(len(stream))]
-    assert [bytes(v) for v in copy_binary_values(one_byte_blocks)] == COPY_VALUES
-    # psycopg's blocks: the header with the first tuple, one tuple each, the trailer alone.
-    tuples = _binary_copy(COPY_VALUES)[19:-2]
-    first = 6 + len(COPY_VALUES[0])
-    blocks = [_binary_copy([])[:19] + tuples[:first], tuples[first:], b"\xff\xff"]
-    assert [bytes(v) for v in copy_binary_values(blocks)] == COPY_VALUES
-
-
-@pytest.mark.parametrize(
-    ("stream", "message"),
-    [
-        (b"NOTACOPY\n\xff\r\n\x00" + bytes(8) + b"\xff\xff", "not a binary COPY"),
-        (_binary_copy([b"a"])[:-2], "ended before its trailer"),
-        (_binary_copy([b"a"]) + b"\x00", "after its trailer"),
-        (_binary_copy([])[:19] + b"\x00\x01\xff\xff\xff\xff\xff\xff", "NULL"),
-        (_binary_copy([])[:19] + b"\x00\x02" + bytes(4) + bytes(4) + b"\xff\xff", "one column"),
-    ],
-)
-def test_binary_copy_values_refuse_what_they_cannot_read_exactly(stream, message):
-    with pytest.raises(ValueError, match=message):
-        list(copy_binary_values([stream]))
 
 
 def test_write_blocks_hashes_the_header_and_the_blocks(tmp_path):
