@@ -57,34 +57,18 @@ def access_stage(user: AbstractBaseUser, project: Project, stage_slug: str) -> S
     return stage
 
 
-#: The extra columns of the stage-access statement, in order, after the stage's and project's.
-_ACCESS_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id")
-
-
 @cache
 def _stage_for_annotator_sql(vendor: str) -> str:
-    """Hand-written because it runs on every next item: one statement gives the stage, its
-    project, the membership tests and the current lease (the ORM needed four queries)."""
     memberships, assignments = sql.table(Membership), sql.table(Assignment)
-    member = (
-        f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %(user)s"
-    )
+    member = f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %s"
     annotator = f"{member} AND m.role = '{Role.ANNOTATOR.value}'"
-    flags = {
-        "is_member": f"EXISTS ({member})",
-        "is_annotator": f"EXISTS ({annotator})",
-        "is_paused": f"EXISTS ({annotator} AND m.is_paused)",
-        "current_assignment_id": (
-            f"(SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id"
-            f" AND a.annotator_id = %(user)s AND a.status = '{Assignment.Status.ACTIVE.value}'"
-            " LIMIT 1)"
-        ),
-    }
     return (
-        f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')}, "
-        + ", ".join(flags[name] for name in _ACCESS_FLAGS)
-        + f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        " WHERE st.id = %(stage)s"
+        f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
+        f" EXISTS ({member}), EXISTS ({annotator}), EXISTS ({annotator} AND m.is_paused),"
+        f" (SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id AND a.annotator_id = %s"
+        f"  AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
+        f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON p.id = st.project_id"
+        f" WHERE st.id = %s"
     )
 
 
@@ -96,24 +80,17 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     `current_assignment_id`)."""
     row = None
     if sql.in_range(Stage, stage_id):
-        row = sql.fetchone(
-            _stage_for_annotator_sql(connection.vendor), {"user": user.pk, "stage": stage_id}
-        )
-    flags = (
-        dict(zip(_ACCESS_FLAGS, row[sql.width(Stage) + sql.width(Project) :], strict=True))
-        if row is not None
-        else {}
-    )
-    if row is None or not (flags["is_member"] or user.is_superuser):
+        row = sql.fetchone(_stage_for_annotator_sql(connection.vendor), [user.pk] * 4 + [stage_id])
+    if row is None or not (row[-4] or user.is_superuser):
         # The same answer for "no such stage" and "not yours": ids reveal nothing.
         raise NotFound("There is no such stage in your projects.")
-    if not flags["is_annotator"]:
+    is_member, is_paused, current_assignment_id = row[-3:]
+    if not is_member:
         raise PermissionDenied("Only the project's annotators get items to annotate.")
-    if flags["is_paused"]:
+    if is_paused:
         raise PermissionDenied(
             "Your annotation in this project is paused by the researchers; contact them."
         )
-    current_assignment_id = flags["current_assignment_id"]
     stage = sql.load(Stage, row)
     stage.project = sql.load(Project, row, sql.width(Stage))
     stage.current_assignment_id = current_assignment_id
