@@ -607,7 +607,7 @@ def _write(
             written += len(rows)
             progress.save(rows_written=written)
     if created and first_stage is not None:
-        _open_in_first_stage(batch, first_stage)
+        services.item_stages_open(items=Item.objects.filter(import_batch=batch), stage=first_stage)
     if created:
         services.planner_statistics_refresh(Item, ItemStage)
     return created, updated
@@ -620,7 +620,7 @@ def _fields(row: CleanRow, schema: RowSchema, mapper: ItemMapper, options) -> It
 
 def _create_items(batch, rows: list[CleanRow], schema, mapper, options, first_stage) -> int:
     """Insert new items (COPY on PostgreSQL, bulk_create elsewhere). They are opened in the
-    first stage once, after the last batch (``_open_in_first_stage``), so that the items of
+    first stage once, after the last batch (``services.item_stages_open``), so that the items of
     one group are spread apart as a whole, whichever batches they came in."""
     now = timezone.now()
     items = []
@@ -652,36 +652,6 @@ def _create_items(batch, rows: list[CleanRow], schema, mapper, options, first_st
         batch_size=WRITE_BATCH_SIZE,
     )  # fmt: skip
     return len(items)
-
-
-def _open_in_first_stage(batch: ImportBatch, stage) -> None:
-    """Open every item the batch created in ``stage`` (the same rows as
-    ``services.item_stages_open``: a fixed random key, and per group a random distinct rank and
-    the group's size). On PostgreSQL one INSERT … SELECT with window functions; elsewhere
-    through the service (all of the batch's items at once)."""
-    if connection.vendor != "postgresql":
-        services.item_stages_open(items=list(Item.objects.filter(import_batch=batch)), stage=stage)
-        return
-    item_table, stage_table = Item._meta.db_table, ItemStage._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {stage_table}
-                (item_id, stage_id, state, target_count, submitted_count, leased_count,
-                 random_key, spread_rank, group_size, gold, opened_at)
-            SELECT id, %s, %s, %s, 0, 0, floor(random() * 2147483648)::bigint,
-                CASE WHEN "group" = '' THEN 0
-                     ELSE row_number() OVER (PARTITION BY "group" ORDER BY random()) - 1 END,
-                CASE WHEN "group" = '' THEN 1 ELSE count(*) OVER (PARTITION BY "group") END,
-                CASE WHEN jsonb_typeof(payload -> 'gold') = 'object'
-                     THEN payload -> 'gold' -> %s END,
-                now()
-            FROM {item_table}
-            WHERE import_batch_id = %s
-            ON CONFLICT (item_id, stage_id) DO NOTHING
-            """,
-            [stage.pk, ItemStage.State.OPEN, stage.overlap, stage.slug, batch.pk],
-        )
 
 
 def _update_items(batch, rows: list[CleanRow], schema, mapper, options) -> int:

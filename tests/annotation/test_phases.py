@@ -140,3 +140,49 @@ def test_two_rules_of_one_kind_do_not_clash():
     assert lease(alice, stage) is None  # both tags needed
     Membership.objects.filter(user=alice).update(skills="medicine law")
     assert lease(alice, stage) is not None
+
+
+def test_every_way_into_a_stage_opens_with_the_first_phases_slots(settings, tmp_path):
+    """Imports, item creation and routes all open items through services.item_stages_open:
+    a phased stage's item stages start with the first phase's slots, not the overlap (the
+    import's own PostgreSQL statement used to write the overlap)."""
+    import io
+    import json
+
+    from imports.services import import_batch_create, import_batch_run
+
+    settings.MEDIA_ROOT = tmp_path
+    project = make_project()
+    make_verify_stage(project, overlap=3, phases=CHECK_EDIT_VOTE)
+    rows = [
+        {"id": f"g{n}", "text": f"variant {n}", "group": "pair-1" if n < 3 else "",
+         "gold": {"verify": "keep"} if n == 0 else {"verify": None}}
+        for n in range(5)
+    ]  # fmt: skip
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    batch = import_batch_create(
+        project=project, user=None, fileobj=io.BytesIO(data), filename="items.jsonl",
+        options={"group_field": "group"},
+    )
+    import_batch_run(batch_id=batch.pk)
+    make_items(project, 2)  # through services.items_create
+    stages = ItemStage.objects.filter(item__project=project).select_related("item")
+    assert stages.count() == 7
+    assert {row.target_count for row in stages} == {1}
+    grouped = sorted(
+        (row.spread_rank, row.group_size) for row in stages if row.item.group == "pair-1"
+    )
+    assert grouped == [(0, 3), (1, 3), (2, 3)]
+    assert {(row.spread_rank, row.group_size) for row in stages if not row.item.group} == {(0, 1)}
+    gold = {row.item.external_id: row.gold for row in stages if row.item.external_id[0] == "g"}
+    assert gold == {"g0": "keep", "g1": None, "g2": None, "g3": None, "g4": None}
+    assert len({row.random_key for row in stages}) == 7
+
+
+def test_opening_twice_leaves_the_item_stage_as_it_was():
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    items = make_items(project, 3)
+    ItemStage.objects.filter(item=items[0]).update(submitted_count=1)
+    assert services.item_stages_open(items=Item.objects.filter(project=project), stage=stage) == 0
+    assert ItemStage.objects.get(item=items[0]).submitted_count == 1
