@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -34,8 +34,8 @@ from annotation.models import (
 from annotation.phases import first_slots, validate_phases
 from annotation.policies import PolicySettings, check_settings, get_policy
 from annotation.routing import validate_routes
-from annotation.sql import table as sql_table
 from annotation.services.work import _release_assignments
+from annotation.sql import table as sql_table
 
 logger = logging.getLogger(__name__)
 

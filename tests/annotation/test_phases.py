@@ -161,7 +161,10 @@ def test_every_way_into_a_stage_opens_with_the_first_phases_slots(settings, tmp_
     ]  # fmt: skip
     data = "".join(json.dumps(row) + "\n" for row in rows).encode()
     batch = import_batch_create(
-        project=project, user=None, fileobj=io.BytesIO(data), filename="items.jsonl",
+        project=project,
+        user=None,
+        fileobj=io.BytesIO(data),
+        filename="items.jsonl",
         options={"group_field": "group"},
     )
     import_batch_run(batch_id=batch.pk)
