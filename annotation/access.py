@@ -57,18 +57,32 @@ def access_stage(user: AbstractBaseUser, project: Project, stage_slug: str) -> S
     return stage
 
 
+#: The flags _stage_for_annotator_sql selects after the stage's and project's columns, in order.
+_STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id")
+
+
 @cache
 def _stage_for_annotator_sql(vendor: str) -> str:
     memberships, assignments = sql.table(Membership), sql.table(Assignment)
-    member = f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %s"
+    member = (
+        f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %(user)s"
+    )
     annotator = f"{member} AND m.role = '{Role.ANNOTATOR.value}'"
+    flags = {
+        "is_member": f"EXISTS ({member})",
+        "is_annotator": f"EXISTS ({annotator})",
+        "is_paused": f"EXISTS ({annotator} AND m.is_paused)",
+        "current_assignment_id": (
+            f"(SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id"
+            f" AND a.annotator_id = %(user)s"
+            f" AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
+        ),
+    }
     return (
         f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
-        f" EXISTS ({member}), EXISTS ({annotator}), EXISTS ({annotator} AND m.is_paused),"
-        f" (SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id AND a.annotator_id = %s"
-        f"  AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
+        f" {', '.join(flags[name] for name in _STAGE_FLAGS)}"
         f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE st.id = %s"
+        f" WHERE st.id = %(stage)s"
     )
 
 
@@ -80,20 +94,23 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     `current_assignment_id`)."""
     row = None
     if sql.in_range(Stage, stage_id):
-        row = sql.fetchone(_stage_for_annotator_sql(connection.vendor), [user.pk] * 4 + [stage_id])
-    if row is None or not (row[-4] or user.is_superuser):
+        row = sql.fetchone(
+            _stage_for_annotator_sql(connection.vendor), {"user": user.pk, "stage": stage_id}
+        )
+    if row is None:
+        raise NotFound("There is no such stage in your projects.")
+    (stage, project), flags = sql.unpack(row, (Stage, Project), _STAGE_FLAGS)
+    if not (flags["is_member"] or user.is_superuser):
         # The same answer for "no such stage" and "not yours": ids reveal nothing.
         raise NotFound("There is no such stage in your projects.")
-    is_member, is_paused, current_assignment_id = row[-3:]
-    if not is_member:
+    if not flags["is_annotator"]:
         raise PermissionDenied("Only the project's annotators get items to annotate.")
-    if is_paused:
+    if flags["is_paused"]:
         raise PermissionDenied(
             "Your annotation in this project is paused by the researchers; contact them."
         )
-    stage = sql.load(Stage, row)
-    stage.project = sql.load(Project, row, sql.width(Stage))
-    stage.current_assignment_id = current_assignment_id
+    stage.project = project
+    stage.current_assignment_id = flags["current_assignment_id"]
     if not (stage.is_active and stage.project.is_active):
         raise Conflict("This stage is closed.")
     return stage

@@ -71,6 +71,19 @@ def load(model: type[M], row: Sequence[Any], start: int = 0) -> M:
     return model.from_db(connection.alias, None, values)
 
 
+def unpack(
+    row: Sequence[Any], models: Sequence[type[Model]], extras: Sequence[str] = ()
+) -> tuple[list[Model], dict[str, Any]]:
+    """The instances of ``models`` from a row that selected ``columns(model, alias)`` for each
+    in that order, and the columns after them by the names in ``extras`` (which must match
+    the statement's extra columns in number and order)."""
+    instances, start = [], 0
+    for model in models:
+        instances.append(load(model, row, start))
+        start += width(model)
+    return instances, dict(zip(extras, row[start:], strict=True))
+
+
 def in_range(model: type[Model], pk: int) -> bool:
     """Whether `pk` fits the model's primary key column (a forged id beyond it would make
     PostgreSQL raise instead of finding nothing, as the ORM does)."""
@@ -79,23 +92,10 @@ def in_range(model: type[Model], pk: int) -> bool:
 
 
 def cursor():
-    """A cursor for these statements. On PostgreSQL it binds parameters on the server, so that
-    psycopg prepares each statement after a few runs on a connection (prepare_threshold) and
-    PostgreSQL stops planning it on every request: planning cost more than running them (about
-    0.5 ms each of the 0.7). Elsewhere, Django's own cursor. Either way Django's wrapper, so the
-    execute wrappers (query counts, the debug log) see every statement."""
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
-    connection.validate_thread_sharing()
-    if connection.queries_logged:
-        return connection.make_debug_cursor(raw)
-    return connection.make_cursor(raw)
+    """Django's own cursor. On PostgreSQL the settings turn on server-side binding
+    (rungwise/settings.py, "Database"), so psycopg prepares these statements after a few runs on
+    a connection; the execute wrappers (query counts, the debug log) see every statement."""
+    return connection.cursor()
 
 
 def fetchone(sql: str, params: Sequence[Any]) -> tuple | None:

@@ -25,17 +25,17 @@ def _token_sql(vendor: str) -> str:
     return (
         f"SELECT {sql.columns(Token, 't')}, {sql.columns(user, 'u')}"
         f" FROM {sql.table(Token)} t JOIN {sql.table(user)} u ON u.id = t.user_id"
-        f" WHERE t.key = %s"
+        f" WHERE t.key = %(key)s"
     )
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key):
-        row = sql.fetchone(_token_sql(connection.vendor), [key])
+        row = sql.fetchone(_token_sql(connection.vendor), {"key": key})
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        token = sql.load(Token, row)
-        token.user = sql.load(get_user_model(), row, sql.width(Token))
+        (token, user), _extras = sql.unpack(row, (Token, get_user_model()))
+        token.user = user
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return token.user, token

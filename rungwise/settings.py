@@ -152,6 +152,11 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Parameters bound on the server, so psycopg prepares a statement after a few runs on a
+        # connection and PostgreSQL stops planning the annotator loop's statements on every
+        # request (planning cost more than running them: about 0.5 ms each of 0.7).
+        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 else:
     DATABASES = {
         "default": {

@@ -238,26 +238,26 @@ def _insert_lease(assignment: Assignment) -> None:
         cursor.execute(
             f"""
             WITH slot AS (
-                UPDATE {ItemStage._meta.db_table} SET leased_count = leased_count + 1
-                WHERE id = %s
+                UPDATE {sql.table(ItemStage)} SET leased_count = leased_count + 1
+                WHERE id = %(item_stage)s
             )
-            INSERT INTO {Assignment._meta.db_table}
+            INSERT INTO {sql.table(Assignment)}
                 (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
                  finished_at, skip_reason, round, phase)
-            VALUES (%s, %s, %s, %s, %s, %s, NULL, '', %s, %s)
+            VALUES (%(item_stage)s, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
+                    %(expires_at)s, NULL, '', %(round)s, %(phase)s)
             RETURNING id
             """,
-            [
-                assignment.item_stage_id,
-                assignment.item_stage_id,
-                assignment.stage_id,
-                assignment.annotator_id,
-                assignment.status,
-                assignment.created_at,
-                assignment.expires_at,
-                assignment.round,
-                assignment.phase,
-            ],
+            {
+                "item_stage": assignment.item_stage_id,
+                "stage": assignment.stage_id,
+                "annotator": assignment.annotator_id,
+                "status": assignment.status,
+                "created_at": assignment.created_at,
+                "expires_at": assignment.expires_at,
+                "round": assignment.round,
+                "phase": assignment.phase,
+            },
         )
         assignment.pk = cursor.fetchone()[0]
     assignment._state.adding = False
@@ -340,12 +340,12 @@ def _locked_assignment_sql(vendor: str) -> str:
     )
     return (
         f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
-        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END"
+        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate"
         f" FROM {sql.table(Assignment)} a"
         f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
         f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
         f" JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE a.id = %s{sql.lock('a', 's')}"
+        f" WHERE a.id = %(assignment)s{sql.lock('a', 's')}"
     )
 
 
@@ -354,16 +354,18 @@ def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignm
     stage's rows locked (one statement). Foreign ids → 403, unknown ones → 404."""
     row = None
     if sql.in_range(Assignment, assignment_id):
-        row = sql.fetchone(_locked_assignment_sql(connection.vendor), [assignment_id])
+        row = sql.fetchone(
+            _locked_assignment_sql(connection.vendor), {"assignment": assignment_id}
+        )
     if row is None:
         raise NotFound("There is no such assignment.")
-    assignment = sql.load(Assignment, row)
+    (assignment, item_stage, stage), extras = sql.unpack(
+        row, (Assignment, ItemStage, Stage), ("may_annotate",)
+    )
     if assignment.annotator_id != user.pk:
         raise PermissionDenied(FOREIGN_ASSIGNMENT)
-    offset = sql.width(Assignment)
-    assignment.item_stage = sql.load(ItemStage, row, offset)
-    assignment.stage = sql.load(Stage, row, offset + sql.width(ItemStage))
-    assignment.may_annotate = bool(row[offset + sql.width(ItemStage) + sql.width(Stage)])
+    assignment.item_stage, assignment.stage = item_stage, stage
+    assignment.may_annotate = bool(extras["may_annotate"])
     return assignment
 
 
@@ -507,42 +509,38 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
         cursor.execute(
             f"""
             WITH done AS (
-                UPDATE {Assignment._meta.db_table} SET status = %s, finished_at = %s
-                WHERE id = %s
+                UPDATE {sql.table(Assignment)} SET status = %(status)s, finished_at = %(now)s
+                WHERE id = %(assignment)s
             ), slot AS (
-                UPDATE {ItemStage._meta.db_table} SET
+                UPDATE {sql.table(ItemStage)} SET
                     submitted_count = submitted_count + 1,
-                    leased_count = leased_count - %s,
-                    state = CASE WHEN %s THEN %s ELSE state END,
-                    completed_at = CASE WHEN %s THEN %s ELSE completed_at END
-                WHERE id = %s
+                    leased_count = leased_count - %(leased)s,
+                    state = CASE WHEN %(complete)s THEN %(resolving)s ELSE state END,
+                    completed_at = CASE WHEN %(complete)s THEN %(now)s ELSE completed_at END
+                WHERE id = %(item_stage)s
             )
-            INSERT INTO {Annotation._meta.db_table}
+            INSERT INTO {sql.table(Annotation)}
                 (item_stage_id, assignment_id, annotator_id, external_rater, payload,
                  seconds_spent, client_info, created_at, round, phase)
-            VALUES (%s, %s, %s, '', %s, %s, %s, %s, %s, %s)
+            VALUES (%(item_stage)s, %(assignment)s, %(annotator)s, '', %(payload)s,
+                    %(seconds)s, %(client_info)s, %(now)s, %(round)s, %(phase)s)
             RETURNING id
             """,
-            [
-                assignment.status,
-                now,
-                assignment.pk,
-                1 if holds_slot else 0,
-                complete,
-                ItemStage.State.RESOLVING,
-                complete,
-                now,
-                item_stage_id,
-                item_stage_id,
-                assignment.pk,
-                annotation.annotator_id,
-                json_field.get_db_prep_save(annotation.payload, connection),
-                annotation.seconds_spent,
-                json_field.get_db_prep_save(annotation.client_info, connection),
-                now,
-                annotation.round,
-                annotation.phase,
-            ],
+            {
+                "status": assignment.status,
+                "now": now,
+                "assignment": assignment.pk,
+                "leased": 1 if holds_slot else 0,
+                "complete": complete,
+                "resolving": ItemStage.State.RESOLVING,
+                "item_stage": item_stage_id,
+                "annotator": annotation.annotator_id,
+                "payload": json_field.get_db_prep_save(annotation.payload, connection),
+                "seconds": annotation.seconds_spent,
+                "client_info": json_field.get_db_prep_save(annotation.client_info, connection),
+                "round": annotation.round,
+                "phase": annotation.phase,
+            },
         )
         annotation.pk = cursor.fetchone()[0]
     annotation._state.adding = False
