@@ -36,6 +36,7 @@ import time
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -524,7 +525,32 @@ def release_build(*, release_id: int) -> Release:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+@contextmanager
+def _one_snapshot() -> Iterator[None]:
+    """Every read inside sees the database as of one moment, so that annotation going on during
+    a build lands in all of a release's files or in none. PostgreSQL: one REPEATABLE READ,
+    READ ONLY transaction (writers are not blocked). SQLite: one transaction (its writers wait
+    for the build; the embedded default is for demos and small studies). Inside an outer
+    transaction (tests) the outer one's snapshot is used as it is."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
 def _build(release: Release, workdir: Path) -> Release:
+    with _one_snapshot():
+        prefix, zip_path, archive, manifest, stats = _write_files(release, workdir)
+    return _publish_built(release, prefix, zip_path, archive, manifest, stats)
+
+
+def _write_files(release: Release, workdir: Path):
+    """Write every file of the release into ``workdir`` and zip them (all reads here: see
+    _one_snapshot)."""
     started = time.monotonic()
     project = release.project
     stages = list(Stage.objects.filter(project=project).order_by("position"))
@@ -637,6 +663,10 @@ def _build(release: Release, workdir: Path) -> Release:
         "bytes": archive.bytes,
         "manifest_sha256": manifest_entry.sha256,
     }
+    return prefix, zip_path, archive, manifest, stats
+
+
+def _publish_built(release: Release, prefix: str, zip_path: Path, archive, manifest, stats):
     with transaction.atomic():
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status != Release.Status.BUILDING:

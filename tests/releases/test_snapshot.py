@@ -1,0 +1,95 @@
+"""A release is read from one snapshot of the database: annotation that goes on while it builds
+(items finishing, annotations arriving) lands in all of its files or in none (issue: torn
+releases). PostgreSQL: the build's reads run in one REPEATABLE READ, READ ONLY transaction."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+import zipfile
+
+import pytest
+from django.db import connection
+
+from annotation.models import Annotation, Item, ItemStage
+from releases import services as release_services
+from releases.models import Release
+from releases.services import release_build
+from tests.factories import make_items, make_project, make_verify_stage
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def _finish_one_more_item(item_pk: int, item_stage_pk: int) -> None:
+    """From another connection (as an annotator's request would): an annotation arrives and
+    the item is accepted, committed at once."""
+
+    def work():
+        from annotation.models import Annotation, Item
+
+        Annotation.objects.create(
+            item_stage_id=item_stage_pk, external_rater="late", payload={"value": "keep"}
+        )
+        Item.objects.filter(pk=item_pk).update(status=Item.Status.ACCEPTED)
+        connection.close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+
+
+def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: run through `make test` (scripts/with-services.sh)")
+    project = make_project(slug="torn")
+    make_verify_stage(project, overlap=1)
+    items = make_items(project, 4)
+    for item in items[:3]:
+        stage = ItemStage.objects.get(item=item)
+        Annotation.objects.create(
+            item_stage=stage, external_rater="early", payload={"value": "keep"}
+        )
+    Item.objects.filter(pk__in=[item.pk for item in items[:3]]).update(status=Item.Status.ACCEPTED)
+    late = items[3]
+    late_stage = ItemStage.objects.get(item=late)
+    release = Release.objects.create(project=project, version=1, status=Release.Status.BUILDING)
+
+    # Between the first file (items.jsonl) and the next ones, the fourth item is finished.
+    original = release_services.write_csv
+    fired = []
+
+    def write_csv_after_more_work(*args, **kwargs):
+        if not fired:
+            fired.append(True)
+            _finish_one_more_item(late.pk, late_stage.pk)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(release_services, "write_csv", write_csv_after_more_work)
+    built = release_build(release_id=release.pk)
+    assert fired and built.status == Release.Status.PUBLISHED, built.message
+
+    with built.archive.open("rb") as raw, zipfile.ZipFile(raw) as archive:
+
+        def read(name):
+            member = next(n for n in archive.namelist() if n.endswith("/" + name))
+            return archive.read(member).decode("utf-8")
+
+        jsonl_ids = {json.loads(line)["external_id"] for line in read("items.jsonl").splitlines()}
+        csv_ids = {row["external_id"] for row in csv.DictReader(io.StringIO(read("items.csv")))}
+        annotated = {
+            json.loads(line)["external_id"] for line in read("annotations.jsonl").splitlines()
+        }
+        annotated_csv = {
+            row["external_id"] for row in csv.DictReader(io.StringIO(read("annotations.csv")))
+        }
+    first_three = {item.external_id for item in items[:3]}
+    assert jsonl_ids == csv_ids == annotated == annotated_csv == first_three
+    assert built.stats["items"] == 3 and built.stats["annotations"] == 3
+    assert sum(built.stats["items_by_status"].values()) == 3
