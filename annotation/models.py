@@ -343,6 +343,11 @@ class Assignment(models.Model):
     skip_reason = models.CharField(max_length=300, blank=True)
     round = models.PositiveSmallIntegerField(default=0, db_default=0)
     phase = models.PositiveSmallIntegerField(default=0, db_default=0)
+    item_version = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The item's version when it was leased: what the annotator was shown.",
+    )
 
     class Meta:
         constraints = [
@@ -389,6 +394,12 @@ class Annotation(models.Model):
     client_info = models.JSONField(default=dict, blank=True)
     round = models.PositiveSmallIntegerField(default=0, db_default=0)
     phase = models.PositiveSmallIntegerField(default=0, db_default=0)
+    item_version = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The item's version this annotation judged (empty for annotations made "
+        "before versions were recorded, and for imported ratings).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -661,12 +661,34 @@ def _update_items(batch, rows: list[CleanRow], schema, mapper, options) -> int:
             project_id=batch.project_id, external_id__in=[row.external_id for row in rows]
         )
     }
-    updated = 0
+    changes = []
     for row in rows:
         item = by_id[row.external_id]
         fields = _fields(row, schema, mapper, options)
-        if fields.payload == item.payload:
-            continue
+        if fields.payload != item.payload:
+            changes.append((row, item, fields))
+    busy = services.items_with_open_work([item.pk for _, item, _ in changes])
+    if busy:
+        report = ImportReport(fmt=batch.format)
+        for row, item, _ in changes:
+            if item.pk in busy:
+                report.add_error(
+                    RowError(
+                        line=row.line,
+                        index=row.index,
+                        field="id",
+                        code="open_work",
+                        found=row.external_id,
+                        message=f"{row.external_id} is being annotated in "
+                        f"{', '.join(busy[item.pk])}; update it when that work is resolved, "
+                        f"so that no vote mixes judgements of two versions.",
+                    )
+                )
+        raise ImportRejected(
+            report, f"{len(busy):,} items to update are being annotated ({report.errors[0]})"
+        )
+    updated = 0
+    for row, item, fields in changes:
         services.item_revise(
             item=item,
             payload=fields.payload,

@@ -79,12 +79,13 @@ CSV_CELLS = {
     "payload": "x.payload::text",
     "seconds_spent": "x.seconds_spent",
     "created_at": "x.created_at_text",
+    "item_version": "x.item_version",
 }
 
 JSONL_LINE = (
     "json_build_object('external_id', x.external_id, 'stage', x.stage, 'rater', x.rater, "
     "'value', x.vote, 'payload', x.payload, 'seconds_spent', x.seconds_spent, "
-    "'created_at', x.created_at)::text"
+    "'created_at', x.created_at, 'item_version', x.item_version)::text"
 )
 
 
@@ -154,7 +155,7 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
             SELECT a.id, i.external_id, st.slug AS stage, coalesce(p.code, e.code) AS rater,
                    {vote} AS vote, {vote} #>> '{{}}' AS vote_text, a.payload,
                    a.seconds_spent, a.created_at,
-                   to_json(a.created_at) #>> '{{}}' AS created_at_text
+                   to_json(a.created_at) #>> '{{}}' AS created_at_text, a.item_version
             FROM {annotation} a
             JOIN {item_stage} s ON s.id = a.item_stage_id
             JOIN {item} i ON i.id = s.item_id
@@ -233,7 +234,8 @@ def copy_annotations_csv(
     project: Project, path: str | Path, *, statuses: Iterable[str], columns: Sequence[str]
 ) -> FileEntry:
     """Write annotations.csv of ``project`` by COPY: a header of ``columns`` (any of
-    external_id, stage, rater, value, payload, seconds_spent, created_at, in any order), then
+    external_id, stage, rater, value, payload, seconds_spent, created_at, item_version, in any
+    order), then
     one line per annotation. PostgreSQL only."""
     return _copy(project, statuses=statuses, output=_csv_columns(columns),
                  options=CSV_COPY_OPTIONS, path=Path(path), read=_as_is)  # fmt: skip

@@ -79,7 +79,7 @@ ITEM_COLUMNS = ["external_id", "status", "purpose", "group", "source", "version"
 STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes", "agreement",
                 "adjudicated"]  # fmt: skip
 ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
-                      "created_at"]  # fmt: skip
+                      "created_at", "item_version"]  # fmt: skip
 METRIC_PREFERENCE = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa", "icc",
                      "percent_agreement")  # fmt: skip
 
@@ -257,7 +257,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
     placeholders = ", ".join(["%s"] * len(statuses))
     sql = f"""
         SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater, a.payload,
-               a.seconds_spent, a.created_at
+               a.seconds_spent, a.created_at, a.item_version
         FROM {annotation_table} a
         JOIN {item_stage_table} s ON s.id = a.item_stage_id
         JOIN {item_table} i ON i.id = s.item_id
@@ -274,7 +274,10 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
             chunk = cursor.fetchall()
         if not chunk:
             return
-        for _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created in chunk:
+        for row in chunk:
+            _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created, version = (
+                row
+            )
             if isinstance(payload, str):  # SQLite, and psycopg when Django leaves jsonb as text
                 payload = loads(payload)
             slug, kind = stages[stage_id]
@@ -288,6 +291,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "payload": payload,
                 "seconds_spent": seconds,
                 "created_at": created.isoformat(),
+                "item_version": version,
             }
         last = chunk[-1][0]
 

@@ -87,17 +87,14 @@ def _follow_route(
     now = timezone.now()
     if route["action"] == "revise":
         revision = decision.revision if decision is not None else None
-        if revision is not None:
-            try:
-                item_revise(
-                    item=item,
-                    payload=revision,
-                    author=None,
-                    reason=f"{stage.name}: {decision.reason or outcome}"[:500],
-                    stage=stage,
-                )
-            except ApplicationError:
-                pass  # the chosen version is the current one: nothing to record
+        if revision is not None and dict(revision) != item.payload:
+            item_revise(
+                item=item,
+                payload=revision,
+                author=None,
+                reason=f"{stage.name}: {decision.reason or outcome}"[:500],
+                stage=stage,
+            )
         route = route["then"]
     if route["action"] == "back":
         target = Stage.objects.get(project_id=stage.project_id, slug=route["stage"])

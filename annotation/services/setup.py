@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from annotation.eligibility import validate_rules
-from annotation.errors import ApplicationError, NotFound
+from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
 from annotation.kinds import get_kind
 from annotation.models import (
@@ -38,6 +38,13 @@ from annotation.services.work import _release_assignments
 from annotation.sql import table as sql_table
 
 logger = logging.getLogger(__name__)
+
+#: Item stage states in which work on an item is still going on.
+UNCLOSED_STATES = (
+    ItemStage.State.OPEN,
+    ItemStage.State.RESOLVING,
+    ItemStage.State.ADJUDICATION,
+)
 
 
 # --- Projects, members, stages, items ---------------------------------------------------------
@@ -468,6 +475,21 @@ def items_create(
     return created
 
 
+def items_with_open_work(item_ids: Sequence[int]) -> dict[int, list[str]]:
+    """{item id: names of the stages where it has work on its current version} for the items
+    that item_revise would refuse to change (a lease out, or unresolved annotations)."""
+    busy: dict[int, list[str]] = {}
+    rows = (
+        ItemStage.objects.filter(item_id__in=list(item_ids), state__in=UNCLOSED_STATES)
+        .filter(Q(leased_count__gt=0) | Q(submitted_count__gt=0))
+        .order_by("item_id", "stage__position")
+        .values_list("item_id", "stage__name")
+    )
+    for item_id, name in rows:
+        busy.setdefault(item_id, []).append(name)
+    return busy
+
+
 @transaction.atomic
 def item_revise(
     *,
@@ -477,8 +499,31 @@ def item_revise(
     reason: str,
     stage: Stage | None = None,
 ) -> ItemRevision:
-    """Change an item's content, keeping the previous version and a field-level diff."""
+    """Change an item's content, keeping the previous version and a field-level diff.
+
+    Refused (Conflict naming the stages) while the item has work on its current version in a
+    stage that is not closed: a lease out, or annotations of the current round not yet
+    resolved. Reopening instead would mix judgements of two versions in one vote; every
+    annotation records the version it judged (``Annotation.item_version``). ``stage``: the
+    stage whose resolution revises the item (a route's "revise"), whose own work is done.
+    The item's unclosed item stages stay locked until the change commits, so no annotator is
+    shown the old version after it."""
     locked = Item.objects.select_for_update().get(pk=item.pk)
+    busy = [
+        item_stage.stage.name
+        for item_stage in ItemStage.objects.select_for_update(of=("self",))
+        .select_related("stage")
+        .filter(item=locked, state__in=UNCLOSED_STATES)
+        .exclude(stage=stage)
+        .order_by("stage__position")
+        if item_stage.leased_count or item_stage.submitted_count
+    ]
+    if busy:
+        raise Conflict(
+            f"{locked.external_id} is being annotated in {', '.join(busy)}: change it when that "
+            f"work is resolved, so that no vote mixes judgements of two versions.",
+            {"open_work": busy},
+        )
     old, new = locked.payload, dict(payload)
     diff = {
         key: {"old": old.get(key), "new": new.get(key)}

@@ -218,6 +218,7 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
         expires_at=now + timedelta(seconds=stage.lease_seconds),
         round=item_stage.round,
         phase=item_stage.phase,
+        item_version=item_stage.item.version,
     )
     _insert_lease(assignment)
     item_stage.leased_count += 1
@@ -243,9 +244,9 @@ def _insert_lease(assignment: Assignment) -> None:
             )
             INSERT INTO {sql.table(Assignment)}
                 (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
-                 finished_at, skip_reason, round, phase)
+                 finished_at, skip_reason, round, phase, item_version)
             VALUES (%(item_stage)s, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
-                    %(expires_at)s, NULL, '', %(round)s, %(phase)s)
+                    %(expires_at)s, NULL, '', %(round)s, %(phase)s, %(item_version)s)
             RETURNING id
             """,
             {
@@ -257,6 +258,7 @@ def _insert_lease(assignment: Assignment) -> None:
                 "expires_at": assignment.expires_at,
                 "round": assignment.round,
                 "phase": assignment.phase,
+                "item_version": assignment.item_version,
             },
         )
         assignment.pk = cursor.fetchone()[0]
@@ -354,9 +356,7 @@ def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignm
     stage's rows locked (one statement). Foreign ids → 403, unknown ones → 404."""
     row = None
     if sql.in_range(Assignment, assignment_id):
-        row = sql.fetchone(
-            _locked_assignment_sql(connection.vendor), {"assignment": assignment_id}
-        )
+        row = sql.fetchone(_locked_assignment_sql(connection.vendor), {"assignment": assignment_id})
     if row is None:
         raise NotFound("There is no such assignment.")
     (assignment, item_stage, stage), extras = sql.unpack(
@@ -476,6 +476,7 @@ def _annotation_submit(
         created_at=now,
         round=assignment.round,
         phase=assignment.phase,
+        item_version=assignment.item_version,
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.finished_at = now
@@ -521,9 +522,10 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
             )
             INSERT INTO {sql.table(Annotation)}
                 (item_stage_id, assignment_id, annotator_id, external_rater, payload,
-                 seconds_spent, client_info, created_at, round, phase)
+                 seconds_spent, client_info, created_at, round, phase, item_version)
             VALUES (%(item_stage)s, %(assignment)s, %(annotator)s, '', %(payload)s,
-                    %(seconds)s, %(client_info)s, %(now)s, %(round)s, %(phase)s)
+                    %(seconds)s, %(client_info)s, %(now)s, %(round)s, %(phase)s,
+                    %(item_version)s)
             RETURNING id
             """,
             {
@@ -540,6 +542,7 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
                 "client_info": json_field.get_db_prep_save(annotation.client_info, connection),
                 "round": annotation.round,
                 "phase": annotation.phase,
+                "item_version": annotation.item_version,
             },
         )
         annotation.pk = cursor.fetchone()[0]

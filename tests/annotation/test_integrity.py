@@ -169,3 +169,78 @@ def test_a_submit_is_refused_once_the_annotator_may_no_longer_annotate(leaves):
     if leaves in ("paused", "removed"):
         assert Assignment.objects.get(pk=held.pk).status == "revoked"
         assert "withdrawn" in refused.value.message
+
+
+# --- Judgements of one version never published as another ----------------------------------
+
+
+def test_each_annotation_records_the_version_it_judged_and_revisions_wait_for_open_work(
+    django_capture_on_commit_callbacks, settings, tmp_path
+):
+    from annotation.errors import Conflict
+    from annotation.models import Item
+    from releases.services import release_annotation_rows
+
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    (item,) = make_items(project, 1)
+    alice, bob = make_member(project), make_member(project)
+    first = lease(alice, stage)
+    assert first.item_version == 1
+
+    # A lease is out: the item cannot change under the annotator.
+    with pytest.raises(Conflict, match="being annotated in"):
+        services.item_revise(item=item, payload={"text": "v2"}, author=None, reason="typo")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.annotation_submit(
+            assignment_id=first.pk, annotator=alice, payload={"value": "keep"}
+        )
+    # One of two judgements is in: still open work.
+    with pytest.raises(Conflict):
+        services.item_revise(item=item, payload={"text": "v2"}, author=None, reason="typo")
+    with django_capture_on_commit_callbacks(execute=True):
+        second = lease(bob, stage)
+        services.annotation_submit(
+            assignment_id=second.pk, annotator=bob, payload={"value": "keep"}
+        )
+    assert ItemStage.objects.get().state == ItemStage.State.RESOLVED
+    services.item_revise(item=item, payload={"text": "v2"}, author=None, reason="typo")
+
+    item.refresh_from_db()
+    assert item.version == 2 and item.status == Item.Status.ACCEPTED
+    assert set(Annotation.objects.values_list("item_version", flat=True)) == {1}
+    exported = list(release_annotation_rows(project))
+    assert [row["item_version"] for row in exported] == [1, 1]
+
+
+def test_an_update_import_refuses_items_being_annotated_and_changes_nothing(settings, tmp_path):
+    import io
+    import json
+
+    from annotation.models import Item
+    from imports.models import ImportBatch
+    from imports.services import import_batch_create, import_batch_run
+
+    settings.MEDIA_ROOT = tmp_path
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    items = make_items(project, 3)
+    alice = make_member(project)
+    held = lease(alice, stage)
+    rows = [{"id": item.external_id, "text": f"new text {n}"} for n, item in enumerate(items)]
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    batch = import_batch_create(
+        project=project, user=None, fileobj=io.BytesIO(data), filename="update.jsonl",
+        options={"duplicate_policy": "update"},
+    )  # fmt: skip
+    batch = import_batch_run(batch_id=batch.pk)
+
+    assert batch.status == ImportBatch.Status.FAILED
+    busy = held.item_stage.item.external_id
+    line = 1 + [item.external_id for item in items].index(busy)
+    assert busy in batch.message
+    assert [(error["line"], error["code"]) for error in batch.errors] == [(line, "open_work")]
+    assert set(Item.objects.values_list("version", flat=True)) == {1}
+    assert not any(
+        text.startswith("new text") for text in Item.objects.values_list("payload__text", flat=True)
+    )

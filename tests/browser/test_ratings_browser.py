@@ -148,8 +148,11 @@ def test_without_javascript_a_rating_button_submits_its_rating(live_server, brow
         sign_in_with_the_keyboard(page, live_server.url, "nojs")
         page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
         page.locator("[data-start]").click()  # GET never leases; Start does
-        page.wait_for_selector(".item-form")
-        assert page.locator("[data-rate-reason]").is_visible()  # nothing hidden without the script
+        from playwright.sync_api import expect
+
+        page.wait_for_url("**/annotate/*/")
+        # Nothing hidden without the script (waits for the item page to be laid out).
+        expect(page.locator("[data-rate-reason]")).to_be_visible()
         page.get_by_role("button", name="8", exact=True).click()
         page.wait_for_load_state()
         assert "1 done" in page.locator("#progress-line").inner_text()
