@@ -14,7 +14,9 @@ from annotation import sql
 from annotation.errors import Conflict, NotFound, PermissionDenied
 from annotation.models import Assignment, Membership, Project, Role, Stage
 
-FOREIGN_ASSIGNMENT = "This item is assigned to another annotator; ask for your own next item."
+#: The one answer for an assignment id that is unknown or someone else's (both 404), so that
+#: trying ids reveals nothing, not even which ones exist.
+NO_SUCH_ASSIGNMENT = "There is no such assignment among yours; ask for your next item."
 
 #: Who may do what. Admins may do everything in their project; superusers everywhere.
 ANNOTATE = (Role.ANNOTATOR,)
@@ -117,17 +119,14 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
 
 
 def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
-    """The user's own assignment. Someone else's is a 403 that says so (for foreign
-    leases; nothing of the item or its answers is revealed), an unknown id a 404."""
+    """The user's own assignment; an unknown id and someone else's get the same 404."""
     assignment = (
         Assignment.objects.select_related("item_stage__item", "stage__project")
-        .filter(pk=assignment_id)
+        .filter(pk=assignment_id, annotator_id=user.pk)
         .first()
     )
     if assignment is None:
-        raise NotFound("There is no such assignment.")
-    if assignment.annotator_id != user.pk:
-        raise PermissionDenied(FOREIGN_ASSIGNMENT)
+        raise NotFound(NO_SUCH_ASSIGNMENT)
     return assignment
 
 

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation import sql
-from annotation.access import FOREIGN_ASSIGNMENT
+from annotation.access import NO_SUCH_ASSIGNMENT
 from annotation.eligibility import conditions as eligibility_conditions
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info, clean_text
@@ -353,17 +353,17 @@ def _locked_assignment_sql(vendor: str) -> str:
 
 def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
     """The user's assignment with its item stage and stage; the assignment's and the item
-    stage's rows locked (one statement). Foreign ids → 403, unknown ones → 404."""
+    stage's rows locked (one statement). Foreign and unknown ids: the same 404."""
     row = None
     if sql.in_range(Assignment, assignment_id):
         row = sql.fetchone(_locked_assignment_sql(connection.vendor), {"assignment": assignment_id})
     if row is None:
-        raise NotFound("There is no such assignment.")
+        raise NotFound(NO_SUCH_ASSIGNMENT)
     (assignment, item_stage, stage), extras = sql.unpack(
         row, (Assignment, ItemStage, Stage), ("may_annotate",)
     )
     if assignment.annotator_id != user.pk:
-        raise PermissionDenied(FOREIGN_ASSIGNMENT)
+        raise NotFound(NO_SUCH_ASSIGNMENT)
     assignment.item_stage, assignment.stage = item_stage, stage
     assignment.may_annotate = bool(extras["may_annotate"])
     return assignment

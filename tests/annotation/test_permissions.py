@@ -105,14 +105,14 @@ EXPECTED = {
     # Only the project's annotators get items (superusers too must be annotators to annotate).
     "item_screen": [302, 404, 200, 200, 403, 403, 403, 403],
     # Acting on the owner's assignment: the owner is redirected to the next item (PRG);
-    # everybody else gets 403 "assigned to another annotator" (the contract for a
-    # foreign lease), which reveals nothing of the item or the owner's answers.
-    "submit": [302, 403, 302, 403, 403, 403, 403, 403],
-    "skip": [302, 403, 302, 403, 403, 403, 403, 403],
-    "submit_htmx": [200, 403, 200, 403, 403, 403, 403, 403],  # anonymous: HX-Redirect to sign in
+    # everybody else gets the 404 an unknown id gets (the contract for a foreign lease), which
+    # reveals nothing of the item, of the owner's answers, or that the id exists.
+    "submit": [302, 404, 302, 404, 404, 404, 404, 404],
+    "skip": [302, 404, 302, 404, 404, 404, 404, 404],
+    "submit_htmx": [200, 404, 200, 404, 404, 404, 404, 404],  # anonymous: HX-Redirect to sign in
     "api_next": [403, 404, 200, 200, 403, 403, 403, 403],
-    "api_submit": [403, 403, 201, 403, 403, 403, 403, 403],
-    "api_skip": [403, 403, 200, 403, 403, 403, 403, 403],
+    "api_submit": [403, 404, 201, 404, 404, 404, 404, 404],
+    "api_skip": [403, 404, 200, 404, 404, 404, 404, 404],
     # The Django admin is for staff only; project roles do not make anyone staff.
     "admin_annotations": [302, 302, 302, 302, 302, 302, 302, 200],
 }
@@ -289,14 +289,10 @@ def test_guessing_ids_never_reveals_another_annotators_annotation(client, world)
         ]
         for response in attempts:
             body = response.content.decode()
-            # Bob's lease: 403 saying it is someone else's ; an unknown
-            # id: 404. Neither reveals anything of the item or of Bob's answers.
-            if assignment_id in bobs_ids:
-                assert response.status_code == 403, (assignment_id, body[:300])
-                assert "assigned to another annotator" in body
-            else:
-                assert response.status_code == 404, (assignment_id, body[:300])
-                assert "no such assignment" in body
+            # Bob's lease and an unknown id get the same 404: nothing of the item or of
+            # Bob's answers, nor whether the id exists, is revealed.
+            assert response.status_code == 404, (assignment_id, body[:300])
+            assert "no such assignment among yours" in body
             assert "BOB-PRIVATE-COMMENT" not in body and "reject" not in body
     assert list(Annotation.objects.values_list("pk", "payload")) == before
     assert Assignment.objects.filter(annotator=bob, status=Assignment.Status.ACTIVE).count() == 1

@@ -284,7 +284,7 @@ def test_a_typed_skip_reason_wins_and_an_empty_one_is_refused(client):
 
 @pytest.mark.parametrize("action", ["submit", "skip"])
 @pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
-def test_another_annotators_assignment_is_403_and_an_unknown_one_404(client, action, headers):
+def test_another_annotators_assignment_and_an_unknown_one_get_the_same_404(client, action, headers):
     _, stage, (alice, bob, _) = pair_project()
     signed_in(client, bob)
     client.post(stage_url(stage), follow=True)
@@ -294,9 +294,9 @@ def test_another_annotators_assignment_is_403_and_an_unknown_one_404(client, act
     unknown = reverse(f"annotation:{action}", args=[bobs.pk + 1000])
     data = {"value": "keep", "reason": "I can't judge this item"}
     foreign, missing = client.post(url, data, **headers), client.post(unknown, data, **headers)
-    assert (foreign.status_code, missing.status_code) == (403, 404)
-    assert "assigned to another annotator" in foreign.content.decode()
-    assert "There is no such assignment." in missing.content.decode()
+    assert (foreign.status_code, missing.status_code) == (404, 404)
+    assert "There is no such assignment among yours" in foreign.content.decode()
+    assert error_box(foreign) == error_box(missing)
     assert "Sentence" not in error_box(foreign)
     bobs.refresh_from_db()
     assert bobs.status == Assignment.Status.ACTIVE and not Annotation.objects.exists()
