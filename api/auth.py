@@ -3,15 +3,22 @@
 DRF's TokenAuthentication fetches the token and its user through the ORM on every request; on
 the annotator loop (next → submit) that query's compilation cost more than the rest of the
 sign-in. Same contract as DRF's: `Authorization: Token <key>`, 401 for an unknown key or an
-inactive user, `request.auth` is the Token.
+inactive user (403 while session authentication is listed first), `request.auth` is the Token.
+Beyond DRF's: a token expires
+``API_TOKEN_MAX_AGE_SECONDS`` after it was issued (refused, saying so; ask for a new one), and a
+user's tokens are deleted when their password changes (``tokens_revoke_on_password_change``,
+connected in api/apps.py).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import cache
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
@@ -38,4 +45,33 @@ class TokenAuthentication(authentication.TokenAuthentication):
         token.user = user
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        if _expired(token):
+            raise exceptions.AuthenticationFailed(
+                "This token has expired; ask for a new one at /api/auth/token/."
+            )
         return token.user, token
+
+
+def _expired(token: Token) -> bool:
+    return token.created < timezone.now() - timedelta(seconds=settings.API_TOKEN_MAX_AGE_SECONDS)
+
+
+@transaction.atomic
+def token_for(user) -> Token:
+    """The user's live token, or a new one when they have none or theirs has expired."""
+    token = Token.objects.select_for_update().filter(user=user).first()
+    if token is not None and not _expired(token):
+        return token
+    if token is not None:
+        token.delete()
+    return Token.objects.create(user=user)
+
+
+def tokens_revoke_on_password_change(sender, instance, update_fields=None, **kwargs) -> None:
+    """pre_save of the user model: a changed password ends every API token of the user (as it
+    ends their other sessions), whichever way it was changed (admin, views, set_password)."""
+    if instance.pk is None or (update_fields is not None and "password" not in update_fields):
+        return
+    stored = sender.objects.filter(pk=instance.pk).values_list("password", flat=True).first()
+    if stored is not None and stored != instance.password:
+        Token.objects.filter(user_id=instance.pk).delete()

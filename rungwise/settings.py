@@ -290,6 +290,9 @@ AGREEMENT_REFRESH_DELAY = float(os.environ.get("AGREEMENT_REFRESH_DELAY", "2"))
 AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", "30"))
 
 # --- REST API -------------------------------------------------------------------------------
+#: How long an API token lives (seconds; default 30 days). A changed password ends it at once.
+API_TOKEN_MAX_AGE_SECONDS = int(os.environ.get("RUNGWISE_API_TOKEN_MAX_AGE", 30 * 24 * 3600))
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
