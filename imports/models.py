@@ -46,6 +46,9 @@ class ImportBatch(models.Model):
         null=True, blank=True, help_text="When validation passed and writing began."
     )
     finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Runs started for this batch (the sweep caps them)."
+    )
 
     class Meta:
         db_table = "annotation_importbatch"

@@ -52,10 +52,11 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import connection, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation import services
-from annotation.errors import ApplicationError
+from annotation.errors import ApplicationError, Conflict
 from annotation.models import Item, ItemStage, Project
 from imports.core import (
     FieldSpec,
@@ -368,6 +369,63 @@ def import_batch_start(*, batch: ImportBatch, run_inline: bool | None = None) ->
 
 # --- Running a batch ----------------------------------------------------------------------
 
+#: Runs started for one batch before the sweep gives up and marks it failed.
+MAX_ATTEMPTS = 3
+
+
+def import_batches_stuck(*, now=None, grace_seconds: float | None = None) -> list[int]:
+    """Batches whose run never started within ``grace_seconds`` of the upload (the message was
+    lost: broker down, or restarted empty) or started longer than STALE_AFTER ago and never
+    finished (the worker died)."""
+    now = now or timezone.now()
+    grace = timedelta(
+        seconds=settings.SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    )
+    running = (ImportBatch.Status.VALIDATING, ImportBatch.Status.WRITING)
+    return list(
+        ImportBatch.objects.filter(
+            Q(status=ImportBatch.Status.PENDING, created_at__lt=now - grace)
+            | Q(status__in=running, started_at__lt=now - STALE_AFTER)
+        ).values_list("pk", flat=True)
+    )
+
+
+def import_batch_requeue(*, batch_id: int, reset_attempts: bool = False) -> ImportBatch:
+    """Send a stuck batch again, or mark it failed after MAX_ATTEMPTS started runs (nothing of
+    it was kept: each run writes in one transaction). Also an admin's "retry"
+    (``reset_attempts``: a fresh count; a failed batch runs again from its stored file)."""
+    from imports.tasks import run_import
+
+    with transaction.atomic():
+        batch = ImportBatch.objects.select_for_update().get(pk=batch_id)
+        if reset_attempts:
+            if batch.status == ImportBatch.Status.SUCCEEDED:
+                raise Conflict(f"{batch.filename} was imported; upload it again to re-import.")
+            batch.status, batch.attempts, batch.started_at = ImportBatch.Status.PENDING, 0, None
+            batch.message, batch.finished_at = "", None
+            batch.save(update_fields=["status", "attempts", "started_at", "message", "finished_at"])
+        elif batch.status in (ImportBatch.Status.SUCCEEDED, ImportBatch.Status.FAILED):
+            return batch
+        elif batch.attempts >= MAX_ATTEMPTS:
+            return _fail(
+                batch,
+                None,
+                f"The import was started {batch.attempts} times and never finished (is a worker "
+                f"running, with enough memory and time? See its log); nothing was imported. "
+                f"Retry it, or upload the file again.",
+            )
+        services.enqueue_on_commit(run_import, batch.pk)
+    return batch
+
+
+def import_batch_mark_failed(*, batch_id: int, reason: str) -> ImportBatch:
+    """An admin's decision: a pending or running batch stops here, with their reason."""
+    with transaction.atomic():
+        batch = ImportBatch.objects.select_for_update().get(pk=batch_id)
+        if batch.status in (ImportBatch.Status.SUCCEEDED, ImportBatch.Status.FAILED):
+            return batch
+        return _fail(batch, None, reason[:2000])
+
 
 def _claim(batch_id: int) -> ImportBatch | None:
     """Move a pending (or abandoned) batch to VALIDATING; None when it is not ours to run."""
@@ -391,9 +449,11 @@ def _claim(batch_id: int) -> ImportBatch | None:
         batch.started_at = now
         batch.validated_at = None
         batch.rows_done = batch.rows_written = batch.bytes_done = 0
+        batch.attempts += 1
         batch.save(
             update_fields=[
-                "status", "started_at", "validated_at", "rows_done", "rows_written", "bytes_done"
+                "status", "started_at", "validated_at", "rows_done", "rows_written", "bytes_done",
+                "attempts",
             ]
         )  # fmt: skip
         return batch

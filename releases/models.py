@@ -30,6 +30,12 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict, blank=True)
     stats = models.JSONField(default=dict, blank=True)
     message = models.TextField(blank=True)
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the current build attempt began."
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Build attempts started for this version (the sweep caps them)."
+    )
 
     class Meta:
         db_table = "annotation_release"

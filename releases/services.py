@@ -37,10 +37,11 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import connection, transaction
@@ -139,8 +140,18 @@ def release_publish(
         release = retry
         release.status = Release.Status.BUILDING
         release.notes, release.created_by, release.message = notes, user, ""
-        release.created_at = timezone.now()
-        release.save(update_fields=["status", "notes", "created_by", "message", "created_at"])
+        release.created_at, release.started_at, release.attempts = timezone.now(), None, 0
+        release.save(
+            update_fields=[
+                "status",
+                "notes",
+                "created_by",
+                "message",
+                "created_at",
+                "started_at",
+                "attempts",
+            ]  # fmt: skip
+        )
     else:
         release = Release.objects.create(
             project=locked,
@@ -493,10 +504,101 @@ def release_archive_rows(release: Release, name: str = "items.jsonl") -> Iterato
                     yield json.loads(line)
 
 
+#: A build that started this long ago and has not finished is taken to be dead (its worker was
+#: killed); the sweep starts it again. Beyond Celery's hard time limit, so never a live build.
+STALE_AFTER = timedelta(seconds=getattr(settings, "CELERY_TASK_TIME_LIMIT", 900) + 60)
+#: Builds started for one version before the sweep gives up and marks it failed.
+MAX_ATTEMPTS = 3
+
+
 def _claim(release_id: int) -> Release | None:
-    release = Release.objects.select_related("project").filter(pk=release_id).first()
-    if release is None or release.status != Release.Status.BUILDING:
-        return None
+    """Start a build attempt of a BUILDING release that is not being built (never started, or
+    started so long ago that its worker is dead); None when it is not ours to build."""
+    with transaction.atomic():
+        release = (
+            Release.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk=release_id)
+            .first()
+        )
+        if release is None or release.status != Release.Status.BUILDING:
+            return None
+        now = timezone.now()
+        if release.started_at is not None and release.started_at >= now - STALE_AFTER:
+            return None  # a live build has it
+        release.started_at = now
+        release.attempts += 1
+        release.save(update_fields=["started_at", "attempts"])
+        return release
+
+
+def releases_stuck(*, now=None, grace_seconds: float | None = None) -> list[int]:
+    """BUILDING releases whose build never started within ``grace_seconds`` of publishing (the
+    message was lost: broker down, or restarted empty) or started longer than STALE_AFTER ago
+    (the worker died)."""
+    now = now or timezone.now()
+    grace = timedelta(
+        seconds=settings.SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    )
+    return list(
+        Release.objects.filter(status=Release.Status.BUILDING)
+        .filter(
+            Q(started_at__isnull=True, created_at__lt=now - grace)
+            | Q(started_at__lt=now - STALE_AFTER)
+        )
+        .values_list("pk", flat=True)
+    )
+
+
+def release_requeue(*, release_id: int, reset_attempts: bool = False) -> Release:
+    """Send a stuck build again, or mark it failed after MAX_ATTEMPTS started builds. Also an
+    admin's "retry" (``reset_attempts``: a fresh count; a failed release goes back to
+    building)."""
+    from releases.tasks import build_release
+
+    with transaction.atomic():
+        release = Release.objects.select_for_update().get(pk=release_id)
+        if release.status == Release.Status.PUBLISHED:
+            raise Conflict(f"v{release.version} is published; a published release never changes.")
+        if reset_attempts:
+            if (
+                release.status == Release.Status.FAILED
+                and Release.objects.filter(
+                    project_id=release.project_id, status=Release.Status.BUILDING
+                )
+                .exclude(pk=release.pk)
+                .exists()
+            ):
+                raise Conflict("Another version of this project is being built; wait for it.")
+            release.status, release.attempts, release.message = Release.Status.BUILDING, 0, ""
+            release.started_at, release.created_at = None, timezone.now()
+            release.save(
+                update_fields=["status", "attempts", "message", "started_at", "created_at"]
+            )
+        elif release.status != Release.Status.BUILDING:
+            return release
+        elif release.attempts >= MAX_ATTEMPTS:
+            release.status = Release.Status.FAILED
+            release.message = (
+                f"The build was started {release.attempts} times and never finished (is a "
+                f"worker running, with enough memory and time? See its log). Retry it from "
+                f"the admin, or publish again."
+            )
+            release.save(update_fields=["status", "message"])
+            return release
+        services.enqueue_on_commit(build_release, release.pk)
+    return release
+
+
+def release_mark_failed(*, release_id: int, reason: str) -> Release:
+    """An admin's decision: a BUILDING release stops here, with their reason (its version is
+    reused by the next publish)."""
+    with transaction.atomic():
+        release = Release.objects.select_for_update().get(pk=release_id)
+        if release.status == Release.Status.BUILDING:
+            release.status = Release.Status.FAILED
+            release.message = reason[:2000]
+            release.save(update_fields=["status", "message"])
     return release
 
 

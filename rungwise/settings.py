@@ -277,6 +277,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "agreement.tasks.sweep_agreement",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
+    # Release builds and imports whose message was lost (broker down or restarted empty) or
+    # whose worker died: sent again, and failed with a reason after three started attempts.
+    "sweep-stuck-releases": {
+        "task": "releases.tasks.sweep_stuck_releases",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
+    "sweep-stuck-imports": {
+        "task": "imports.tasks.sweep_stuck_imports",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
     # Slot counters recounted from the rows (a lease deleted outside the services, say).
     "repair-counters": {
         "task": "annotation.tasks.repair_counters",

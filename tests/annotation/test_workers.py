@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -271,3 +272,50 @@ def test_a_frozen_redis_does_not_hang_a_submit(workers):
     assert elapsed < 30, f"{elapsed:.1f} s for two submits with Redis frozen"
     sweep_unresolved.delay(0)
     wait_for(lambda: all_resolved(stage, 2), timeout=30)
+
+
+def test_a_release_and_an_import_started_while_redis_is_down_finish_after_the_sweep(
+    workers, settings, tmp_path
+):
+    """Publishing and importing answer at once with Redis down (the message is lost); when
+    Redis comes back empty, the beat's stuck sweeps (sent here by hand) get both done by the
+    real worker. Before these sweeps the release stayed "building" and refused every publish."""
+    import io
+
+    from imports.models import ImportBatch
+    from imports.services import import_batch_create, import_batch_start
+    from imports.tasks import sweep_stuck_imports
+    from releases.models import Release
+    from releases.services import release_publish
+    from releases.tasks import sweep_stuck_releases
+    from rungwise.celery import app
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    redis = Redis()
+    worker_media = {"MEDIA_ROOT": str(settings.MEDIA_ROOT)}
+    workers.start(**worker_media)
+    stage, _people = label_stage(items=2)
+    Item.objects.filter(project=stage.project).update(status=Item.Status.ACCEPTED)
+
+    redis.shutdown()
+    try:
+        release = release_publish(project=stage.project, user=None)
+        batch = import_batch_create(
+            project=stage.project, user=None, filename="late.jsonl", options={},
+            fileobj=io.BytesIO(b'{"id": "late-1", "text": "It rained, so the game stopped."}\n'),
+        )  # fmt: skip
+        import_batch_start(batch=batch, run_inline=False)
+    finally:
+        redis.start()
+    release.refresh_from_db()
+    batch.refresh_from_db()
+    assert (release.status, batch.status) == ("building", "pending")
+
+    wait_for(lambda: app.control.ping(timeout=0.5), timeout=30)
+    Release.objects.filter(pk=release.pk).update(created_at=release.created_at - timedelta(hours=1))
+    ImportBatch.objects.filter(pk=batch.pk).update(created_at=batch.created_at - timedelta(hours=1))
+    sweep_stuck_releases.delay()
+    sweep_stuck_imports.delay()
+    wait_for(lambda: Release.objects.get(pk=release.pk).status == "published", timeout=60)
+    wait_for(lambda: ImportBatch.objects.get(pk=batch.pk).status == "succeeded", timeout=60)
+    assert Item.objects.filter(project=stage.project, external_id="late-1").exists()
