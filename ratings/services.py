@@ -44,7 +44,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from annotation import services as engine
-from annotation.errors import ApplicationError
+from annotation.errors import ApplicationError, Conflict
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from imports.models import ImportBatch
 from ratings import importing
@@ -443,16 +443,47 @@ def _regular_item_ids(project: Project) -> dict[str, int]:
     )
 
 
+#: ImportBatch.options of a historic ratings file (its checksum guards against a second import).
+HISTORIC_OPTIONS = {"ratings": "historic"}
+
+
+@transaction.atomic
 def historic_ratings_import(
     *,
     project: Project,
     content: bytes | str,
     filename: str,
     user: AbstractBaseUser | None = None,
+    allow_duplicate_file: bool = False,
 ) -> int:
     """Import historic ratings (CSV/TSV/JSONL, see ratings.importing) of a project's items as
-    external annotations. Returns the number of ratings stored; a bad row rejects the file."""
+    external annotations. Returns the number of ratings stored; a bad row rejects the file.
+
+    Imported once: a file whose SHA-256 was already imported into the project is refused
+    (naming the earlier import) unless ``allow_duplicate_file``; a named rater who already
+    rated an item (in any file) is a row error; concurrent imports into one project run one
+    after the other (a lock on the project's ratings setup), so counters and means stay equal
+    to the rows. Each import is recorded as an ImportBatch with the file's checksum."""
+    _setup_locked(project)
     setup = _setup(project)
+    sha256 = _sha256(content)
+    earlier = (
+        ImportBatch.objects.filter(
+            project=project, sha256=sha256, options=HISTORIC_OPTIONS,
+            status=ImportBatch.Status.SUCCEEDED,
+        )
+        .order_by("created_at")
+        .first()
+    )  # fmt: skip
+    if earlier is not None and not allow_duplicate_file:
+        raise Conflict(
+            f"This file was already imported ({earlier.filename}, "
+            f"{earlier.created_at:%Y-%m-%d %H:%M} UTC, {earlier.rows_total:,} ratings): "
+            f"importing it again would count every "
+            f"rating twice. If these ratings really were collected twice, ask to import it "
+            f"again.",
+            {"sha256": sha256, "import_batch": earlier.pk},
+        )
     connective_set = connective_set_from_json(setup.connective_set)
     known = _regular_item_ids(project)
     try:
@@ -463,11 +494,55 @@ def historic_ratings_import(
             scale=scale_bounds(setup.rating_stage.config),
             known_items=set(known),
         )
+        _refuse_raters_seen_before(setup, ratings, known)
     except ImportRejected as error:
         raise _rejected(error) from None
-    return historic_ratings_create(
+    stored = historic_ratings_create(
         project=project, ratings=ratings, source=filename, item_ids=known
     )
+    now = timezone.now()
+    ImportBatch.objects.create(
+        project=project, created_by=user if user is not None and user.is_authenticated else None,
+        filename=filename[:255], format=Path(filename).suffix.lstrip(".").lower()[:16],
+        sha256=sha256, options=HISTORIC_OPTIONS, status=ImportBatch.Status.SUCCEEDED,
+        rows_total=len(ratings), rows_done=len(ratings), rows_written=len(ratings),
+        started_at=now, finished_at=now, message=f"{stored:,} historic ratings.",
+    )  # fmt: skip
+    return stored
+
+
+def _setup_locked(project: Project) -> None:
+    """Take the project's ratings-setup row lock until the transaction ends (PostgreSQL; SQLite
+    serialises writers anyway): historic imports into one project run one at a time."""
+    RatingsSetup.objects.select_for_update().filter(project=project).values_list("pk").first()
+
+
+def _refuse_raters_seen_before(
+    setup: RatingsSetup, ratings: Sequence[importing.RatingRow], item_ids: Mapping[str, int]
+) -> None:
+    """A named rater rates an item once, across files too (the file's own repeats are caught
+    by ``importing.parse_ratings``); also a database constraint (annotation_external_rater_once)."""
+    named = [rating for rating in ratings if rating.rater]
+    if not named or setup.historic_stage_id is None:
+        return
+    seen = set(
+        Annotation.objects.filter(
+            item_stage__stage_id=setup.historic_stage_id,
+            external_rater__in={rating.rater for rating in named},
+            item_stage__item_id__in={item_ids[rating.item_key] for rating in named},
+        ).values_list("item_stage__item_id", "external_rater")
+    )
+    errors = [
+        importing.RowError(
+            rating.line,
+            "rater",
+            f"{rating.rater!r} already rated {rating.item_key} in an earlier import",
+        )  # fmt: skip
+        for rating in named
+        if (item_ids[rating.item_key], rating.rater) in seen
+    ]
+    if errors:
+        raise ImportRejected(errors)
 
 
 @transaction.atomic
@@ -479,7 +554,9 @@ def historic_ratings_create(
     item_ids: Mapping[str, int] | None = None,
 ) -> int:
     """Store checked historic ratings on the historic stage (see the module docstring) and
-    bring its item stages' counters and mean resolutions up to date."""
+    bring its item stages' counters and mean resolutions up to date (under the project's
+    ratings-setup lock, so that concurrent imports add up)."""
+    _setup_locked(project)
     setup = _setup(project)
     stage = _historic_stage(setup)
     item_ids = item_ids if item_ids is not None else _regular_item_ids(project)

@@ -295,7 +295,9 @@ def import_page(request, slug: str):
         "scale": context.scale,
         "sample": selectors.pair_sample(context),
         "progress": selectors.progress(context),
-        "batches": context.project.import_batches.filter(options__ratings="pairs")[:10],
+        "batches": context.project.import_batches.filter(
+            options__ratings__in=["pairs", "historic"]
+        )[:10],
     }
     if request.method == "GET":
         return render(request, "ratings/import.html", page_context)
@@ -304,7 +306,11 @@ def import_page(request, slug: str):
         filename, content = _upload(request)
         if what == "ratings":
             count = services.historic_ratings_import(
-                project=context.project, content=content, filename=filename, user=request.user
+                project=context.project,
+                content=content,
+                filename=filename,
+                user=request.user,
+                allow_duplicate_file=request.POST.get("allow_duplicate_file") == "1",
             )
             messages.success(request, f"Imported {count:,} ratings from {filename}.")
         elif what == "pairs":

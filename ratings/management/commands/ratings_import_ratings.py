@@ -20,14 +20,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("file")
+        parser.add_argument(
+            "--allow-duplicate-file",
+            action="store_true",
+            help="Import the file even if the same file (by SHA-256) was imported before.",
+        )
 
-    def handle(self, *args, slug, file, **options):
+    def handle(self, *args, slug, file, allow_duplicate_file=False, **options):
         project = project_by_slug(slug)
         filename, content = read_file(file)
         start = time.perf_counter()
         try:
             count = services.historic_ratings_import(
-                project=project, content=content, filename=filename
+                project=project,
+                content=content,
+                filename=filename,
+                allow_duplicate_file=allow_duplicate_file,
             )
         except ApplicationError as error:
             raise command_error(error) from None
