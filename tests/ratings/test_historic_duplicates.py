@@ -69,7 +69,9 @@ def test_a_named_rater_never_rates_an_item_twice_across_files(ratings_project):
     with pytest.raises(ApplicationError) as refused:
         services.historic_ratings_import(
             project=ratings_project,
-            content=ratings_csv([["p1", "AB", "because", "r1", "2"], ["p1", "AB", "so", "r1", "3"]]),
+            content=ratings_csv(
+                [["p1", "AB", "because", "r1", "2"], ["p1", "AB", "so", "r1", "3"]]
+            ),
             filename="second.csv",
         )
     errors = refused.value.extra["errors"]
@@ -141,7 +143,9 @@ def test_the_command_and_the_page_refuse_a_second_import_unless_asked(
     call_command("ratings_import_ratings", ratings_project.slug, str(path))
     with pytest.raises(CommandError, match="already imported"):
         call_command("ratings_import_ratings", ratings_project.slug, str(path))
-    call_command("ratings_import_ratings", ratings_project.slug, str(path), "--allow-duplicate-file")
+    call_command(
+        "ratings_import_ratings", ratings_project.slug, str(path), "--allow-duplicate-file"
+    )
 
     admin = get_user_model().objects.create_user("ratings-admin", password="pw-long-enough-1")
     engine.membership_add(project=ratings_project, user=admin, role=Role.ADMIN)
