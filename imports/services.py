@@ -88,6 +88,11 @@ def inline_max_bytes() -> int:
     return int(getattr(settings, "RUNGWISE_IMPORT_INLINE_MAX_BYTES", 1 << 20))
 
 
+def upload_max_bytes() -> int:
+    """The largest file any import takes (``settings.RUNGWISE_UPLOAD_MAX_BYTES``)."""
+    return int(settings.RUNGWISE_UPLOAD_MAX_BYTES)
+
+
 # --- How a clean row becomes an item ------------------------------------------------------
 
 
@@ -326,11 +331,29 @@ def import_batch_create(
                 raise ApplicationError("The upload must be binary.", {"file": "binary"})
             digest.update(data)
             size += len(data)
+            if size > limit:  # a stream that did not say its size
+                raise ApplicationError(
+                    f"{filename} is larger than {limit / 1e6:,.0f} MB, the most an import takes "
+                    f"(RUNGWISE_UPLOAD_MAX_BYTES). Split the file.",
+                    {"file": "too large", "max_bytes": limit},
+                    status=413,
+                )
             return data
 
         def __getattr__(self, name):
             return getattr(self.raw, name)
 
+    limit = upload_max_bytes()
+    declared = getattr(fileobj, "size", None)
+    if declared is None and hasattr(fileobj, "seek") and hasattr(fileobj, "tell"):
+        declared = fileobj.seek(0, os.SEEK_END)
+    if declared is not None and declared > limit:
+        raise ApplicationError(
+            f"{filename} is {declared / 1e6:,.1f} MB; imports take at most "
+            f"{limit / 1e6:,.0f} MB (RUNGWISE_UPLOAD_MAX_BYTES). Split the file.",
+            {"file": "too large", "max_bytes": limit},
+            status=413,
+        )
     if hasattr(fileobj, "seek"):
         fileobj.seek(0)
     batch = ImportBatch(

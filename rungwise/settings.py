@@ -322,6 +322,9 @@ REST_FRAMEWORK = {
     },
 }
 # Import files up to this size run inside the upload request; larger ones in a Celery task.
+#: The largest file an import (items, ratings, model answers) takes; larger ones are refused
+#: before anything is stored.
+RUNGWISE_UPLOAD_MAX_BYTES = int(os.environ.get("RUNGWISE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024))
 RUNGWISE_IMPORT_INLINE_MAX_BYTES = int(os.environ.get("RUNGWISE_IMPORT_INLINE_MAX_BYTES", 1 << 20))
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rungwise API",

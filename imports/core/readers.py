@@ -57,6 +57,8 @@ WRAPPER_KEYS = (
 CHUNK_SIZE = 1 << 16
 SNIFF_SIZE = 1 << 16
 CSV_FIELD_LIMIT = 1 << 22  # 4 Mi characters in one cell: far beyond any real case text
+#: Bytes in one physical line (JSON Lines, CSV): a longer line is refused, never read whole.
+LINE_LIMIT = 1 << 24
 
 UTF8_BOM = codecs.BOM_UTF8
 _OTHER_BOMS = (
@@ -133,7 +135,9 @@ class HashingReader:
             return data
         return self._pull(size)
 
-    def readline(self) -> bytes:
+    def readline(self, limit: int = -1) -> bytes:
+        """One line with its ending; at most ``limit`` bytes (when positive) if no line end
+        comes first."""
         if self._pending:
             cut = self._pending.find(b"\n")
             if cut >= 0:
@@ -142,7 +146,9 @@ class HashingReader:
             line, self._pending = self._pending, b""
         else:
             line = b""
-        rest = self._raw.readline()
+        if limit > 0 and len(line) >= limit:
+            return line
+        rest = self._raw.readline(limit - len(line) if limit > 0 else -1)
         if isinstance(rest, str):
             raise TypeError("import readers need a binary file object (open the file with 'rb')")
         self._hash.update(rest)
@@ -281,11 +287,25 @@ class Utf8Decoder:
 def _text_lines(source: HashingReader) -> Iterator[str]:
     """Decoded physical lines, each with its line ending."""
     decoder = Utf8Decoder()
+    number = 0
     while True:
-        raw_line = source.readline()
+        raw_line = source.readline(LINE_LIMIT + 1)
+        number += 1
         if not raw_line:
             decoder.decode(b"", final=True)
             return
+        if len(raw_line) > LINE_LIMIT:
+            raise ImportFileError(
+                RowError(
+                    line=number,
+                    code="line_too_long",
+                    expected=f"at most {LINE_LIMIT // (1 << 20)} MiB per line",
+                    found=f"more than {LINE_LIMIT:,} bytes without a line end",
+                    message=f"line {number} is longer than {LINE_LIMIT // (1 << 20)} MiB: is "
+                    f"this really one record per line (JSON Lines, CSV)? A JSON array needs "
+                    f"the .json extension.",
+                )
+            )
         yield decoder.decode(raw_line)
 
 

@@ -58,3 +58,51 @@ def test_nul_characters_in_reasons_are_refused_with_a_message(lease):
     assignment.refresh_from_db()
     assert assignment.status == "active"
     assert access_stage_for_annotator(user=alice, stage_id=verify.pk)
+
+
+def test_an_upload_over_the_cap_is_refused_before_anything_is_stored(settings, tmp_path):
+    import io
+
+    from annotation.models import Item
+    from imports.models import ImportBatch
+    from imports.services import import_batch_create
+    from tests.factories import make_project, make_verify_stage
+
+    settings.MEDIA_ROOT = tmp_path
+    settings.RUNGWISE_UPLOAD_MAX_BYTES = 1000
+    project = make_project()
+    make_verify_stage(project)
+    big = b"".join(b'{"id": "i%d", "text": "%s"}\n' % (n, b"x" * 40) for n in range(40))
+    with pytest.raises(ApplicationError) as refused:
+        import_batch_create(
+            project=project, user=None, fileobj=io.BytesIO(big), filename="big.jsonl", options={}
+        )
+    assert refused.value.status == 413 and "at most" in refused.value.message
+    assert "RUNGWISE_UPLOAD_MAX_BYTES" in refused.value.message
+
+    class Stream:  # a stream that does not say its size
+        def __init__(self, data):
+            self.data = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self.data.read(n)
+
+    with pytest.raises(ApplicationError, match="larger than"):
+        import_batch_create(
+            project=project, user=None, fileobj=Stream(big), filename="big.jsonl", options={}
+        )
+    assert not ImportBatch.objects.exists() and not Item.objects.exists()
+
+
+def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(monkeypatch):
+    import io
+
+    from imports.core import readers
+    from imports.core.pipeline import validate_stream
+    from imports.core.schema import generic_schema
+
+    monkeypatch.setattr(readers, "LINE_LIMIT", 1000)
+    data = b'{"id": "a"}\n' + b'{"id": "' + b"x" * 5000 + b'"}\n'
+    report = validate_stream(io.BytesIO(data), fmt="jsonl", schema=generic_schema())
+    assert report.fatal
+    assert [(error.line, error.code) for error in report.errors] == [(2, "line_too_long")]
