@@ -137,13 +137,15 @@ def test_invalid_payload_is_rejected_with_the_field_and_nothing_is_written():
     assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.ACTIVE
 
 
-def test_a_foreign_lease_is_forbidden_and_an_unknown_one_not_found():
+def test_a_foreign_lease_and_an_unknown_one_are_not_found_alike():
     _, verify, _, (alice, bob, _) = pipeline()
     assignment = next_for(alice, verify)
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(NotFound) as foreign:
         submit(bob, assignment)
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as unknown:
         services.annotation_submit(assignment_id=999_999, annotator=bob, payload={"value": "keep"})
+    assert foreign.value.message == unknown.value.message
+    assert not Annotation.objects.filter(assignment=assignment).exists()
 
 
 def test_an_expired_lease_is_accepted_while_its_slot_is_free_and_refused_once_taken():
