@@ -24,7 +24,8 @@ def _migrate(targets):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+    nodes = [target for target in targets if target[1] is not None]
+    return executor.loader.project_state(nodes).apps
 
 
 def _leaf_targets():
