@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-import logging
-
 from celery import shared_task
-
-logger = logging.getLogger(__name__)
 
 
 @shared_task(name="imports.tasks.run_import")
@@ -21,18 +17,10 @@ def run_import(batch_id: int) -> str:
 @shared_task(name="imports.tasks.sweep_stuck_imports")
 def sweep_stuck_imports() -> int:
     """Send again the import runs whose message was lost or whose worker died; after
-    imports.services.MAX_ATTEMPTS started runs the batch is marked failed with a reason.
-    One bad row does not stop the others."""
+    imports.services.MAX_ATTEMPTS started runs the batch is marked failed with a reason."""
+    from annotation.services.common import sweep_each
     from imports.services import import_batch_requeue, import_batches_stuck
 
-    done = 0
-    for batch_id in import_batches_stuck():
-        try:
-            import_batch_requeue(batch_id=batch_id)
-        except Exception:
-            logger.exception("sweep: could not requeue import batch %s", batch_id)
-        else:
-            done += 1
-    if done:
-        logger.warning("sweep sent %d stuck imports again", done)
-    return done
+    return sweep_each(
+        import_batches_stuck(), lambda pk: import_batch_requeue(batch_id=pk), "stuck imports"
+    )

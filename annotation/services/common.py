@@ -29,6 +29,22 @@ def enqueue_on_commit(task: Any, *args: Any) -> None:
     transaction.on_commit(send)
 
 
+def sweep_each(ids: Any, action: Any, what: str) -> int:
+    """Run ``action(id)`` for each id of a beat sweep; one bad row is logged and left for the
+    next run instead of stopping the sweep. Returns how many succeeded."""
+    done = 0
+    for pk in ids:
+        try:
+            action(pk)
+        except Exception:
+            logger.exception("sweep: could not handle %s %s", what, pk)
+        else:
+            done += 1
+    if done:
+        logger.warning("sweep handled %d %s", done, what)
+    return done
+
+
 def planner_statistics_refresh(*models: Any) -> None:
     """ANALYZE the tables of `models` after a bulk load (PostgreSQL only).
 
