@@ -344,7 +344,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _csv_response(filename: str, header: list[str], rows) -> StreamingHttpResponse:
+def csv_response(filename: str, header: list[str], rows) -> StreamingHttpResponse:
     """A streamed CSV download: a BOM (spreadsheet programs then read UTF-8), the header, then
     the rows, every text cell made safe to open in a spreadsheet."""
     writer = csv.writer(_Echo())
@@ -400,7 +400,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
                 chunk_size=2000
             )
         )
-        return _csv_response(filename, header, rows)
+        return csv_response(filename, header, rows)
     if table == "annotators":
         sort, descending = _sort_arguments(request)
         annotators, _ = research_selectors.annotator_rows(stage, sort=sort, descending=descending)
@@ -430,7 +430,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
             ]
             for row in annotators
         )
-        return _csv_response(filename, header, rows)
+        return csv_response(filename, header, rows)
     if table == "labels":
         snapshots = research_selectors.latest_snapshots(stage)
         header = ["value", "votes", "share", "resolved_items", "resolved_share", "kappa", "kappa_z"]
@@ -446,7 +446,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
             ]
             for row in research_selectors.label_distribution(stage, snapshots)
         )
-        return _csv_response(filename, header, rows)
+        return csv_response(filename, header, rows)
     if table == "progress":
         series = research_selectors.stage_progress_series(stage)
         header = [
@@ -468,7 +468,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
             ]
             for row in series.rows()
         )
-        return _csv_response(filename, header, rows)
+        return csv_response(filename, header, rows)
     show = _show_argument(request)
     header = [
         "item_stage_id",
@@ -483,7 +483,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
         "comment",
         "seconds_spent",
     ]
-    return _csv_response(filename, header, _disagreement_csv_rows(stage, show))
+    return csv_response(filename, header, _disagreement_csv_rows(stage, show))
 
 
 def _disagreement_csv_rows(stage: Stage, show: str):

@@ -49,6 +49,9 @@ class PolicySettings:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: The index of the stage's last phase: the built-in policies count its votes only.
     last_phase: int = 0
+    #: The item's current payload, for policies that choose between versions of it (a
+    #: Decision's ``revision`` replaces the whole payload).
+    item_payload: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Policy:
@@ -69,6 +72,15 @@ class Policy:
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         raise NotImplementedError
+
+    def adjudicated(
+        self, value: Any, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> Decision | None:
+        """A reviewer's decision ``value`` (one of the kind's choices) as a Decision, for
+        policies whose outcome or revision depends on what was chosen (e.g. the chosen version
+        becomes the item's revision). None: the engine's rule (``reject`` when the value is
+        one of the kind's reject values, else ``accept``; no revision)."""
+        return None
 
 
 class _ValuePolicy(Policy):

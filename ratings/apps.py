@@ -14,6 +14,8 @@ class RatingsConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.kinds import register_kind
+        from annotation.models import Role
+        from annotation.navigation import register_project_tab
         from annotation.workflows import Workflow, register_workflow
         from ratings.kinds import RateKind
         from ratings.release_layout import explica_layout
@@ -24,6 +26,21 @@ class RatingsConfig(AppConfig):
             Workflow(RATINGS_WORKFLOW, "Acceptability ratings (ExpliCa-style)", self.verbose_name)
         )
         register_layout("ratings", explica_layout)
+        # Tabs on every page of a ratings project (annotation.navigation), not only its own.
+        register_project_tab(
+            "Ratings",
+            "ratings:dashboard",
+            roles=(Role.ADMIN, Role.RESEARCHER),
+            order=35,
+            kinds=(RATINGS_WORKFLOW,),
+        )
+        register_project_tab(
+            "Import ratings",
+            "ratings:import",
+            roles=(Role.ADMIN,),
+            order=65,
+            kinds=(RATINGS_WORKFLOW,),
+        )
 
     def seed_demo(self, *, users: dict) -> None:
         """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,

@@ -45,12 +45,7 @@ def _source(request) -> str:
 def _base_context(request, context) -> dict:
     project = context.project
     can_manage = bool(set(MANAGE) & project.user_roles)
-    # The generic tabs have no per-kind filter yet, so the ratings pages add their own here.
-    tabs = project_tabs(project, project.user_roles) + [
-        {"label": "Ratings", "url": reverse("ratings:dashboard", args=[project.slug])}
-    ]
-    if can_manage:
-        tabs.append({"label": "Import", "url": reverse("ratings:import", args=[project.slug])})
+    tabs = project_tabs(project, project.user_roles)
     return {"project": project, "project_tabs": tabs, "ratings": context, "can_manage": can_manage}
 
 

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("api.urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
+    path("projects/<slug:slug>/meter/", include("review.urls")),
     path("", include("imports.urls")),
     path("", include("releases.urls")),
     path("", include("agreement.urls")),

@@ -51,17 +51,22 @@ def _ballots(item_stage: ItemStage, kind: Any) -> list[Ballot]:
     return ballots
 
 
-def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
-    kind = get_kind(stage.kind)
+def _policy_settings(item_stage: ItemStage, stage: Stage, kind: Any) -> PolicySettings:
     phases = stage_phases(stage)
-    settings = PolicySettings(
+    return PolicySettings(
         tie_policy=stage.tie_policy,
         tie_default=stage.tie_default,
         required=phases[-1].slots,
         reject_values=kind.reject_values,
         options=stage.policy_options or {},
         last_phase=len(phases) - 1,
+        item_payload=item_stage.item.payload,
     )
+
+
+def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
+    kind = get_kind(stage.kind)
+    settings = _policy_settings(item_stage, stage, kind)
     return get_policy(stage.resolution_policy).decide(_ballots(item_stage, kind), settings)
 
 
@@ -259,7 +264,13 @@ def item_stage_adjudicate(
             raise ApplicationError("The decision must be a finite number.", {"value": value})
         vote_field = kind.vote_field or "value"
         value = kind.validate({vote_field: value}, context).get(vote_field)
-    outcome = "reject" if value in kind.reject_values else "accept"
+    decision = get_policy(stage.resolution_policy).adjudicated(
+        value, _ballots(item_stage, kind), _policy_settings(item_stage, stage, kind)
+    )
+    if decision is not None:
+        outcome = decision.outcome
+    else:
+        outcome = "reject" if value in kind.reject_values else "accept"
     resolution, _ = Resolution.objects.update_or_create(
         item_stage=item_stage,
         defaults={
@@ -277,7 +288,7 @@ def item_stage_adjudicate(
         _close_item_stage(item_stage, ItemStage.State.DISCARDED, timezone.now())
         Item.objects.filter(pk=item_stage.item_id).update(status=Item.Status.DISCARDED)
     else:
-        _follow_route(item_stage, stage, outcome)
+        _follow_route(item_stage, stage, outcome, decision)
     return resolution
 
 

@@ -1,0 +1,54 @@
+"""METER's layout of a release: ``meter.jsonl`` (one line per kept entry, as METER publishes
+its benchmark) and ``meter_cascade.csv`` (how many pairs and entries reached each step).
+
+Registered for project kind "meter" in ReviewConfig.ready(). ``meter.jsonl`` lines::
+
+    {"id": "esl-0012", "source": "ESL", "context": "…", "cause": "…", "effect": "…",
+     "questions": [{"level": 1, "type": "causal discovery", "question": "…",
+                    "options": [five texts], "answer": 3,
+                    "distractor_categories": ["reversal", "irrelevant", "unfounded", null, …]},
+                   … levels 2 and 3 …],
+     "revision": 2}
+
+Options are shuffled once per entry and level with a seed from the entry id, so every release of
+the same revision lists them alike; ``answer`` is the correct option's index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from releases.layouts import LayoutContext
+from releases.writers import FileEntry, write_csv, write_jsonl
+from review.meter.entries import release_question
+from review.meter.services import ENTRY_SUFFIX, cascade
+
+
+def meter_rows(context: LayoutContext):
+    for row in context.items():
+        if row["status"] != "accepted" or not row["external_id"].endswith(ENTRY_SUFFIX):
+            continue
+        payload = row["payload"]
+        pair_id = payload.get("pair_id") or row["external_id"][: -len(ENTRY_SUFFIX)]
+        yield {
+            "id": pair_id,
+            "source": payload.get("source", ""),
+            "context": payload.get("context", ""),
+            "cause": payload.get("cause", ""),
+            "effect": payload.get("effect", ""),
+            "questions": [
+                release_question(question, pair_id) for question in payload.get("questions") or []
+            ],
+            "revision": row["version"],
+        }
+
+
+def meter_layout(context: LayoutContext) -> list[Path | FileEntry]:
+    return [
+        write_jsonl(meter_rows(context), context.out_dir / "meter.jsonl"),
+        write_csv(
+            cascade(context.project),
+            context.out_dir / "meter_cascade.csv",
+            columns=["step", "count", "dropped"],
+        ),
+    ]

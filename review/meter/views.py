@@ -1,0 +1,116 @@
+"""The METER page of a project (CONTRIBUTING.md, "Thin views"): the cascade, κ per stage beside
+METER's published figures, the filter's criteria, distractor-category changes; the generation
+export and the entries import (admins)."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from agreement.selectors import latest_snapshots_by_stage
+from agreement.views import csv_response
+from annotation.access import MANAGE, MONITOR, access_project
+from annotation.errors import ApplicationError
+from annotation.navigation import project_tabs
+from annotation.views import page
+from review.meter import plots, services
+from review.meter.entries import CATEGORIES, CRITERIA
+
+GENERATION_COLUMNS = ["pair_id", "source", "context", "cause", "effect", "triggers"]
+
+
+def _meter_project(request, roles):
+    project = access_project(request.user, request.resolver_match.kwargs["slug"], roles)
+    if project.kind != services.WORKFLOW:
+        raise ApplicationError(f"{project.name} is not a METER project.", {"project": project.slug})
+    return project
+
+
+def _context(request, project, **extra):
+    stages = list(project.stages.order_by("position"))
+    latest = latest_snapshots_by_stage(stages, metrics=["fleiss_kappa"])
+    kappas = []
+    for stage in stages:
+        snapshot = latest.get(stage.pk, {}).get("fleiss_kappa")
+        kappas.append(
+            {
+                "stage": stage,
+                "value": snapshot.value if snapshot else None,
+                "ci_low": snapshot.ci_low if snapshot else None,
+                "ci_high": snapshot.ci_high if snapshot else None,
+                "n_items": snapshot.n_items if snapshot else 0,
+                "published": services.PUBLISHED_KAPPA.get(stage.kind),
+            }
+        )
+    steps = services.cascade(project)
+    changes = services.category_changes(project)
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, project.user_roles),
+        "steps": steps,
+        "cascade_svg": plots.cascade_svg(steps),
+        "kappas": kappas,
+        "criteria": services.criterion_agreement(project),
+        "categories": CATEGORIES,
+        "changes": [
+            {"from": CATEGORIES[old], "cells": [row[new] for new in CATEGORIES]}
+            for old, row in changes.items()
+        ],
+        "can_manage": bool(set(MANAGE) & project.user_roles),
+        "criteria_labels": CRITERIA,
+        **extra,
+    }
+
+
+@require_GET
+@page
+def meter(request, slug: str):
+    project = _meter_project(request, MONITOR)
+    return render(request, "review/meter/dashboard.html", _context(request, project))
+
+
+@require_GET
+@page
+def generation_export(request, slug: str, fmt: str):
+    """The verified pairs without an entry, for the team's generator (JSONL or CSV)."""
+    project = _meter_project(request, MONITOR)
+    if fmt not in ("csv", "jsonl"):
+        raise ApplicationError("Download as .csv or .jsonl.", {"format": fmt[:20]})
+    rows = services.generation_rows(project)
+    if fmt == "csv":
+        return csv_response(
+            f"{project.slug}-for-generation.csv",
+            GENERATION_COLUMNS,
+            (
+                ["; ".join(row[c]) if c == "triggers" else row[c] for c in GENERATION_COLUMNS]
+                for row in rows
+            ),
+        )
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-for-generation.jsonl"'
+    return response
+
+
+@require_POST
+@page
+def entries_upload(request, slug: str):
+    project = _meter_project(request, MANAGE)
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApplicationError("Choose a file of generated entries.", {"file": "required"})
+    report = services.entries_import(project=project, fileobj=upload, filename=upload.name)
+    if report.ok:
+        from django.contrib import messages
+
+        messages.success(request, f"Imported {report.created} entries into Check, edit and vote.")
+        return redirect("review:meter", slug=project.slug)
+    return render(
+        request,
+        "review/meter/dashboard.html",
+        _context(request, project, report=report, filename=upload.name),
+        status=400,
+    )

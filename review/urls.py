@@ -1,0 +1,13 @@
+"""Mounted under projects/<slug:slug>/meter/ (rungwise/urls.py)."""
+
+from django.urls import path
+
+from review.meter import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("", views.meter, name="meter"),
+    path("for-generation.<str:fmt>", views.generation_export, name="generation_export"),
+    path("entries/", views.entries_upload, name="entries_upload"),
+]
