@@ -885,12 +885,17 @@ def adjudication_recent(project: Project, limit: int = 10) -> QuerySet[Resolutio
 
 def adjudication_votes(item_stage: ItemStage) -> list[dict[str, Any]]:
     """The votes on an item stage for its reviewer, in submission order, pseudonymised as
-    "Annotator 1, 2, …" so that the decision weighs the answers, not who gave them."""
+    "Annotator 1, 2, …" so that the decision weighs the answers, not who gave them: the
+    current round's, and on a stage with phases its last phase's (the ones the policy counts;
+    the earlier phases' work is the kind's to show, e.g. the edits being voted on)."""
     kind = get_kind(item_stage.stage.kind)
+    annotations = Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
+    phase = last_phase(item_stage.stage)
+    if phase is not None:
+        annotations = annotations.filter(phase=phase)
     rows = []
     for number, (payload, seconds, created_at) in enumerate(
-        Annotation.objects.filter(item_stage=item_stage)
-        .order_by("created_at", "pk")
+        annotations.order_by("created_at", "pk")
         .values_list("payload", "seconds_spent", "created_at"),
         start=1,
     ):

@@ -651,6 +651,7 @@ def _adjudication_context(
         choices=choices,
         numeric=categories is None,
         adjudication_template=kind.adjudication_template,
+        display_template=kind.display_template,
         waiting=queue.count(),
         position=position,
         resolution=getattr(item_stage, "resolution", None),

@@ -62,14 +62,22 @@ def annotator_progress_by_stage(
     """{stage id: (done, left)} for an annotator, in one query whatever the number of stages.
 
     done: items the user submitted in the stage. left: items the user may still get — open item
-    stages with a free slot they have never held — plus the one they hold now. Only the user's
-    own assignments are read; other annotators' work enters only through the slot counters.
+    stages with a free slot they have not held in the item stage's current round and phase (a
+    checker may vote on the item later) — plus the one they hold now. On stages with phases or
+    eligibility rules this is an upper bound: the candidate search (annotation.services.work)
+    has the last word on who gets what. Only the user's own assignments are read; other
+    annotators' work enters only through the slot counters.
     """
     stage_ids = [stage.pk for stage in stages]
     if not stage_ids or not user.is_authenticated:
         return {}
     mine = Assignment.objects.filter(stage=OuterRef("pk"), annotator=user.pk)
-    touched = Assignment.objects.filter(item_stage=OuterRef("pk"), annotator=user.pk)
+    touched = Assignment.objects.filter(
+        item_stage=OuterRef("pk"),
+        annotator=user.pk,
+        round=OuterRef("round"),
+        phase=OuterRef("phase"),
+    )
     free = ItemStage.objects.filter(
         stage=OuterRef("pk"),
         state=ItemStage.State.OPEN,

@@ -101,6 +101,25 @@ ItemStage.objects.filter(pk=assignment.item_stage_id).update(leased_count=0, sta
     )
 
 
+def meter_stages(env: dict[str, str]) -> dict[str, int]:
+    """{stage slug: id} of the METER demo project."""
+    script = (
+        "from annotation.models import Stage;"
+        "print(dict(Stage.objects.filter(project__slug='meter-demo').values_list('slug','pk')))"
+    )
+    output = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    import ast
+
+    return ast.literal_eval(output.strip().splitlines()[-1])
+
+
 def start(page) -> None:
     """The item screen's Start button, when the annotator holds no item (GET never leases)."""
     button = page.locator("[data-start]")
@@ -250,6 +269,35 @@ def main() -> None:
             shot(page, "19-admin-project", full_page=True)
             page.goto(base + "/admin/annotation/annotation/")
             shot(page, "20-admin-annotations")
+            context.close()
+
+            # METER (review/): one screen per stage and phase, the reviewer's choice, the page.
+            meter = meter_stages(env)
+            context, page = session("annotator1")
+            page.goto(f"{base}/annotate/{meter['verify']}/")
+            start(page)
+            shot(page, "30-meter-verify", full_page=True)
+            page.goto(f"{base}/annotate/{meter['edit']}/")
+            start(page)
+            shot(page, "31-meter-check", full_page=True)
+            page.goto(f"{base}/annotate/{meter['filter']}/")
+            start(page)
+            shot(page, "34-meter-filter", full_page=True)
+            context.close()
+            context, page = session("annotator2")
+            page.goto(f"{base}/annotate/{meter['edit']}/")
+            start(page)
+            page.fill("textarea[name=L1_question]", "Why did the ships have to wait?")
+            shot(page, "32-meter-edit", full_page=True)
+            context.close()
+            context, page = session("reviewer")
+            page.goto(f"{base}/projects/meter-demo/adjudication/")
+            page.click("table a >> nth=0")
+            shot(page, "33-meter-adjudicate", full_page=True)
+            context.close()
+            context, page = session("researcher")
+            page.goto(f"{base}/projects/meter-demo/meter/")
+            shot(page, "35-meter-page", full_page=True)
             context.close()
 
             context = browser.new_context(

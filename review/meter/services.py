@@ -450,7 +450,12 @@ def category_changes(project: Project) -> dict[str, dict[str, int]]:
     """Distractor-category confusion: {generated category: {category after the vote: count}},
     over entries whose edit stage is resolved (each distractor slot compared by position)."""
     changes: dict[str, dict[str, int]] = {k: dict.fromkeys(CATEGORIES, 0) for k in CATEGORIES}
-    entries = Item.objects.filter(project=project, external_id__endswith=ENTRY_SUFFIX)
+    entries = Item.objects.filter(
+        project=project,
+        external_id__endswith=ENTRY_SUFFIX,
+        item_stages__stage__kind="meter_edit",
+        item_stages__state=ItemStage.State.RESOLVED,
+    )
     for item in entries.prefetch_related("revisions"):
         revisions = list(item.revisions.all())
         if not revisions:

@@ -82,6 +82,25 @@ def test_check_edit_vote_phases_admit_the_right_people(django_capture_on_commit_
     assert item_stage.annotations.count() == 6
 
 
+def test_a_checker_is_told_there_is_a_vote_waiting(django_capture_on_commit_callbacks):
+    """The annotator's progress counts an item they worked on in an earlier phase as work left
+    when a later phase may take them again (the page offered no Start button to the checker
+    when the vote opened)."""
+    from annotation.selectors import annotator_stage_progress
+
+    project = make_project()
+    stage = make_verify_stage(project, overlap=3, phases=CHECK_EDIT_VOTE)
+    make_items(project, 1)
+    ann, ben, cat = (make_member(project) for _ in range(3))
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(ann, lease(ann, stage), "keep")
+    with django_capture_on_commit_callbacks(execute=True):
+        for person in (ben, cat):
+            submit(person, lease(person, stage), "keep")
+    assert ItemStage.objects.get().phase == 2
+    assert annotator_stage_progress(ann, stage) == (1, 1)
+
+
 def test_never_the_items_author():
     project = make_project()
     stage = make_verify_stage(project, overlap=1, eligibility=[{"rule": "not_author"}])

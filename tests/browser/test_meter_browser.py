@@ -1,0 +1,127 @@
+"""METER's stages in a real browser, with the keyboard only: verify (K keeps, 1–3 reject with
+a reason), check (Enter), the two editors at once in two browsers (typing, Tab, a live "was:"
+line), the vote (digit keys) and the filter (K)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Item, ItemStage
+from review.meter import services
+from review.meter.fixtures import ENTRIES, PAIRS
+from tests.browser.test_annotator_flow import sign_in_with_the_keyboard
+from tests.factories import make_member
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def meter():
+    from annotation import services as engine
+
+    project = services.meter_project_create(slug="meter-b", name="METER", seed=3)
+    engine.items_create(
+        project=project,
+        rows=[
+            {"external_id": p["pair_id"], "payload": dict(p), "group": p["pair_id"]}
+            for p in PAIRS[:2]
+        ],
+    )
+    people = [make_member(project, username=name) for name in ("ann", "ben", "cat")]
+    return project, {s.slug: s for s in project.stages.all()}, people
+
+
+def start(page, base, stage):
+    page.goto(base + reverse("annotation:stage", args=[stage.pk]))
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".item-form")
+
+
+def press(page, key: str) -> None:
+    """Press a key that submits, and wait until the progress line moved on (the next item or
+    the done screen swapped in)."""
+    before = page.locator("#progress-line").inner_text()
+    page.keyboard.press(key)
+    page.wait_for_function(
+        "before => { const line = document.querySelector('#progress-line');"
+        " return !line || line.innerText !== before; }",
+        arg=before,
+    )
+
+
+def test_every_meter_stage_with_the_keyboard_only(live_server, browser, meter):
+    project, stages, people = meter
+    base = live_server.url
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in people]
+    pages = [context.new_page() for context in contexts]
+    for page, person in zip(pages, people, strict=True):
+        page.set_default_timeout(10_000)
+        sign_in_with_the_keyboard(page, base, person.username)
+
+    # Verify: ann and ben keep both pairs; cat keeps one and rejects the other as ambiguous.
+    for index, page in enumerate(pages):
+        start(page, base, stages["verify"])
+        for turn in range(2):
+            press(page, "1" if index == 2 and turn == 1 else "k")
+    from annotation.services.outcomes import item_stage_resolve
+
+    for item_stage in ItemStage.objects.filter(stage=stages["verify"], state="resolving"):
+        item_stage_resolve(item_stage_id=item_stage.pk)  # the worker's job, when there is none
+    rejected = Item.objects.get(project=project, status="discarded")
+    kept = Item.objects.get(project=project, status="accepted")
+    reason = ItemStage.objects.get(item=rejected).annotations.get(payload__value="reject").payload
+    assert reason["reason"] == "ambiguous"
+
+    report = services.entries_import_text(
+        project=project,
+        text=json.dumps({"pair_id": kept.external_id, "questions": ENTRIES["esl-0001"]}) + "\n",
+    )
+    assert report.ok
+    edit = stages["edit"]
+
+    # Check: ann ticks a flag with Space and presses Enter.
+    start(pages[0], base, edit)
+    pages[0].locator("input[value='L2.correct:incomplete']").focus()
+    pages[0].keyboard.press("Space")
+    press(pages[0], "Enter")
+    entry_stage = ItemStage.objects.get(stage=edit)
+    item_stage_resolve(item_stage_id=entry_stage.pk)
+
+    # The two editors at once, in two browsers; each sees the checker's flag, not the other.
+    for page in pages[1:]:
+        start(page, base, edit)
+        assert "L2.correct:incomplete" in page.content()
+    field = pages[1].locator("textarea[name=L1_question]")
+    field.focus()
+    pages[1].keyboard.press("Control+A")
+    pages[1].keyboard.type("What closed the school on Monday?")
+    assert pages[1].locator(".meter-field.changed .meter-was").first.is_visible()
+    assert "What closed the school" not in pages[2].content()
+    pages[1].locator("button:has-text('Submit my edit')").focus()
+    press(pages[1], "Enter")
+    pages[2].locator("button:has-text('Submit my edit')").focus()  # cat changes nothing
+    press(pages[2], "Enter")
+    item_stage_resolve(item_stage_id=entry_stage.pk)
+
+    # The vote: ann and ben choose edit A (key 2), cat the original (key 1).
+    for index, page in enumerate(pages):
+        start(page, base, edit)
+        assert "Edit A" in page.content() and "What closed the school" in page.content()
+        press(page, "1" if index == 2 else "2")
+    item_stage_resolve(item_stage_id=entry_stage.pk)
+    entry = Item.objects.get(external_id=kept.external_id + "/entry")
+    assert entry.version == 2
+    assert entry.payload["questions"][0]["question"] == "What closed the school on Monday?"
+
+    # The filter: all three keep with K.
+    for page in pages:
+        start(page, base, stages["filter"])
+        press(page, "k")
+    item_stage_resolve(item_stage_id=ItemStage.objects.get(stage=stages["filter"]).pk)
+    entry.refresh_from_db()
+    assert entry.status == "accepted"
+    for context in contexts:
+        context.close()

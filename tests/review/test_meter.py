@@ -1,0 +1,444 @@
+"""METER in review/: pairs in through the import, the any-reject rule, the generation round
+trip, check → edit → vote with the winning version as the entry's revision (and a split going
+to a reviewer), the filter, blindness, the page and the release in METER's layout. On SQLite
+here, on PostgreSQL under `make test`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Annotation, Item, ItemRevision, ItemStage, Role
+from annotation.selectors import annotations_shown
+from imports.services import import_batch_create, import_batch_run
+from review.meter import services
+from review.meter.demo import _answer, drive, edited
+from review.meter.entries import release_question
+from review.meter.fixtures import ENTRIES, PAIRS, entry_line
+from review.meter.kinds import stage_candidates
+from tests.factories import make_member
+
+pytestmark = pytest.mark.django_db
+
+
+def pairs_csv(pairs) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["pair_id", "source", "context", "cause", "effect", "triggers"])
+    for pair in pairs:
+        writer.writerow(
+            [pair["pair_id"], pair["source"], pair["context"], pair["cause"], pair["effect"],
+             ";".join(pair["triggers"])]
+        )  # fmt: skip
+    return out.getvalue().encode()
+
+
+@pytest.fixture
+def meter():
+    project = services.meter_project_create(slug="meter", name="METER", seed=7)
+    batch = import_batch_create(
+        project=project, user=None, fileobj=io.BytesIO(pairs_csv(PAIRS)), filename="pairs.csv"
+    )
+    assert import_batch_run(batch_id=batch.pk).status == "succeeded"
+    people = [make_member(project) for _ in range(3)]
+    stages = {stage.slug: stage for stage in project.stages.all()}
+    return project, stages, people
+
+
+def verified(meter):
+    project, stages, people = meter
+    drive(stages["verify"], people, _answer)  # meci-0006 gets one reject
+    return project, stages, people
+
+
+def entries_text(*lines) -> str:
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
+def counts(project):
+    return (
+        Item.objects.filter(project=project).count(),
+        ItemStage.objects.filter(item__project=project).count(),
+    )
+
+
+def test_pairs_come_in_through_the_import_with_their_fields(meter):
+    project, stages, _ = meter
+    item = Item.objects.get(project=project, external_id="esl-0001")
+    assert item.payload["cause"] == "The river flooded the lower streets"
+    assert item.payload["triggers"] == ["so"]
+    assert item.source == "ESL"
+    assert ItemStage.objects.filter(stage=stages["verify"]).count() == len(PAIRS)
+
+
+def test_one_reject_discards_a_pair_and_the_others_are_verified(meter):
+    project, stages, _ = verified(meter)
+    statuses = dict(Item.objects.filter(project=project).values_list("external_id", "status"))
+    assert statuses["meci-0006"] == "discarded"
+    assert {statuses[p["pair_id"]] for p in PAIRS if p["pair_id"] != "meci-0006"} == {"accepted"}
+    rejected = Annotation.objects.get(payload__value="reject")
+    assert rejected.payload["reason"] == "erroneous"
+
+
+def test_a_reject_needs_a_reason(meter):
+    project, stages, people = meter
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+    from annotation.errors import ApplicationError
+
+    stage = access_stage_for_annotator(user=people[0], stage_id=stages["verify"].pk)
+    assignment = engine.assignment_next(annotator=people[0], stage=stage)
+    with pytest.raises(ApplicationError, match="Say why"):
+        engine.annotation_submit(
+            assignment_id=assignment.pk, annotator=people[0], payload={"value": "reject"}
+        )
+    assert not Annotation.objects.exists()
+
+
+def test_generation_export_lists_verified_pairs_without_an_entry(meter, client):
+    project, stages, people = verified(meter)
+    services.entries_import_text(project=project, text=entries_text(entry_line("esl-0001")))
+    pair_ids = [row["pair_id"] for row in services.generation_rows(project)]
+    assert "esl-0001" not in pair_ids and "meci-0006" not in pair_ids
+    assert len(pair_ids) == len(PAIRS) - 2
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    url = reverse("review:generation_export", args=[project.slug, "jsonl"])
+    lines = b"".join(client.get(url).streaming_content).decode().splitlines()
+    assert [json.loads(line)["pair_id"] for line in lines] == pair_ids
+
+
+def test_the_generation_csv_is_safe_to_open_in_a_spreadsheet(meter, client):
+    project, stages, people = meter
+    Item.objects.filter(external_id="esl-0001").update(
+        payload={**PAIRS[0], "cause": '=HYPERLINK("http://x","y")'}
+    )
+    verified(meter)
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    url = reverse("review:generation_export", args=[project.slug, "csv"])
+    text = b"".join(client.get(url).streaming_content).decode("utf-8-sig")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows[0]["cause"].startswith("'=HYPERLINK")
+
+
+BAD_ENTRIES = [
+    ({"pair_id": "nope", "questions": ENTRIES["esl-0001"]}, "pair_id", "no pair 'nope'"),
+    ({"pair_id": "meci-0006", "questions": ENTRIES["esl-0001"]}, "pair_id", "discarded"),
+    ({"questions": ENTRIES["esl-0001"]}, "pair_id", "required"),
+    (
+        {"pair_id": "meci-0005", "questions": ENTRIES["esl-0001"][:2]},
+        "questions",
+        "level 3 (counterfactual) is missing",
+    ),
+    (
+        {"pair_id": "meci-0005", "questions": [ENTRIES["esl-0001"][0]] * 2 + [ENTRIES["esl-0001"][2]]},
+        "questions",
+        "level 1 (causal discovery) appears 2 times",
+    ),
+    (
+        {"pair_id": "meci-0005",
+         "questions": [{**ENTRIES["esl-0001"][0], "options": ENTRIES["esl-0001"][0]["options"][:4]},
+                       *ENTRIES["esl-0001"][1:]]},
+        "questions[0].options",
+        "exactly 5 options, found 4",
+    ),
+    (
+        {"pair_id": "meci-0005",
+         "questions": [{**ENTRIES["esl-0001"][0],
+                        "options": [{**o, "correct": True} for o in ENTRIES["esl-0001"][0]["options"]]},
+                       *ENTRIES["esl-0001"][1:]]},
+        "questions[0].options",
+        "exactly one correct option, found 5",
+    ),
+    (
+        {"pair_id": "meci-0005",
+         "questions": [ENTRIES["esl-0001"][0],
+                       {**ENTRIES["esl-0001"][1],
+                        "options": ENTRIES["esl-0001"][1]["options"][:4]
+                        + [{"text": "Something else.", "category": "red herring"}]},
+                       ENTRIES["esl-0001"][2]]},
+        "questions[1].options[4].category",
+        "unknown distractor category 'red herring'",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("entry, field, message", BAD_ENTRIES)
+def test_a_bad_entry_refuses_the_file_with_line_and_field_and_keeps_nothing(
+    meter, entry, field, message
+):
+    project, stages, people = verified(meter)
+    before = counts(project)
+    good = entry_line("esl-0001")
+    report = services.entries_import_text(project=project, text=entries_text(good, entry))
+    assert not report.ok and report.created == 0
+    assert any(
+        error.line == 2 and error.field == field and message in error.message
+        for error in report.errors
+    ), [(e.line, e.field, e.message) for e in report.errors]
+    assert counts(project) == before
+
+
+def test_entries_for_unverified_or_twice_given_pairs_are_refused(meter):
+    project, stages, people = meter  # nothing verified yet
+    report = services.entries_import_text(
+        project=project, text=entries_text(entry_line("esl-0001"))
+    )
+    assert "not verified yet" in report.errors[0].message
+    verified(meter)
+    twice = entries_text(entry_line("esl-0001"), entry_line("esl-0001"))
+    report = services.entries_import_text(project=project, text=twice)
+    assert "also on line 1" in report.errors[0].message
+    assert services.entries_import_text(
+        project=project, text=entries_text(entry_line("esl-0001"))
+    ).ok
+    again = services.entries_import_text(project=project, text=entries_text(entry_line("esl-0001")))
+    assert "already has an entry" in again.errors[0].message
+
+
+def test_broken_json_and_csv_are_refused_clearly(meter):
+    project, stages, people = verified(meter)
+    report = services.entries_import_text(
+        project=project, text=entries_text(entry_line("esl-0001")) + '{"pair_id": "x",\n'
+    )
+    assert not report.ok and report.errors[0].line == 2
+    from annotation.errors import ApplicationError
+
+    with pytest.raises(ApplicationError, match="not CSV"):
+        services.entries_import_text(project=project, text="pair_id\nx\n", filename="e.csv")
+
+
+def import_entries(project, *pair_ids):
+    report = services.entries_import_text(
+        project=project, text=entries_text(*(entry_line(p) for p in pair_ids))
+    )
+    assert report.ok, report.errors
+    return report
+
+
+def test_the_winning_edit_becomes_the_entrys_revision_with_its_diff(meter):
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    drive(stages["edit"], people, _answer)
+    entry = Item.objects.get(external_id="esl-0001/entry")
+    winner = edited("esl-0001", {(2, "d1"): "The river would still have flooded the streets."})
+    assert entry.payload["questions"] == winner and entry.version == 2
+    original, revision = ItemRevision.objects.filter(item=entry).order_by("number")
+    assert original.reason == "original"
+    assert "2 of 3 voted for edit A" in revision.reason
+    assert set(revision.diff) == {"questions"}
+    # Every candidate stays in the history: both edits are annotations of the item stage.
+    edits = Annotation.objects.filter(item_stage__item=entry, phase=1)
+    assert edits.count() == 2
+    # The entry moved on to the filter.
+    assert ItemStage.objects.get(item=entry, stage=stages["filter"]).state == "open"
+
+
+def test_when_the_original_wins_the_entry_is_unchanged(meter):
+    project, stages, people = verified(meter)
+    import_entries(project, "maven-0003")
+    drive(stages["edit"], people, _answer)
+    entry = Item.objects.get(external_id="maven-0003/entry")
+    assert entry.version == 1 and not ItemRevision.objects.filter(item=entry).exists()
+    assert entry.item_stages.get(stage=stages["edit"]).resolution.value == "original"
+
+
+def test_a_three_way_split_goes_to_a_reviewer_whose_choice_becomes_the_revision(meter):
+    from annotation.services import item_stage_adjudicate
+
+    project, stages, people = verified(meter)
+    import_entries(project, "wikiwhy-0008")
+    drive(stages["edit"], people, _answer)
+    entry = Item.objects.get(external_id="wikiwhy-0008/entry")
+    item_stage = entry.item_stages.get(stage=stages["edit"])
+    assert item_stage.state == "adjudication"
+    assert [c["label"] for c in stage_candidates(item_stage, entry)] == ["original", "A", "B"]
+    reviewer = make_member(project, role=Role.REVIEWER)
+    item_stage_adjudicate(
+        item_stage_id=item_stage.pk, reviewer=reviewer, value="B", reason="B reads better"
+    )
+    entry.refresh_from_db()
+    assert entry.version == 2
+    assert entry.payload["questions"][1]["question"].startswith("Suppose the city had doubled")
+    assert "a reviewer chose edit B" in entry.revisions.get(number=2).reason
+    assert ItemStage.objects.get(item=entry, stage=stages["filter"]).state == "open"
+
+
+def test_editors_never_see_each_other_and_voters_never_see_who_wrote_what(meter, client):
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    edit = stages["edit"]
+
+    def lease(person):
+        return engine.assignment_next(
+            annotator=person, stage=access_stage_for_annotator(user=person, stage_id=edit.pk)
+        )
+
+    check = lease(people[0])
+    engine.annotation_submit(
+        assignment_id=check.pk,
+        annotator=people[0],
+        payload=_answer(0, check.item_stage.item, "check"),
+    )
+    from annotation.services.outcomes import item_stage_resolve
+
+    item_stage_resolve(item_stage_id=check.item_stage_id)
+    first, second = lease(people[1]), lease(people[2])
+    secret = "A SECRET EDIT BY THE FIRST EDITOR"
+    questions = edited("esl-0001", {(1, "question"): secret})
+    engine.annotation_submit(
+        assignment_id=first.pk, annotator=people[1], payload={"questions": questions}
+    )
+    shown = annotations_shown(second)
+    assert [row["phase"] for row in shown] == ["check"]
+    client.force_login(people[2])
+    page = client.get(reverse("annotation:stage", args=[edit.pk])).content.decode()
+    assert "L2.distractor1:ambiguous" in page  # the checker's flags are shown
+    assert secret not in page
+    engine.annotation_submit(
+        assignment_id=second.pk,
+        annotator=people[2],
+        payload={"questions": edited("esl-0001", {(3, "correct"): "Another edit."})},
+    )
+    item_stage_resolve(item_stage_id=second.item_stage_id)
+    vote = lease(people[0])
+    shown = annotations_shown(vote)
+    assert [(row["phase"], row["label"]) for row in shown] == [("edit", "A"), ("edit", "B")]
+    for person in people:
+        assert person.username not in json.dumps(shown)
+    client.force_login(people[0])
+    page = client.get(reverse("annotation:stage", args=[edit.pk])).content.decode()
+    assert secret in page and "Edit A" in page and "Edit B" in page
+    for person in people:
+        assert person.username not in page.split("<main", 1)[1].replace(people[0].username, "")
+
+
+def test_the_filter_keeps_by_majority_and_refuses_inconsistent_answers(meter):
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+    from annotation.errors import ApplicationError
+
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001", "maven-0003")
+    drive(stages["edit"], people, _answer)
+    stage = access_stage_for_annotator(user=people[0], stage_id=stages["filter"].pk)
+    assignment = engine.assignment_next(annotator=people[0], stage=stage)
+    with pytest.raises(ApplicationError, match="failed criteria"):
+        engine.annotation_submit(
+            assignment_id=assignment.pk,
+            annotator=people[0],
+            payload={"value": "keep", "failed": ["L2.fluent"]},
+        )
+    with pytest.raises(ApplicationError, match="Mark which criterion"):
+        engine.annotation_submit(
+            assignment_id=assignment.pk, annotator=people[0], payload={"value": "discard"}
+        )
+
+    def judge(index, item, phase):
+        if item.external_id.startswith("maven") and index < 2:
+            return {"value": "discard", "failed": ["L1.distractors", "L3.faithful"][index:]}
+        return {"value": "keep", "failed": []}
+
+    drive(stages["filter"], people, judge)
+    statuses = dict(
+        Item.objects.filter(external_id__endswith="/entry").values_list("external_id", "status")
+    )
+    assert statuses == {"esl-0001/entry": "accepted", "maven-0003/entry": "discarded"}
+    figures = {row["criterion"]: row for row in services.criterion_agreement(project)}
+    assert figures["faithful"]["failed"] == 2 and figures["distractors"]["failed"] == 1
+    assert figures["fluent"]["failed"] == 0
+    steps = {step["step"]: step for step in services.cascade(project)}
+    assert (steps["Kept"]["count"], steps["Kept"]["dropped"]) == (1, 1)
+    assert steps["Verified"]["dropped"] == 1 and steps["Generated"]["count"] == 2
+
+
+def test_the_meter_page_is_for_researchers_and_admins(meter, client):
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    url = reverse("review:meter", args=[project.slug])
+    client.force_login(people[0])
+    assert client.get(url).status_code == 403
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    page = client.get(url).content.decode()
+    assert "The cascade" in page and "<svg" in page and "0.780" in page
+    assert 'href="/projects/meter/meter/"' in page  # the tab, on the project's tabs
+    assert "Import generated entries" not in page  # admins only
+    admin = make_member(project, role=Role.ADMIN)
+    client.force_login(admin)
+    bad = io.BytesIO(entries_text({"pair_id": "nope", "questions": []}).encode())
+    bad.name = "entries.jsonl"
+    response = client.post(reverse("review:entries_upload", args=[project.slug]), {"file": bad})
+    assert response.status_code == 400
+    assert "nothing was imported" in response.content.decode()
+
+
+def test_the_release_has_the_kept_entries_in_meters_layout(
+    meter, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    from releases.models import Release
+    from releases.services import release_publish
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001", "maven-0003")
+    drive(stages["edit"], people, _answer)
+    drive(
+        stages["filter"],
+        people,
+        lambda i, item, phase: (
+            {"value": "keep", "failed": []}
+            if item.external_id.startswith("esl")
+            else {"value": "discard", "failed": ["L1.fluent"]}
+        ),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        release = release_publish(project=project, user=None)
+    release = Release.objects.get(pk=release.pk)
+    assert release.status == "published", release.error
+    with zipfile.ZipFile(release.archive.path) as archive:
+        names = archive.namelist()
+        lines = archive.read(next(n for n in names if n.endswith("meter.jsonl"))).decode()
+        cascade_csv = archive.read(next(n for n in names if n.endswith("meter_cascade.csv")))
+    rows = [json.loads(line) for line in lines.splitlines()]
+    assert [row["id"] for row in rows] == ["esl-0001"]
+    row = rows[0]
+    entry = Item.objects.get(external_id="esl-0001/entry")
+    assert row["revision"] == entry.version == 2
+    for question, stored in zip(row["questions"], entry.payload["questions"], strict=True):
+        assert len(question["options"]) == 5
+        assert question["options"][question["answer"]] == stored["correct"]
+        assert question["distractor_categories"][question["answer"]] is None
+        assert sorted(c for c in question["distractor_categories"] if c) == sorted(
+            d["category"] for d in stored["distractors"]
+        )
+        assert question == release_question(stored, "esl-0001")  # the same order every time
+    assert b"Kept,1,1" in cascade_csv
+
+
+def test_the_demo_project_has_work_in_every_stage(django_user_model):
+    from annotation.models import Project
+    from review.meter.demo import seed
+
+    users = {
+        name: django_user_model.objects.create_user(name, password="x")
+        for name in ("admin", "researcher", "reviewer", "annotator1", "annotator2", "annotator3")
+    }
+    project = seed(users=users, slug="meter-demo")
+    states = {
+        stage.slug: sorted(stage.item_stages.values_list("state", flat=True))
+        for stage in project.stages.all()
+    }
+    assert states["verify"].count("open") == 3 and states["verify"].count("discarded") == 1
+    assert "adjudication" in states["edit"] and "open" in states["edit"]
+    assert states["filter"] == ["open", "resolved"]
+    assert seed(users=users, slug="meter-demo") == Project.objects.get(slug="meter-demo")
