@@ -895,8 +895,9 @@ def adjudication_votes(item_stage: ItemStage) -> list[dict[str, Any]]:
         annotations = annotations.filter(phase=phase)
     rows = []
     for number, (payload, seconds, created_at) in enumerate(
-        annotations.order_by("created_at", "pk")
-        .values_list("payload", "seconds_spent", "created_at"),
+        annotations.order_by("created_at", "pk").values_list(
+            "payload", "seconds_spent", "created_at"
+        ),
         start=1,
     ):
         rows.append(
