@@ -442,3 +442,29 @@ def test_the_demo_project_has_work_in_every_stage(django_user_model):
     assert "adjudication" in states["edit"] and "open" in states["edit"]
     assert states["filter"] == ["open", "resolved"]
     assert seed(users=users, slug="meter-demo") == Project.objects.get(slug="meter-demo")
+
+
+def test_the_commands_round_trip_pairs_and_entries(tmp_path):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from annotation.models import Project
+
+    call_command("meter_create_project", "cli-meter", "CLI METER")
+    project = Project.objects.get(slug="cli-meter")
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_bytes(pairs_csv(PAIRS[:3]))
+    call_command("import_items", "cli-meter", str(pairs))
+    people = [make_member(project) for _ in range(3)]
+    drive(project.stages.get(slug="verify"), people, _answer)
+    out = tmp_path / "for-generation.jsonl"
+    call_command("meter_export_for_generation", "cli-meter", str(out))
+    exported = [json.loads(line)["pair_id"] for line in out.read_text().splitlines()]
+    assert exported == [p["pair_id"] for p in PAIRS[:3]]
+    entries = tmp_path / "entries.jsonl"
+    entries.write_text(entries_text({"pair_id": "esl-0002", "questions": []}))
+    with pytest.raises(CommandError, match="nothing was imported"):
+        call_command("meter_import_entries", "cli-meter", str(entries))
+    entries.write_text(entries_text({"pair_id": "esl-0002", "questions": ENTRIES["esl-0001"]}))
+    call_command("meter_import_entries", "cli-meter", str(entries))
+    assert Item.objects.filter(project=project, external_id="esl-0002/entry").exists()
