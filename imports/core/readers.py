@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from imports.core.report import RowError
+from imports.core.values import MAX_DEPTH, decoder, nesting_position, shown
 
 FORMATS = ("csv", "jsonl", "json")
 EXTENSIONS = {
@@ -320,7 +321,13 @@ def _reject_constant(name: str) -> Any:
     raise _NonFiniteNumber(name)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# The standard decoder, with the number hooks of imports.core.values: numbers no Python number
+# holds come out as InvalidNumber, for the schema to report against their field.
+_DECODER = decoder(parse_constant=_reject_constant)
+_TOO_DEEP = (
+    f"the record is nested more than {MAX_DEPTH} levels deep (lists or objects inside one "
+    f"another); at most {MAX_DEPTH} levels are read"
+)
 
 
 def _previous_significant(text: str, pos: int) -> tuple[str | None, int]:
@@ -468,7 +475,7 @@ def _snippet(text: str, pos: int, width: int = 30) -> str:
     end = min(line_end, pos + width)
     before = ("…" if start > line_start else "") + text[start:pos]
     after = text[pos:end] + ("…" if end < line_end else "")
-    return f"{before}⟨here⟩{after}".replace("\t", "\\t").replace("\r", "\\r")
+    return shown(f"{before}⟨here⟩{after}")
 
 
 def _non_finite_position(text: str, start: int) -> int:
@@ -541,6 +548,23 @@ class RecordReader:
         for line_number, line in enumerate(_text_lines(self._source), start=1):
             stripped = line.strip()
             if not stripped:
+                continue
+            deep = nesting_position(stripped)
+            if deep is not None:
+                column = line.index(stripped) + deep + 1
+                yield RawRecord(
+                    None,
+                    line_number,
+                    error=RowError(
+                        line=line_number,
+                        column=column,
+                        code="too_deep",
+                        expected=f"at most {MAX_DEPTH} levels of nesting",
+                        found=_snippet(stripped, deep),
+                        message=f"line {line_number}, column {column}: {_TOO_DEEP}.",
+                    ),
+                )
+                seen_content = True
                 continue
             try:
                 value = _DECODER.decode(stripped)
@@ -845,6 +869,14 @@ class _JsonArrayReader:
         start = self.pos
         while True:
             relative = start - self.base
+            deep = nesting_position(self.text, relative)
+            if deep is not None:
+                self._raise(
+                    self.base + deep,
+                    _TOO_DEEP,
+                    f"at most {MAX_DEPTH} levels of nesting",
+                    "too_deep",
+                )
             try:
                 value, end = _DECODER.raw_decode(self.text, relative)
             except _NonFiniteNumber as problem:
@@ -870,13 +902,13 @@ class _JsonArrayReader:
                 self.pos = self.base + end
                 return value
 
-    def _raise(self, absolute: int, cause: str, expected: str) -> None:
+    def _raise(self, absolute: int, cause: str, expected: str, code: str = "json_syntax") -> None:
         line, column = self._locate(absolute)
         raise ImportFileError(
             RowError(
                 line=line,
                 column=column,
-                code="json_syntax",
+                code=code,
                 expected=expected,
                 found=_snippet(self.text, absolute - self.base),
                 message=f"line {line}, column {column}: {cause}.",
