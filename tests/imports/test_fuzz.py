@@ -26,6 +26,7 @@ from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemRevision, ItemStage, Role
 from imports.core import CAUSALT5K_SCHEMA, ImportRejected, generic_schema, validate_stream
 from imports.core.pipeline import iter_clean_batches
+from imports.core.readers import CSV_FIELD_LIMIT
 from imports.core.report import RowError
 from imports.models import ImportBatch
 from imports.services import import_batch_create, import_batch_run
@@ -611,13 +612,15 @@ def test_ratings_number_helper_refuses_numbers_too_large_for_a_float():
     assert (caught.value.errors[0].line, caught.value.errors[0].field) == (2, "rating")
 
 
-def test_ratings_csv_cells_longer_than_131072_characters_are_read_or_refused_cleanly():
+def test_ratings_csv_cells_longer_than_131072_characters_are_read_and_longer_than_the_limit_refused():
     text = "pair_id,sentence_a,sentence_b\n9," + '"' + "A" * 200_000 + '"' + ",B.\n"
     [(line, row)] = importing.read_rows(text, "x.csv")
     assert line == 2 and len(row["sentence_a"]) == 200_000
+    never_closed = 'pair_id,sentence_a\n9,"never closed' + "x" * CSV_FIELD_LIMIT
     with pytest.raises(importing.ImportRejected) as caught:
-        importing.read_rows('pair_id,sentence_a\n9,"never closed' + "x" * 200_000, "x.csv")
+        importing.read_rows(never_closed, "x.csv")
     assert_clean_rejection(caught.value)
+    assert caught.value.errors[0].line == 2 and "double quote" in caught.value.errors[0].message
 
 
 @pytest.mark.django_db
