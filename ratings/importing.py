@@ -61,6 +61,7 @@ PAIR_FIELDS = (
     "expected_max",
     "feedback",
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _FLAG_SPLIT = re.compile(r"[;|]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _HEADER_ALIASES = {"pair_id": ("pairid", "pair", "id"), "sentence_a": ("a",), "sentence_b": ("b",)}
@@ -133,8 +134,24 @@ def detect_format(filename: str, text: str) -> str:
 
 
 def decode(content: bytes | str) -> str:
-    """UTF-8 text of an upload (a byte-order mark is dropped); other encodings are rejected."""
+    """UTF-8 text of an upload (a byte-order mark is dropped); other encodings, and text holding
+    unpaired surrogates, are rejected."""
     if isinstance(content, str):
+        # Text handed over by Python callers may hold what UTF-8 bytes cannot: a surrogate.
+        surrogate = _SURROGATE.search(content)
+        if surrogate is not None:
+            line = content.count("\n", 0, surrogate.start()) + 1
+            raise ImportRejected(
+                [
+                    row_error(
+                        line,
+                        "",
+                        f"an unpaired surrogate (U+{ord(surrogate.group()):04X}) is not valid "
+                        f"Unicode; save the file as UTF-8",
+                        "encoding",
+                    )
+                ]
+            )
         return content.removeprefix("\ufeff")
     try:
         return content.decode("utf-8-sig")

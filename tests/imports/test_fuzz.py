@@ -635,3 +635,17 @@ def test_a_nul_in_a_ratings_sentence_is_refused_and_nothing_is_written(ratings_p
     [error] = caught.value.extra["errors"]
     assert (error["line"], error["field"]) == (2, "sentence_a") and "U+0000" in error["message"]
     assert counts() == before
+
+
+@pytest.mark.django_db
+def test_ratings_text_with_an_unpaired_surrogate_in_a_column_name_is_refused(ratings_project):
+    before = counts()
+    with pytest.raises(ApplicationError) as caught:
+        ratings_services.pairs_import(
+            project=ratings_project,
+            content="pair_id,sentence_a,sentence_b,note\ud800\n9,A.,B.,c\n",
+            filename="pairs.csv",
+        )
+    [error] = caught.value.extra["errors"]
+    assert error["line"] == 1 and "surrogate" in error["message"]
+    assert counts() == before
