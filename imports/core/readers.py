@@ -10,6 +10,9 @@ and the error positions that make every message point at a line and column.
   wrapping object's other keys (e.g. ``"metadata"``) are kept, so they should be small.
 * Encoding: UTF-8, with or without a byte-order mark. Anything else stops reading with an error
   naming the line, column and byte offset of the first invalid byte.
+* Values: the numbers and nesting limits of ``imports.core.values`` (JSON nested more than 64
+  levels is refused before it is decoded: per line in JSON Lines, for the whole file inside a
+  JSON array, whose element's end is then unknown).
 * Every byte read is hashed (SHA-256) on the way; ``RecordReader.finish()`` reads whatever is
   left after an early stop so the digest always covers the whole file.
 

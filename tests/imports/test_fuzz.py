@@ -46,7 +46,7 @@ FUZZ = settings(
         HealthCheck.data_too_large,
     ],
 )
-FUZZ_DB = settings(FUZZ, max_examples=25)
+FUZZ_DB = settings(FUZZ, max_examples=30)
 
 
 # --- What malformed files are made of --------------------------------------------------------
@@ -649,3 +649,13 @@ def test_ratings_text_with_an_unpaired_surrogate_in_a_column_name_is_refused(rat
     [error] = caught.value.extra["errors"]
     assert error["line"] == 1 and "surrogate" in error["message"]
     assert counts() == before
+
+
+def test_a_json_array_element_of_megabytes_is_read_and_its_nesting_checked_across_refills():
+    big = "x[{" * 1_000_000  # brackets inside a string are not nesting
+    data = json.dumps([{"id": "a", "text": big}, {"id": "b", "n": [[[1]]]}]).encode()
+    report = validate_stream(io.BytesIO(data), fmt="json", schema=generic_schema())
+    assert report.ok and report.rows_ok == 2, report.errors
+    deep = ('[{"id": "a", "text": "' + big + '", "n": ' + "[" * 65 + "]" * 65 + "}]").encode()
+    [error] = core_errors(deep, "json")
+    assert error.code == "too_deep" and error.index == 0
