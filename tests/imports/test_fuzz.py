@@ -24,7 +24,14 @@ from rest_framework.test import APIClient
 
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemRevision, ItemStage, Role
-from imports.core import CAUSALT5K_SCHEMA, ImportRejected, generic_schema, validate_stream
+from imports.core import (
+    CAUSALT5K_SCHEMA,
+    FieldSpec,
+    ImportRejected,
+    RowSchema,
+    generic_schema,
+    validate_stream,
+)
 from imports.core.pipeline import iter_clean_batches
 from imports.core.readers import CSV_FIELD_LIMIT
 from imports.core.report import RowError
@@ -332,7 +339,8 @@ OPTION = st.one_of(
 
 
 @pytest.fixture
-def admin_clients(db, media):
+def admin_clients(db, media, settings):
+    settings.RUNGWISE_IMPORT_INLINE_MAX_BYTES = 1 << 26  # every fuzzed file runs inline
     project = make_project()
     make_verify_stage(project)
     admin = make_member(project, Role.ADMIN)
@@ -470,6 +478,24 @@ def test_ratings_services_import_all_or_nothing_for_any_file(ratings_project, ca
         assert_storable(run.answers)
 
 
+@pytest.mark.django_db
+@FUZZ_DB
+@given(rating_files(), st.sampled_from(["pairs", "ratings", "other"]))
+def test_ratings_import_page_answers_4xx_or_imports_for_any_file(ratings_project, case, what):
+    filename, data = case
+    admin = make_member(ratings_project, Role.ADMIN)
+    page = Client()
+    assert page.login(username=admin.username, password=PASSWORD)
+    before = counts()
+    response = page.post(
+        f"/projects/{ratings_project.slug}/ratings/import/",
+        {"file": SimpleUploadedFile(filename, data), "what": what},
+    )
+    assert response.status_code in (200, 302, 400, 409), response.status_code
+    if response.status_code != 302:
+        assert counts() == before
+
+
 # --- Regressions: each defect the fuzzers found -----------------------------------------------
 
 
@@ -525,9 +551,6 @@ def test_numbers_json_cannot_hold_are_an_error_naming_the_line_and_field(data, f
 
 
 def test_a_csv_int_field_with_more_than_4300_digits_is_an_error_not_an_exception():
-    schema = generic_schema()
-    from imports.core import FieldSpec, RowSchema
-
     schema = RowSchema(
         name="n", external_id_field="id", fields=(FieldSpec("id"), FieldSpec("n", "int"))
     )
