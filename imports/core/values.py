@@ -15,8 +15,9 @@ Pure Python, no Django; shared by the readers, the schemas and the ratings impor
   bidirectional overrides written as escapes, so a message never rings a terminal, hides its
   own end or carries a NUL into the database.
 
-The standard decoder stays (rather than ijson): ijson's pure-Python backend is many times
-slower, and the readers already stream an array one element at a time with ``raw_decode``.
+The standard decoder stays (not ijson): ijson is no dependency here, and every JSON message of
+the readers is built on the positions the standard decoder reports (``explain_json_error``);
+the readers already stream an array one element at a time with ``raw_decode``.
 """
 
 from __future__ import annotations
