@@ -324,8 +324,8 @@ def _reject_constant(name: str) -> Any:
     raise _NonFiniteNumber(name)
 
 
-# The standard decoder, with the number hooks of imports.core.values: numbers no Python number
-# holds come out as InvalidNumber, for the schema to report against their field.
+# The standard decoder (kept over ijson: see imports.core.values), with its number hooks: numbers
+# no Python number holds come out as InvalidNumber, for the schema to report against their field.
 _DECODER = decoder(parse_constant=_reject_constant)
 _TOO_DEEP = (
     f"the record is nested more than {MAX_DEPTH} levels deep (lists or objects inside one "

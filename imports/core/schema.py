@@ -22,6 +22,10 @@ Reading values
   JSON array or items separated by ``;``. JSON input keeps its own types, with two allowances seen
   in real submissions: numbers given as numeric strings, and booleans given as strings.
 * ``choice`` matches exactly, then case-insensitively, and stores the declared spelling.
+* Every value kept (declared or extra) must be storable (``imports.core.values``): no NUL or
+  unpaired surrogate in any text or key, no number Python cannot hold as written, nesting of at
+  most ``MAX_DEPTH`` levels; otherwise the error names the field (codes ``invalid_text``,
+  ``invalid_number``, ``too_deep``).
 
 Unknown keys (``extra_fields``): ``"keep"`` copies them into the payload unchanged (data are never
 lost; a nested object read through a dotted alias is also kept whole), ``"reject"`` makes each one
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from imports.core.report import RowError, truncated_repr
-from imports.core.values import MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
+from imports.core.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
@@ -171,7 +175,7 @@ class FieldSpec:
     def _too_deep(self, error: NestingTooDeep) -> FieldValueError:
         return FieldValueError(
             "too_deep",
-            "JSON nested at most 64 levels deep",
+            f"JSON nested at most {MAX_DEPTH} levels deep",
             f'Field "{self.name}" holds JSON {error.args[0]} (at character {error.pos + 1}); '
             f"flatten it.",
         )
