@@ -35,6 +35,7 @@ ERROR_CODES = (
     "invalid_text",  # text holding NUL or an unpaired surrogate (the database refuses both)
     "invalid_number",  # a number no Python number holds as written (4,301+ digits, 1e400)
     "too_deep",  # JSON nested more than imports.core.values.MAX_DEPTH levels
+    "invalid_value",  # a value a kind's own rules refuse (ratings: an unknown connective, …)
 )
 
 
