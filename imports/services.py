@@ -41,6 +41,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ from imports.core import (
 )
 from imports.core.pipeline import DUPLICATE_POLICIES, CleanRow
 from imports.core.readers import EXTENSIONS, FORMATS
+from imports.core.values import shown
 from imports.models import ImportBatch
 
 logger = logging.getLogger(__name__)
@@ -82,6 +84,8 @@ LAYOUTS = ("rows", "release")
 #: transaction died with it, so running it again is safe.
 STALE_AFTER = timedelta(seconds=getattr(settings, "CELERY_TASK_TIME_LIMIT", 900) + 60)
 MAX_FILENAME = 255
+# Control characters and unpaired surrogates: never part of a file or column name.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def inline_max_bytes() -> int:
@@ -284,6 +288,13 @@ def _clean_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
         if value not in (None, ""):
             if not isinstance(value, str) or len(value) > 200:
                 raise ApplicationError(f"Option {key} must be a short text.", {key: "text"})
+            if _CONTROL.search(value):
+                # The options are stored as JSON, which PostgreSQL refuses with a NUL inside.
+                raise ApplicationError(
+                    f"Option {key} holds an invisible control character ({shown(value, 40)}); "
+                    f"type the column name again.",
+                    {key: "control character"},
+                )
             clean[key] = value
     return clean
 
@@ -304,7 +315,8 @@ def import_batch_create(
     and for the default item mapper ``group_field``, ``purpose_field``, ``source_field``,
     ``source``. Run it with ``import_batch_start``.
     """
-    filename = os.path.basename(str(filename or "").replace("\\", "/"))[:MAX_FILENAME]
+    filename = os.path.basename(str(filename or "").replace("\\", "/"))
+    filename = _CONTROL.sub("", filename)[:MAX_FILENAME]
     if not filename:
         raise ApplicationError("Choose a file to import.", {"file": "required"})
     fmt = _format_for(filename, fmt)

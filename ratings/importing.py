@@ -21,8 +21,11 @@ ratings, e.g. ExpliCa's ``accept_answers`` "['8', '9', …]").
 or ``pair_id``, ``order``, ``choice`` (the connective a model chose per ordered pair). ``-1`` or an
 empty cell means no answer.
 
-Every problem is reported as a :class:`RowError` with its line number (1 = the header of a CSV,
-the first line of a JSONL file) and field; a file with any error is rejected as a whole.
+Every problem is reported as an ``imports.core.report.RowError`` (the one row-error type of every
+importer) with its line number (1 = the header of a CSV, the first line of a JSONL file; 0 = the
+file as a whole) and field ("" = the whole row); a file with any error is rejected as a whole.
+Values meet the limits of ``imports.core.values``: JSON nested at most 64 levels, numbers Python
+holds as written, text without NUL or unpaired surrogates, each refused naming line and field.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from imports.core.readers import CSV_FIELD_LIMIT
+from imports.core.report import RowError
+from imports.core.values import InvalidNumber, NestingTooDeep, loads, value_problem
 from ratings.connectives import SENTENCE_ORDERS, ConnectiveSet, variant_key
 
 #: Error lists stop growing here; the count of all errors is still reported.
@@ -55,25 +61,24 @@ PAIR_FIELDS = (
     "expected_max",
     "feedback",
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _FLAG_SPLIT = re.compile(r"[;|]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _HEADER_ALIASES = {"pair_id": ("pairid", "pair", "id"), "sentence_a": ("a",), "sentence_b": ("b",)}
 
 
-@dataclass(frozen=True)
-class RowError:
-    line: int
-    field: str
-    message: str
+def row_error(line: int, field_name: str, message: str, code: str = "invalid_value") -> RowError:
+    """A ratings problem as the shared ``RowError``: ``line`` 0 is the file, ``field_name`` ""
+    the whole row."""
+    return RowError(line=line, field=field_name, message=message, code=code)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "field": self.field, "message": self.message}
 
-    def __str__(self) -> str:
-        where = f"line {self.line}" if self.line else "file"
-        return (
-            f"{where}, {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-        )
+def describe(error: RowError) -> str:
+    """``"line 3, pair_id: missing pair id"`` (``"file: …"`` for the file as a whole)."""
+    where = f"line {error.line}" if error.line else "file"
+    return (
+        f"{where}, {error.field}: {error.message}" if error.field else f"{where}: {error.message}"
+    )
 
 
 class ImportRejected(ValueError):
@@ -87,7 +92,7 @@ class ImportRejected(ValueError):
         first = self.errors[0] if self.errors else None
         super().__init__(
             f"The {what} has {self.error_count} problem{'s' if self.error_count != 1 else ''}"
-            + (f"; the first: {first}." if first else ".")
+            + (f"; the first: {describe(first)}." if first else ".")
             + " Nothing was imported."
         )
 
@@ -97,10 +102,10 @@ class _Errors:
         self.items: list[RowError] = []
         self.count = 0
 
-    def add(self, line: int, field_name: str, message: str) -> None:
+    def add(self, line: int, field_name: str, message: str, code: str = "invalid_value") -> None:
         self.count += 1
         if len(self.items) < MAX_ERRORS:
-            self.items.append(RowError(line, field_name, message))
+            self.items.append(row_error(line, field_name, message, code))
 
     def raise_if_any(self, what: str) -> None:
         if self.count:
@@ -129,15 +134,38 @@ def detect_format(filename: str, text: str) -> str:
 
 
 def decode(content: bytes | str) -> str:
-    """UTF-8 text of an upload (a byte-order mark is dropped); other encodings are rejected."""
+    """UTF-8 text of an upload (a byte-order mark is dropped); other encodings, and text holding
+    unpaired surrogates, are rejected."""
     if isinstance(content, str):
+        # Text handed over by Python callers may hold what UTF-8 bytes cannot: a surrogate.
+        surrogate = _SURROGATE.search(content)
+        if surrogate is not None:
+            line = content.count("\n", 0, surrogate.start()) + 1
+            raise ImportRejected(
+                [
+                    row_error(
+                        line,
+                        "",
+                        f"an unpaired surrogate (U+{ord(surrogate.group()):04X}) is not valid "
+                        f"Unicode; save the file as UTF-8",
+                        "encoding",
+                    )
+                ]
+            )
         return content.removeprefix("\ufeff")
     try:
         return content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = content[: error.start].count(b"\n") + 1
         raise ImportRejected(
-            [RowError(line, "", f"not UTF-8 text (byte {error.start}); save the file as UTF-8")]
+            [
+                row_error(
+                    line,
+                    "",
+                    f"not UTF-8 text (byte {error.start}); save the file as UTF-8",
+                    "encoding",
+                )
+            ]
         ) from None
 
 
@@ -149,7 +177,7 @@ def read_rows(content: bytes | str, filename: str = "") -> list[tuple[int, dict[
     """
     text = decode(content)
     if not text.strip():
-        raise ImportRejected([RowError(0, "", "the file is empty")])
+        raise ImportRejected([row_error(0, "", "the file is empty", "empty_file")])
     if detect_format(filename, text) == "jsonl":
         return _read_jsonl(text)
     return _read_csv(text)
@@ -162,49 +190,102 @@ def _read_jsonl(text: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads(line)
+        except NestingTooDeep as error:
+            errors.add(number, "", f"{error.args[0]} (column {error.pos + 1})", "too_deep")
+            continue
         except json.JSONDecodeError as error:
-            errors.add(number, "", f"not valid JSON ({error.msg} at column {error.colno})")
+            errors.add(
+                number, "", f"not valid JSON ({error.msg} at column {error.colno})", "json_syntax"
+            )
             continue
         if not isinstance(value, dict):
-            errors.add(number, "", "each line must be a JSON object")
+            errors.add(number, "", "each line must be a JSON object", "not_an_object")
             continue
-        rows.append((number, {_normalise_header(key): item for key, item in value.items()}))
+        row = {_normalise_header(key): item for key, item in value.items()}
+        if _storable(number, row, errors):
+            rows.append((number, row))
     errors.raise_if_any("file")
     return rows
+
+
+def _storable(line: int, row: Mapping[str, Any], errors: _Errors) -> bool:
+    """Whether every value of a row can be stored; adds an error per value that cannot."""
+    ok = True
+    for name, value in row.items():
+        problem = value_problem(value, depth=2)
+        if problem is not None:
+            code, words = problem
+            errors.add(line, name, f"the value {words}", code)
+            ok = False
+    return ok
 
 
 def _read_csv(text: str) -> list[tuple[int, dict[str, Any]]]:
     header_line = text.splitlines()[0]
     delimiter = "\t" if header_line.count("\t") > header_line.count(",") else ","
+    previous_limit = csv.field_size_limit(CSV_FIELD_LIMIT)
+    try:
+        return _read_csv_cells(text, delimiter)
+    finally:
+        csv.field_size_limit(previous_limit)
+
+
+def _read_csv_cells(text: str, delimiter: str) -> list[tuple[int, dict[str, Any]]]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
-        raise ImportRejected([RowError(1, "", "the file has no header row")]) from None
+        raise ImportRejected(
+            [row_error(1, "", "the file has no header row", "csv_header")]
+        ) from None
+    except csv.Error as error:
+        raise _csv_rejected(error, 1) from None
     names = [_normalise_header(name) for name in header]
     if not any(names):
-        raise ImportRejected([RowError(1, "", "the header row is empty")])
+        raise ImportRejected([row_error(1, "", "the header row is empty", "csv_header")])
     duplicates = sorted({name for name in names if name and names.count(name) > 1})
     if duplicates:
         raise ImportRejected(
-            [RowError(1, name, "this column appears twice") for name in duplicates]
+            [row_error(1, name, "this column appears twice", "csv_header") for name in duplicates]
         )
     rows = []
     errors = _Errors()
     previous_end = reader.line_num
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:
+            raise _csv_rejected(error, previous_end + 1) from None
         line = previous_end + 1
         previous_end = reader.line_num
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) > len(names):
-            errors.add(line, "", f"{len(cells)} cells but the header has {len(names)} columns")
+            errors.add(
+                line, "", f"{len(cells)} cells but the header has {len(names)} columns", "csv_cells"
+            )
             continue
         row = {name: cells[index] if index < len(cells) else "" for index, name in enumerate(names)}
-        rows.append((line, {name: value for name, value in row.items() if name}))
+        row = {name: value for name, value in row.items() if name}
+        if _storable(line, row, errors):
+            rows.append((line, row))
     errors.raise_if_any("file")
     return rows
+
+
+def _csv_rejected(error: csv.Error, line: int) -> ImportRejected:
+    reason = str(error)
+    if "field larger than field limit" in reason:
+        message = (
+            f"a cell of the row starting here is longer than {CSV_FIELD_LIMIT:,} characters: a "
+            f"quoted cell is probably never closed; add the missing double quote"
+        )
+    else:
+        message = f"the CSV cannot be read ({reason})"
+    return ImportRejected([row_error(line, "", message, "csv_syntax")])
 
 
 # --------------------------------------------------------------------------- cells
@@ -224,12 +305,16 @@ def _identifier(value: Any) -> str:
 
 
 def _number(value: Any) -> float | None:
-    """A number, or None for an empty cell; raises ValueError for anything else."""
+    """A number, or None for an empty cell; raises ValueError for anything else (a number too
+    large for a float included)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool):
+    if isinstance(value, bool | InvalidNumber):
         raise ValueError(value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        raise ValueError(value) from None
     if not math.isfinite(number):
         raise ValueError(value)
     return number

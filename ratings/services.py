@@ -533,7 +533,7 @@ def _refuse_raters_seen_before(
         ).values_list("item_stage__item_id", "external_rater")
     )
     errors = [
-        importing.RowError(
+        importing.row_error(
             rating.line,
             "rater",
             f"{rating.rater!r} already rated {rating.item_key} in an earlier import",

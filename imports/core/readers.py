@@ -10,6 +10,9 @@ and the error positions that make every message point at a line and column.
   wrapping object's other keys (e.g. ``"metadata"``) are kept, so they should be small.
 * Encoding: UTF-8, with or without a byte-order mark. Anything else stops reading with an error
   naming the line, column and byte offset of the first invalid byte.
+* Values: the numbers and nesting limits of ``imports.core.values`` (JSON nested more than 64
+  levels is refused before it is decoded: per line in JSON Lines, for the whole file inside a
+  JSON array, whose element's end is then unknown).
 * Every byte read is hashed (SHA-256) on the way; ``RecordReader.finish()`` reads whatever is
   left after an early stop so the digest always covers the whole file.
 
@@ -32,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from imports.core.report import RowError
+from imports.core.values import MAX_DEPTH, decoder, nesting_position, shown
 
 FORMATS = ("csv", "jsonl", "json")
 EXTENSIONS = {
@@ -320,7 +324,13 @@ def _reject_constant(name: str) -> Any:
     raise _NonFiniteNumber(name)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# The standard decoder (kept over ijson: see imports.core.values), with its number hooks: numbers
+# no Python number holds come out as InvalidNumber, for the schema to report against their field.
+_DECODER = decoder(parse_constant=_reject_constant)
+_TOO_DEEP = (
+    f"the record is nested more than {MAX_DEPTH} levels deep (lists or objects inside one "
+    f"another); at most {MAX_DEPTH} levels are read"
+)
 
 
 def _previous_significant(text: str, pos: int) -> tuple[str | None, int]:
@@ -468,7 +478,7 @@ def _snippet(text: str, pos: int, width: int = 30) -> str:
     end = min(line_end, pos + width)
     before = ("…" if start > line_start else "") + text[start:pos]
     after = text[pos:end] + ("…" if end < line_end else "")
-    return f"{before}⟨here⟩{after}".replace("\t", "\\t").replace("\r", "\\r")
+    return shown(f"{before}⟨here⟩{after}")
 
 
 def _non_finite_position(text: str, start: int) -> int:
@@ -541,6 +551,23 @@ class RecordReader:
         for line_number, line in enumerate(_text_lines(self._source), start=1):
             stripped = line.strip()
             if not stripped:
+                continue
+            deep = nesting_position(stripped)
+            if deep is not None:
+                column = line.index(stripped) + deep + 1
+                yield RawRecord(
+                    None,
+                    line_number,
+                    error=RowError(
+                        line=line_number,
+                        column=column,
+                        code="too_deep",
+                        expected=f"at most {MAX_DEPTH} levels of nesting",
+                        found=_snippet(stripped, deep),
+                        message=f"line {line_number}, column {column}: {_TOO_DEEP}.",
+                    ),
+                )
+                seen_content = True
                 continue
             try:
                 value = _DECODER.decode(stripped)
@@ -845,6 +872,14 @@ class _JsonArrayReader:
         start = self.pos
         while True:
             relative = start - self.base
+            deep = nesting_position(self.text, relative)
+            if deep is not None:
+                self._raise(
+                    self.base + deep,
+                    _TOO_DEEP,
+                    f"at most {MAX_DEPTH} levels of nesting",
+                    "too_deep",
+                )
             try:
                 value, end = _DECODER.raw_decode(self.text, relative)
             except _NonFiniteNumber as problem:
@@ -870,13 +905,13 @@ class _JsonArrayReader:
                 self.pos = self.base + end
                 return value
 
-    def _raise(self, absolute: int, cause: str, expected: str) -> None:
+    def _raise(self, absolute: int, cause: str, expected: str, code: str = "json_syntax") -> None:
         line, column = self._locate(absolute)
         raise ImportFileError(
             RowError(
                 line=line,
                 column=column,
-                code="json_syntax",
+                code=code,
                 expected=expected,
                 found=_snippet(self.text, absolute - self.base),
                 message=f"line {line}, column {column}: {cause}.",

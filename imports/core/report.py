@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from imports.core.values import shown
+
 FOUND_MAX_CHARS = 80
 
 # Machine-readable error kinds (``RowError.code``); the message is for people, the code for code.
@@ -30,11 +32,18 @@ ERROR_CODES = (
     "ambiguous_field",  # two columns feed the same field (name and alias both present)
     "duplicate_in_file",  # the same external id twice in the file
     "duplicate_existing",  # the external id is already in the project (policy "reject")
+    "invalid_text",  # text holding NUL or an unpaired surrogate (the database refuses both)
+    "invalid_number",  # a number no Python number holds as written (4,301+ digits, 1e400)
+    "too_deep",  # JSON nested more than imports.core.values.MAX_DEPTH levels
+    "invalid_value",  # a value a kind's own rules refuse (ratings: an unknown connective, …)
 )
 
 
 def truncated_repr(value: Any, limit: int = FOUND_MAX_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters, with an ellipsis when cut."""
+    """``repr(value)`` cut to ``limit`` characters, with an ellipsis when cut (a long string is
+    cut before its repr is taken, so a 4 MiB cell costs no 4 MiB copy)."""
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]
     text = repr(value)
     if len(text) <= limit:
         return text
@@ -52,6 +61,10 @@ class RowError:
     schema field, or is None when the problem concerns the whole row or file. ``expected`` and
     ``found`` are short descriptions (``found`` is a truncated repr of the offending value);
     ``message`` is a full sentence a person can act on.
+
+    Every text attribute is kept as ``imports.core.values.shown`` writes it: control
+    characters, surrogates and bidirectional controls from the file appear escaped, so an
+    error is safe to print and to store (PostgreSQL refuses NUL in JSON).
     """
 
     line: int | None
@@ -62,6 +75,12 @@ class RowError:
     found: str | None = None
     index: int | None = None
     column: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("message", "code", "field", "expected", "found"):
+            text = getattr(self, name)
+            if text is not None:
+                object.__setattr__(self, name, shown(str(text)))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,6 +22,10 @@ Reading values
   JSON array or items separated by ``;``. JSON input keeps its own types, with two allowances seen
   in real submissions: numbers given as numeric strings, and booleans given as strings.
 * ``choice`` matches exactly, then case-insensitively, and stores the declared spelling.
+* Every value kept (declared or extra) must be storable (``imports.core.values``): no NUL or
+  unpaired surrogate in any text or key, no number Python cannot hold as written, nesting of at
+  most ``MAX_DEPTH`` levels; otherwise the error names the field (codes ``invalid_text``,
+  ``invalid_number``, ``too_deep``).
 
 Unknown keys (``extra_fields``): ``"keep"`` copies them into the payload unchanged (data are never
 lost; a nested object read through a dotted alias is also kept whole), ``"reject"`` makes each one
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from imports.core.report import RowError, truncated_repr
+from imports.core.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
@@ -167,6 +172,14 @@ class FieldSpec:
             f'Field "{self.name}" must be {expected}; found {truncated_repr(value)}.',
         )
 
+    def _too_deep(self, error: NestingTooDeep) -> FieldValueError:
+        return FieldValueError(
+            "too_deep",
+            f"JSON nested at most {MAX_DEPTH} levels deep",
+            f'Field "{self.name}" holds JSON {error.args[0]} (at character {error.pos + 1}); '
+            f"flatten it.",
+        )
+
     def _check_length(self, text: str) -> str:
         if self.max_length is not None and len(text) > self.max_length:
             raise FieldValueError(
@@ -192,6 +205,13 @@ class FieldSpec:
         if isinstance(value, float) and value.is_integer():
             return int(value)
         if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+            if len(value.strip().lstrip("+-")) > MAX_INT_DIGITS:
+                raise FieldValueError(
+                    "invalid_number",
+                    self.describe_type(),
+                    f'Field "{self.name}" holds a number of {len(value.strip()):,} digits; at '
+                    f"most {MAX_INT_DIGITS:,} are read.",
+                )
             return int(value.strip())
         raise self._wrong(value)
 
@@ -241,7 +261,9 @@ class FieldSpec:
             return value
         stripped = value.strip()
         try:
-            return json.loads(stripped)
+            return loads(stripped)
+        except NestingTooDeep as error:
+            raise self._too_deep(error) from None
         except ValueError as error:
             if stripped[:1] in ("{", "["):
                 raise FieldValueError(
@@ -257,7 +279,9 @@ class FieldSpec:
             stripped = value.strip()
             if stripped.startswith("["):
                 try:
-                    items = json.loads(stripped)
+                    items = loads(stripped)
+                except NestingTooDeep as error:
+                    raise self._too_deep(error) from None
                 except ValueError:
                     raise self._wrong(value) from None
             elif text_values:
@@ -515,8 +539,14 @@ class RowSchema:
                         )
                     )
                 continue
+            problem = value_problem(value, depth=2)
             try:
+                if problem is not None:
+                    raise _unstorable(spec.name, problem)
                 coerced = spec.coerce(value, text_values=text_values)
+                problem = value_problem(coerced, depth=2) if coerced is not value else None
+                if problem is not None:
+                    raise _unstorable(spec.name, problem)
             except FieldValueError as problem:
                 errors.append(
                     RowError(
@@ -535,6 +565,19 @@ class RowSchema:
         if self.extra_fields != "ignore":
             for key, value in raw.items():
                 if key in consumed:
+                    continue
+                problem = value_problem({key: value})
+                if problem is not None:
+                    errors.append(
+                        RowError(
+                            **where,
+                            field=str(key),
+                            code=problem[0],
+                            expected="storable JSON",
+                            found=truncated_repr(value),
+                            message=_unstorable(str(key), problem).message,
+                        )
+                    )
                     continue
                 if _normalise_key(str(key)) in self._source_owner:
                     # A declared name left unused: empty, or an alias that lost to the name.
@@ -580,6 +623,16 @@ class RowSchema:
             extra_fields=data.get("extra_fields", "keep"),
             fields=tuple(FieldSpec.from_dict(spec) for spec in data["fields"]),
         )
+
+
+def _unstorable(name: str, problem: tuple[str, str]) -> FieldValueError:
+    code, words = problem
+    advice = {
+        "invalid_text": "remove that character (or save the file from its source again)",
+        "invalid_number": "write it as text in quotes, or round it",
+        "too_deep": "flatten it",
+    }[code]
+    return FieldValueError(code, "storable JSON", f'Field "{name}" {words}; {advice}.')
 
 
 def _dig(raw: Mapping[str, Any], keys: dict[str, str], path: list[str]) -> Any:
