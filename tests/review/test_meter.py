@@ -468,3 +468,34 @@ def test_the_commands_round_trip_pairs_and_entries(tmp_path):
     entries.write_text(entries_text({"pair_id": "esl-0002", "questions": ENTRIES["esl-0001"]}))
     call_command("meter_import_entries", "cli-meter", str(entries))
     assert Item.objects.filter(project=project, external_id="esl-0002/entry").exists()
+
+
+def test_the_kappa_reported_recovers_a_planted_value_within_its_ci():
+    """Three simulated verifiers of accuracy 0.85 on 400 pairs with 60 % planted keeps: the
+    X."""
+    from agreement.selectors import latest_snapshots
+    from agreement.services import stage_agreement_refresh
+    from annotation import services as engine
+    from review.meter.fixtures import generated_pairs
+    from review.meter.simulate import expected_kappa, simulate_binary_stage
+
+    project = services.meter_project_create(slug="sim", name="Simulated", seed=5)
+    engine.items_create(
+        project=project,
+        rows=[
+            {"external_id": p["pair_id"], "payload": p, "group": p["pair_id"]}
+            for p in generated_pairs(400, seed=3)
+        ],
+    )
+    people = [make_member(project) for _ in range(3)]
+    verify = project.stages.get(slug="verify")
+    assert simulate_binary_stage(verify, people, [0.85] * 3, prevalence=0.6, seed=11) == 1200
+    stage_agreement_refresh(stage_id=verify.pk, force=True)
+    kappa = latest_snapshots(verify, metrics=["fleiss_kappa"])["fleiss_kappa"]
+    planted = expected_kappa(0.85, 0.6)
+    assert round(planted, 3) == 0.48
+    assert kappa.n_items == 400
+    assert kappa.ci_low <= planted <= kappa.ci_high, (kappa.value, kappa.ci_low, kappa.ci_high)
+    # Not a vacuous interval: a much higher or lower planted agreement falls outside it.
+    assert not kappa.ci_low <= expected_kappa(0.95, 0.6) <= kappa.ci_high
+    assert not kappa.ci_low <= expected_kappa(0.7, 0.6) <= kappa.ci_high
