@@ -155,13 +155,18 @@ def project_stages(user: AbstractBaseUser, project: Project) -> list[Stage]:
 def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
     """The part of an item's payload an annotator of `stage` may see: only the fields its kind
     allows (an allow-list: TaskKind.visible_fields, or the stage's config "visible_fields"),
-    never a field starting with "_". Every page and API response that shows an item to an
-    annotator goes through here."""
-    allowed = get_kind(stage.kind).visible_fields(KindContext(stage=stage, item=item))
+    never a field starting with "_", plus what the kind derives for them
+    (TaskKind.derived_fields). Every page and API response that shows an item to an annotator
+    goes through here."""
+    kind = get_kind(stage.kind)
+    context = KindContext(stage=stage, item=item)
+    allowed = kind.visible_fields(context)
     payload = item.payload or {}
-    return {
+    visible = {
         name: payload[name] for name in allowed if name in payload and not str(name).startswith("_")
     }
+    visible.update(kind.derived_fields(payload, context))
+    return visible
 
 
 def assignment_held(assignment_id: int | None, stage: Stage) -> Assignment | None:

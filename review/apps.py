@@ -24,9 +24,15 @@ class ReviewConfig(AppConfig):
         from review.meter import kinds, policies, services
         from review.meter.release_layout import meter_layout
 
-        for kind in (kinds.MeterVerifyKind(), kinds.MeterEditKind(), kinds.MeterFilterKind()):
+        for kind in (
+            kinds.MeterVerifyKind(),
+            kinds.MeterEditKind(),
+            kinds.MeterFilterKind(),
+            kinds.MeterAnswerKind(),
+        ):
             register_kind(kind)
         register_policy(policies.MeterVotePolicy())
+        register_policy(policies.MeterRecordPolicy())
         register_workflow(
             Workflow(
                 services.WORKFLOW,

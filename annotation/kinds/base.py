@@ -22,6 +22,9 @@ concrete kind. Everything the engine needs to know about a kind is declared here
   allow-list applied where data leaves the server (annotation.selectors.item_view, the API).
   Fields not listed are never sent. A stage's ``config["visible_fields"]`` overrides the kind's
   ``default_visible_fields``.
+- ``derived_fields(payload, context)``: fields a kind computes from the item for its
+  annotators (a question's options without the answer, in a fixed shuffled order), added after
+  the allow-list — what a kind derives is all it adds.
 - ``template`` / ``form_template(phase)``, ``adjudication_template``, ``display_template``: the
   partials that render the kind's form (per phase), a reviewer's decision form, and the item.
 - ``validate_config(config)``: the stage options the kind accepts, cleaned; the stage service
@@ -176,6 +179,11 @@ class TaskKind:
         if configured is not None:
             return tuple(str(name) for name in configured)
         return self.default_visible_fields
+
+    def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        """Fields computed from the item's whole payload for annotators, beside the allowed
+        ones (default: none). Whatever is returned is shown: derive only what they may see."""
+        return {}
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return []

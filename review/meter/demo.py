@@ -4,7 +4,8 @@ the demo annotators' work simulated through the services (leases, submits, resol
 * verify: 7 pairs decided (one discarded by a single reject), 3 waiting for annotators;
 * check, edit and vote: one entry decided by vote (edit A won), one where the original won,
   one three-way split waiting for the reviewer, one waiting for its editors, one for a checker;
-* filter: one entry kept by all three, one waiting; one verified pair still awaiting generation.
+* filter: one entry kept by all three, one waiting; one verified pair still awaiting generation;
+* human baseline: the kept entry, for annotators to answer without seeing the answers.
 
 ``drive`` is the simulation loop; tests use it too.
 """
@@ -188,4 +189,5 @@ def seed(*, users: dict, slug: str) -> Project:
     entries("wikiwhy-0007")
     drive(stages["edit"], people, _answer, resolve=False)  # the check; editors come next
     entries("maven-0010")
+    services.baseline_open(project=project, sample=10, seed=1)  # the kept entry, to answer
     return project

@@ -277,3 +277,65 @@ class MeterFilterKind(TaskKind):
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("k", "keep (all criteria met)"), ("d", "discard (marked criteria fail)")]
+
+
+class MeterAnswerKind(TaskKind):
+    """The human baseline: answer the entry's three questions without seeing the answer.
+
+    Annotators see the context and, per level, the question and its five options in the
+    release's fixed order (``derived_fields``) — never which is correct, nor the distractors'
+    categories, nor the cause and effect. Payload: ``{"answers": {"L1": 0-4, "L2": …, "L3": …}}``
+    (option indices in that order)."""
+
+    key = "meter_answer"
+    label = "METER: answer the questions (human baseline)"
+    template = "review/meter/answer.html#form"
+    display_template = "review/meter/answer.html#display"
+    policies = ("meter_record",)
+    default_policy = "meter_record"
+    vote_field = None
+    vote_fields = {f"L{level}": f"answers.L{level}" for level in LEVELS}
+    agreement = AgreementSpec(None)
+    default_visible_fields = ("context",)
+
+    def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.meter.entries import release_question
+
+        seed = payload.get("pair_id") or ""
+        questions = []
+        for question in payload.get("questions") or []:
+            shown = release_question(question, seed)
+            questions.append(
+                {
+                    "level": shown["level"],
+                    "question": shown["question"],
+                    "options": shown["options"],
+                }
+            )
+        return {"mcq": questions}
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        answers = {}
+        for level in LEVELS:
+            raw = data.get(f"L{level}")
+            answers[f"L{level}"] = int(raw) if isinstance(raw, str) and raw.isdigit() else raw
+        return {"answers": answers}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        answers = payload.get("answers")
+        if not isinstance(answers, Mapping):
+            raise _invalid("Answer the three questions.", "answers", "{L1, L2, L3}")
+        clean = {}
+        for level in LEVELS:
+            value = answers.get(f"L{level}")
+            if isinstance(value, bool) or value not in range(5):
+                raise _invalid(
+                    f"Choose one of the five options of question L{level}.",
+                    f"L{level}",
+                    "an option from a to e",
+                )
+            clean[f"L{level}"] = value
+        return {"answers": clean}
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [("Tab", "next question"), ("Enter", "submit")]

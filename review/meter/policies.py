@@ -78,3 +78,32 @@ class MeterVotePolicy(Policy):
             return None
         who = "the original" if value == "original" else f"edit {value}"
         return _decision(chosen, settings, "adjudicated", {}, f"a reviewer chose {who}")
+
+
+class MeterRecordPolicy(Policy):
+    """The baseline's answers are scored, not decided: every complete item stage is accepted
+    as it is (the item is already kept); its value is the share of correct answers."""
+
+    key = "meter_record"
+    label = "Record the answers (human baseline)"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The meter_record policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        from review.meter.entries import release_question
+
+        seed = settings.item_payload.get("pair_id") or ""
+        key = {
+            f"L{q['level']}": release_question(q, seed)["answer"]
+            for q in settings.item_payload.get("questions") or []
+        }
+        marks = [
+            answer == key.get(level)
+            for ballot in ballots
+            for level, answer in ((ballot.payload or {}).get("answers") or {}).items()
+        ]
+        share = round(sum(marks) / len(marks), 4) if marks else None
+        return Decision(share, "mean", "accept", False, reason="baseline answers recorded")

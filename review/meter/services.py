@@ -33,6 +33,9 @@ from review.meter.entries import (
 )
 
 WORKFLOW = "meter"
+BASELINE_ANNOTATORS = 5
+#: METER's published human accuracy by level (%), beside the baseline measured here.
+PUBLISHED_ACCURACY = {1: 95.8, 2: 92.8, 3: 91.0}
 ENTRY_SUFFIX = "/entry"
 MAX_ENTRY_BYTES = 64 << 20
 ERROR_CAP = 200
@@ -150,8 +153,22 @@ def meter_project_create(
         kind="meter_filter",
         overlap=overlap,
         resolution_policy="majority",
-        routes={"reject": {"action": "discard", "reason": "discarded by the filter"}},
+        routes={
+            "accept": {"action": "finish"},
+            "reject": {"action": "discard", "reason": "discarded by the filter"},
+        },
         instructions="Confirm the five criteria for each question; keep or discard.",
+        **seeds,
+    )
+    engine.stage_create(
+        project=project,
+        slug="baseline",
+        name="Human baseline",
+        kind="meter_answer",
+        overlap=BASELINE_ANNOTATORS,
+        resolution_policy="meter_record",
+        routes={"accept": {"action": "finish"}},
+        instructions="Answer each question from the passage alone; there is one right option.",
         **seeds,
     )
     return project
@@ -475,6 +492,97 @@ def category_changes(project: Project) -> dict[str, dict[str, int]]:
 
 
 PUBLISHED_KAPPA = {"meter_verify": 0.78, "meter_edit": 0.71, "meter_filter": 0.75}
+
+
+# --- The human baseline ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def baseline_open(*, project: Project, sample: int = 100, seed: int = 0) -> int:
+    """Open a seeded sample of ``sample`` kept entries (not in the baseline yet) in the human
+    baseline stage, where annotators answer their questions without seeing the answers.
+    Returns how many were opened."""
+    import random
+
+    stage = Stage.objects.filter(project=project, kind="meter_answer", is_active=True).first()
+    if stage is None:
+        raise ApplicationError("This project has no human-baseline stage.", {"stage": "baseline"})
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= 10_000:
+        raise ApplicationError(
+            "The sample is a number of entries from 1 to 10,000.", {"sample": sample}
+        )
+    taken = ItemStage.objects.filter(stage=stage).values("item_id")
+    kept = list(
+        Item.objects.filter(
+            project=project, status=Item.Status.ACCEPTED, external_id__endswith=ENTRY_SUFFIX
+        )
+        .exclude(pk__in=taken)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    chosen = sorted(random.Random(seed).sample(kept, min(sample, len(kept))))
+    if chosen:
+        engine.item_stages_open(items=chosen, stage=stage)
+    return len(chosen)
+
+
+def baseline_accuracy(
+    project: Project, *, n_boot: int = 2000, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per level: answers, correct, accuracy and a 95 % CI from a bootstrap over entries (the
+    answers to one entry are not independent: statsmodels' proportion intervals assume they
+    are), beside METER's published accuracy."""
+    import numpy as np
+
+    from review.meter.entries import release_question
+
+    stage = Stage.objects.filter(project=project, kind="meter_answer").first()
+    rows = (
+        Annotation.objects.filter(item_stage__stage=stage).values_list(
+            "item_stage__item_id", "item_stage__item__payload", "payload"
+        )
+        if stage is not None
+        else []
+    )
+    per_entry: dict[int, dict[int, list[int]]] = {}
+    for item_id, payload, answer in rows:
+        key = {
+            q["level"]: release_question(q, payload.get("pair_id") or "")["answer"]
+            for q in payload.get("questions") or []
+        }
+        marks = per_entry.setdefault(item_id, {level: [] for level in LEVELS})
+        for level in LEVELS:
+            given = ((answer or {}).get("answers") or {}).get(f"L{level}")
+            marks[level].append(int(given == key.get(level)))
+    figures = []
+    rng = np.random.default_rng(seed)
+    entries = list(per_entry.values())
+    for level, name in LEVELS.items():
+        correct = np.array([sum(e[level]) for e in entries], dtype=float)
+        total = np.array([len(e[level]) for e in entries], dtype=float)
+        answers = int(total.sum())
+        accuracy = float(correct.sum() / answers) if answers else None
+        low = high = None
+        if answers and len(entries) > 1:
+            picks = rng.integers(0, len(entries), size=(n_boot, len(entries)))
+            shares = correct[picks].sum(axis=1) / total[picks].sum(axis=1)
+            low, high = (float(v) for v in np.percentile(shares, [2.5, 97.5]))
+        figures.append(
+            {
+                "level": level,
+                "name": name,
+                "entries": len(entries),
+                "answers": answers,
+                "correct": int(correct.sum()),
+                "accuracy": accuracy,
+                "ci_low": low,
+                "ci_high": high,
+                "published": round(PUBLISHED_ACCURACY[level] / 100, 4),
+            }
+        )
+    return figures
+
+
 __all__ = [
     "CHECK_PROBLEMS",
     "LEVELS",

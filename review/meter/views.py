@@ -61,6 +61,8 @@ def _context(request, project, **extra):
         ],
         "can_manage": bool(set(MANAGE) & project.user_roles),
         "criteria_labels": CRITERIA,
+        "baseline": services.baseline_accuracy(project),
+        "has_baseline": project.stages.filter(kind="meter_answer").exists(),
         **extra,
     }
 
@@ -114,3 +116,22 @@ def entries_upload(request, slug: str):
         _context(request, project, report=report, filename=upload.name),
         status=400,
     )
+
+
+@require_POST
+@page
+def baseline_open(request, slug: str):
+    """Open a seeded sample of kept entries in the human-baseline stage (admins)."""
+    project = _meter_project(request, MANAGE)
+    raw = request.POST.get("sample", "100")
+    try:
+        sample = int(raw)
+    except ValueError:
+        raise ApplicationError(
+            f"The sample is a whole number of entries (got {raw[:20]!r}).", {"sample": raw[:20]}
+        ) from None
+    opened = services.baseline_open(project=project, sample=sample, seed=sample)
+    from django.contrib import messages
+
+    messages.success(request, f"Opened {opened} kept entries in the human baseline.")
+    return redirect("review:meter", slug=project.slug)

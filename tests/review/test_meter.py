@@ -441,6 +441,7 @@ def test_the_demo_project_has_work_in_every_stage(django_user_model):
     assert states["verify"].count("open") == 3 and states["verify"].count("discarded") == 1
     assert "adjudication" in states["edit"] and "open" in states["edit"]
     assert states["filter"] == ["open", "resolved"]
+    assert states["baseline"] == ["open"]
     assert seed(users=users, slug="meter-demo") == Project.objects.get(slug="meter-demo")
 
 
@@ -499,3 +500,66 @@ def test_the_kappa_reported_recovers_a_planted_value_within_its_ci():
     # Not a vacuous interval: a much higher or lower planted agreement falls outside it.
     assert not kappa.ci_low <= expected_kappa(0.95, 0.6) <= kappa.ci_high
     assert not kappa.ci_low <= expected_kappa(0.7, 0.6) <= kappa.ci_high
+
+
+def test_the_human_baseline_answers_blind_and_is_scored_by_level(meter, client):
+    """Kept entries go to the baseline only when a sample is opened; annotators see the
+    questions and options but never the answer, the categories or the cause and effect; the
+    accuracy by level counts the answers against the release's option order."""
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001", "maven-0003")
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    baseline = stages["baseline"]
+    assert not ItemStage.objects.filter(stage=baseline).exists()  # the filter finishes
+    assert services.baseline_open(project=project, sample=1, seed=3) == 1
+    assert services.baseline_open(project=project, sample=5, seed=3) == 1  # the other one
+    assert services.baseline_open(project=project, sample=5, seed=3) == 0
+    answerers = [make_member(project) for _ in range(5)]
+    client.force_login(answerers[0])
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+
+    assignment = engine.assignment_next(
+        annotator=answerers[0],
+        stage=access_stage_for_annotator(user=answerers[0], stage_id=baseline.pk),
+    )
+    entry = assignment.item_stage.item
+    page = client.get(reverse("annotation:stage", args=[baseline.pk])).content.decode()
+    first = entry.payload["questions"][0]
+    assert first["question"] in page and first["distractors"][0]["text"] in page
+    shown = page.split('class="item-body"', 1)[1].split("</form>", 1)[0]
+    assert first["question"] in shown
+    for hidden in ("correct", "contradictory", "Causal reversal", "Cause</dt>", "Effect</dt>"):
+        assert hidden not in shown, hidden
+    from tests.api.test_views import client_for
+
+    leased = client_for(answerers[1]).post(f"/api/stages/{baseline.pk}/next/")
+    assert leased.status_code == 200
+    seen = leased.json()["item"]["payload"]
+    assert set(seen) == {"context", "mcq"} and len(seen["mcq"][0]["options"]) == 5
+    assert "correct" not in json.dumps(seen) and "contradictory" not in json.dumps(seen)
+    key = {
+        q["level"]: release_question(q, entry.payload["pair_id"])["answer"]
+        for q in entry.payload["questions"]
+    }
+    engine.annotation_submit(
+        assignment_id=assignment.pk,
+        annotator=answerers[0],
+        payload={"answers": {"L1": key[1], "L2": key[2], "L3": (key[3] + 1) % 5}},
+    )
+
+    def answer(index, item, phase):
+        seed = item.payload["pair_id"]
+        right = {q["level"]: release_question(q, seed)["answer"] for q in item.payload["questions"]}
+        return {"answers": {f"L{level}": right[level] for level in right}}
+
+    drive(baseline, answerers, answer)
+    figures = {row["level"]: row for row in services.baseline_accuracy(project)}
+    assert figures[1]["answers"] == 10 and figures[1]["correct"] == 10
+    assert figures[3]["correct"] == 9 and figures[3]["accuracy"] == 0.9
+    assert figures[3]["ci_low"] < 0.9 <= figures[3]["ci_high"]
+    assert figures[2]["published"] == 0.928
+    assert set(
+        Item.objects.filter(external_id__endswith="/entry").values_list("status", flat=True)
+    ) == {"accepted"}
