@@ -68,7 +68,7 @@ def describe_json_error(text: str, error: json.JSONDecodeError) -> str:
     where = f"line {error.lineno}, column {error.colno}"
     if error.msg.startswith("Invalid \\escape"):
         snippet = text[max(0, error.pos - 20) : error.pos + 6].replace("\n", " ")
-        return f"invalid backslash escape at {where} (…{snippet}…): JSON allows only \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX"
+        return f'invalid backslash escape at {where} (…{snippet}…): JSON allows only \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX'
     if error.msg.startswith("Extra data"):
         values, pos, decoder = 0, 0, json.JSONDecoder()
         valid = True
@@ -100,7 +100,9 @@ def _expand(data: Any, kind: str, file: str) -> tuple[list[RawRecord], str]:
         if lists:
             key = lists[0]
             skipped = [k for k in data if k != key]
-            note = f"records under '{key}'" + (f"; block {skipped} is file metadata" if skipped else "")
+            note = f"records under '{key}'" + (
+                f"; block {skipped} is file metadata" if skipped else ""
+            )
             items = [(f"{key}[{i}]", r) for i, r in enumerate(data[key])]
         elif data and all(isinstance(v, dict) for v in data.values()):
             note = "an object keyed by case"
@@ -338,7 +340,9 @@ def normalise_record(raw: RawRecord) -> Normalised:
             )
         elif domain is None and domain_spelling is not None:
             issues.append(
-                Issue("domain", str(domain_spelling), f"unknown name; folder {hints['domain']} kept")
+                Issue(
+                    "domain", str(domain_spelling), f"unknown name; folder {hints['domain']} kept"
+                )
             )
         domain = hints["domain"]
 
@@ -367,7 +371,9 @@ def normalise_record(raw: RawRecord) -> Normalised:
             if trap is None and family is None:
                 issues.append(Issue("trap", spelling_text))
             elif trap is None:
-                issues.append(Issue("trap", spelling_text, f"not one of W1–W10/S1–S8; family {family} kept"))
+                issues.append(
+                    Issue("trap", spelling_text, f"not one of W1–W10/S1–S8; family {family} kept")
+                )
 
     label_spelling = first(flat, "ground_truth", "label", "correct_answer", "label_name")
     if tier == 3 and flat.get("ground_truth") is None and flat.get("label") is not None:
@@ -396,7 +402,12 @@ def normalise_record(raw: RawRecord) -> Normalised:
     conditional = flat.get("conditional_answers")
     if not isinstance(conditional, dict):
         conditional = {}
-        for key in ("answer_if_condition_1", "answer_if_condition_2", "answer_if_z_before_x", "answer_if_x_before_z"):
+        for key in (
+            "answer_if_condition_1",
+            "answer_if_condition_2",
+            "answer_if_z_before_x",
+            "answer_if_x_before_z",
+        ):
             if flat.get(key) is not None:
                 conditional[key] = flat[key]
         if not conditional and flat.get("conditional_answers") is not None:
@@ -433,7 +444,12 @@ def normalise_record(raw: RawRecord) -> Normalised:
     reviewer2 = text_of(flat.get("validator_2"))
     if reviewer2 or isinstance(r2, float):
         reviews.append(
-            {"round": 2, "reviewer": reviewer2, "score": r2 if isinstance(r2, float) else None, "rubric": None}
+            {
+                "round": 2,
+                "reviewer": reviewer2,
+                "score": r2 if isinstance(r2, float) else None,
+                "rubric": None,
+            }
         )
 
     claim = text_of(first(flat, "claim", "counterfactual_claim"))
@@ -463,14 +479,26 @@ def normalise_record(raw: RawRecord) -> Normalised:
         "trap_subtype": text_of(subtype),
         "trap_original": spelling_text,
         "difficulty": difficulty,
-        "causal_structure": text_of(first(flat, "causal_structure", "hidden_structure", "counterfactual_structure")),
+        "causal_structure": text_of(
+            first(flat, "causal_structure", "hidden_structure", "counterfactual_structure")
+        ),
         "key_insight": text_of(flat.get("key_insight")),
-        "rationale": text_of(first(flat, "gold_rationale", "explanation", "justification", "ground_truth_reasoning")),
-        "missing_info": text_of(first(flat, "missing_info", "missing_information", "hidden_structure")),
-        "pivotal_question": text_of(first(flat, "pivotal_question", "hidden_question", "hidden_timestamp")),
-        "refusal_template": text_of(first(flat, "refusal_template", "wise_refusal", "wise_response")),
+        "rationale": text_of(
+            first(flat, "gold_rationale", "explanation", "justification", "ground_truth_reasoning")
+        ),
+        "missing_info": text_of(
+            first(flat, "missing_info", "missing_information", "hidden_structure")
+        ),
+        "pivotal_question": text_of(
+            first(flat, "pivotal_question", "hidden_question", "hidden_timestamp")
+        ),
+        "refusal_template": text_of(
+            first(flat, "refusal_template", "wise_refusal", "wise_response")
+        ),
         "conditional_answers": conditional,
-        "counterfactual_antecedent": text_of(first(flat, "counterfactual_antecedent", "antecedent")),
+        "counterfactual_antecedent": text_of(
+            first(flat, "counterfactual_antecedent", "antecedent")
+        ),
         "invariants": [text_of(v) for v in invariants] if isinstance(invariants, list) else None,
         "reasoning_trace": text_of(first(flat, "reasoning_trace", "correct_reasoning")),
         "author": text_of(first(flat, "initial_author", "author", "annotation_author")),
@@ -540,16 +568,28 @@ def _merge_into(case: dict, other: dict, conflicts: dict) -> None:
 
 #: Fields whose disagreement between merged records is reported (texts differ in punctuation
 #: too often to list; they are kept from the highest-ranked source).
-MERGE_WATCHED = ("label", "pearl_level", "domain", "trap", "trap_family", "difficulty", "original_id")
+MERGE_WATCHED = (
+    "label",
+    "pearl_level",
+    "domain",
+    "trap",
+    "trap_family",
+    "difficulty",
+    "original_id",
+)
 
 
 def _attach_rubric(raw: RawRecord, flat: dict) -> dict:
     return {
         "round": 1 if raw.kind == "review_round1" else 2,
         "reviewer": None,
-        "score": score_of(flat.get("total_score")) if not isinstance(score_of(flat.get("total_score")), str) else None,
+        "score": score_of(flat.get("total_score"))
+        if not isinstance(score_of(flat.get("total_score")), str)
+        else None,
         "rubric": {
-            k: flat.get(k) for k in ("scores", "status", "trap_validation", "feedback") if flat.get(k) is not None
+            k: flat.get(k)
+            for k in ("scores", "status", "trap_validation", "feedback")
+            if flat.get(k) is not None
         },
         "source": f"{raw.file}#{raw.index}",
     }
@@ -569,10 +609,14 @@ def build_cases(files: list[FileResult], records: Iterable[RawRecord]) -> tuple[
         where = {"file": raw.file, "record": raw.index}
         if not isinstance(raw.data, dict):
             report.outcomes["not imported"] += 1
-            report.not_imported.append({**where, "id": None, "reason": f"not an object: {type(raw.data).__name__}"})
+            report.not_imported.append(
+                {**where, "id": None, "reason": f"not an object: {type(raw.data).__name__}"}
+            )
             continue
         flat = flatten(raw.data)
-        if flat.get("scenario") is None and (flat.get("scores") or flat.get("total_score") is not None):
+        if flat.get("scenario") is None and (
+            flat.get("scores") or flat.get("total_score") is not None
+        ):
             rubric_only.append((raw, flat))
             continue
         result = normalise_record(raw)
@@ -581,11 +625,19 @@ def build_cases(files: list[FileResult], records: Iterable[RawRecord]) -> tuple[
             report.mappings[mapping] += 1
         for issue in result.issues:
             report.unmapped.append(
-                {"field": issue.field, "value": issue.value[:200], "note": issue.note, **where, "id": case["original_id"]}
+                {
+                    "field": issue.field,
+                    "value": issue.value[:200],
+                    "note": issue.note,
+                    **where,
+                    "id": case["original_id"],
+                }
             )
         if not case["scenario"]:
             report.outcomes["not imported"] += 1
-            report.not_imported.append({**where, "id": case["original_id"], "reason": "no scenario"})
+            report.not_imported.append(
+                {**where, "id": case["original_id"], "reason": "no scenario"}
+            )
             continue
         source = f"{raw.file}#{raw.index}"
         key = fingerprint(case["scenario"], case["claim"])
@@ -607,7 +659,9 @@ def build_cases(files: list[FileResult], records: Iterable[RawRecord]) -> tuple[
             same = [
                 r
                 for r in existing["reviews"]
-                if r["round"] == review["round"] and r["reviewer"] == review["reviewer"] and r["score"] == review["score"]
+                if r["round"] == review["round"]
+                and r["reviewer"] == review["reviewer"]
+                and r["score"] == review["score"]
             ]
             if same:
                 if review.get("rubric") and not same[0].get("rubric"):
@@ -685,18 +739,68 @@ def normalise_release(root: Path) -> tuple[list[dict], Report]:
 def iter_csv_rows(report: dict) -> Iterator[list[Any]]:
     """One flat table of the whole report (section, field, value, mapped to, count, file, record, id, note)."""
     for f in report["files"]:
-        yield ["file", f["kind"], f["status"], "", f["records"], f["path"], "", "", f["error"] or f["detail"]]
+        yield [
+            "file",
+            f["kind"],
+            f["status"],
+            "",
+            f["records"],
+            f["path"],
+            "",
+            "",
+            f["error"] or f["detail"],
+        ]
     for m in report["mappings"]:
         yield ["mapping", m["field"], m["spelling"], m["value"], m["count"], "", "", "", ""]
     for u in report["unmapped"]:
-        yield ["unmapped", u["field"], u["value"], "", 1, u["file"], u["record"], u["id"] or "", u["note"]]
+        yield [
+            "unmapped",
+            u["field"],
+            u["value"],
+            "",
+            1,
+            u["file"],
+            u["record"],
+            u["id"] or "",
+            u["note"],
+        ]
     for n in report["not_imported"]:
         yield ["not imported", "", "", "", 1, n["file"], n["record"], n["id"] or "", n["reason"]]
     for a in report["attached"]:
-        yield ["attached", "", "", a["case_id"], 1, a["file"], a["record"], "", "rubric attached as a review"]
+        yield [
+            "attached",
+            "",
+            "",
+            a["case_id"],
+            1,
+            a["file"],
+            a["record"],
+            "",
+            "rubric attached as a review",
+        ]
     for m in report["merges"]:
         conflicts = "; ".join(f"{k}: {' / '.join(v)}" for k, v in m["conflicts"].items())
-        yield ["merged", "", "", m["case_id"], len(m["sources"]), " ".join(m["sources"]), "", " ".join(m["original_ids"]), conflicts]
+        yield [
+            "merged",
+            "",
+            "",
+            m["case_id"],
+            len(m["sources"]),
+            " ".join(m["sources"]),
+            "",
+            " ".join(m["original_ids"]),
+            conflicts,
+        ]
 
 
-CSV_COLUMNS = ["section", "field", "value", "mapped_to", "count", "file", "record", "original_id", "note"]
+CSV_COLUMNS = [
+    "section",
+    "field",
+    "value",
+    "mapped_to",
+    "count",
+    "file",
+    "record",
+    "original_id",
+    "note",
+]
