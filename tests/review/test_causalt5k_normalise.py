@@ -106,7 +106,12 @@ def test_a_record_becomes_one_canonical_case_with_reviews(tmp_path):
     (only,) = cases
     assert only["case_id"] == "T2-W7-MED-001"
     assert only["original_id"] == "T3-BucketLarge-A-4.1"
-    assert (only["tier"], only["domain"], only["label"], only["difficulty"]) == (2, "D4", "NO", "Medium")
+    assert (only["tier"], only["domain"], only["label"], only["difficulty"]) == (
+        2,
+        "D4",
+        "NO",
+        "Medium",
+    )
     assert only["variables"] == {
         "X": {"name": "Vitamin D", "role": "exposure"},
         "Y": {"name": "Fractures", "role": None},
@@ -122,9 +127,21 @@ def test_a_record_becomes_one_canonical_case_with_reviews(tmp_path):
 
 
 def test_invalid_json_files_are_reported_with_where_and_why_and_nothing_is_taken(tmp_path):
-    write(tmp_path, "raw_submissions/groupD-submission-08.json", '[{"scenario": "costs \\$10"}]', raw=True)
-    write(tmp_path, "raw_submissions/groupD-submission-11.json", '{"scenario": "a"}\n\n{"scenario": "b"}', raw=True)
-    write(tmp_path, "raw_submissions/groupJ-submission-24.jsonl", '{"id": 1}\n{"id": 2}\n', raw=True)
+    write(
+        tmp_path,
+        "raw_submissions/groupD-submission-08.json",
+        '[{"scenario": "costs \\$10"}]',
+        raw=True,
+    )
+    write(
+        tmp_path,
+        "raw_submissions/groupD-submission-11.json",
+        '{"scenario": "a"}\n\n{"scenario": "b"}',
+        raw=True,
+    )
+    write(
+        tmp_path, "raw_submissions/groupJ-submission-24.jsonl", '{"id": 1}\n{"id": 2}\n', raw=True
+    )
     files, records = read_release(tmp_path)
     assert records == []
     errors = {f.path.split("/")[-1]: f.error for f in files}
@@ -159,7 +176,11 @@ def test_the_folder_decides_domain_and_level_and_a_disagreement_is_reported(tmp_
 
 def test_the_same_case_in_several_files_is_merged_and_disagreements_are_listed(tmp_path):
     write(tmp_path, "final_dataset/D4/D4_L2.json", [case()])
-    write(tmp_path, "review_round2/validator-batch-01.json", [case(label="AMBIGUOUS", key_insight="Age.")])
+    write(
+        tmp_path,
+        "review_round2/validator-batch-01.json",
+        [case(label="AMBIGUOUS", key_insight="Age.")],
+    )
     write(tmp_path, "review_round1/validator-batch-01.json", {"metadata": {}, "cases": [case()]})
     cases, report = normalise_release(tmp_path)
     (only,) = cases
@@ -172,7 +193,9 @@ def test_the_same_case_in_several_files_is_merged_and_disagreements_are_listed(t
 
 
 def test_one_id_with_different_texts_stays_two_cases(tmp_path):
-    write(tmp_path, "final_dataset/D4/D4_L2.json", [case(), case(scenario="Another story entirely.")])
+    write(
+        tmp_path, "final_dataset/D4/D4_L2.json", [case(), case(scenario="Another story entirely.")]
+    )
     cases, report = normalise_release(tmp_path)
     assert [c["case_id"] for c in cases] == ["T2-W7-MED-001", "T2-W7-MED-002"]
     assert report.id_collisions == 1
@@ -182,9 +205,16 @@ def test_every_record_ends_somewhere_with_a_reason(tmp_path):
     write(
         tmp_path,
         "raw_submissions/groupA-submission-09.json",
-        [{"case_id": "4.1", "responses": {"response1": [case(), case(scenario=None)]}}, ["not", "a", "case"]],
+        [
+            {"case_id": "4.1", "responses": {"response1": [case(), case(scenario=None)]}},
+            ["not", "a", "case"],
+        ],
     )
-    write(tmp_path, "review_round1/validator-batch-26.json", {"T3-BucketI-0001": {"case_id": "9.9", "total_score": 4.5}})
+    write(
+        tmp_path,
+        "review_round1/validator-batch-26.json",
+        {"T3-BucketI-0001": {"case_id": "9.9", "total_score": 4.5}},
+    )
     files, records = read_release(tmp_path)
     cases, report = build_cases(files, records)
     assert report.records_read == 4
