@@ -24,6 +24,8 @@ class ReviewConfig(AppConfig):
         from review.meter import kinds, policies, services
         from review.meter.release_layout import meter_layout
 
+        self._register_causalt5k()
+
         for kind in (
             kinds.MeterVerifyKind(),
             kinds.MeterEditKind(),
@@ -50,6 +52,32 @@ class ReviewConfig(AppConfig):
             roles=("admin", "researcher"),
             order=35,
             kinds=(services.WORKFLOW,),
+        )
+
+    def _register_causalt5k(self) -> None:
+        """CausalT5k (review.causalt5k): the workflow, its release layout (the normalisation
+        report) and the project tab with the report."""
+        from annotation.navigation import register_project_tab
+        from annotation.workflows import Workflow, register_workflow
+        from releases.layouts import register_layout
+        from review.causalt5k import services as ct5k
+        from review.causalt5k.release_layout import causalt5k_layout
+
+        register_workflow(
+            Workflow(
+                ct5k.WORKFLOW,
+                "Causal cases across three rungs (CausalT5k-style)",
+                "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
+                "normalised, with near-duplicate clusters; adversarial review comes next.",
+            )
+        )
+        register_layout(ct5k.WORKFLOW, causalt5k_layout)
+        register_project_tab(
+            "CausalT5k",
+            "causalt5k:report",
+            roles=("admin", "researcher"),
+            order=35,
+            kinds=(ct5k.WORKFLOW,),
         )
 
     def seed_demo(self, *, users: dict) -> None:

@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("projects/<slug:slug>/meter/", include("review.urls")),
+    path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),
     path("", include("imports.urls")),
     path("", include("releases.urls")),
     path("", include("agreement.urls")),

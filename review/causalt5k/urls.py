@@ -1,0 +1,12 @@
+"""Mounted under projects/<slug:slug>/causalt5k/ (rungwise/urls.py)."""
+
+from django.urls import path
+
+from review.causalt5k import views
+
+app_name = "causalt5k"
+
+urlpatterns = [
+    path("", views.report, name="report"),
+    path("normalisation.csv", views.report_csv, name="report_csv"),
+]

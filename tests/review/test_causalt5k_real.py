@@ -1,0 +1,124 @@
+"""CausalT5k's real release, read from the shared folder beside the checkout (never copied into
+the repository). Skipped when that folder is absent."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.errors import ApplicationError
+from annotation.models import Item, Role
+from review.causalt5k import neardup, vocab
+from review.causalt5k.normalise import normalise_release
+from review.causalt5k.services import (
+    causalt5k_import,
+    causalt5k_near_duplicates,
+    causalt5k_project_create,
+    review_candidates,
+)
+from tests.conftest import shared_dir
+from tests.factories import make_member
+
+ROOT = shared_dir() / "datasets" / "CausalT5k"
+pytestmark = [
+    pytest.mark.shared_data,
+    pytest.mark.skipif(not ROOT.is_dir(), reason=f"shared CausalT5k data not found at {ROOT}"),
+]
+
+
+@pytest.fixture(scope="module")
+def release():
+    return normalise_release(ROOT)
+
+
+def test_every_file_is_read_and_the_three_invalid_ones_are_explained(release):
+    _, report = release
+    ok = [f for f in report.files if f.status == "ok"]
+    invalid = {f.path: f.error for f in report.files if f.status != "ok"}
+    assert len(ok) == 134
+    assert sorted(invalid) == [
+        "raw_submissions/groupD-submission-08.json",
+        "raw_submissions/groupD-submission-11.json",
+        "raw_submissions/groupJ-submission-24.jsonl",
+    ]
+    assert invalid["raw_submissions/groupD-submission-08.json"].startswith(
+        "invalid backslash escape at line 455, column 44"
+    )
+    assert (
+        "41 JSON values one after another" in invalid["raw_submissions/groupD-submission-11.json"]
+    )
+    assert (
+        "230 JSON values one after another" in invalid["raw_submissions/groupJ-submission-24.jsonl"]
+    )
+    final = [f for f in ok if f.kind == "final"]
+    assert (len(final), sum(f.records for f in final)) == (30, 7260)
+
+
+def test_every_record_is_accounted_for(release):
+    cases, report = release
+    assert report.records_read == 31278
+    assert sum(report.outcomes.values()) == report.records_read
+    assert dict(report.outcomes) == {
+        "created a case": 8671,
+        "merged into a case": 21698,
+        "attached as a review": 252,
+        "not imported": 657,
+    }
+    assert len(cases) == 8671 == len({c["case_id"] for c in cases})
+    assert len(report.not_imported) == 657 and len(report.merges) == 7342
+    final_ids = {
+        i
+        for c in cases
+        if any(s.startswith("final_dataset/D") for s in c["sources"])
+        for i in c["original_ids"]
+    }
+    assert len(final_ids) >= 6159  # every id of the 7,260 final rows is on a case
+
+
+def test_canonical_values_only(release):
+    cases, _ = release
+    for case in cases:
+        assert case["tier"] in (1, 2, 3, None)
+        assert case["label"] in {None, "YES", "NO", "AMBIGUOUS"} | (
+            {"VALID", "INVALID", "CONDITIONAL"} if case["tier"] == 3 else set()
+        )
+        assert case["domain"] is None or case["domain"] in {f"D{i}" for i in range(1, 11)}
+        assert case["trap"] is None or case["trap"] in vocab.TRAPS
+
+
+def test_review_candidates_and_their_near_duplicates():
+    docs = review_candidates(ROOT)
+    assert len(docs) == 7609
+    counts = neardup.summary(neardup.near_duplicate_clusters(docs, threshold=0.8), len(docs))
+    assert counts["documents"] == 7609 and counts["clusters"] > 0
+    assert counts["after_dedup"] == 7609 - counts["in_clusters"] + counts["clusters"]
+
+
+@pytest.mark.django_db
+def test_import_writes_one_item_per_case_the_report_page_and_a_safe_csv(client):
+    project = causalt5k_project_create(slug="ct5k", name="CausalT5k")
+    record = causalt5k_import(project=project, root=ROOT)
+    assert record.cases == Item.objects.filter(project=project).count() == 8671
+    assert record.records == 31278 and record.seconds > 0
+    item = Item.objects.get(project=project, external_id="T2-W7-MED-001")
+    assert item.payload["domain"] == "D4" and item.payload["sources"]
+
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    page = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
+    assert "groupD-submission-08.json" in page and "Business" in page
+    text = b"".join(
+        client.get(reverse("causalt5k:report_csv", args=[project.slug])).streaming_content
+    ).decode("utf-8-sig")
+    lines = text.splitlines()
+    assert lines[0] == "section,field,value,mapped_to,count,file,record,original_id,note"
+    assert not any(
+        cell.startswith(("=", "+", "@")) for line in lines[1:] for cell in line.split(",")
+    )
+
+    with pytest.raises(ApplicationError):  # a second import is refused, nothing changes
+        causalt5k_import(project=project, root=ROOT)
+    assert Item.objects.filter(project=project).count() == 8671
+
+    clusters, counts = causalt5k_near_duplicates(project=project, threshold=0.9)
+    assert counts["documents"] == 8671 and len(clusters) == counts["clusters"]
