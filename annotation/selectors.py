@@ -22,6 +22,7 @@ from annotation.models import (
     Role,
     Stage,
 )
+from annotation.navigation import project_tabs
 from annotation.phases import stage_phases
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
@@ -114,7 +115,9 @@ def is_annotator(user: AbstractBaseUser, project: Project) -> bool:
 def home_projects(user: AbstractBaseUser) -> list[Project]:
     """The user's projects (see projects_for_user), each with `stage_list`: its active stages,
     and on stages of projects where the user annotates, `progress` = (done, left).
-    Four queries at most, whatever the number of projects and stages."""
+    Five queries at most, whatever the number of projects and stages; researchers, reviewers
+    and admins also get each stage's `overview` (stage_overview), the project's
+    `waiting_for_review` and `tabs` (the pages their roles open)."""
     projects = projects_for_user(user)
     if not projects:
         return []
@@ -133,12 +136,71 @@ def home_projects(user: AbstractBaseUser) -> list[Project]:
         for stage in by_project[project.pk]
     ]
     progress = annotator_progress_by_stage(user, annotated)
+    overseen = [
+        stage
+        for project in projects
+        if set(project.user_roles) & {Role.ADMIN, Role.RESEARCHER, Role.REVIEWER}
+        for stage in by_project[project.pk]
+    ]
+    overview = stage_overview(overseen)
     for project in projects:
         project.stage_list = by_project[project.pk]
+        project.waiting_for_review = 0
         for stage in project.stage_list:
             stage.project = project
             stage.progress = progress.get(stage.pk)
+            stage.overview = overview.get(stage.pk)
+            if stage.overview is not None:
+                project.waiting_for_review += stage.overview["adjudication"]
+        project.tabs = [
+            tab
+            for tab in project_tabs(project, project.user_roles)
+            if tab["url_name"] != "annotation:project"
+        ]
     return projects
+
+
+def stage_overview(stages: Iterable[Stage]) -> dict[int, dict[str, int]]:
+    """{stage id: {"items", "decided", "adjudication", "open"}} over the stages' item stages, in
+    one query: what researchers, reviewers and admins see of a stage on their home page."""
+    stage_ids = [stage.pk for stage in stages]
+    if not stage_ids:
+        return {}
+    closed = (ItemStage.State.RESOLVED, ItemStage.State.DISCARDED)
+    rows = (
+        ItemStage.objects.filter(stage_id__in=stage_ids)
+        .values("stage_id")
+        .annotate(
+            items=Count("pk"),
+            decided=Count("pk", filter=Q(state__in=closed)),
+            adjudication=Count("pk", filter=Q(state=ItemStage.State.ADJUDICATION)),
+        )
+    )
+    found = {
+        row["stage_id"]: {
+            "items": row["items"],
+            "decided": row["decided"],
+            "adjudication": row["adjudication"],
+            "open": row["items"] - row["decided"] - row["adjudication"],
+        }
+        for row in rows
+    }
+    empty = {"items": 0, "decided": 0, "adjudication": 0, "open": 0}
+    return {pk: found.get(pk, dict(empty)) for pk in stage_ids}
+
+
+def next_stage_with_work(user: AbstractBaseUser, stage: Stage) -> Stage | None:
+    """The user's next active stage of the same project (pipeline order, wrapping around) where
+    work is left for them, for the done screen; None when there is none."""
+    stages = list(
+        Stage.objects.filter(project_id=stage.project_id, is_active=True).order_by("position")
+    )
+    progress = annotator_progress_by_stage(user, [s for s in stages if s.pk != stage.pk])
+    index = next((i for i, s in enumerate(stages) if s.pk == stage.pk), 0)
+    for other in stages[index + 1 :] + stages[:index]:
+        if progress.get(other.pk, (0, 0))[1] > 0:
+            return other
+    return None
 
 
 def project_stages(user: AbstractBaseUser, project: Project) -> list[Stage]:

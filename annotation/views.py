@@ -229,6 +229,9 @@ def _item_response(
     }
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
+    elif not context["ready"] and not gone:
+        # The done screen leads to the next stage with work for this annotator.
+        context["next_stage"] = selectors.next_stage_with_work(request.user, stage)
     status = error.status if error is not None else 200
     if request.htmx:
         return render(request, "annotation/stage.html#item", context, status=status)

@@ -10,7 +10,9 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Annotation, Assignment, ItemStage, Role
-from tests.factories import PASSWORD, make_member, make_project, make_verify_stage
+from tests.factories import PASSWORD, make_member, make_project, make_verify_stage, pipeline
+
+LABELS = ["causal", "temporal"]
 
 pytestmark = pytest.mark.django_db
 
@@ -441,3 +443,44 @@ def test_the_start_button_swaps_the_item_in_for_htmx(client):
     response = signed_in(client, alice).post(stage_url(stage), **HTMX)
     held = active(alice, stage)
     assert response.status_code == 200 and submit_url(held) in response.content.decode()
+
+
+def test_every_role_has_a_home_that_leads_somewhere(client, django_capture_on_commit_callbacks):
+    """Researchers, reviewers and admins see each stage's progress and the pages their roles
+    open (with the adjudication queue's count), not "You don't annotate in this stage"."""
+    from tests.factories import annotate_stage
+
+    project, verify, label, people = pipeline(overlap=2, items=3, annotators=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, lambda person, item: "keep")
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(label, people, lambda person, item: LABELS[people.index(person)])
+    reviewer = make_member(project, role=Role.REVIEWER)
+    client.force_login(reviewer)
+    page = client.get(reverse("annotation:home")).content.decode()
+    assert "You don't annotate in this stage" not in page
+    assert "3 of 3 items decided" in page  # verify
+    assert "3 waiting for a reviewer" in page  # label: every item split 1–1
+    assert reverse("agreement:adjudication", args=[project.slug]) in page
+    assert "3 waiting</span>" in page
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:home")).content.decode()
+    assert reverse("agreement:dashboard", args=[project.slug]) in page
+    assert reverse("agreement:adjudication", args=[project.slug]) not in page
+
+
+def test_the_done_screen_leads_to_the_next_stage_with_work(client):
+    project, verify, label, people = pipeline(overlap=1, items=2, annotators=1)
+    from annotation.services import item_stages_open
+
+    item_stages_open(items=project.items.all(), stage=label)
+    client.force_login(people[0])
+    for _ in range(2):
+        assignment = services.assignment_next(annotator=people[0], stage=verify)
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=people[0], payload={"value": "keep"}
+        )
+    page = client.get(reverse("annotation:stage", args=[verify.pk])).content.decode()
+    assert "All done" in page
+    assert f'href="{reverse("annotation:stage", args=[label.pk])}" data-next-stage' in page
