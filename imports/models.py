@@ -52,6 +52,7 @@ class ImportBatch(models.Model):
 
     class Meta:
         db_table = "annotation_importbatch"
+        verbose_name_plural = "import batches"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["project", "-created_at"])]
 

@@ -117,6 +117,12 @@ class RateKind(TaskKind):
         config = context.config
         low, high = scale_bounds(config)
         if _truthy(payload.get("cannot_judge")):
+            if payload.get("value") not in (None, ""):
+                raise ApplicationError(
+                    f'You chose {payload.get("value")!r} and also "I can\'t judge this": '
+                    'clear the rating, or untick "I can\'t judge this".',
+                    {"value": "a rating or I can't judge this, not both"},
+                )
             if not config.get("allow_cannot_judge", True):
                 raise ApplicationError(
                     "This stage asks for a rating on every item; choose a number.",

@@ -246,6 +246,14 @@ def main() -> None:
             shot(page, "14-item-phone", full_page=True)
             context.close()
 
+            for role in ("reviewer", "researcher", "admin"):
+                context, page = session(role)
+                shot(page, f"03-home-{role}", full_page=True)
+                page.set_viewport_size({"width": 390, "height": 844})
+                page.goto(base + "/")
+                shot(page, f"03-home-{role}-phone", full_page=True)
+                context.close()
+
             context, page = session("reviewer")
             page.goto(f"{base}/annotate/{verify_id}/")
             start(page)

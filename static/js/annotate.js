@@ -82,6 +82,9 @@
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (isTyping(event.target)) return;
+    // Keys typed while a navigation menu is open (or focused) belong to the menu, not the item.
+    if (document.querySelector("details.menu[open]")) return;
+    if (event.target.closest && event.target.closest(".site-nav")) return;
     if (event.key === "?") {
       toggleHelp();
       event.preventDefault();

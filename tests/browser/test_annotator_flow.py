@@ -128,9 +128,9 @@ def test_skip_and_help_work_from_the_keyboard(live_server, page, stage_with_pair
     assert Annotation.objects.count() == 0
     page.keyboard.press("Escape")
     page.keyboard.press("k")
-    page.wait_for_function(
-        "() => document.querySelector('#progress-line').innerText.startsWith('1 done')"
-    )
+    from playwright.sync_api import expect
+
+    expect(page.locator("#progress-line")).to_contain_text("1 done")
     assert Annotation.objects.get().payload == {"value": "keep", "comment": "keep it"}
 
 
@@ -158,3 +158,25 @@ def test_with_javascript_off_a_plain_form_post_completes_an_item(
     annotation = Annotation.objects.get(annotator=annotator)
     assert annotation.payload["value"] == "keep"
     assert annotation.client_info == {"via": "form", "timing": "lease"}
+
+
+def test_keys_typed_in_the_open_navigation_menu_do_not_answer_the_item(
+    live_server, page, stage_with_pairs
+):
+    stage, annotator = stage_with_pairs
+    sign_in_with_the_keyboard(page, live_server.url, "ada")
+    page.goto(live_server.url + reverse("annotation:stage", args=[stage.pk]))
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".item-form")
+    page.click("summary:has-text('Projects')")
+    page.keyboard.press("k")
+    page.keyboard.press("r")
+    page.wait_for_timeout(300)
+    assert not Annotation.objects.exists()
+    page.click("summary:has-text('Projects')")  # closed again: the shortcuts work again
+    page.click("main")
+    page.keyboard.press("k")
+    from playwright.sync_api import expect
+
+    expect(page.locator("#progress-line")).to_contain_text("1 done")
+    assert Annotation.objects.count() == 1

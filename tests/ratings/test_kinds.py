@@ -54,8 +54,12 @@ def test_the_bounds_come_from_the_stage_config():
 
 
 def test_cannot_judge_needs_a_reason_casts_no_vote_and_can_be_switched_off():
-    payload = checked({"cannot_judge": "1", "reason": "  unknown word  ", "value": 4}, TEN)
+    payload = checked({"cannot_judge": "1", "reason": "  unknown word  ", "value": ""}, TEN)
     assert payload == {"value": None, "cannot_judge": True, "reason": "unknown word"}
+    # A rating together with "I can't judge this" is a contradiction, not a silent drop.
+    with pytest.raises(ApplicationError, match='also "I can\'t judge this"') as caught:
+        checked({"cannot_judge": "1", "reason": "unknown word", "value": 7}, TEN)
+    assert "value" in caught.value.extra
     assert KIND.vote(payload) is None
     assert KIND.vote({"value": 6}) == 6
     with pytest.raises(ApplicationError) as caught:
