@@ -7,12 +7,17 @@ are registered under. Plug-ins register theirs in ``AppConfig.ready()``::
     from annotation.workflows import Workflow, register_workflow
     register_workflow(Workflow("meter", "Verify / edit / filter (METER-style)"))
 
-The engine registers only ``generic``.
+A workflow may offer a **template** (``create``): a function ``create(*, slug, name,
+description) -> Project`` that builds a project with its stages ready for work (the studio's
+"New project" page lists every workflow that offers one). The engine registers only ``generic``
+(an empty project: stages are added by hand).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from annotation.errors import ApplicationError
 
@@ -22,6 +27,8 @@ class Workflow:
     key: str
     label: str
     description: str = ""
+    #: Builds a ready project of this workflow: create(*, slug, name, description) -> Project.
+    create: Callable[..., Any] | None = None
 
 
 WORKFLOWS: dict[str, Workflow] = {}
@@ -48,4 +55,17 @@ def workflow_choices() -> list[tuple[str, str]]:
     return [(workflow.key, workflow.label) for workflow in WORKFLOWS.values()]
 
 
-register_workflow(Workflow("generic", "Generic", "Stages of the engine's own kinds."))
+def _generic_create(*, slug: str, name: str, description: str = "") -> Any:
+    from annotation.services import project_create
+
+    return project_create(slug=slug, name=name, description=description)
+
+
+register_workflow(
+    Workflow(
+        "generic",
+        "From scratch",
+        "An empty project: add stages of any kind (verify, label, …) yourself.",
+        create=_generic_create,
+    )
+)

@@ -23,7 +23,13 @@ class RatingsConfig(AppConfig):
 
         register_kind(RateKind())
         register_workflow(
-            Workflow(RATINGS_WORKFLOW, "Acceptability ratings (ExpliCa-style)", self.verbose_name)
+            Workflow(
+                RATINGS_WORKFLOW,
+                "Acceptability ratings (ExpliCa-style)",
+                "Sentence pairs × connectives × orders rated 1–10 by 15 raters, with practice "
+                "items and attention checks; labels per ordered pair.",
+                create=_template,
+            )
         )
         register_layout("ratings", explica_layout)
         # Tabs on every page of a ratings project (annotation.navigation), not only its own.
@@ -94,6 +100,13 @@ class RatingsConfig(AppConfig):
                 role = roles.get(name)
                 if role is not None:
                     engine.membership_add(project=project, user=user, role=role)
+
+
+def _template(*, slug: str, name: str, description: str = ""):
+    """The studio's ratings template: ExpliCa's defaults (ratings.services)."""
+    from ratings.services import ratings_project_create
+
+    return ratings_project_create(slug=slug, name=name, description=description)
 
 
 def _rating_rows(rows, project):

@@ -41,6 +41,7 @@ class ReviewConfig(AppConfig):
                 "Verify / edit / filter (METER-style)",
                 "Cause–effect pairs verified by three, generated questions checked, edited and "
                 "voted on, then filtered on five criteria.",
+                create=services.meter_project_create,
             )
         )
         register_schema(services.WORKFLOW, services.METER_PAIR_SCHEMA)

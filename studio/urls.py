@@ -1,0 +1,21 @@
+from django.urls import path
+
+from studio import views
+
+app_name = "studio"
+
+urlpatterns = [
+    path("projects/new/", views.project_new, name="new"),
+    path("projects/<slug:slug>/setup/", views.setup, name="setup"),
+    path("projects/<slug:slug>/setup/stages/new/", views.stage_add, name="stage_add"),
+    path("projects/<slug:slug>/setup/stages/<int:stage_id>/", views.stage_edit, name="stage_edit"),
+    path("projects/<slug:slug>/setup/members/", views.member_add, name="member_add"),
+    path("projects/<slug:slug>/setup/members/remove/", views.member_remove, name="member_remove"),
+    path("projects/<slug:slug>/setup/invites/", views.invite_create, name="invite_create"),
+    path(
+        "projects/<slug:slug>/setup/invites/<int:invite_id>/revoke/",
+        views.invite_revoke,
+        name="invite_revoke",
+    ),
+    path("join/<str:token>/", views.join, name="join"),
+]

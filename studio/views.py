@@ -1,0 +1,206 @@
+"""Project setup pages (CONTRIBUTING.md, "Thin views"): new project from a template (staff),
+the setup page of a project (its admins: pipeline, members, invites), and invite links."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.forms import UserCreationForm
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation.access import MANAGE, access_project
+from annotation.errors import ApplicationError, PermissionDenied
+from annotation.kinds import KINDS
+from annotation.models import Membership, Role
+from annotation.navigation import project_tabs
+from annotation.policies import POLICIES
+from annotation.resolution import TIE_POLICIES
+from annotation.views import page
+from studio import services
+from studio.models import Invite
+
+
+def _setup_context(request, project, **extra):
+    stages = list(project.stages.order_by("position"))
+    for stage in stages:
+        stage.json_settings = [
+            (name, services.json.dumps(getattr(stage, name), indent=1, ensure_ascii=False))
+            for name in services.JSON_SETTINGS
+        ]
+    members = (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("role", "user__username")
+    )
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, project.user_roles),
+        "stages": stages,
+        "kinds": sorted((key, kind.label) for key, kind in KINDS.items()),
+        "policies": sorted(POLICIES),
+        "tie_policies": TIE_POLICIES,
+        "members": members,
+        "roles": Role.choices,
+        "invites": Invite.objects.filter(project=project)[:50],
+        "invite_base": request.build_absolute_uri(reverse("studio:join", args=["TOKEN"])),
+        **extra,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def project_new(request):
+    """A project from a workflow's template; staff only (they become its admin)."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff create projects; ask an administrator of this site.")
+    context = {"templates": services.workflow_templates(), "posted": request.POST}
+    if request.method == "POST":
+        try:
+            project = services.project_from_template(
+                workflow=request.POST.get("workflow", ""),
+                slug=request.POST.get("slug", ""),
+                name=request.POST.get("name", ""),
+                description=request.POST.get("description", ""),
+                creator=request.user,
+            )
+        except ApplicationError as error:
+            return render(
+                request, "studio/new.html", {**context, "error": error}, status=error.status
+            )
+        messages.success(request, f"Created {project.name}. Invite people and import items next.")
+        return redirect("studio:setup", slug=project.slug)
+    return render(request, "studio/new.html", context)
+
+
+@require_http_methods(["GET"])
+@page
+def setup(request, slug: str):
+    project = access_project(request.user, slug, MANAGE)
+    return render(request, "studio/setup.html", _setup_context(request, project))
+
+
+def _setup_action(request, slug: str, action, success: str):
+    project = access_project(request.user, slug, MANAGE)
+    try:
+        action(project)
+    except ApplicationError as error:
+        context = _setup_context(request, project, error=error, posted=request.POST)
+        return render(request, "studio/setup.html", context, status=error.status)
+    messages.success(request, success)
+    return redirect(reverse("studio:setup", args=[project.slug]) + request.POST.get("anchor", ""))
+
+
+@require_POST
+@page
+def stage_edit(request, slug: str, stage_id: int):
+    def act(project):
+        stage = project.stages.filter(pk=stage_id).first()
+        if stage is None:
+            raise ApplicationError("There is no such stage in this project.", {"stage": stage_id})
+        services.stage_edit(stage=stage, data=request.POST.dict())
+
+    return _setup_action(request, slug, act, "Stage saved.")
+
+
+@require_POST
+@page
+def stage_add(request, slug: str):
+    def act(project):
+        services.stage_add(
+            project=project,
+            slug=request.POST.get("slug", ""),
+            name=request.POST.get("name", ""),
+            kind=request.POST.get("kind", ""),
+            overlap=request.POST.get("overlap", "3"),
+        )
+
+    return _setup_action(request, slug, act, "Stage added at the end of the pipeline.")
+
+
+@require_POST
+@page
+def member_add(request, slug: str):
+    def act(project):
+        services.member_add_by_name(
+            project=project,
+            username=request.POST.get("username", ""),
+            role=request.POST.get("role", ""),
+        )
+
+    return _setup_action(request, slug, act, "Member added.")
+
+
+@require_POST
+@page
+def member_remove(request, slug: str):
+    from annotation.services import membership_remove
+
+    def act(project):
+        try:
+            user_id = int(request.POST.get("user", ""))
+        except ValueError:
+            raise ApplicationError("Choose a member.", {"user": "required"}) from None
+        if user_id == request.user.pk and request.POST.get("role") == Role.ADMIN:
+            raise ApplicationError("You cannot remove your own admin role.", {"user": user_id})
+        membership_remove(project=project, user_id=user_id, role=request.POST.get("role", ""))
+
+    return _setup_action(request, slug, act, "Member removed.")
+
+
+@require_POST
+@page
+def invite_create(request, slug: str):
+    def act(project):
+        services.invite_create(
+            project=project,
+            role=request.POST.get("role", ""),
+            days=request.POST.get("days", "14"),
+            max_uses=request.POST.get("max_uses", "0"),
+            created_by=request.user,
+        )
+
+    return _setup_action(request, slug, act, "Invite link created: copy it from the list.")
+
+
+@require_POST
+@page
+def invite_revoke(request, slug: str, invite_id: int):
+    return _setup_action(
+        request,
+        slug,
+        lambda project: services.invite_revoke(project=project, invite_id=invite_id),
+        "Invite link withdrawn.",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def join(request, token: str):
+    """An invite link: signed-in people join with one click; others create an account here
+    (or sign in) and join. Errors (expired, used up, withdrawn) are said plainly."""
+    from annotation.views import render_error
+
+    try:
+        invite = services.invite_usable(token)
+    except ApplicationError as error:
+        return render_error(request, error)
+    form = None
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            form = UserCreationForm(request.POST)
+            if not form.is_valid():
+                return render(
+                    request, "studio/join.html", {"invite": invite, "form": form}, status=400
+                )
+            user = form.save()
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        try:
+            services.invite_accept(token=token, user=request.user)
+        except ApplicationError as error:
+            return render_error(request, error)
+        messages.success(request, f"You joined {invite.project.name} as {invite.role}.")
+        return redirect("annotation:project", slug=invite.project.slug)
+    if not request.user.is_authenticated:
+        form = UserCreationForm()
+    return render(request, "studio/join.html", {"invite": invite, "form": form})
