@@ -11,6 +11,10 @@ class StudioConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.access import MANAGE
+        from annotation.models import Role
         from annotation.navigation import register_project_tab
 
         register_project_tab("Setup", "studio:setup", roles=MANAGE, order=80)
+        register_project_tab(
+            "Items", "studio:items", roles=(Role.ADMIN, Role.RESEARCHER, Role.REVIEWER), order=20
+        )

@@ -17,5 +17,7 @@ urlpatterns = [
         views.invite_revoke,
         name="invite_revoke",
     ),
+    path("projects/<slug:slug>/items/", views.items, name="items"),
+    path("projects/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item"),
     path("join/<str:token>/", views.join, name="join"),
 ]

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import MANAGE, access_project
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.kinds import KINDS
-from annotation.models import Membership, Role
+from annotation.models import Item, Membership, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
 from annotation.resolution import TIE_POLICIES
@@ -204,3 +204,51 @@ def join(request, token: str):
     if not request.user.is_authenticated:
         form = UserCreationForm()
     return render(request, "studio/join.html", {"invite": invite, "form": form})
+
+
+BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
+
+
+@require_http_methods(["GET"])
+@page
+def items(request, slug: str):
+    """The item browser: search, filter by stage and state or status, 50 per page."""
+    from django.core.paginator import Paginator
+
+    from studio import selectors
+
+    project = access_project(request.user, slug, BROWSE_ROLES)
+    filters = {key: request.GET.get(key, "") for key in ("q", "stage", "state", "status")}
+    found = selectors.items_browse(project, **filters)
+    listing = Paginator(found, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "studio/items.html",
+        {
+            "project": project,
+            "project_tabs": project_tabs(project, project.user_roles),
+            "items": listing,
+            "filters": filters,
+            "stages": project.stages.order_by("position"),
+            "states": selectors.ITEM_STATES,
+            "statuses": Item.Status.choices,
+            "query": request.GET.copy(),
+        },
+    )
+
+
+@require_http_methods(["GET"])
+@page
+def item_detail(request, slug: str, item_id: int):
+    from studio import selectors
+
+    project = access_project(request.user, slug, BROWSE_ROLES)
+    return render(
+        request,
+        "studio/item.html",
+        {
+            "project": project,
+            "project_tabs": project_tabs(project, project.user_roles),
+            **selectors.item_history(project, item_id),
+        },
+    )

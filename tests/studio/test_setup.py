@@ -182,3 +182,45 @@ def test_stage_models_unchanged_by_a_refused_add(client, project):
         {"slug": "x y", "name": "", "kind": "verify", "overlap": "0"},
     )
     assert Stage.objects.count() == before
+
+
+def test_the_item_browser_searches_filters_and_shows_an_items_history(
+    client, django_capture_on_commit_callbacks
+):
+    from annotation import services as engine
+    from tests.factories import annotate_stage, pipeline
+
+    project, verify, label, people = pipeline(overlap=1, items=4, annotators=1)
+    first = project.items.order_by("pk").first()
+    engine.item_revise(
+        item=first, payload={**first.payload, "text": "Revised text."}, author=None, reason="typo"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(
+            verify, people, lambda person, item: "reject" if item.pk == first.pk else "keep"
+        )
+    researcher = make_member(project, role=Role.RESEARCHER)
+    client.force_login(researcher)
+    url = reverse("studio:items", args=[project.slug])
+    page = client.get(url, {"q": "revised"}).content.decode()
+    assert first.external_id in page and "1 item match" in page
+    assert "3 items match" in client.get(url, {"stage": "label", "state": "open"}).content.decode()
+    assert "1 item match" in client.get(url, {"status": "discarded"}).content.decode()
+    assert client.get(url, {"state": "weird"}).status_code == 400
+    detail = client.get(reverse("studio:item", args=[project.slug, first.pk])).content.decode()
+    assert "Version 2" in detail and "typo" in detail and "Revised text." in detail
+    assert people[0].username in detail and "reject" in detail
+    client.force_login(people[0])  # annotators never browse others' work
+    assert client.get(url).status_code == 403
+    assert client.get(reverse("studio:item", args=[project.slug, first.pk])).status_code == 403
+
+
+def test_a_revision_of_nested_content_lists_only_the_changed_leaves():
+    from studio.selectors import revision_changes
+
+    old = [{"level": 1, "distractors": [{"text": "a", "category": "x"}, {"text": "b"}]}]
+    new = [{"level": 1, "distractors": [{"text": "a", "category": "y"}, {"text": "b"}]}]
+    assert revision_changes({"questions": {"old": old, "new": new}, "t": {"old": 1, "new": 2}}) == [
+        {"field": "questions[0].distractors[0].category", "old": "x", "new": "y"},
+        {"field": "t", "old": 1, "new": 2},
+    ]

@@ -1,0 +1,122 @@
+"""The item browser's reads: a filtered, paginated list of a project's items and one item with
+its revisions and its work in every stage (for admins, researchers and reviewers only)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from annotation.errors import ApplicationError, NotFound
+from annotation.models import Annotation, Item, ItemStage, Project
+
+ITEM_STATES = tuple(ItemStage.State.values)
+MAX_QUERY = 200
+
+
+def items_browse(
+    project: Project, *, q: str = "", stage: str = "", state: str = "", status: str = ""
+) -> QuerySet[Item]:
+    """The project's items, newest first, matching a text (in the id or anywhere in the
+    content), being in ``stage`` (its slug) with ``state``, or having the item ``status``."""
+    items = Item.objects.filter(project=project)
+    q = (q or "").strip()[:MAX_QUERY]
+    if q:
+        items = items.annotate(content=Cast("payload", TextField())).filter(
+            Q(external_id__icontains=q) | Q(content__icontains=q)
+        )
+    if status:
+        if status not in Item.Status.values:
+            raise ApplicationError(f"Unknown item status {status!r}.", {"status": status[:20]})
+        items = items.filter(status=status)
+    if state and state not in ITEM_STATES:
+        raise ApplicationError(f"Unknown state {state!r}.", {"state": state[:20]})
+    if stage:
+        in_stage = ItemStage.objects.filter(stage__project=project, stage__slug=stage)
+        if state:
+            in_stage = in_stage.filter(state=state)
+        items = items.filter(pk__in=in_stage.values("item_id"))
+    elif state:
+        items = items.filter(item_stages__state=state).distinct()
+    return items.order_by("-pk")
+
+
+def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+    """A JSON value as {dotted path: leaf}: ``questions[1].distractors[0].text``."""
+    if isinstance(value, dict):
+        found: dict[str, Any] = {}
+        for key, child in value.items():
+            found.update(_leaves(child, f"{path}.{key}" if path else str(key)))
+        return found
+    if isinstance(value, list) and value:
+        found = {}
+        for index, child in enumerate(value):
+            found.update(_leaves(child, f"{path}[{index}]"))
+        return found
+    return {path: value}
+
+
+def revision_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
+    """A revision's field-level diff down to the changed leaves, so that one edited distractor
+    shows as one line, not as two copies of the whole question list."""
+    changes = []
+    for field, change in sorted((diff or {}).items()):
+        old, new = _leaves(change.get("old"), field), _leaves(change.get("new"), field)
+        for path in sorted(set(old) | set(new)):
+            if old.get(path) != new.get(path):
+                changes.append({"field": path, "old": old.get(path), "new": new.get(path)})
+    return changes
+
+
+def item_history(project: Project, item_id: int) -> dict[str, Any]:
+    """One item: its fields, revisions (with diffs), and per stage its state, resolution and
+    annotations (who, when, what, in which phase, round and item version)."""
+    item = Item.objects.filter(project=project, pk=item_id).first()
+    if item is None:
+        raise NotFound("There is no such item in this project.")
+    stages = []
+    for item_stage in (
+        ItemStage.objects.filter(item=item).select_related("stage").order_by("stage__position")
+    ):
+        annotations = (
+            Annotation.objects.filter(item_stage=item_stage)
+            .select_related("annotator")
+            .order_by("pk")
+        )
+        stages.append(
+            {
+                "item_stage": item_stage,
+                "resolution": getattr(item_stage, "resolution", None),
+                "annotations": [
+                    {
+                        "who": a.annotator.get_username() if a.annotator else a.external_rater,
+                        "when": a.created_at,
+                        "phase": a.phase,
+                        "round": a.round,
+                        "version": a.item_version,
+                        "payload": json.dumps(a.payload, ensure_ascii=False),
+                        "seconds": a.seconds_spent,
+                    }
+                    for a in annotations
+                ],
+            }
+        )
+    return {
+        "item": item,
+        "fields": [
+            (
+                key,
+                value
+                if isinstance(value, str)
+                else json.dumps(value, ensure_ascii=False, indent=1),
+            )
+            for key, value in (item.payload or {}).items()
+        ],
+        "revisions": [
+            {"revision": revision, "changes": revision_changes(revision.diff)}
+            for revision in item.revisions.select_related("author", "stage").order_by("-number")
+        ],
+        "stages": stages,
+    }
