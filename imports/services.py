@@ -190,8 +190,97 @@ def _release_item_mapper(
     )
 
 
+class _ShownFieldsSchema(RowSchema):
+    """The generic schema of a project whose stages show annotators only some payload fields:
+    a row must hold at least one of them (``shown``), or annotators would see an empty item."""
+
+    shown: tuple[str, ...] = ()
+
+    def validate_row(self, raw, line, *, index=None, column=None, text_values=False):
+        clean, errors = super().validate_row(
+            raw, line, index=index, column=column, text_values=text_values
+        )
+        if clean is not None and not any(clean.get(name) not in (None, "") for name in self.shown):
+            return None, [
+                RowError(
+                    line=line,
+                    index=index,
+                    column=column,
+                    field=None,
+                    code="nothing_shown",
+                    expected="one of: " + ", ".join(self.shown),
+                    message="The row has none of the fields this project's stages show "
+                    f"annotators ({', '.join(self.shown)}): they would see an empty item.",
+                )
+            ]
+        return clean, errors
+
+
+def shown_fields(project: Project) -> tuple[str, ...]:
+    """The payload fields the project's active stages show annotators (their kinds'
+    allow-lists), in pipeline order; empty when the project has no stages yet."""
+    from annotation.kinds import KindContext, get_kind
+
+    names: list[str] = []
+    for stage in project.stages.filter(is_active=True).order_by("position"):
+        for name in get_kind(stage.kind).visible_fields(KindContext(stage=stage)):
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
 def import_schema(project: Project, layout: str) -> RowSchema:
-    return RELEASE_ROW_SCHEMA if layout == "release" else schema_for_kind(project.kind)
+    """The schema rows of ``project`` are checked against: the release layout's, the project
+    kind's, or — for kinds without their own — the generic one requiring one of the fields the
+    stages show (``shown_fields``)."""
+    if layout == "release":
+        return RELEASE_ROW_SCHEMA
+    schema = schema_for_kind(project.kind)
+    shown = shown_fields(project) if schema.name == "generic" else ()
+    if not shown:
+        return schema
+    wrapped = _ShownFieldsSchema(
+        name=schema.name,
+        fields=schema.fields,
+        external_id_field=schema.external_id_field,
+        extra_fields=schema.extra_fields,
+        description=schema.description,
+    )
+    object.__setattr__(wrapped, "shown", shown)
+    return wrapped
+
+
+def sample_rows(project: Project) -> tuple[list[str], list[dict[str, Any]]]:
+    """A sample file's columns and two rows for ``project``'s import (the import page offers it
+    as a download): the schema's fields, or the id and the fields the stages show."""
+    schema = schema_for_kind(project.kind)
+    if schema.name == "generic":
+        shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
+        columns = [schema.external_id_field, *shown]
+    else:
+        columns = [spec.name for spec in schema.fields]
+    examples = {
+        "int": "3",
+        "float": "0.5",
+        "bool": "true",
+        "json": "{}",
+        "list[str]": "first;second",
+    }
+    rows = []
+    for number in (1, 2):
+        row = {}
+        for name in columns:
+            spec = next((f for f in schema.fields if f.name == name), None)
+            if name == schema.external_id_field:
+                row[name] = f"item-{number:03d}"
+            elif spec is not None and spec.type == "choice":
+                row[name] = spec.choices[0]
+            elif spec is not None and spec.type in examples:
+                row[name] = examples[spec.type]
+            else:
+                row[name] = f"Example {name.replace('_', ' ')} {number}."
+        rows.append(row)
+    return columns, rows
 
 
 def _mapper(project: Project, layout: str) -> ItemMapper:

@@ -9,4 +9,5 @@ project = "projects/<slug:slug>/"
 urlpatterns = [
     path(project + "imports/", views.import_list, name="imports"),
     path(project + "imports/<int:batch_id>/", views.import_detail, name="import"),
+    path(project + "imports/sample.csv", views.sample_file, name="sample"),
 ]

@@ -65,9 +65,12 @@ def import_list(request, slug: str):
     batches = Paginator(selectors.import_batches(project), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
+    schema = services.import_schema(project, "rows")
     context = _context(
         request,
         project,
+        columns=schema.describe(),
+        shown=services.shown_fields(project) if schema.name == "generic" else (),
         batches=batches,
         error=error,
         form=form,
@@ -96,3 +99,23 @@ def import_detail(request, slug: str, batch_id: int):
     if request.htmx:
         return render(request, "imports/import.html#progress", context)
     return render(request, "imports/import.html", context)
+
+
+@require_GET
+@page
+def sample_file(request, slug: str):
+    """A CSV with the columns this project's import needs and two example rows."""
+    import csv
+    import io
+
+    from django.http import HttpResponse
+
+    project = access_project(request.user, slug, MANAGE)
+    columns, rows = services.sample_rows(project)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-sample.csv"'
+    return response

@@ -20,6 +20,7 @@ from imports.models import ImportBatch
 from imports.services import (
     ItemFields,
     import_batch_create,
+    import_batch_errors,
     import_batch_progress,
     import_batch_run,
     import_batch_start,
@@ -389,7 +390,10 @@ def test_groups_are_spread_as_a_whole_across_write_batches():
     group's size and its distinct ranks cover the whole file."""
     project = make_project()
     stage = make_verify_stage(project)
-    rows = [{"id": f"r{n:05d}", "family": "big" if n % 500 == 0 else ""} for n in range(2600)]
+    rows = [
+        {"id": f"r{n:05d}", "text": "x", "family": "big" if n % 500 == 0 else ""}
+        for n in range(2600)
+    ]
     batch = upload(project, jsonl(*rows), "groups.jsonl", group_field="family")
     assert batch.status == "succeeded", batch.message
     big = ItemStage.objects.filter(stage=stage, item__group="big")
@@ -399,3 +403,37 @@ def test_groups_are_spread_as_a_whole_across_write_batches():
     assert loose.count() == 2594 and set(loose.values_list("group_size", flat=True)) == {1}
     keys = set(ItemStage.objects.filter(stage=stage).values_list("random_key", flat=True))
     assert len(keys) > 2500 and all(0 <= key < 2**31 for key in keys)
+
+
+def test_rows_without_any_field_the_stages_show_are_refused_naming_them():
+    """A generic project's file must give annotators something to see: a CSV without the
+    fields its stages show (here the pair task's sentence_a / sentence_b, or text) is refused,
+    every such row named, and nothing is imported."""
+    project = make_project()
+    make_verify_stage(project)
+    data = b"id,colour\nr1,red\nr2,blue\n"
+    batch = upload(project, data, "bad.csv")
+    assert batch.status == "failed"
+    errors = import_batch_errors(batch)
+    assert [error.line for error in errors] == [2, 3]
+    assert "none of the fields this project's stages show" in errors[0].message
+    assert "sentence_a" in errors[0].message and not Item.objects.filter(project=project).exists()
+    good = upload(project, b"id,sentence_a,sentence_b\nr1,A fell.,B broke.\n", "good.csv")
+    assert good.status == "succeeded"
+
+
+def test_the_import_page_lists_the_columns_and_offers_a_sample_that_imports(client):
+    from django.urls import reverse
+
+    from annotation.models import Role
+    from tests.factories import make_member
+
+    project = make_project()
+    make_verify_stage(project)
+    client.force_login(make_member(project, role=Role.ADMIN))
+    page = client.get(reverse("imports:imports", args=[project.slug])).content.decode()
+    assert "What a file needs" in page and "<code>sentence_a</code>" in page
+    sample = client.get(reverse("imports:sample", args=[project.slug]))
+    assert sample["Content-Disposition"].endswith('-sample.csv"')
+    assert upload(project, sample.content, "sample.csv").status == "succeeded"
+    assert Item.objects.filter(project=project).count() == 2

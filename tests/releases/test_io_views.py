@@ -193,7 +193,9 @@ def test_progress_partial_polls_while_the_import_runs(team, settings):
 def test_import_api_status_and_pagination(team):
     project, people, _ = team
     admin = api(people[Role.ADMIN])
-    data = b"".join(json.dumps({"id": f"a{n}"}).encode() + b"\n" for n in range(3))
+    data = b"".join(
+        json.dumps({"id": f"a{n}", "text": f"Sentence {n}."}).encode() + b"\n" for n in range(3)
+    )
     created = admin.post(
         "/api/projects/team/imports/",
         {"file": SimpleUploadedFile("a.jsonl", data), "duplicate_policy": "update"},
