@@ -3,7 +3,17 @@ PostgreSQL (loopback) for a fixed time. Prints annotations/s, request latency pe
 statements per next+submit and the CPU each annotation cost in gunicorn's workers, PostgreSQL
 and the load generator (from /proc) for each K, then checks the engine's invariants.
 
-    scripts/with-services.sh .venv/bin/python benchmarks/annotator_loop.py [--seconds 15]
+    .venv/bin/python benchmarks/annotator_loop.py [--seconds 15] [--annotators 1,8,32]
+        [--fast] [--reuse] [--explain-ms 20] [--repeat 3]
+
+Each run is what a real study meets on its first minute: a **freshly created database** (migrated),
+the items loaded **through the import path** users use (a JSON Lines file, imports.services), and
+the crowd arriving at once; PostgreSQL runs with its **durable defaults** (fsync, synchronous
+commit and full-page writes on). ``--fast`` uses the suite's throwaway settings (durability off)
+instead, ``--reuse`` one database for every run. CPU per annotation counts processes that exited
+during the run (PostgreSQL backends, gunicorn workers): a parent's ``cutime``/``cstime`` hold its
+reaped children's CPU. ``--explain-ms N`` logs, through auto_explain, the plan of every statement
+slower than N ms and prints them after each run.
 
 Run without DATABASE_URL it re-runs itself under scripts/with-services.sh. Not a test: it
 prints figures; the invariants it checks are also asserted by tests/annotation/test_concurrency.py.
@@ -32,14 +42,30 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process (0 when it has gone)."""
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU of a process (0 when it has gone); with ``reaped`` also the CPU of its
+    children that exited and were waited for (cutime + cstime), so that a tree's total never
+    goes down when a child exits."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU of a process tree that only grows: the root with its reaped children, plus every
+    live descendant with theirs."""
+    total, pending = 0.0, [root]
+    while pending:
+        pid = pending.pop()
+        total += cpu_seconds(pid, reaped=True)
+        pending.extend(children(pid))
+    return total
 
 
 def children(parent: int) -> list[int]:
@@ -58,13 +84,13 @@ def children(parent: int) -> list[int]:
 def cpu_by_part(server_pid: int) -> dict[str, float]:
     """CPU seconds used so far by the web server (gunicorn's workers), the database (every
     PostgreSQL process) and this load generator: where each annotation's CPU goes."""
-    web = sum(cpu_seconds(pid) for pid in [server_pid, *children(server_pid)])
+    web = tree_cpu(server_pid)
     database = 0.0
     data = os.environ.get("RUNGWISE_PG_DATA")
     if data and os.path.exists(f"{data}/postmaster.pid"):
         with open(f"{data}/postmaster.pid") as handle:
             postmaster = int(handle.readline())
-        database = sum(cpu_seconds(pid) for pid in [postmaster, *children(postmaster)])
+        database = tree_cpu(postmaster)
     return {"web": web, "database": database, "client": time.process_time()}
 
 
@@ -75,24 +101,46 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+def fresh_database(name: str) -> str:
+    """Create an empty database ``name`` beside the current one, point Django's default
+    connection at it and migrate it; returns its URL (for gunicorn)."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    call_command("migrate", verbosity=0)
+    base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
+    return f"{base}/{name}"
+
+
 def setup_project(k_annotators: int, items: int, overlap: int):
+    import io
+
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
     from annotation import services
+    from imports.services import import_batch_create, import_batch_run
 
     stamp = f"{k_annotators}-{int(time.time() * 1000)}"
     project = services.project_create(slug=f"bench-{stamp}", name=f"Bench {stamp}")
     stage = services.stage_create(
         project=project, slug="verify", name="Verify", kind="verify", overlap=overlap
     )
-    services.items_create(
-        project=project,
-        rows=(
-            {"external_id": f"b{index}", "payload": {"text": f"item {index}"}}
-            for index in range(items)
-        ),
+    lines = "".join(
+        json.dumps({"id": f"b{index}", "text": f"item {index}"}) + "\n" for index in range(items)
     )
+    batch = import_batch_create(
+        project=project,
+        user=None,
+        fileobj=io.BytesIO(lines.encode()),
+        filename="bench.jsonl",
+    )
+    batch = import_batch_run(batch_id=batch.pk)
+    assert batch.status == "succeeded", batch.message
     tokens = []
     User = get_user_model()
     for index in range(k_annotators):
@@ -178,6 +226,146 @@ def check_invariants(stage) -> str:
     return "ok" if not problems else "; ".join(problems)
 
 
+def start_gunicorn(args, database_url: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url,
+        PYTHONWARNINGS="ignore::UserWarning",
+        RUNGWISE_QUERY_COUNT_HEADER="1",
+        ALLOWED_HOSTS="127.0.0.1",
+        RUNGWISE_THROTTLE_SUBMIT="off",  # measure the loop, not the throttle
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
+         "--workers", str(args.workers), "--threads", str(args.threads), "--preload",
+         "--log-level", "warning"],
+        cwd=REPO,
+        env=env,
+    )  # fmt: skip
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+
+    # Warm every worker up (the app loaded, a database connection open) before the clock
+    # starts: parallel health checks until each answers quickly.
+    def probe() -> float:
+        started = time.perf_counter()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/healthz")
+        conn.getresponse().read()
+        conn.close()
+        return time.perf_counter() - started
+
+    for _ in range(20):
+        timings: list[float] = []
+        probes = [
+            threading.Thread(target=lambda found=timings: found.append(probe()))
+            for _ in range(args.workers * 2)
+        ]
+        for thread in probes:
+            thread.start()
+        for thread in probes:
+            thread.join()
+        if max(timings) < 0.25:
+            break
+    return server, port
+
+
+def slow_plans(log_path: Path, start_offset: int, limit: int = 6) -> list[str]:
+    """The auto_explain entries the server log gained since ``start_offset``: the slowest
+    ``limit`` statements with their plans, one text block each."""
+    if not log_path.exists():
+        return []
+    with open(log_path, errors="replace") as handle:
+        handle.seek(start_offset)
+        text = handle.read()
+    entries = []
+    for block in text.split("LOG:  duration: ")[1:]:
+        head = block.split(" ms", 1)[0]
+        try:
+            entries.append((float(head), "duration: " + block.strip()[:2500]))
+        except ValueError:
+            continue
+    entries.sort(key=lambda entry: -entry[0])
+    seen, chosen = set(), []
+    for _, entry in entries:
+        query = entry.split("Query Text:", 1)[-1].split("\n", 1)[0][:120]
+        if query in seen:
+            continue
+        seen.add(query)
+        chosen.append(entry)
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+def run_once(args, k: int, run_name: str) -> dict:
+    """One run of K annotators; returns its figures."""
+    from django.db import connection
+
+    from annotation.models import Annotation
+
+    database_url = os.environ["DATABASE_URL"]
+    if not args.reuse:
+        database_url = fresh_database(run_name)
+    if args.explain_ms is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'ALTER DATABASE "{connection.settings_dict["NAME"]}" SET '
+                f"auto_explain.log_min_duration = {int(args.explain_ms)}"
+            )
+            cursor.execute(
+                f'ALTER DATABASE "{connection.settings_dict["NAME"]}" SET '
+                "auto_explain.log_analyze = on"
+            )
+    stage, tokens = setup_project(k, items=max(2000, int(400 * args.seconds * 3)), overlap=3)
+    server, port = start_gunicorn(args, database_url)
+    log_path = Path(os.environ.get("RUNGWISE_SERVICES_DIR", "/nonexistent")) / "pg/server.log"
+    log_offset = log_path.stat().st_size if log_path.exists() else 0
+    try:
+        results = [dict() for _ in tokens]
+        deadline = time.monotonic() + args.seconds
+        started = time.monotonic()
+        threads = [
+            threading.Thread(
+                target=annotator,
+                args=(port, token, stage.pk, deadline, result, args.think_ms / 1000),
+            )
+            for token, result in zip(tokens, results, strict=True)
+        ]
+        cpu_before = cpu_by_part(server.pid)
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+        cpu_after = cpu_by_part(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    latencies = [value * 1000 for result in results for value in result["latencies"]]
+    submitted = sum(result["submitted"] for result in results)
+    statements = [value for result in results for value in result["statements"]]
+    stored = Annotation.objects.filter(item_stage__stage=stage).count()
+    assert stored == submitted, f"{submitted} submits answered 201 but {stored} stored"
+    return {
+        "k": k,
+        "rate": submitted / elapsed,
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+        "p99": percentile(latencies, 99),
+        "statements": max(statements) if statements else -1,
+        "errors": sum(result["errors"] for result in results),
+        "cpu": cpu_split(cpu_before, cpu_after, submitted),
+        "invariants": check_invariants(stage),
+        "plans": slow_plans(log_path, log_offset) if args.explain_ms is not None else [],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15)
@@ -190,11 +378,21 @@ def main() -> None:
         default=0,
         help="each annotator's pause between getting an item and submitting it (default: none)",
     )
+    parser.add_argument(
+        "--fast", action="store_true", help="PostgreSQL with durability off (the test suite's)"
+    )
+    parser.add_argument("--reuse", action="store_true", help="one database for every run")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per K")
+    parser.add_argument(
+        "--explain-ms", type=float, default=None, help="log plans of statements slower than this"
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
-        os.execvp(
+        env = dict(os.environ, RUNGWISE_PG_DURABLE="0" if args.fast else "1")
+        os.execvpe(
             str(REPO / "scripts/with-services.sh"),
             [str(REPO / "scripts/with-services.sh"), sys.executable, *sys.argv],
+            env,
         )
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
@@ -204,88 +402,34 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotation.models import Annotation
-
     call_command("migrate", verbosity=0)
-    port = free_port()
-    env = dict(
-        os.environ,
-        RUNGWISE_QUERY_COUNT_HEADER="1",
-        ALLOWED_HOSTS="127.0.0.1",
-        RUNGWISE_THROTTLE_SUBMIT="off",
-    )  # measure the loop, not the throttle
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "rungwise.wsgi",
-            "-b",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.workers),
-            "--threads",
-            str(args.threads),
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env=env,
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW fsync")
+        fsync = cursor.fetchone()[0]
+        cursor.execute("SHOW synchronous_commit")
+        sync = cursor.fetchone()[0]
+    print(
+        f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
+        f"{connection.pg_version // 10000} (fsync {fsync}, synchronous_commit {sync}); "
+        f"{os.cpu_count()} cores; {args.seconds:.0f} s per run; think time {args.think_ms:.0f} ms; "
+        + ("one database reused" if args.reuse else "a fresh database per run, items imported")
     )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        print(
-            f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
-            f"{connection.pg_version // 10000}; {os.cpu_count()} cores; {args.seconds:.0f} s per run; "
-            f"think time {args.think_ms:.0f} ms"
-        )
-        print(
-            f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-            f"{'SQL/next+submit':>16} {'errors':>7}  {'CPU ms per annotation':<30} invariants"
-        )
-        for k in (int(part) for part in args.annotators.split(",")):
-            stage, tokens = setup_project(
-                k, items=max(2000, int(400 * args.seconds * 3)), overlap=3
-            )
-            results = [dict() for _ in tokens]
-            deadline = time.monotonic() + args.seconds
-            started = time.monotonic()
-            threads = [
-                threading.Thread(
-                    target=annotator,
-                    args=(port, token, stage.pk, deadline, result, args.think_ms / 1000),
-                )
-                for token, result in zip(tokens, results, strict=True)
-            ]
-            cpu_before = cpu_by_part(server.pid)
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed = time.monotonic() - started
-            cpu_after = cpu_by_part(server.pid)
-            latencies = [value * 1000 for result in results for value in result["latencies"]]
-            submitted = sum(result["submitted"] for result in results)
-            statements = [value for result in results for value in result["statements"]]
-            stored = Annotation.objects.filter(item_stage__stage=stage).count()
-            assert stored == submitted, f"{submitted} submits answered 201 but {stored} stored"
+    print(
+        f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+        f"{'SQL/next+submit':>16} {'errors':>7}  {'CPU ms per annotation':<30} invariants"
+    )
+    stamp = int(time.time())
+    for k in (int(part) for part in args.annotators.split(",")):
+        for repeat in range(args.repeat):
+            row = run_once(args, k, f"bench_{stamp}_{k}_{repeat}")
             print(
-                f"{k:>3} {submitted / elapsed:>14.1f} {percentile(latencies, 50):>8.1f} "
-                f"{percentile(latencies, 95):>8.1f} {percentile(latencies, 99):>8.1f} "
-                f"{(max(statements) if statements else -1):>16} "
-                f"{sum(result['errors'] for result in results):>7}  "
-                + f"{cpu_split(cpu_before, cpu_after, submitted):<30} "
-                + check_invariants(stage),
+                f"{row['k']:>3} {row['rate']:>14.1f} {row['p50']:>8.1f} {row['p95']:>8.1f} "
+                f"{row['p99']:>8.1f} {row['statements']:>16} {row['errors']:>7}  "
+                f"{row['cpu']:<30} {row['invariants']}",
                 flush=True,
             )
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+            for plan in row["plans"]:
+                print("    " + plan.replace("\n", "\n    "))
 
 
 if __name__ == "__main__":
