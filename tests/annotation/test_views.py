@@ -484,3 +484,18 @@ def test_the_done_screen_leads_to_the_next_stage_with_work(client):
     page = client.get(reverse("annotation:stage", args=[verify.pk])).content.decode()
     assert "All done" in page
     assert f'href="{reverse("annotation:stage", args=[label.pk])}" data-next-stage' in page
+
+
+def test_with_debug_on_a_400_fragment_is_still_shown_in_place(client, settings):
+    """django-htmx's debug script swapped the whole document for any 400 under `make run`
+    (DEBUG on), so a skip without a reason showed an unstyled fragment: it is not loaded."""
+    settings.DEBUG = True
+    settings.INTERNAL_IPS = ["127.0.0.1"]
+    project = make_project()
+    stage = make_verify_stage(project, overlap=1)
+    services.items_create(project=project, rows=[{"external_id": "a", "payload": {"text": "A."}}])
+    person = make_member(project)
+    client.force_login(person)
+    page = client.get(reverse("annotation:stage", args=[stage.pk])).content.decode()
+    assert page.count("<script") >= 1 and 'data-debug="True"' not in page
+    assert "django-htmx.js" not in page and "django_htmx/django-htmx" not in page
