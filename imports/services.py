@@ -54,6 +54,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import connection, connections, transaction
 from django.db.models import Q
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from annotation import services
@@ -738,7 +739,8 @@ def _run(batch: ImportBatch, progress: _ProgressWriter) -> ImportBatch:
     batch.error_count, batch.errors = 0, []
     batch.finished_at = timezone.now()
     batch.message = (
-        f"Imported {report.rows_total:,} rows: {created:,} new items"
+        f"Imported {report.rows_total:,} row{pluralize(report.rows_total)}: "
+        f"{created:,} new item{pluralize(created)}"
         + (f", {updated:,} updated" if policy == "update" else "")
         + (
             f", {report.rows_update - updated:,} unchanged"

@@ -13,6 +13,7 @@ import re
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -307,7 +308,9 @@ def import_page(request, slug: str):
                 user=request.user,
                 allow_duplicate_file=request.POST.get("allow_duplicate_file") == "1",
             )
-            messages.success(request, f"Imported {count:,} ratings from {filename}.")
+            messages.success(
+                request, f"Imported {count:,} rating{pluralize(count)} from {filename}."
+            )
         elif what == "pairs":
             result = services.pairs_import(
                 project=context.project,
@@ -318,10 +321,16 @@ def import_page(request, slug: str):
             )
             messages.success(
                 request,
-                f"Imported {result.pairs:,} pairs as {result.items:,} items"
-                + (f", {result.practice_items} practice items" if result.practice_items else "")
+                f"Imported {result.pairs:,} pair{pluralize(result.pairs)} as "
+                f"{result.items:,} item{pluralize(result.items)}"
                 + (
-                    f", {result.attention_checks} attention checks"
+                    f", {result.practice_items} practice item{pluralize(result.practice_items)}"
+                    if result.practice_items
+                    else ""
+                )
+                + (
+                    f", {result.attention_checks} attention "
+                    f"check{pluralize(result.attention_checks)}"
                     if result.attention_checks
                     else ""
                 )

@@ -3,7 +3,7 @@
 agreement app report can be checked against a planted truth.
 
 A binary stage (verify: keep / reject; filter: keep / discard) has a planted answer per item:
-"keep" with probability ``prevalence`` (seeded by the item id). An annotator of accuracy ``a``
+"keep" with probability ``prevalence`` (fixed by the seed and the item's external id). An annotator of accuracy ``a``
 gives it with probability ``a``, the other answer otherwise (a reject names a random reason, a
 discard a random failed criterion). With every annotator at accuracy ``a``, Fleiss' κ is then
 ``expected_kappa(a, prevalence)``.
@@ -21,9 +21,14 @@ from review.meter.demo import drive
 from review.meter.entries import CRITERIA, LEVELS, VERIFY_REASONS
 
 
-def planted_keep(item_id: int, *, prevalence: float, seed: int) -> bool:
-    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < prevalence
+def _uniform(*parts: object) -> float:
+    """A number in [0, 1) fixed by ``parts`` (not by the order work is handed out)."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def planted_keep(external_id: str, *, prevalence: float, seed: int) -> bool:
+    return _uniform(seed, external_id) < prevalence
 
 
 def expected_kappa(accuracy: float, prevalence: float) -> float:
@@ -47,12 +52,15 @@ def simulate_binary_stage(
     returns the number of annotations."""
     if stage.kind not in ("meter_verify", "meter_filter"):
         raise ValueError(f"{stage.kind} is not a binary METER stage")
-    rng = random.Random(seed)
     negative = "reject" if stage.kind == "meter_verify" else "discard"
 
     def answer(index: int, item: Any, phase: str) -> dict[str, Any]:
-        truth = planted_keep(item.pk, prevalence=prevalence, seed=seed)
-        says_keep = truth if rng.random() < accuracies[index] else not truth
+        # Every draw is fixed by (seed, item, annotator): the same answers whatever the order
+        # the engine hands items out in, and whatever ids the database gives.
+        truth = planted_keep(item.external_id, prevalence=prevalence, seed=seed)
+        right = _uniform(seed, item.external_id, index, "right") < accuracies[index]
+        says_keep = truth if right else not truth
+        rng = random.Random(f"{seed}:{item.external_id}:{index}")
         if says_keep:
             return {"value": "keep"} if negative == "reject" else {"value": "keep", "failed": []}
         if negative == "reject":

@@ -8,6 +8,7 @@ import json
 
 from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
 from agreement.selectors import latest_snapshots_by_stage
@@ -108,7 +109,11 @@ def entries_upload(request, slug: str):
     if report.ok:
         from django.contrib import messages
 
-        messages.success(request, f"Imported {report.created} entries into Check, edit and vote.")
+        messages.success(
+            request,
+            f"Imported {report.created} entr{pluralize(report.created, 'y,ies')} into Check, edit "
+            "and vote.",
+        )
         return redirect("review:meter", slug=project.slug)
     return render(
         request,

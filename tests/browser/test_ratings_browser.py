@@ -255,7 +255,7 @@ def test_an_admin_uploads_pairs_and_sees_each_bad_row(live_server, page, tmp_pat
     good.write_text(pairs_csv([("1", "The dam broke.", "The valley flooded.", "causal", "", "")]))
     page.locator("#pairs-file").set_input_files(str(good))
     page.get_by_role("button", name="Import pairs").click()
-    assert "Imported 1 pairs as 8 items" in page.locator("#messages").inner_text()
+    assert "Imported 1 pair as 8 items" in page.locator("#messages").inner_text()
     assert "The dam broke, so the valley flooded." in page.locator(".sample-list").inner_text()
     screenshot(page, "ratings-import.png", full_page=True)
     assert page.js_errors == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.template.defaultfilters import pluralize
 
 from annotation.errors import ApplicationError
 from annotation.models import Project
@@ -42,4 +43,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{report.error_count} problem(s) in {source.name}; nothing was imported."
             )
-        self.stdout.write(self.style.SUCCESS(f"Imported {report.created} entries."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {report.created} entr{pluralize(report.created, 'y,ies')}."
+            )
+        )
