@@ -33,6 +33,11 @@ def review_outcomes(project: Project) -> dict[str, Any]:
     ).values_list("item_stage__item_id", "payload__verdict")
     for item_id, verdict in rows:
         verdicts[item_id].add(verdict)
+    with_author = set(
+        ItemStage.objects.filter(stage__project=project, stage__slug="author")
+        .exclude(state__in=(ItemStage.State.RESOLVED, ItemStage.State.DISCARDED))
+        .values_list("item_id", flat=True)
+    )
     counts = dict.fromkeys(REVIEW_OUTCOMES, 0)
     pending = 0
     for item_id, state in ItemStage.objects.filter(
@@ -41,7 +46,7 @@ def review_outcomes(project: Project) -> dict[str, Any]:
         seen = verdicts.get(item_id, set())
         if state == ItemStage.State.DISCARDED:
             counts["removed"] += 1
-        elif state != ItemStage.State.RESOLVED:
+        elif state != ItemStage.State.RESOLVED or item_id in with_author:
             pending += 1
         elif "major" in seen:
             counts["major"] += 1
