@@ -20,14 +20,14 @@ from review.meter.demo import drive
 
 
 def _case(case_id, tier, level, domain, trap, label, scenario, claim, **extra) -> dict[str, Any]:
-    from review.causalt5k.vocab import DOMAIN_NAMES, TRAPS
+    from review.causalt5k.vocab import DOMAINS, TRAPS
 
     return {
         "case_id": case_id,
         "tier": tier,
         "pearl_level": level,
         "domain": domain,
-        "domain_name": DOMAIN_NAMES.get(domain, ""),
+        "domain_name": DOMAINS[domain][0],
         "scenario": scenario,
         "claim": claim,
         "label": label,
@@ -97,7 +97,7 @@ CASES = [
         pivotal_question="Were officers assigned in response to earlier crime levels?",
     ),
     _case(
-        "T2-W2-BUS-001",
+        "T2-W2-MKT-001",
         2,
         "L2",
         "D3",
@@ -112,7 +112,7 @@ CASES = [
         author="annotator1",
     ),
     _case(
-        "T2-W2-BUS-002",
+        "T2-W2-MKT-002",
         2,
         "L2",
         "D3",
@@ -143,7 +143,7 @@ CASES = [
         "contaminated, which the case states indirectly.",
     ),
     _case(
-        "T2-W4-SPO-001",
+        "T2-W4-SPT-001",
         2,
         "L2",
         "D9",
@@ -202,7 +202,7 @@ FIRST_BATCH = (
     "T1-W7-MED-002",
     "T2-S1-MED-001",
     "T2-W9-ECO-001",
-    "T2-W4-SPO-001",
+    "T2-W4-SPT-001",
     "T2-W10-DLY-001",
 )
 
@@ -222,7 +222,7 @@ REVIEWS: dict[str, dict[str, Any]] = {
             "districts with the most officers to reduce crime."
         },
     },
-    "T2-W4-SPO-001": {
+    "T2-W4-SPT-001": {
         "verdict": "major",
         "attacks": ["ambiguous", "trap_mislabelled"],
         "explanation": "A cover can add pressure and distraction, so NO is arguable only if the "

@@ -139,9 +139,10 @@ def score_agreement(project: Project, *, n_boot: int = 1000, seed: int = 0) -> d
                 **{f"c_{c['key']}": (payload.get("scores") or {}).get(c["key"]) for c in rubric},
             }
         )
-    third = sum(1 for count in slots.values() if count > 2)
+    third_done = sum(1 for count in slots.values() if count > 2)
+    third = ItemStage.objects.filter(stage=stage, target_count__gt=stage.overlap).count()
     if not records:
-        return {"n_items": 0, "third_reviewer": 0}
+        return {"n_items": 0, "third_reviewer": third, "third_done": third_done}
     frame = pd.DataFrame(records)
 
     def long(column):
@@ -163,6 +164,7 @@ def score_agreement(project: Project, *, n_boot: int = 1000, seed: int = 0) -> d
     return {
         "n_items": int(pairs.dropna().shape[0]),
         "third_reviewer": third,
+        "third_done": third_done,
         "kappa": kappa,
         "alpha": alpha,
         "icc": icc,

@@ -104,7 +104,7 @@ def test_a_split_keeps_the_ticked_cases_and_the_kind_refuses_a_confirm_with_two(
 
 
 def test_the_threshold_is_configurable_and_a_high_one_finds_no_cluster():
-    project, _ = make(["T2-W2-BUS-001", "T2-W2-BUS-002"])
+    project, _ = make(["T2-W2-MKT-001", "T2-W2-MKT-002"])
     assert causalt5k_review_open(project=project, threshold=0.99)["clusters"] == 0
     project.refresh_from_db()
     assert project.settings["neardup_threshold"] == 0.99
@@ -175,19 +175,19 @@ def test_anything_but_pass_names_the_attack_and_explains_it_and_minor_changes_a_
 
 
 def test_a_major_restructure_goes_back_to_the_author_and_is_reviewed_again_at_most_n_times():
-    project, stages = make(["T2-W4-SPO-001"], max_rounds=2)
+    project, stages = make(["T2-W4-SPT-001"], max_rounds=2)
     reviewer = make_member(project)
     author = make_member(project, username="annotator2")
     outsider = make_member(project)
     causalt5k_review_open(project=project)
-    item = Item.objects.get(external_id="T2-W4-SPO-001")
+    item = Item.objects.get(external_id="T2-W4-SPT-001")
     assert item.author == author  # the case's "author" names a member
     major = review(
         "major", attacks=["ambiguous"], explanation="Needs a comparison group of non-cover stars."
     )
     for loop in range(1, 3):
         drive(stages["review"], [reviewer], lambda i, it, ph: major)
-        author_stage = state(project, "T2-W4-SPO-001", "author")
+        author_stage = state(project, "T2-W4-SPT-001", "author")
         assert (author_stage.state, author_stage.round) == ("open", loop)
         # Only the case's author is given the author revision.
         assert engine.assignment_next(annotator=outsider, stage=stages["author"]) is None
@@ -196,15 +196,15 @@ def test_a_major_restructure_goes_back_to_the_author_and_is_reviewed_again_at_mo
             [author],
             lambda i, it, ph, loop=loop: {"edits": {"claim": f"{it.payload['claim']} (v{loop})"}},
         )
-        assert state(project, "T2-W4-SPO-001", "review").round == loop
+        assert state(project, "T2-W4-SPT-001", "review").round == loop
     assert Item.objects.get(pk=item.pk).version == 3
     # The author never reviews their own case.
     assert engine.assignment_next(annotator=author, stage=stages["review"]) is None
     drive(stages["review"], [reviewer], lambda i, it, ph: major)  # a third major: capped
     item.refresh_from_db()
     assert item.status == "discarded"
-    assert state(project, "T2-W4-SPO-001", "review").state == "discarded"
-    assert state(project, "T2-W4-SPO-001", "author").round == 2
+    assert state(project, "T2-W4-SPT-001", "review").state == "discarded"
+    assert state(project, "T2-W4-SPT-001", "author").round == 2
 
 
 def scored(project, stages, people, values):
@@ -381,7 +381,7 @@ def test_the_demo_has_work_in_every_stage(demo):
     author = engine.assignment_next(
         annotator=users["annotator2"], stage=project.stages.get(slug="author")
     )
-    assert author.item_stage.item.external_id == "T2-W4-SPO-001"
+    assert author.item_stage.item.external_id == "T2-W4-SPT-001"
     # The third scorer is annotator3 (the two first scorers are done with it).
     score = engine.assignment_next(
         annotator=users["annotator3"], stage=project.stages.get(slug="score")
