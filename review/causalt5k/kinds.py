@@ -266,6 +266,9 @@ class CT5kAuthorKind(TaskKind):
             )
         return {"edits": edits, "changed": sorted(edits), "comment": _comment(payload)}
 
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [("Tab", "next field"), ("Enter", "on Submit: send the restructured case")]
+
     def context(self, *, item: Any, stage: Any, config: Mapping[str, Any]) -> dict[str, Any]:
         from review.causalt5k.pipeline import last_critique
 

@@ -433,3 +433,36 @@ def test_the_review_form_posts_through_parse_form(client, demo):
     stored = assignment.item_stage.annotations.get()
     assert stored.payload["attacks"] == ["ambiguous", "unrealistic"]
     assert stored.payload["edits"] == {"claim": item.payload["claim"] + " (edited)"}
+
+
+def test_the_release_has_the_kept_cases_with_their_composite_and_the_cascade(
+    settings, tmp_path, django_capture_on_commit_callbacks
+):
+    import json
+    import zipfile
+
+    from releases.models import Release
+    from releases.services import release_publish
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    project, stages = to_scoring(["T2-S1-MED-001", "T2-W9-ECO-001"])
+    people = [make_member(project) for _ in range(2)]
+    drive(
+        stages["score"],
+        people,
+        lambda i, item, phase: (
+            scores(10, 10, 9, 9) if item.external_id == "T2-S1-MED-001" else scores(5, 5, 5, 5)
+        ),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        release = release_publish(project=project, user=None)
+    release = Release.objects.get(pk=release.pk)
+    assert release.status == "published", release.error
+    with zipfile.ZipFile(release.archive.path) as archive:
+        names = archive.namelist()
+        lines = archive.read(next(n for n in names if n.endswith("causalt5k_cases.jsonl")))
+        cascade_csv = archive.read(next(n for n in names if n.endswith("causalt5k_cascade.csv")))
+    rows = [json.loads(line) for line in lines.decode().splitlines()]
+    assert [(row["case_id"], row["composite"]) for row in rows] == [("T2-S1-MED-001", 9.5)]
+    assert b"Kept by the quality gate,1,50.0,5147,67.6" in cascade_csv
+    assert not any("normalisation" in name for name in names)  # no release was imported
