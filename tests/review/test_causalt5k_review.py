@@ -386,6 +386,11 @@ def test_the_demo_has_work_in_every_stage(demo):
     score = engine.assignment_next(
         annotator=users["annotator3"], stage=project.stages.get(slug="score")
     )
+    # The agreement app computes its figures for every stage (κ on the scorers' verdicts).
+    from agreement.services import stage_agreement_refresh
+
+    for stage in project.stages.all():
+        stage_agreement_refresh(stage_id=stage.pk, force=True)
     assert score.item_stage.item.external_id == "T2-W9-ECO-001"
 
 
@@ -466,3 +471,25 @@ def test_the_release_has_the_kept_cases_with_their_composite_and_the_cascade(
     assert [(row["case_id"], row["composite"]) for row in rows] == [("T2-S1-MED-001", 9.5)]
     assert b"Kept by the quality gate,1,50.0,5147,67.6" in cascade_csv
     assert not any("normalisation" in name for name in names)  # no release was imported
+
+
+def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, demo):
+    from agreement.services import stage_agreement_refresh
+
+    project, users = demo
+    for stage in project.stages.all():
+        stage_agreement_refresh(stage_id=stage.pk, force=True)
+    client.force_login(users["researcher"])
+    urls = [
+        reverse("annotation:project", args=[project.slug]),
+        reverse("agreement:dashboard", args=[project.slug]),
+        *[
+            reverse("agreement:stage", args=[project.slug, slug])
+            for slug in ("dedup", "author", "review", "score")
+        ],
+        reverse("causalt5k:report", args=[project.slug]),
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 200, url
+    client.force_login(users["reviewer"])
+    assert client.get(reverse("agreement:adjudication", args=[project.slug])).status_code == 200
