@@ -36,6 +36,10 @@ What comes from libraries and what is added here (CONTRIBUTING.md, "Statistics a
     - per-category κ_j and its null SE: Fleiss (1971) eq. for κ_j, SE √(2 / (N n (n − 1))) as in the
       R package irr (``kappam.fleiss(detail=TRUE)``).
 * Cohen's κ, its SE (Fleiss, Cohen & Everitt 1969) and null SE: ``statsmodels`` ``cohens_kappa``.
+* Intraclass correlation (:func:`icc`): no library here has it (pingouin is not a dependency;
+  statsmodels has none), so ICC(1,1), ICC(2,1) and ICC(3,1) of Shrout & Fleiss (1979) come from
+  the two-way ANOVA mean squares, with the F-based intervals of McGraw & Wong (1996) — the same
+  formulas as pingouin's ``intraclass_corr``; tests reproduce Shrout & Fleiss's table.
 * Krippendorff's α: the ``krippendorff`` package (its default level is *interval*; here the level is
   a required argument). Bootstrap replicates and very large inputs use the same coincidence-matrix
   formula evaluated on distinct unit patterns (tested equal to ``krippendorff.alpha``).
@@ -1205,3 +1209,87 @@ def annotator_agreement(
     except TypeError:
         results.sort(key=lambda result: str(result.rater))
     return results
+
+
+ICC_FORMS = ("ICC1", "ICC2", "ICC3")
+
+
+def icc(
+    annotations: pd.DataFrame, *, form: str = "ICC1", confidence: float = 0.95
+) -> AgreementResult:
+    """The intraclass correlation of a long table of numeric ratings (item, rater, value), single
+    rater, with its F-based interval. ``form``: ``ICC1`` (one-way random: each item rated by
+    different raters — e.g. reviewer slots filled by whoever came), ``ICC2`` (two-way random,
+    absolute agreement) or ``ICC3`` (two-way mixed, consistency). Only items rated by every
+    rater count (``details["items_dropped"]``). Fewer than two complete items or raters, or
+    no variance, gives ``value=None`` with a note."""
+    if form not in ICC_FORMS:
+        raise ValueError(f"form must be one of {ICC_FORMS}")
+    _check_confidence(confidence)
+    frame = annotations.dropna(subset=[ITEM, RATER, VALUE])
+    table = frame.pivot_table(index=ITEM, columns=RATER, values=VALUE, aggfunc="first")
+    complete = table.dropna()
+    dropped = int(len(table) - len(complete))
+    matrix = complete.to_numpy(dtype=float)
+    n, k = matrix.shape if matrix.ndim == 2 else (0, 0)
+    base = {
+        "metric": f"icc_{form[-1]}_1",
+        "n_items": n,
+        "n_raters": k,
+        "n_annotations": n * k,
+        "details": {"form": form, "items_dropped": dropped},
+        "confidence": confidence,
+    }
+    if n < 2 or k < 2:
+        return AgreementResult(value=None, note="needs two items rated by the same raters", **base)
+    grand = matrix.mean()
+    ss_rows = k * ((matrix.mean(axis=1) - grand) ** 2).sum()
+    ss_cols = n * ((matrix.mean(axis=0) - grand) ** 2).sum()
+    ss_total = ((matrix - grand) ** 2).sum()
+    ss_error = ss_total - ss_rows - ss_cols
+    ms_rows = ss_rows / (n - 1)
+    ms_cols = ss_cols / (k - 1)
+    ms_error = ss_error / ((n - 1) * (k - 1))
+    ms_within = (ss_total - ss_rows) / (n * (k - 1))
+    alpha = 1 - confidence
+    if form == "ICC1":
+        denominator = ms_rows + (k - 1) * ms_within
+        if denominator <= _EPSILON or ms_within <= _EPSILON:
+            return AgreementResult(value=None, note="no variance within or between items", **base)
+        value = (ms_rows - ms_within) / denominator
+        f_value, df1, df2 = ms_rows / ms_within, n - 1, n * (k - 1)
+        low_f = f_value / stats.f.ppf(1 - alpha / 2, df1, df2)
+        high_f = f_value * stats.f.ppf(1 - alpha / 2, df2, df1)
+        low, high = (low_f - 1) / (low_f + k - 1), (high_f - 1) / (high_f + k - 1)
+    elif form == "ICC3":
+        denominator = ms_rows + (k - 1) * ms_error
+        if denominator <= _EPSILON or ms_error <= _EPSILON:
+            return AgreementResult(value=None, note="no residual variance", **base)
+        value = (ms_rows - ms_error) / denominator
+        f_value, df1, df2 = ms_rows / ms_error, n - 1, (n - 1) * (k - 1)
+        low_f = f_value / stats.f.ppf(1 - alpha / 2, df1, df2)
+        high_f = f_value * stats.f.ppf(1 - alpha / 2, df2, df1)
+        low, high = (low_f - 1) / (low_f + k - 1), (high_f - 1) / (high_f + k - 1)
+    else:
+        denominator = ms_rows + (k - 1) * ms_error + k * (ms_cols - ms_error) / n
+        if denominator <= _EPSILON or ms_error <= _EPSILON:
+            return AgreementResult(value=None, note="no residual variance", **base)
+        value = (ms_rows - ms_error) / denominator
+        f_cols = ms_cols / ms_error
+        v_num = (
+            (k - 1) * (n - 1) * (k * value * f_cols + n * (1 + (k - 1) * value) - k * value) ** 2
+        )
+        v_den = (n - 1) * k**2 * value**2 * f_cols**2 + (n * (1 + (k - 1) * value) - k * value) ** 2
+        dof = v_num / v_den
+        f_high = stats.f.ppf(1 - alpha / 2, n - 1, dof)
+        f_low = stats.f.ppf(1 - alpha / 2, dof, n - 1)
+        spread = k * ms_cols + (k * n - k - n) * ms_error
+        low = n * (ms_rows - f_high * ms_error) / (f_high * spread + n * ms_rows)
+        high = n * (f_low * ms_rows - ms_error) / (spread + n * f_low * ms_rows)
+    return AgreementResult(
+        value=float(value),
+        ci_low=float(max(-1.0, low)),
+        ci_high=float(min(1.0, high)),
+        ci_method="analytic",
+        **base,
+    )

@@ -1,6 +1,16 @@
 """The engine's outgoing events: other apps subscribe here, the engine never imports them.
 
-An app registers a listener in its AppConfig.ready(); the engine calls every listener after the
+Two kinds of event:
+
+* ``on_item_stage_decided(listener)``: called with ``(item_stage, resolution)`` *inside* the
+  transaction that decided an item stage (by its policy or by a reviewer), after the outcome's
+  route was followed. For work that must happen together with the decision or not at all — a
+  workflow whose decision changes *other* items (CausalT5k's near-duplicate queue discards the
+  cluster's other cases and opens the survivor). A listener that raises rolls the decision
+  back; listeners should be quick and act only on their own kinds (``item_stage.stage.kind``).
+* ``on_item_stages_resolved(listener)``, below: after commit, for derived data.
+
+An app registers a listener in its AppConfig.ready(); the engine calls every resolved-listener after the
 work it reports has committed (from a Celery task or a sweep), so a listener may read the new
 state and enqueue work of its own. A failing listener is logged and does not stop the others or
 undo the engine's work: listeners keep derived data (agreement figures, caches), and their own
@@ -11,11 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
 ResolvedListener = Callable[[Iterable[int]], None]
 _resolved_listeners: list[ResolvedListener] = []
+DecidedListener = Callable[[Any, Any], None]
+_decided_listeners: list[DecidedListener] = []
 
 
 def on_item_stages_resolved(listener: ResolvedListener) -> ResolvedListener:
@@ -36,3 +49,18 @@ def item_stages_resolved(item_stage_ids: Iterable[int]) -> None:
             listener(ids)
         except Exception:
             logger.exception("listener %r failed for resolved item stages %s", listener, ids[:10])
+
+
+def on_item_stage_decided(listener: DecidedListener) -> DecidedListener:
+    """Call ``listener(item_stage, resolution)`` inside the transaction of every decision (see
+    the module docstring). Registering the same function twice keeps one registration."""
+    if listener not in _decided_listeners:
+        _decided_listeners.append(listener)
+    return listener
+
+
+def item_stage_decided(item_stage: Any, resolution: Any) -> None:
+    """Run the decided-listeners (the engine calls this after following a decision's route);
+    an exception propagates and rolls the decision back."""
+    for listener in list(_decided_listeners):
+        listener(item_stage, resolution)

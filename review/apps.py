@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.apps import AppConfig
 
 METER_DEMO_SLUG = "meter-demo"
+CAUSALT5K_DEMO_SLUG = "causalt5k-demo"
 
 
 class ReviewConfig(AppConfig):
@@ -57,10 +58,18 @@ class ReviewConfig(AppConfig):
 
     def _register_causalt5k(self) -> None:
         """CausalT5k (review.causalt5k): the workflow, its release layout (the normalisation
-        report) and the project tab with the report."""
+        report), the project tab with the report; the validation stages' kinds, policies, the
+        author_if_known rule and the near-duplicate listener (review.causalt5k.pipeline)."""
+        from annotation.eligibility import register_rule
+        from annotation.events import on_item_stage_decided
+        from annotation.kinds import register_kind
         from annotation.navigation import register_project_tab
+        from annotation.policies import register_policy
         from annotation.workflows import Workflow, register_workflow
         from releases.layouts import register_layout
+        from review.causalt5k import kinds as ct5k_kinds
+        from review.causalt5k import pipeline as ct5k_pipeline
+        from review.causalt5k import policies as ct5k_policies
         from review.causalt5k import services as ct5k
         from review.causalt5k.release_layout import causalt5k_layout
 
@@ -69,10 +78,26 @@ class ReviewConfig(AppConfig):
                 ct5k.WORKFLOW,
                 "Causal cases across three rungs (CausalT5k-style)",
                 "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
-                "normalised, with near-duplicate clusters; adversarial review comes next.",
+                "normalised; near-duplicate queue, adversarial review and a composite quality "
+                "score with a gate.",
             )
         )
         register_layout(ct5k.WORKFLOW, causalt5k_layout)
+        for kind in (
+            ct5k_kinds.CT5kClusterKind(),
+            ct5k_kinds.CT5kReviewKind(),
+            ct5k_kinds.CT5kAuthorKind(),
+            ct5k_kinds.CT5kScoreKind(),
+        ):
+            register_kind(kind)
+        for policy in (
+            ct5k_policies.CT5kReviewPolicy(),
+            ct5k_policies.CT5kAuthorPolicy(),
+            ct5k_policies.CT5kGatePolicy(),
+        ):
+            register_policy(policy)
+        register_rule(ct5k_pipeline.AuthorIfKnown())
+        on_item_stage_decided(ct5k_pipeline.cluster_decided)
         register_project_tab(
             "CausalT5k",
             "causalt5k:report",
@@ -82,7 +107,10 @@ class ReviewConfig(AppConfig):
         )
 
     def seed_demo(self, *, users: dict) -> None:
-        """The METER demo project (review.meter.demo)."""
+        """The METER demo project (review.meter.demo) and the CausalT5k one
+        (review.causalt5k.demo)."""
+        from review.causalt5k.demo import seed as seed_causalt5k
         from review.meter.demo import seed
 
         seed(users=users, slug=METER_DEMO_SLUG)
+        seed_causalt5k(users=users, slug=CAUSALT5K_DEMO_SLUG)

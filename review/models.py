@@ -27,3 +27,23 @@ class CausalT5kImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug}: {self.cases} cases from {self.root}"
+
+
+class CausalT5kDuplicate(models.Model):
+    """A case discarded by the near-duplicate queue: which cluster, which case survived it, why
+    (review.causalt5k.pipeline). The case item itself is marked discarded."""
+
+    item = models.OneToOneField(
+        "annotation.Item", on_delete=models.CASCADE, related_name="causalt5k_duplicate"
+    )
+    cluster = models.ForeignKey(
+        "annotation.Item", on_delete=models.CASCADE, related_name="causalt5k_discards"
+    )
+    survivor = models.ForeignKey(
+        "annotation.Item", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.reason}"

@@ -101,11 +101,11 @@ ItemStage.objects.filter(pk=assignment.item_stage_id).update(leased_count=0, sta
     )
 
 
-def meter_stages(env: dict[str, str]) -> dict[str, int]:
-    """{stage slug: id} of the METER demo project."""
+def meter_stages(env: dict[str, str], slug: str = "meter-demo") -> dict[str, int]:
+    """{stage slug: id} of a demo project (METER's by default)."""
     script = (
         "from annotation.models import Stage;"
-        "print(dict(Stage.objects.filter(project__slug='meter-demo').values_list('slug','pk')))"
+        f"print(dict(Stage.objects.filter(project__slug='{slug}').values_list('slug','pk')))"
     )
     output = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", script],
@@ -327,6 +327,35 @@ def main() -> None:
             shot(page, "44-item-history", full_page=True)
             page.goto(f"{base}/projects/meter-demo/meter/")
             shot(page, "35-meter-page", full_page=True)
+            context.close()
+
+            # CausalT5k (review/causalt5k/): the four validation screens and the tab.
+            ct5k = meter_stages(env, "causalt5k-demo")
+            context, page = session("annotator3")
+            page.goto(f"{base}/annotate/{ct5k['dedup']}/")
+            start(page)
+            shot(page, "40-causalt5k-dedup", full_page=True)
+            page.goto(f"{base}/annotate/{ct5k['review']}/")
+            start(page)
+            shot(page, "41-causalt5k-review", full_page=True)
+            page.keyboard.press("b")
+            page.locator("input[name=attacks][value=ambiguous]").check()
+            page.fill("textarea[name=explanation]", "Two readings of the claim are possible.")
+            page.fill("textarea[name=edit_claim]", "An edited claim, shown against the original.")
+            page.locator("textarea[name=edit_claim]").dispatch_event("input")
+            shot(page, "42-causalt5k-review-break", full_page=True)
+            page.goto(f"{base}/annotate/{ct5k['score']}/")
+            start(page)
+            shot(page, "44-causalt5k-score", full_page=True)
+            context.close()
+            context, page = session("annotator2")
+            page.goto(f"{base}/annotate/{ct5k['author']}/")
+            start(page)
+            shot(page, "43-causalt5k-author", full_page=True)
+            context.close()
+            context, page = session("researcher")
+            page.goto(f"{base}/projects/causalt5k-demo/causalt5k/")
+            shot(page, "45-causalt5k-tab", full_page=True)
             context.close()
 
             context = browser.new_context(

@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import events
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
 from annotation.kinds import KindContext, get_kind
@@ -109,6 +110,11 @@ def _follow_route(
             if target.pk != stage.pk:
                 _close_item_stage(item_stage, ItemStage.State.RESOLVED, now)
             _item_stage_reopen(item, target, existing)
+            if existing is None:
+                # The item never was in the target stage (e.g. an author-revision stage items
+                # enter only when sent back): this first visit is loop 1, so that max_loops
+                # counts loops whether or not the item passed through the target before.
+                ItemStage.objects.filter(item=item, stage=target).update(round=1)
             Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
             return
         route = route["otherwise"]
@@ -225,6 +231,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
         item_stage.save(update_fields=["state"])
     else:
         _follow_route(item_stage, stage, decision.outcome, decision)
+        events.item_stage_decided(item_stage, resolution)
     return resolution
 
 
@@ -289,6 +296,7 @@ def item_stage_adjudicate(
         Item.objects.filter(pk=item_stage.item_id).update(status=Item.Status.DISCARDED)
     else:
         _follow_route(item_stage, stage, outcome, decision)
+    events.item_stage_decided(item_stage, resolution)
     return resolution
 
 

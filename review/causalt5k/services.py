@@ -14,7 +14,6 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Item, Project
 from review.causalt5k import neardup
@@ -28,11 +27,12 @@ GUIDELINES = """CausalT5k cases: a self-contained scenario and a causal claim at
 with the gold answer, the trap (Wolf, W1–W10) or design (Sheep, S1–S8) and a wise refusal."""
 
 
-def causalt5k_project_create(*, slug: str, name: str, description: str = "") -> Project:
-    """A CausalT5k project. Its review stages come later (review/README.md, "Not yet built")."""
-    return engine.project_create(
-        slug=slug, name=name, kind=WORKFLOW, description=description, guidelines=GUIDELINES
-    )
+def causalt5k_project_create(*, slug: str, name: str, description: str = "", **settings):
+    """A CausalT5k project with its validation pipeline (review.causalt5k.pipeline, where the
+    settings — gate, max_distance, rubric, max_rounds, scorers, seed — are described)."""
+    from review.causalt5k.pipeline import causalt5k_project_create as create
+
+    return create(slug=slug, name=name, description=description, **settings)
 
 
 def _check_project(project: Project) -> None:

@@ -1,5 +1,6 @@
-"""The CausalT5k page of a project (CONTRIBUTING.md, "Thin views"): the normalisation report of
-the last import, and the same report as a CSV download (formula-injection safe)."""
+"""The CausalT5k page of a project (CONTRIBUTING.md, "Thin views"): the validation figures (the
+filtering cascade beside the paper's, the scorers' agreement), the normalisation report of the
+last import, and the same report as a CSV download (formula-injection safe)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from annotation.access import MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.views import page
-from review.causalt5k import services
+from review.causalt5k import figures, plots, services
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 
 
@@ -27,6 +28,7 @@ def _project(request, slug):
 def report(request, slug: str):
     project = _project(request, slug)
     record = services.latest_import(project)
+    cascade = figures.cascade(project)
     return render(
         request,
         "review/causalt5k/report.html",
@@ -35,6 +37,10 @@ def report(request, slug: str):
             "project_tabs": project_tabs(project, project.user_roles),
             "record": record,
             "report": services.report_summary(record.report) if record else None,
+            "cascade": cascade,
+            "cascade_svg": plots.cascade_svg(cascade["steps"]),
+            "scores": figures.score_agreement(project),
+            "threshold": (project.settings or {}).get("neardup_threshold"),
         },
     )
 

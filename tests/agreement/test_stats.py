@@ -620,3 +620,49 @@ def test_perfect_agreement_is_one_or_undefined(drawn):
         assert result.note
     else:
         assert result.value == pytest.approx(1.0)
+
+
+# Shrout & Fleiss (1979), Table 2: six targets rated by four judges.
+SHROUT_FLEISS = [
+    [9, 2, 5, 8],
+    [6, 1, 3, 2],
+    [8, 4, 6, 8],
+    [7, 1, 2, 6],
+    [10, 5, 6, 9],
+    [6, 2, 4, 7],
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "published", "ci"),
+    [("ICC1", 0.17, (-0.13, 0.72)), ("ICC2", 0.29, (0.02, 0.76)), ("ICC3", 0.71, (0.34, 0.95))],
+)
+def test_icc_reproduces_shrout_and_fleiss(form, published, ci):
+    frame = pd.DataFrame(
+        [
+            {"item": i, "rater": j, "value": v}
+            for i, row in enumerate(SHROUT_FLEISS)
+            for j, v in enumerate(row)
+        ]
+    )
+    result = agreement.icc(frame, form=form)
+    # The published table rounds to two places; the intervals are McGraw & Wong's (1996).
+    assert round(result.value, 2) == published
+    assert (round(result.ci_low, 2), round(result.ci_high, 2)) == ci
+    assert (result.n_items, result.n_raters) == (6, 4)
+
+
+def test_icc_drops_incomplete_items_and_is_undefined_without_two_complete_ones():
+    frame = pd.DataFrame(
+        [
+            {"item": "a", "rater": 0, "value": 8},
+            {"item": "a", "rater": 1, "value": 9},
+            {"item": "b", "rater": 0, "value": 3},
+        ]
+    )
+    result = agreement.icc(frame)
+    assert result.value is None and result.details["items_dropped"] == 1
+    constant = pd.DataFrame(
+        [{"item": i, "rater": r, "value": 5} for i in range(3) for r in range(2)]
+    )
+    assert agreement.icc(constant).value is None

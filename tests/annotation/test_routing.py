@@ -103,6 +103,75 @@ def test_a_back_route_reopens_the_stage_for_another_round_until_the_cap(work):
     assert Resolution.objects.get(item_stage=item_stage).reason == "rejected three times"
 
 
+def test_a_back_route_to_a_stage_the_item_never_entered_counts_that_first_visit_as_loop_one(
+    work,
+):
+    # An author-revision stage items enter only when sent back: max_loops=1 allows one visit.
+    project = make_project()
+    fix = make_verify_stage(project, slug="fix", name="Fix", overlap=1)
+    check = make_verify_stage(
+        project,
+        slug="check",
+        name="Check",
+        overlap=1,
+        routes={
+            "reject": {
+                "action": "back",
+                "stage": "fix",
+                "max_loops": 1,
+                "otherwise": {"action": "discard", "reason": "still rejected"},
+            }
+        },
+    )
+    services.stage_update(stage=fix, routes={"accept": {"action": "stage", "stage": "check"}})
+    item = services.items_create(
+        project=project,
+        rows=[{"external_id": "x", "payload": {"text": "t"}}],
+        open_first_stage=False,
+    )[0]
+    services.item_stages_open(items=[item], stage=check)
+    people = [make_member(project) for _ in range(3)]
+    work(check, people[:1], lambda person, item: "reject")
+    assert ItemStage.objects.get(stage=fix).round == 1
+    work(fix, people[1:2], lambda person, item: "keep")
+    work(check, people[2:], lambda person, item: "reject")
+    assert ItemStage.objects.get(stage=fix).state == "resolved"  # not reopened a second time
+    assert Item.objects.get().status == "discarded"
+
+
+def test_a_decided_listener_runs_inside_the_decision_and_its_failure_rolls_it_back(work):
+    from annotation import events
+
+    project = make_project()
+    verify = make_verify_stage(project, overlap=1)
+    make_items(project, 1)
+    seen = []
+
+    def listener(item_stage, resolution):
+        seen.append((item_stage.stage.slug, resolution.outcome))
+        if len(seen) == 1:
+            raise RuntimeError("listener failed")
+
+    events.on_item_stage_decided(listener)
+    try:
+        person = make_member(project)
+        assignment = services.assignment_next(annotator=person, stage=verify)
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=person, payload={"value": "keep"}
+        )
+        from annotation.services.outcomes import item_stage_resolve
+
+        with pytest.raises(RuntimeError):
+            item_stage_resolve(item_stage_id=assignment.item_stage_id)
+        assert ItemStage.objects.get().state == "resolving"  # rolled back
+        assert not Resolution.objects.exists()
+        item_stage_resolve(item_stage_id=assignment.item_stage_id)
+        assert ItemStage.objects.get().state == "resolved"
+        assert seen == [("verify", "accept"), ("verify", "accept")]
+    finally:
+        events._decided_listeners.remove(listener)
+
+
 class PickLongest(Policy):
     """A test policy: the longest edit wins and becomes the item's new text."""
 

@@ -122,3 +122,18 @@ def test_import_writes_one_item_per_case_the_report_page_and_a_safe_csv(client):
 
     clusters, counts = causalt5k_near_duplicates(project=project, threshold=0.9)
     assert counts["documents"] == 8671 and len(clusters) == counts["clusters"]
+
+    # Validation opens on the real cases: every cluster is one queue item, every other case is
+    # in adversarial review; the release's authors are pseudonyms, so none is linked.
+    from review.causalt5k.figures import cascade
+    from review.causalt5k.pipeline import causalt5k_review_open
+
+    opened = causalt5k_review_open(project=project, threshold=0.9)
+    assert opened["clusters"] == counts["clusters"]
+    assert opened["in_clusters"] == counts["in_clusters"]
+    assert opened["opened_in_review"] == 8671 - counts["in_clusters"]
+    assert opened["authors_linked"] == 0
+    figures = cascade(project)
+    assert figures["raw"] == 8671 and figures["clusters_waiting"] == counts["clusters"]
+    page = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
+    assert "8,671" in page and "7,609" in page

@@ -1,0 +1,364 @@
+"""The task kinds of CausalT5k's validation stages (review/README.md, "CausalT5k: validation").
+
+Payloads:
+
+* ``ct5k_cluster`` (the item is a near-duplicate cluster): ``{"verdict": "confirm" | "split",
+  "keep": [case ids], "comment"}`` — confirm keeps exactly one survivor, split keeps two or
+  more (all, or the ticked ones); the vote is ``decision``, the kept ids joined (e.g.
+  ``"keep:T1-W7-MED-001"``), so two reviewers agree when they keep the same cases.
+* ``ct5k_review`` (break the case): ``{"verdict": "pass" | "minor" | "major" | "remove",
+  "attacks": [...], "explanation", "edits": {field: value}}`` — anything but pass names at least
+  one attack and explains it; a minor revision changes at least one field (``edits`` holds the
+  changed fields only, after validation).
+* ``ct5k_author`` (after a major restructure): ``{"edits": {field: value}, "comment"}``, at
+  least one field changed.
+* ``ct5k_score``: ``{"scores": {criterion: int}, "comment"}``; validation adds ``composite``
+  (0–10, review_vocab.composite over the stage's rubric) and ``verdict`` (keep when the
+  composite meets the stage's gate), which agreement reads (κ on the verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from annotation.errors import ApplicationError
+from annotation.kinds import AgreementSpec, KindContext, TaskKind
+from annotation.kinds.simple import _comment
+from review.causalt5k.review_vocab import (
+    ATTACKS,
+    CASE_FIELDS,
+    DEFAULT_GATE,
+    EDITABLE_FIELDS,
+    VERDICTS,
+    RubricError,
+    clean_rubric,
+    composite,
+    labels_for,
+)
+from review.causalt5k.vocab import TRAPS
+
+MAX_TEXT = 20_000
+
+
+def _invalid(message: str, field: str, detail: str) -> ApplicationError:
+    return ApplicationError(message, {field: detail})
+
+
+def _getlist(data: Mapping[str, Any], name: str) -> list[Any]:
+    getlist = getattr(data, "getlist", None)
+    return list(getlist(name) if getlist else data.get(name) or [])
+
+
+def parse_edits(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The editor's fields (``edit_<field>``) as posted."""
+    return {name: data.get(f"edit_{name}") for name in EDITABLE_FIELDS if f"edit_{name}" in data}
+
+
+def clean_edits(edits: Any, item_payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields that change, checked: text fields non-empty, the label one of the tier's, the
+    trap a W/S code. Unchanged fields are dropped."""
+    if edits in (None, ""):
+        return {}
+    if not isinstance(edits, Mapping):
+        raise _invalid("edits must map fields to new values.", "edits", "{field: value}")
+    clean = {}
+    for name, value in edits.items():
+        if name not in EDITABLE_FIELDS:
+            raise _invalid(f"{name!r} cannot be edited here.", "edits", ", ".join(EDITABLE_FIELDS))
+        widget = EDITABLE_FIELDS[name][1]
+        value = "" if value is None else str(value).replace("\r\n", "\n").strip()
+        if len(value) > MAX_TEXT:
+            raise _invalid(f"{name} is too long.", name, f"at most {MAX_TEXT} characters")
+        if widget == "label" and value not in labels_for(item_payload.get("tier")):
+            raise _invalid(
+                f"The label must be one of {', '.join(labels_for(item_payload.get('tier')))}.",
+                name,
+                "a label of the case's tier",
+            )
+        if widget == "trap" and value and value not in TRAPS:
+            raise _invalid("The trap must be a W1–W10 or S1–S8 code.", name, "W1–W10, S1–S8")
+        if widget == "text" and not value and item_payload.get(name):
+            raise _invalid(f"{EDITABLE_FIELDS[name][0]} cannot be emptied.", name, "required")
+        if value != ("" if item_payload.get(name) is None else str(item_payload.get(name))):
+            clean[name] = value
+    return clean
+
+
+def apply_edits(payload: Mapping[str, Any], edits: Mapping[str, Any]) -> dict[str, Any]:
+    """The case with the edits applied (a changed trap also renames trap_name)."""
+    revised = {**payload, **edits}
+    if "trap" in edits:
+        revised["trap_name"] = TRAPS.get(edits["trap"], revised.get("trap_name"))
+    return revised
+
+
+class CT5kClusterKind(TaskKind):
+    """Confirm a near-duplicate cluster (one survivor) or split it (several kept)."""
+
+    key = "ct5k_cluster"
+    label = "CausalT5k: confirm or split a near-duplicate cluster"
+    template = "review/causalt5k/cluster.html#form"
+    display_template = "review/causalt5k/cluster.html#display"
+    policies = ("majority",)
+    default_policy = "majority"
+    vote_field = "decision"
+    agreement = AgreementSpec("nominal")
+    default_visible_fields = ("cluster_id", "similarity", "threshold", "members")
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        action = str(data.get("action") or "")
+        verdict, _, which = action.partition(":")
+        members = _getlist(data, "members")
+        if verdict == "confirm":
+            keep = [which]
+        elif which == "all":
+            keep = members
+        else:
+            keep = _getlist(data, "keep")
+        return {"verdict": verdict, "keep": keep, "comment": data.get("comment") or ""}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        verdict = payload.get("verdict")
+        if verdict not in ("confirm", "split"):
+            raise _invalid(
+                "Confirm the cluster (keep one case) or split it.", "verdict", "confirm or split"
+            )
+        members = [m["case_id"] for m in (context.item.payload.get("members") or [])]
+        keep = payload.get("keep") or []
+        if not isinstance(keep, list) or any(case not in members for case in keep):
+            raise _invalid("Keep cases of this cluster only.", "keep", ", ".join(members))
+        keep = [case for case in members if case in keep]  # the cluster's order, no repeats
+        if verdict == "confirm" and len(keep) != 1:
+            raise _invalid("Confirming keeps exactly one case.", "keep", "one case id")
+        if verdict == "split" and len(keep) < 2:
+            raise _invalid(
+                "A split keeps at least two cases (tick them), or confirm with one.",
+                "keep",
+                "two or more case ids",
+            )
+        return {
+            "verdict": verdict,
+            "keep": keep,
+            "decision": "keep:" + ",".join(keep),
+            "comment": _comment(payload),
+        }
+
+    def choices(self, context: KindContext) -> list[Any] | None:
+        """For a reviewer deciding a disagreement: the decisions the cluster's reviewers made
+        in this round (e.g. ``keep:A`` against ``keep:A,B``)."""
+        if context.item_stage is None:
+            return None
+        from annotation.models import Annotation
+
+        rows = Annotation.objects.filter(
+            item_stage_id=context.item_stage.pk, round=context.item_stage.round
+        ).order_by("pk")
+        found: list[Any] = []
+        for payload in rows.values_list("payload", flat=True):
+            if payload.get("decision") and payload["decision"] not in found:
+                found.append(payload["decision"])
+        return found or None
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("1–9", "confirm: keep only this case"),
+            ("a", "split: all are distinct"),
+            ("t", "split: keep the ticked cases"),
+        ]
+
+
+class CT5kReviewKind(TaskKind):
+    """Adversarial review: try to break the case, gold answer in view."""
+
+    key = "ct5k_review"
+    label = "CausalT5k: adversarial review (break the case)"
+    template = "review/causalt5k/review.html#form"
+    display_template = "review/causalt5k/case.html#case"
+    policies = ("ct5k_review",)
+    default_policy = "ct5k_review"
+    vote_field = "verdict"
+    agreement = AgreementSpec("nominal")
+    default_visible_fields = CASE_FIELDS
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "verdict": data.get("verdict") or "",
+            "attacks": _getlist(data, "attacks"),
+            "explanation": data.get("explanation") or "",
+            "edits": parse_edits(data),
+        }
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        verdict = payload.get("verdict")
+        if verdict not in VERDICTS:
+            raise _invalid(
+                "Choose pass, minor revision, major restructure or remove.",
+                "verdict",
+                ", ".join(VERDICTS),
+            )
+        if verdict == "pass":
+            return {"verdict": "pass", "attacks": [], "explanation": "", "edits": {}}
+        attacks = payload.get("attacks") or []
+        if not isinstance(attacks, list) or any(a not in ATTACKS for a in attacks):
+            raise _invalid("Unknown attack.", "attacks", ", ".join(ATTACKS))
+        if not attacks:
+            raise _invalid(
+                "Name the attack that breaks the case (label wrong, trap mislabelled, …).",
+                "attacks",
+                "at least one",
+            )
+        explanation = _comment({"comment": payload.get("explanation")})
+        if len(explanation) < 10:
+            raise _invalid(
+                "Explain how the case breaks (a sentence at least).", "explanation", "required"
+            )
+        edits = {}
+        if verdict == "minor":
+            edits = clean_edits(payload.get("edits"), context.item.payload)
+            if not edits:
+                raise _invalid(
+                    "A minor revision edits the case in place: change at least one field "
+                    "(or choose major restructure).",
+                    "edits",
+                    "at least one changed field",
+                )
+        return {
+            "verdict": verdict,
+            "attacks": [a for a in ATTACKS if a in attacks],
+            "explanation": explanation,
+            "edits": edits,
+        }
+
+    def categories(self, config: Mapping[str, Any]) -> list[Any]:
+        return list(VERDICTS)
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("p", "pass: nothing breaks it"),
+            ("b", "break it: choose minor / major / remove (arrows), the attacks (Space), explain"),
+            ("Enter", "on Submit: send the verdict"),
+        ]
+
+
+class CT5kAuthorKind(TaskKind):
+    """An author restructures a case a reviewer sent back, seeing the reviewer's attack."""
+
+    key = "ct5k_author"
+    label = "CausalT5k: author revision (major restructure)"
+    template = "review/causalt5k/review.html#author"
+    display_template = "review/causalt5k/case.html#case"
+    policies = ("ct5k_author",)
+    default_policy = "ct5k_author"
+    vote_field = None
+    vote_fields = {"changed": "changed"}
+    agreement = AgreementSpec(None)
+    default_visible_fields = CASE_FIELDS
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {"edits": parse_edits(data), "comment": data.get("comment") or ""}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        edits = clean_edits(payload.get("edits"), context.item.payload)
+        if not edits:
+            raise _invalid(
+                "Restructure the case: change at least one field.", "edits", "a changed field"
+            )
+        return {"edits": edits, "changed": sorted(edits), "comment": _comment(payload)}
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [("Tab", "next field"), ("Enter", "on Submit: send the restructured case")]
+
+    def context(self, *, item: Any, stage: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+        from review.causalt5k.pipeline import last_critique
+
+        return {"critique": last_critique(item)}
+
+
+class CT5kScoreKind(TaskKind):
+    """Score the case on the stage's rubric (default: the paper's four dimensions, 0–10)."""
+
+    key = "ct5k_score"
+    label = "CausalT5k: composite quality score"
+    template = "review/causalt5k/score.html#form"
+    display_template = "review/causalt5k/case.html#case"
+    policies = ("ct5k_gate",)
+    default_policy = "ct5k_gate"
+    reject_values = ("drop",)
+    vote_field = None
+    vote_fields = {"verdict": "verdict", "composite": "composite"}
+    agreement = AgreementSpec("nominal", field="verdict")
+    default_visible_fields = CASE_FIELDS
+
+    @staticmethod
+    def rubric(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return clean_rubric((config or {}).get("rubric"))
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        scores = {}
+        for key, value in data.items():
+            if key.startswith("score_"):
+                text = str(value).strip()
+                scores[key[6:]] = int(text) if text.lstrip("-").isdigit() else text
+        return {"scores": scores, "comment": data.get("comment") or ""}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        rubric = self.rubric(context.config)
+        scores = payload.get("scores")
+        if not isinstance(scores, Mapping):
+            raise _invalid("Score every criterion.", "scores", "{criterion: score}")
+        unknown = set(scores) - {c["key"] for c in rubric}
+        if unknown:
+            raise _invalid(
+                f"Unknown criterion {sorted(unknown)[0]!r}.",
+                "scores",
+                ", ".join(c["key"] for c in rubric),
+            )
+        clean = {}
+        for criterion in rubric:
+            value = scores.get(criterion["key"])
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not (criterion["min"] <= value <= criterion["max"])
+            ):
+                raise _invalid(
+                    f"Score {criterion['label'].lower()} from {criterion['min']} to "
+                    f"{criterion['max']}.",
+                    f"score_{criterion['key']}",
+                    f"{criterion['min']}–{criterion['max']}",
+                )
+            clean[criterion["key"]] = value
+        value = composite(clean, rubric)
+        gate = (context.config or {}).get("gate", DEFAULT_GATE)
+        return {
+            "scores": clean,
+            "composite": value,
+            "verdict": "keep" if value >= gate else "drop",
+            "comment": _comment(payload),
+        }
+
+    def categories(self, config: Mapping[str, Any]) -> list[Any]:
+        return ["keep", "drop"]
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        clean = super().validate_config(config)
+        try:
+            clean["rubric"] = clean_rubric(clean.get("rubric"))
+        except RubricError as error:
+            raise ApplicationError(str(error), {"config.rubric": str(error)}) from None
+        gate = clean.get("gate", DEFAULT_GATE)
+        if isinstance(gate, bool) or not isinstance(gate, int | float) or not 0 <= gate <= 10:
+            raise ApplicationError(
+                "gate must be a number from 0 to 10 (the composite's scale).",
+                {"config.gate": gate},
+            )
+        clean["gate"] = gate
+        return clean
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("0–9", "type a score (10: type 1 then 0)"),
+            ("Tab", "next criterion"),
+            ("Enter", "submit the scores"),
+        ]

@@ -1,0 +1,145 @@
+"""The policies of CausalT5k's adversarial review, author revision and scoring stages.
+
+* ``ct5k_review``: the verdict most reviewers gave (one reviewer by default) → outcome
+  ``accept`` (pass), ``revise`` (minor: the reviewer's edits become the item's revision),
+  ``major`` (routed back to the author stage, capped) or ``remove`` (discarded with the attack
+  and explanation as the reason). No majority goes to a reviewer.
+* ``ct5k_author``: the author's edits become the revision (outcome ``accept``, routed
+  revise → review again).
+* ``ct5k_gate``: two reviewers' composites; more than ``max_distance`` apart → one more
+  reviewer (``needs_more``: the engine raises the item stage's target to 3, the stage's
+  max_overlap); then the mean (of the two closest of three) against ``gate``: ``accept`` keeps,
+  ``reject`` drops.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from annotation.policies import Ballot, Policy, PolicySettings
+from annotation.resolution import Decision
+from review.causalt5k.review_vocab import (
+    ATTACKS,
+    DEFAULT_GATE,
+    DEFAULT_MAX_DISTANCE,
+    VERDICT_OUTCOMES,
+    VERDICTS,
+    gate_decision,
+)
+
+
+def _review_reason(payload: dict[str, Any]) -> str:
+    attacks = ", ".join(ATTACKS[a].lower() for a in payload.get("attacks") or [] if a in ATTACKS)
+    verdict = VERDICTS[payload["verdict"]].split(" (")[0].lower()
+    return f"{verdict}: {attacks} — {payload.get('explanation', '')}"[:500]
+
+
+def _review_decision(
+    verdict: str, ballots: Sequence[Ballot], settings: PolicySettings, status: str, votes: dict
+) -> Decision:
+    from review.causalt5k.kinds import apply_edits
+
+    chosen = next((b.payload for b in ballots if b.payload.get("verdict") == verdict), None)
+    outcome = VERDICT_OUTCOMES[verdict]
+    if verdict == "pass" or chosen is None:
+        return Decision(verdict, status, outcome, False, votes, reason="passed unchanged")
+    revision = None
+    if verdict == "minor":
+        revision = apply_edits(settings.item_payload, chosen.get("edits") or {})
+    return Decision(
+        verdict, status, outcome, False, votes, revision=revision, reason=_review_reason(chosen)
+    )
+
+
+class CT5kReviewPolicy(Policy):
+    key = "ct5k_review"
+    label = "CausalT5k review: the reviewers' verdict (pass / minor / major / remove)"
+    outcomes = ("accept", "revise", "major", "remove")
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_review policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        cast = [b.vote for b in ballots if b.vote in VERDICTS]
+        votes = dict(sorted(Counter(cast).items()))
+        if not cast:
+            return Decision(None, "insufficient", "pending", False, votes, reason="no verdict")
+        verdict, count = Counter(cast).most_common(1)[0]
+        if count * 2 <= len(cast) and len(cast) > 1:
+            return Decision(
+                None, "needs_adjudication", "pending", False, votes, reason="reviewers disagree"
+            )
+        status = "unanimous" if count == len(cast) else "majority"
+        return _review_decision(verdict, ballots, settings, status, votes)
+
+    def adjudicated(
+        self, value: Any, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> Decision | None:
+        if value not in VERDICTS:
+            return None
+        return _review_decision(value, ballots, settings, "adjudicated", {})
+
+
+class CT5kAuthorPolicy(Policy):
+    key = "ct5k_author"
+    label = "CausalT5k author revision: the author's edits become the case's revision"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_author policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        from review.causalt5k.kinds import apply_edits
+
+        edits: dict[str, Any] = {}
+        for ballot in ballots:  # one author by default; later ones win field by field
+            edits.update(ballot.payload.get("edits") or {})
+        return Decision(
+            sorted(edits),
+            "unanimous",
+            "accept",
+            False,
+            revision=apply_edits(settings.item_payload, edits),
+            reason="restructured by the author: " + ", ".join(sorted(edits)),
+        )
+
+
+class CT5kGatePolicy(Policy):
+    key = "ct5k_gate"
+    label = "CausalT5k quality gate: mean composite ≥ gate (a third reviewer when far apart)"
+    outcomes = ("accept", "reject")
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        unknown = set(settings.options) - {"gate", "max_distance"}
+        if unknown:
+            raise ValueError(
+                f"The ct5k_gate policy has no option {', '.join(sorted(unknown))}; "
+                "it takes gate and max_distance."
+            )
+        for name, low, high in (("gate", 0, 10), ("max_distance", 0, 10)):
+            value = settings.options.get(name, 0)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a number.")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be from {low} to {high}.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        composites = [
+            float(b.payload["composite"])
+            for b in ballots
+            if b.phase == settings.last_phase and b.payload.get("composite") is not None
+        ]
+        votes = dict(sorted(Counter(str(b.vote.get("verdict")) for b in ballots if b.vote).items()))
+        verdict, mean, why = gate_decision(
+            composites,
+            gate=settings.options.get("gate", DEFAULT_GATE),
+            max_distance=settings.options.get("max_distance", DEFAULT_MAX_DISTANCE),
+        )
+        if verdict == "more":
+            return Decision(None, "tie", "pending", True, votes, reason=why)
+        outcome = "accept" if verdict == "keep" else "reject"
+        return Decision(mean, "mean", outcome, False, votes, reason=why)

@@ -1,0 +1,110 @@
+"""Template helpers of the CausalT5k validation screens: what an annotator may see of an item
+(the kind's allow-list, annotation.selectors.item_payload_for_annotator), the editors' fields,
+the vocabularies, the cluster members with their differences marked."""
+
+from __future__ import annotations
+
+import difflib
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from annotation.selectors import item_payload_for_annotator
+from review.causalt5k.kinds import CT5kScoreKind
+from review.causalt5k.review_vocab import ATTACKS, EDITABLE_FIELDS, VERDICTS, labels_for
+from review.causalt5k.vocab import TRAPS
+
+register = template.Library()
+
+#: How a case is shown: (field, label), in reading order; the scenario and claim come first.
+DETAILS = (
+    ("label", "Gold label"),
+    ("trap", "Trap / design"),
+    ("trap_family", "Family"),
+    ("difficulty", "Difficulty"),
+    ("causal_structure", "Causal structure"),
+    ("key_insight", "Key insight"),
+    ("rationale", "Rationale"),
+    ("missing_info", "Missing information"),
+    ("pivotal_question", "Pivotal question"),
+    ("refusal_template", "Wise refusal"),
+    ("counterfactual_antecedent", "Counterfactual antecedent"),
+    ("conditional_answers", "Conditional answers"),
+    ("invariants", "Invariants"),
+    ("reasoning_trace", "Reasoning trace"),
+)
+
+
+@register.simple_tag
+def ct5k_visible(item, stage):
+    return item_payload_for_annotator(item, stage)
+
+
+@register.simple_tag
+def ct5k_details(case):
+    rows = []
+    for field, label in DETAILS:
+        value = case.get(field)
+        if value in (None, "", [], {}):
+            continue
+        if field == "trap":
+            value = f"{value} · {case.get('trap_name') or TRAPS.get(value, '')}"
+        rows.append({"field": field, "label": label, "value": value})
+    return rows
+
+
+@register.simple_tag
+def ct5k_vocabulary():
+    return {"verdicts": VERDICTS, "attacks": ATTACKS}
+
+
+@register.simple_tag
+def ct5k_rubric(stage):
+    return CT5kScoreKind.rubric(stage.config)
+
+
+@register.simple_tag
+def ct5k_editor(item, stage, form_data=None):
+    """The structured editor's fields, prefilled from what was posted (after an error) or the
+    case: {"name", "field", "label", "widget", "value", "original", "options"}."""
+    posted = form_data or {}
+    case = item_payload_for_annotator(item, stage)
+    fields = []
+    for field, (label, widget) in EDITABLE_FIELDS.items():
+        original = "" if case.get(field) is None else str(case.get(field))
+        if widget == "text" and not original and field not in ("scenario", "claim", "rationale"):
+            continue  # fields the case does not have stay out of the way
+        name = f"edit_{field}"
+        options = []
+        if widget == "label":
+            options = [(value, value) for value in labels_for(case.get("tier"))]
+        elif widget == "trap":
+            options = [("", "—")] + [(code, f"{code} · {name_}") for code, name_ in TRAPS.items()]
+        fields.append(
+            {
+                "name": name,
+                "field": field,
+                "label": label,
+                "widget": widget,
+                "value": posted.get(name, original),
+                "original": original,
+                "options": options,
+                "rows": 6 if field == "scenario" else 2,
+            }
+        )
+    return fields
+
+
+@register.simple_tag
+def ct5k_diff(text, reference):
+    """``text`` with the words not in ``reference`` marked (<mark>), HTML-escaped."""
+    words, base = str(text or "").split(), str(reference or "").split()
+    out = []
+    matcher = difflib.SequenceMatcher(a=base, b=words, autojunk=False)
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        chunk = escape(" ".join(words[j1:j2]))
+        if not chunk:
+            continue
+        out.append(chunk if tag == "equal" else f"<mark>{chunk}</mark>")
+    return mark_safe(" ".join(out))
