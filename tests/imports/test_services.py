@@ -319,7 +319,7 @@ def test_management_command(tmp_path, capsys):
     good = tmp_path / "items.jsonl"
     good.write_bytes(jsonl({"id": "a", "text": "x"}))
     call_command("import_items", "cmd", str(good))
-    assert "1 new items" in capsys.readouterr().out
+    assert "1 new item." in capsys.readouterr().out
     bad = tmp_path / "bad.json"
     bad.write_text('[{"id": "b"},\n {"id": "c",}]')
     with pytest.raises(CommandError) as caught:

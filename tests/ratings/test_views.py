@@ -183,7 +183,7 @@ def test_admins_import_pairs_and_see_every_bad_row(client, ratings_project):
     assert not SentencePair.objects.filter(project=ratings_project, pair_id="n1").exists()
     good = pairs_csv([("n1", "A one.", "B one.", "", "", "")])
     response = client.post(page, {"what": "pairs", "file": upload(good)}, follow=True)
-    assert "Imported 1 pairs as 8 items" in response.content.decode()
+    assert "Imported 1 pair as 8 items" in response.content.decode()
     assert Item.objects.filter(project=ratings_project, group="n1").count() == 8
     ratings = csv_text(
         ["pair_id", "order", "connective", "rating"],
