@@ -170,7 +170,7 @@ def test_upload_page_runs_small_files_and_shows_every_error(team):
         "/projects/team/imports/", {"file": SimpleUploadedFile("good.csv", b"id,text\nn2,x\n")}
     )
     shown = page.get(good["Location"]).content.decode()
-    assert "1 new items" in shown and "Succeeded" in shown
+    assert "1 new item." in shown and "Succeeded" in shown
     missing = page.post("/projects/team/imports/", {"duplicate_policy": "reject"})
     assert missing.status_code == 400 and "Choose a file" in missing.content.decode()
     listing = page.get("/projects/team/imports/").content.decode()
