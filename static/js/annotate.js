@@ -96,6 +96,14 @@
     var scope = document.getElementById("annotate") || document;
     var target = scope.querySelector('[data-key="' + CSS.escape(key) + '"]');
     if (!target || target.disabled) return;
+    if (key === "Enter") {
+      // Enter on a focused button, link or summary does what it says (a skip reason after
+      // "s", say); and Enter in another form than the shortcut's belongs to that form.
+      var tag = event.target.tagName ? event.target.tagName.toLowerCase() : "";
+      if (tag === "button" || tag === "a" || tag === "summary") return;
+      var own = event.target.closest ? event.target.closest("form") : null;
+      if (own && own !== target.closest("form")) return;
+    }
     event.preventDefault();
     activate(target);
   });

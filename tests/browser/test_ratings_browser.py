@@ -259,3 +259,29 @@ def test_an_admin_uploads_pairs_and_sees_each_bad_row(live_server, page, tmp_pat
     assert "The dam broke, so the valley flooded." in page.locator(".sample-list").inner_text()
     screenshot(page, "ratings-import.png", full_page=True)
     assert page.js_errors == []
+
+
+def test_s_then_enter_skips_a_rating_item(live_server, page):
+    """The skip works from the keyboard on the rating screen too: "s" opens the reasons with the
+    first one focused and Enter sends it (the rating form used to take the Enter)."""
+    project = make_ratings_project(overlap=1)
+    pairs = [("s1", "The storm hit the coast.", "The power went out.", "causal", "", "")]
+    services.pairs_import(project=project, content=pairs_csv(pairs), filename="pairs.csv")
+    setup = RatingsSetup.objects.get(project=project)
+    make_member(project, Role.ANNOTATOR, username="sam")
+    sign_in_with_the_keyboard(page, live_server.url, "sam")
+    page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".item-form")
+    page.keyboard.press("s")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('[data-done]') === null"
+        " || document.querySelector('#progress-line').textContent.includes('0 done')"
+    )
+    from annotation.models import Assignment
+
+    page.wait_for_timeout(500)
+    skipped = Assignment.objects.filter(annotator__username="sam", status="skipped")
+    assert skipped.count() == 1 and skipped.get().skip_reason
+    assert not Annotation.objects.filter(annotator__username="sam").exists()
