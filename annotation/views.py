@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from functools import wraps
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -132,17 +133,26 @@ def assignment_submit(request, assignment_id: int):
     for field in META_FIELDS:
         data.pop(field, None)
     seconds_spent, timing = _seconds_spent(request.POST.get("seconds_spent"), assignment)
+    kind = get_kind(stage.kind)
+    payload = kind.parse_form(data)
     try:
-        services.annotation_submit(
+        stored, created = services.annotation_submit(
             assignment_id=assignment.pk,
             annotator=request.user,
-            payload=get_kind(stage.kind).parse_form(data),
+            payload=payload,
             seconds_spent=seconds_spent,
             client_info={"via": "htmx" if request.htmx else "form", "timing": timing},
         )
     except ApplicationError as error:
         return _item_response(request, stage, assignment, error=error, form_data=data)
-    return _after_finishing(request, stage)
+    notice = None
+    if not created and kind.vote(stored.payload) != kind.vote(payload):
+        # A second send (back button, a double click) with another answer: say which counts.
+        notice = (
+            f"Your first answer to {assignment.item_stage.item.external_id} "
+            f"({kind.vote(stored.payload)}) was kept: an answer cannot be changed once it is sent."
+        )
+    return _after_finishing(request, stage, notice=notice)
 
 
 @require_POST
@@ -157,15 +167,18 @@ def assignment_skip(request, assignment_id: int):
     return _after_finishing(request, assignment.stage)
 
 
-def _after_finishing(request, stage: Stage):
+def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     """After a submit or skip: htmx gets the next item in the same response; a plain form post
-    is redirected to the item screen (PRG), which leases the next item."""
+    is redirected to the item screen (PRG), which leases the next item. ``notice``: a line for
+    the annotator above the next item (a message after the redirect)."""
     stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
     assignment = services.assignment_next(annotator=request.user, stage=stage)
     if not request.htmx:
+        if notice:
+            messages.info(request, notice)
         # The next item is already leased (this is a POST), so GET shows it: one click per item.
         return redirect("annotation:stage", stage_id=stage.pk)
-    return _item_response(request, stage, assignment)
+    return _item_response(request, stage, assignment, notice=notice)
 
 
 def _seconds_spent(posted: str | None, assignment: Assignment) -> tuple[float, str]:
@@ -189,6 +202,7 @@ def _item_response(
     error: ApplicationError | None = None,
     form_data=None,
     waiting: bool = False,
+    notice: str | None = None,
 ):
     """Render the item screen (the whole page, or its #item partial for htmx)."""
     project = stage.project
@@ -226,6 +240,7 @@ def _item_response(
         "form_data": form_data or {},
         "skip_reasons": SKIP_REASONS,
         "next_url": reverse("annotation:stage", args=[stage.pk]),
+        "notice": notice,
     }
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))

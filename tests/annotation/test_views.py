@@ -499,3 +499,24 @@ def test_with_debug_on_a_400_fragment_is_still_shown_in_place(client, settings):
     page = client.get(reverse("annotation:stage", args=[stage.pk])).content.decode()
     assert page.count("<script") >= 1 and 'data-debug="True"' not in page
     assert "django-htmx.js" not in page and "django_htmx/django-htmx" not in page
+
+
+def test_sending_another_answer_again_says_the_first_one_was_kept(client):
+    """A second send of the same item with another answer (the back button, a double click)
+    keeps the first answer, as before, and now says so above the next item."""
+    project = make_project()
+    stage = make_verify_stage(project, overlap=1)
+    services.items_create(
+        project=project,
+        rows=[{"external_id": f"x{n}", "payload": {"text": f"T{n}."}} for n in range(2)],
+    )
+    person = make_member(project)
+    client.force_login(person)
+    assignment = services.assignment_next(annotator=person, stage=stage)
+    url = reverse("annotation:submit", args=[assignment.pk])
+    client.post(url, {"value": "keep"}, HTTP_HX_REQUEST="true")
+    again = client.post(url, {"value": "reject"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "was kept: an answer cannot be changed" in again and "(keep)" in again
+    same = client.post(url, {"value": "keep"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "was kept" not in same
+    assert Annotation.objects.get().payload["value"] == "keep"
