@@ -490,7 +490,8 @@ class Soak:
                 ItemStage.objects.filter(state=ItemStage.State.RESOLVING).exists()
                 or Release.objects.filter(status=Release.Status.BUILDING).exists()
                 or ImportBatch.objects.filter(
-                    status__in=[ImportBatch.Status.PENDING, ImportBatch.Status.RUNNING]
+                    status__in=[ImportBatch.Status.PENDING, ImportBatch.Status.VALIDATING,
+                            ImportBatch.Status.WRITING]
                 ).exists()
             )
 
