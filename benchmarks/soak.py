@@ -265,8 +265,14 @@ class Soak:
         from api.auth import token_for
 
         project = services.project_create(slug="soak", name="Soak")
-        verify = services.stage_create(project=project, slug="verify", name="Verify",
-                                       kind="verify", overlap=3, lease_seconds=self.lease_seconds)
+        verify = services.stage_create(
+            project=project,
+            slug="verify",
+            name="Verify",
+            kind="verify",
+            overlap=3,
+            lease_seconds=self.lease_seconds,
+        )
         label = services.stage_create(project=project, slug="label", name="Label", kind="label",
                                       overlap=3, config={"choices": LABELS},
                                       lease_seconds=self.lease_seconds)  # fmt: skip
@@ -296,7 +302,10 @@ class Soak:
             + f"\r\n--{boundary}--\r\n".encode()
         )
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = {**self.admin.headers, "Content-Type": f"multipart/form-data; boundary={boundary}"}
+        headers = {
+            **self.admin.headers,
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+        }
         try:
             conn.request("POST", "/api/projects/soak/imports/", body=body, headers=headers)
             response = conn.getresponse()
@@ -356,8 +365,11 @@ class Soak:
         published = imported = None
         while time.monotonic() < back:
             if published is None:
-                status, data = self.admin.post("publish", "/api/projects/soak/releases/",
-                                               {"notes": "published while Redis was down"})
+                status, data = self.admin.post(
+                    "publish",
+                    "/api/projects/soak/releases/",
+                    {"notes": "published while Redis was down"},
+                )
                 if status == 202:
                     published = data
                     fault.notes.append(f"release v{data['version']} published during the outage")
@@ -490,8 +502,11 @@ class Soak:
                 ItemStage.objects.filter(state=ItemStage.State.RESOLVING).exists()
                 or Release.objects.filter(status=Release.Status.BUILDING).exists()
                 or ImportBatch.objects.filter(
-                    status__in=[ImportBatch.Status.PENDING, ImportBatch.Status.VALIDATING,
-                            ImportBatch.Status.WRITING]
+                    status__in=[
+                        ImportBatch.Status.PENDING,
+                        ImportBatch.Status.VALIDATING,
+                        ImportBatch.Status.WRITING,
+                    ]
                 ).exists()
             )
 
