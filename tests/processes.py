@@ -7,10 +7,12 @@ it configures Django."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,13 +95,18 @@ def servers_available() -> str | None:
 class Postgres:
     """A throwaway PostgreSQL cluster in ``directory`` on a loopback port, durability off (as
     scripts/with-services.sh starts it). Run as the `postgres` user when we are root, since
-    PostgreSQL refuses to run as root."""
+    PostgreSQL refuses to run as root. ``directory`` (default: a new one under the system's
+    temporary directory) must be reachable by that user: pytest's tmp_path is not."""
 
-    def __init__(self, directory: Path, port: int | None = None, database: str = "rungwise"):
+    def __init__(
+        self, directory: Path | None = None, port: int | None = None, database: str = "rungwise"
+    ):
         self.bin = pg_bin()
         if self.bin is None:
             raise RuntimeError(servers_available())
-        self.directory = Path(directory) / "pg"
+        self.own_directory = directory is None
+        directory = Path(directory or tempfile.mkdtemp(prefix="rungwise-pg-"))
+        self.directory = directory / "pg"
         self.data = self.directory / "data"
         self.port = port or free_port()
         self.database = database
@@ -139,6 +146,11 @@ class Postgres:
         "immediate" is a crash."""
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop",
                   check=False)  # fmt: skip
+
+    def remove(self) -> None:
+        """Stop at once and delete the cluster (and the directory, when it was ours)."""
+        self.stop("immediate")
+        shutil.rmtree(self.directory.parent if self.own_directory else self.directory, True)
 
     def restart(self) -> None:
         self.stop()
