@@ -370,14 +370,20 @@ class AgreementSerializer(serializers.ModelSerializer):
 
 class ReleaseSerializer(serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
+    queued = serializers.BooleanField(
+        read_only=True,
+        help_text="Building, but no worker has started it yet (its message may have been lost; "
+        "the sweep sends it again).",
+    )
     created_by = serializers.CharField(
         source="created_by.get_username", default=None, allow_null=True
     )
 
     class Meta:
         model = Release
-        fields = ["version", "status", "notes", "created_by", "created_at", "published_at",
-                  "sha256", "manifest", "stats", "message", "download_url"]  # fmt: skip
+        fields = ["version", "status", "queued", "notes", "created_by", "created_at",
+                  "published_at", "sha256", "manifest", "stats", "message",
+                  "download_url"]  # fmt: skip
 
     def get_download_url(self, release) -> str | None:
         if release.status != Release.Status.PUBLISHED:
