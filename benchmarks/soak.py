@@ -372,7 +372,10 @@ class Soak:
                 )
                 if status == 202:
                     published = data
-                    fault.notes.append(f"release v{data['version']} published during the outage")
+                    fault.notes.append(
+                        f"release v{data['version']} published during the outage "
+                        f"({'queued' if data.get('queued') else data['status']})"
+                    )
                 elif status >= 500 or status == 0:
                     fault.notes.append(f"publish answered {status}")
             if imported is None:
@@ -541,7 +544,7 @@ class Soak:
         checks.append(("releases stuck", Release.objects.exclude(
             status=Release.Status.PUBLISHED).count()))  # fmt: skip
         checks.append(("outage release not published", 0 if self.outage_release and
-                       Release.objects.filter(pk=self.outage_release["id"],
+                       Release.objects.filter(version=self.outage_release["version"],
                                               status=Release.Status.PUBLISHED).exists() else 1))  # fmt: skip
         checks.append(("imports stuck or failed", ImportBatch.objects.exclude(
             status=ImportBatch.Status.SUCCEEDED).count()))  # fmt: skip
@@ -562,6 +565,7 @@ class Soak:
         total = Annotation.objects.filter(item_stage__item__project__slug="soak").count()
         print(f"\nacknowledged submits {len(acknowledged)}, annotations stored {total}, "
               f"releases published {Release.objects.filter(status='published').count()}")  # fmt: skip
+        self.print_log_errors()
         failures = []
         for name, value in checks:
             print(f"  {'ok  ' if value == 0 else 'FAIL'} {name}: {value}")
@@ -573,6 +577,23 @@ class Soak:
             print(f"\nlogs kept in {self.work}")
             self.args.keep = True
         return failures
+
+    def print_log_errors(self) -> None:
+        """The exceptions each process logged (last line of each traceback), counted."""
+        import re
+
+        pattern = re.compile(r"^([\w.]+(?:Error|Exception|Shutdown|Exit)\b.*)$")
+        for name in ("web", "worker", "beat"):
+            path = self.work / f"{name}.log"
+            counts: dict[str, int] = {}
+            lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+            for line in lines:
+                found = pattern.match(line)
+                if found:
+                    key = found.group(1)[:140]
+                    counts[key] = counts.get(key, 0) + 1
+            for key, n in sorted(counts.items(), key=lambda item: -item[1])[:6]:
+                print(f"  {name} log: {n} × {key}")
 
 
 def main(argv: list[str] | None = None) -> int:
