@@ -30,7 +30,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -225,8 +224,9 @@ class Soak:
         self.worker_count += 1
         name = f"soak{self.worker_count}-{os.getpid()}@%h"
         self.processes["worker"] = processes.start_worker(
-            self.env(), name, log=self.work / "worker.log", timeout=60
-        )
+            self.env(), name, pool=self.args.pool, concurrency=self.args.concurrency,
+            log=self.work / "worker.log", timeout=60,
+        )  # fmt: skip
 
     def start(self) -> None:
         self.postgres.init()
@@ -347,8 +347,7 @@ class Soak:
             time.sleep(0.02)
         connection.close()
         fault.started = time.monotonic()
-        self.processes["worker"].send_signal(signal.SIGKILL)
-        self.processes["worker"].wait()
+        processes.kill_group(self.processes["worker"])
         fault.notes.append(f"{waiting} item stages waiting for resolution at the kill")
         time.sleep(1)
         self.start_worker()
@@ -417,7 +416,8 @@ class Soak:
         print(
             f"soak: {args.annotators} annotators, {args.seconds:.0f} s, {items} items (verify → "
             f"label, overlap 3, lease {self.lease_seconds} s), think {think[0]}–{think[1]} s; "
-            f"gunicorn {args.web_workers} × {args.threads}; sweeps every {self.sweep_seconds:g} s, "
+            f"gunicorn {args.web_workers} × {args.threads}; worker {args.pool} × "
+            f"{args.concurrency}; sweeps every {self.sweep_seconds:g} s, "
             f"grace {self.grace_seconds:g} s; {os.cpu_count()} cores; setup "
             f"{time.monotonic() - started_setup:.0f} s",
             flush=True,
@@ -605,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think-max", type=float, default=2.0, help="seconds")
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pool", default="prefork", help="the worker's pool")
+    parser.add_argument("--concurrency", type=int, default=2, help="the worker's processes")
     parser.add_argument("--keep", action="store_true", help="keep the logs and data directory")
     args = parser.parse_args(argv)
     reason = processes.servers_available()

@@ -63,6 +63,16 @@ def wait_http(
     raise AssertionError(f"{url} did not answer within {timeout} s")
 
 
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL a process started in a session of its own, and every process of its group
+    (a worker with its pool's children: what the OOM killer or `docker kill` does)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
 def stop(process: subprocess.Popen, timeout: float = 20) -> None:
     """SIGTERM, then SIGKILL after ``timeout`` seconds."""
     if process.poll() is None:
@@ -223,19 +233,31 @@ def start_gunicorn(
     return process
 
 
-def worker_command(name: str, *, pool: str = "solo", loglevel: str = "warning") -> list[str]:
-    """A Celery worker (solo pool: one process, so a SIGKILL kills the task it is running)."""
+def worker_command(
+    name: str, *, pool: str = "solo", concurrency: int = 1, loglevel: str = "warning"
+) -> list[str]:
+    """A Celery worker. The solo pool is one process (a SIGKILL kills the task it runs);
+    prefork, as docker-compose.yml runs it, runs tasks in child processes."""
     return [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", pool,
-            "--without-gossip", "--without-mingle", "-l", loglevel, "-n", name]  # fmt: skip
+            "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
+            "-l", loglevel, "-n", name]  # fmt: skip
 
 
 def start_worker(
-    env: dict[str, str], name: str, *, log: Path | None = None, timeout: float = 30
+    env: dict[str, str],
+    name: str,
+    *,
+    pool: str = "solo",
+    concurrency: int = 1,
+    log: Path | None = None,
+    timeout: float = 30,
 ) -> subprocess.Popen:
-    """Start a worker and return once it answers a ping (through the broker in ``env``)."""
+    """Start a worker (in a process group of its own, so that ``kill_group`` ends it with its
+    pool's children) and return once it answers a ping through the broker in ``env``."""
     process = subprocess.Popen(
-        worker_command(name), cwd=REPO, env=env, stdout=_log(log), stderr=subprocess.STDOUT
-    )
+        worker_command(name, pool=pool, concurrency=concurrency),
+        cwd=REPO, env=env, stdout=_log(log), stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
     wait_for_worker(process, name, env["CELERY_BROKER_URL"], timeout=timeout)
     return process
 
