@@ -75,19 +75,28 @@ class Client:
 
     def post(self, operation: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         started = time.monotonic()
-        try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-            self.conn.request("POST", path, body=json.dumps(body or {}), headers=self.headers)
-            response = self.conn.getresponse()
-            raw = response.read()
-            status = response.status
-        except (OSError, http.client.HTTPException):
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = None
-            self.log.add(operation, started, 0)
-            return 0, {}
+        for attempt in range(2):
+            reused = self.conn is not None
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                self.conn.request("POST", path, body=json.dumps(body or {}), headers=self.headers)
+                response = self.conn.getresponse()
+                raw = response.read()
+                status = response.status
+                break
+            except (OSError, http.client.HTTPException) as error:
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = None
+                # gunicorn closes a keep-alive connection idle for 2 s; a request sent on it as
+                # it closes gets no answer. Like a browser, send it again on a new connection.
+                stale = isinstance(error, (http.client.RemoteDisconnected, ConnectionResetError,
+                                           BrokenPipeError))  # fmt: skip
+                if attempt == 0 and reused and stale:
+                    continue
+                self.log.add(operation, started, 0)
+                return 0, {}
         self.log.add(operation, started, status)
         try:
             data = json.loads(raw) if raw else {}
