@@ -234,13 +234,18 @@ def start_gunicorn(
 
 
 def worker_command(
-    name: str, *, pool: str = "solo", concurrency: int = 1, loglevel: str = "warning"
+    name: str,
+    *,
+    pool: str = "solo",
+    concurrency: int = 1,
+    loglevel: str = "warning",
+    include: str | None = None,
 ) -> list[str]:
     """A Celery worker. The solo pool is one process (a SIGKILL kills the task it runs);
     prefork, as docker-compose.yml runs it, runs tasks in child processes."""
     return [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", pool,
             "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
-            "-l", loglevel, "-n", name]  # fmt: skip
+            "-l", loglevel, "-n", name, *(["--include", include] if include else [])]  # fmt: skip
 
 
 def start_worker(
@@ -251,11 +256,12 @@ def start_worker(
     concurrency: int = 1,
     log: Path | None = None,
     timeout: float = 30,
+    include: str | None = None,
 ) -> subprocess.Popen:
     """Start a worker (in a process group of its own, so that ``kill_group`` ends it with its
     pool's children) and return once it answers a ping through the broker in ``env``."""
     process = subprocess.Popen(
-        worker_command(name, pool=pool, concurrency=concurrency),
+        worker_command(name, pool=pool, concurrency=concurrency, include=include),
         cwd=REPO, env=env, stdout=_log(log), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     wait_for_worker(process, name, env["CELERY_BROKER_URL"], timeout=timeout)
