@@ -240,12 +240,15 @@ def worker_command(
     concurrency: int = 1,
     loglevel: str = "warning",
     include: str | None = None,
+    quiet: bool = True,
 ) -> list[str]:
     """A Celery worker. The solo pool is one process (a SIGKILL kills the task it runs);
-    prefork, as docker-compose.yml runs it, runs tasks in child processes."""
+    prefork, as docker-compose.yml runs it, runs tasks in child processes. ``quiet`` leaves out
+    gossip and mingle (the workers' chatter with each other), which the deployment keeps."""
     return [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", pool,
-            "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
-            "-l", loglevel, "-n", name, *(["--include", include] if include else [])]  # fmt: skip
+            "--concurrency", str(concurrency), "-l", loglevel, "-n", name,
+            *(["--without-gossip", "--without-mingle"] if quiet else []),
+            *(["--include", include] if include else [])]  # fmt: skip
 
 
 def start_worker(
@@ -257,11 +260,12 @@ def start_worker(
     log: Path | None = None,
     timeout: float = 30,
     include: str | None = None,
+    quiet: bool = True,
 ) -> subprocess.Popen:
     """Start a worker (in a process group of its own, so that ``kill_group`` ends it with its
     pool's children) and return once it answers a ping through the broker in ``env``."""
     process = subprocess.Popen(
-        worker_command(name, pool=pool, concurrency=concurrency, include=include),
+        worker_command(name, pool=pool, concurrency=concurrency, include=include, quiet=quiet),
         cwd=REPO, env=env, stdout=_log(log), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     wait_for_worker(process, name, env["CELERY_BROKER_URL"], timeout=timeout)
