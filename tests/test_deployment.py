@@ -320,10 +320,11 @@ def test_compose_client_accepts_the_file():
 
 
 @pytest.mark.postgres
-def test_the_web_answers_after_postgresql_restarts():
+def test_the_web_answers_after_postgresql_restarts_and_503_while_it_is_down():
     """gunicorn keeps database connections between requests (conn_max_age); after PostgreSQL
     restarts, the first request on each kept connection must reconnect, not fail (the soak saw
-    500s from every worker, once per kept connection). One worker, one thread: one connection."""
+    500s from every worker, once per kept connection). One worker, one thread: one connection.
+    While the database is down, the API says so with a 503 in its error format, not a 500."""
     reason = processes.servers_available()
     if reason:
         pytest.skip(reason)
@@ -339,6 +340,13 @@ def test_the_web_answers_after_postgresql_restarts():
         postgres.restart()
         answers = [requests.get(health, timeout=10).status_code for _ in range(3)]
         assert answers == [200, 200, 200]
+        # While it is down, the API answers in its own format that this is temporary.
+        postgres.stop()
+        down = requests.get(f"http://127.0.0.1:{port}/api/projects/",
+                            headers={"Authorization": "Token 0123456789abcdef"}, timeout=10)  # fmt: skip
+        assert down.status_code == 503, down.text[:300]
+        assert "try again" in down.json()["message"] and down.json()["extra"] == {}
+        assert int(down.headers["Retry-After"]) > 0
     finally:
         processes.stop(web)
         postgres.remove()
