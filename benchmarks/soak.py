@@ -260,7 +260,8 @@ class Soak:
     def stop_all(self) -> None:
         for process in self.processes.values():
             processes.stop(process)
-        self.redis.shutdown() if self.redis.answers() else None
+        if self.redis.answers():
+            self.redis.shutdown()
         self.postgres.stop("immediate")
         if not self.args.keep:
             shutil.rmtree(self.work, ignore_errors=True)
