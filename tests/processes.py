@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import requests
@@ -272,24 +273,40 @@ def start_worker(
     return process
 
 
-def wait_for_worker(process: subprocess.Popen, name: str, broker: str, timeout: float = 30):
+@contextmanager
+def broker_client(broker: str):
+    """A Celery app sending tasks and control commands to ``broker``. Celery prefers the
+    CELERY_BROKER_URL environment variable to the broker it is given (under
+    scripts/with-services.sh that is the suite's Redis), so the variable names ``broker`` while
+    the app is in use."""
     from celery import Celery
 
-    control = Celery(broker=broker)
+    previous = os.environ.get("CELERY_BROKER_URL")
+    os.environ["CELERY_BROKER_URL"] = broker
+    app = Celery(broker=broker, set_as_current=False)
+    try:
+        yield app
+    finally:
+        app.close()
+        if previous is None:
+            os.environ.pop("CELERY_BROKER_URL", None)
+        else:
+            os.environ["CELERY_BROKER_URL"] = previous
+
+
+def wait_for_worker(process: subprocess.Popen, name: str, broker: str, timeout: float = 30):
     destination = [name.replace("%h", socket.gethostname())]
     deadline = time.monotonic() + timeout
-    try:
+    with broker_client(broker) as app:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"the Celery worker exited with {process.returncode}")
             try:
-                if control.control.ping(destination=destination, timeout=0.5):
+                if app.control.ping(destination=destination, timeout=0.5):
                     return
             except Exception:  # the broker itself may still be coming back
                 time.sleep(0.5)
-        raise RuntimeError(f"the Celery worker did not answer a ping within {timeout} s")
-    finally:
-        control.close()
+    raise RuntimeError(f"the Celery worker did not answer a ping within {timeout} s")
 
 
 def start_beat(env: dict[str, str], schedule: Path, *, log: Path | None = None) -> subprocess.Popen:

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from celery import Celery
 
 from tests import processes
 
@@ -37,12 +36,12 @@ def test_the_worker_survives_a_redis_restart_while_a_task_runs(redis, tmp_path):
     name = f"celerytest-{time.monotonic_ns()}@%h"
     worker = processes.start_worker(env, name, pool="prefork", concurrency=1, log=log,
                                     include="tests.celery_tasks", quiet=False)  # fmt: skip
-    client = Celery(broker=redis.url())
     try:
-        marker = str(tmp_path / "task")
-        client.send_task("tests.celery_tasks.sleep", args=[6, marker])
-        processes.wait_until(lambda: Path(marker + ".started").exists(), timeout=20,
-                             what="the task started")  # fmt: skip
+        with processes.broker_client(redis.url()) as client:
+            marker = str(tmp_path / "task")
+            client.send_task("tests.celery_tasks.sleep", args=[6, marker])
+            processes.wait_until(lambda: Path(marker + ".started").exists(), timeout=20,
+                                 what="the task started")  # fmt: skip
         redis.shutdown()
         time.sleep(2)  # the worker notices and closes its connection
         redis.start()  # empty
@@ -52,12 +51,12 @@ def test_the_worker_survives_a_redis_restart_while_a_task_runs(redis, tmp_path):
         assert worker.poll() is None, log.read_text()[-3000:]
         processes.wait_for_worker(worker, name, redis.url(), timeout=30)
         # ...and it still takes work.
-        client.send_task("tests.celery_tasks.sleep", args=[0, marker + "2"])
+        with processes.broker_client(redis.url()) as client:
+            client.send_task("tests.celery_tasks.sleep", args=[0, marker + "2"])
         processes.wait_until(lambda: Path(marker + "2.done").exists(), timeout=30,
                              what="a task after the restart")  # fmt: skip
         assert "Unrecoverable error" not in log.read_text()
     finally:
-        client.close()
         processes.stop(worker)
 
 
