@@ -7,7 +7,8 @@ project (verify → label) through the services and imports its items through th
 length: think time, skips, retried submits (the same assignment sent again after a lost
 answer, and on purpose after a stored one) and leases abandoned to expire. Meanwhile:
 
-* the worker is SIGKILLed while items wait for resolution, then started again;
+* the worker is SIGKILLed in the middle of a resolution (its transaction open), then started
+  again;
 * Redis is stopped (60 s in a 300 s run) and restarted empty; a release is published and an
   import started while it is down;
 * PostgreSQL is restarted once.
@@ -232,8 +233,10 @@ class Soak:
     def start_worker(self):
         self.worker_count += 1
         name = f"soak{self.worker_count}-{os.getpid()}@%h"
+        # Named sessions, so that the kill can be timed to a resolution in progress.
+        env = {**self.env(), "DATABASE_URL": self.postgres.url() + "?application_name=soak-worker"}
         self.processes["worker"] = processes.start_worker(
-            self.env(), name, pool=self.args.pool, concurrency=self.args.concurrency,
+            env, name, pool=self.args.pool, concurrency=self.args.concurrency,
             log=self.work / "worker.log", timeout=60,
         )  # fmt: skip
 
@@ -341,24 +344,29 @@ class Soak:
     # Faults -------------------------------------------------------------------------------
 
     def kill_worker(self) -> Fault:
-        """SIGKILL the worker while item stages wait for their resolution (it is resolving
-        them), then start a new one."""
+        """SIGKILL the worker (with its pool's children) in the middle of a resolution: when
+        one of its database sessions is inside a transaction on the item stages, then start a
+        new one."""
         from django.db import connection
 
-        from annotation.models import ItemStage
-
         fault = Fault("worker SIGKILL")
-        deadline = time.monotonic() + 10
-        waiting = 0
-        while time.monotonic() < deadline:
-            waiting = ItemStage.objects.filter(state=ItemStage.State.RESOLVING).count()
-            if waiting:
-                break
-            time.sleep(0.02)
-        connection.close()
+        deadline = time.monotonic() + 15
+        caught = None
+        with connection.cursor() as cursor:
+            while caught is None and time.monotonic() < deadline:
+                cursor.execute(
+                    "SELECT state, left(query, 60) FROM pg_stat_activity WHERE application_name "
+                    "= 'soak-worker' AND xact_start IS NOT NULL AND query ILIKE %s LIMIT 1",
+                    ["%annotation_itemstage%"],
+                )
+                caught = cursor.fetchone()
         fault.started = time.monotonic()
         processes.kill_group(self.processes["worker"])
-        fault.notes.append(f"{waiting} item stages waiting for resolution at the kill")
+        connection.close()
+        fault.notes.append(
+            f"killed in a transaction ({caught[0]}: {caught[1]!r}…)"
+            if caught else "no resolution caught in progress within 15 s; killed anyway"
+        )  # fmt: skip
         time.sleep(1)
         self.start_worker()
         fault.ended = time.monotonic()
