@@ -5,6 +5,7 @@ not with an AttributeError, which stopped the worker. Each test has a Redis of i
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ def redis():
     yield server
     if server.answers():
         server.shutdown()
+    shutil.rmtree(server.directory, ignore_errors=True)
 
 
 def test_the_worker_survives_a_redis_restart_while_a_task_runs(redis, tmp_path):
