@@ -8,6 +8,8 @@ imports, agreement, releases), /api/stages/<id>/next/, /api/assignments/<id>/sub
 
 from __future__ import annotations
 
+import logging
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -50,6 +52,8 @@ from releases.access import access_release
 from releases.downloads import release_download_response
 from releases.models import Release
 
+logger = logging.getLogger(__name__)
+
 
 class ScopedThrottle(ScopedRateThrottle):
     """ScopedRateThrottle reading its rates when asked (so settings overrides apply), where a
@@ -69,7 +73,13 @@ class ScopedThrottle(ScopedRateThrottle):
         if self.rate is None:
             return True
         self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super(ScopedRateThrottle, self).allow_request(request, view)
+        try:
+            return super(ScopedRateThrottle, self).allow_request(request, view)
+        except Exception as error:  # the cache (Redis) is down or its connection broke
+            # Fail open: a throttle protects the service, and an outage of its counters must
+            # not stop annotation or sign-in (tests/api/test_throttles.py).
+            logger.warning("throttle %r: cache unavailable (%s); let through", self.scope, error)
+            return True
 
 
 class ItemOutSerializer(serializers.Serializer):
@@ -360,14 +370,20 @@ class AgreementSerializer(serializers.ModelSerializer):
 
 class ReleaseSerializer(serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
+    queued = serializers.BooleanField(
+        read_only=True,
+        help_text="Building, but no worker has started it yet (its message may have been lost; "
+        "the sweep sends it again).",
+    )
     created_by = serializers.CharField(
         source="created_by.get_username", default=None, allow_null=True
     )
 
     class Meta:
         model = Release
-        fields = ["version", "status", "notes", "created_by", "created_at", "published_at",
-                  "sha256", "manifest", "stats", "message", "download_url"]  # fmt: skip
+        fields = ["version", "status", "queued", "notes", "created_by", "created_at",
+                  "published_at", "sha256", "manifest", "stats", "message",
+                  "download_url"]  # fmt: skip
 
     def get_download_url(self, release) -> str | None:
         if release.status != Release.Status.PUBLISHED:

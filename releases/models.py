@@ -46,3 +46,9 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug} v{self.version}"
+
+    @property
+    def queued(self) -> bool:
+        """Building, but no worker has started it yet: waiting in the queue, or its message was
+        lost (published while the broker was down); the sweep or an admin's retry sends it."""
+        return self.status == self.Status.BUILDING and self.started_at is None

@@ -562,6 +562,15 @@ def release_requeue(*, release_id: int, reset_attempts: bool = False) -> Release
             raise Conflict(f"v{release.version} is published; a published release never changes.")
         if reset_attempts:
             if (
+                release.status == Release.Status.BUILDING
+                and release.started_at is not None
+                and release.started_at >= timezone.now() - STALE_AFTER
+            ):
+                raise Conflict(
+                    f"v{release.version} is being built right now (started "
+                    f"{release.started_at:%H:%M:%S} UTC); wait for it to finish or fail."
+                )
+            if (
                 release.status == Release.Status.FAILED
                 and Release.objects.filter(
                     project_id=release.project_id, status=Release.Status.BUILDING
@@ -622,9 +631,10 @@ def release_build(*, release_id: int) -> Release:
             if isinstance(error, ApplicationError)
             else (f"The build stopped on an internal error ({type(error).__name__}: {error}).")
         )
-        Release.objects.filter(pk=release.pk, status=Release.Status.BUILDING).update(
-            status=Release.Status.FAILED, message=message[:2000]
-        )
+        # Only while this attempt is still the current one (see _publish_built).
+        Release.objects.filter(
+            pk=release.pk, status=Release.Status.BUILDING, started_at=release.started_at
+        ).update(status=Release.Status.FAILED, message=message[:2000])
         release.refresh_from_db()
         return release
     finally:
@@ -777,6 +787,12 @@ def _publish_built(release: Release, prefix: str, zip_path: Path, archive, manif
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status != Release.Status.BUILDING:
             return locked  # another build finished first
+        if locked.started_at != release.started_at:
+            # Superseded: this attempt was taken for dead (or given up and published again)
+            # and another one has claimed the version since. Its files are the older
+            # snapshot; the current attempt publishes (tests/releases/test_sweeps.py).
+            logger.warning("release %s: a superseded build attempt finished; discarded", locked.pk)
+            return locked
         with open(zip_path, "rb") as handle:
             locked.archive.save(f"{prefix}.zip", File(handle, name=f"{prefix}.zip"), save=False)
         locked.sha256 = archive.sha256

@@ -10,6 +10,7 @@ urlpatterns = [
     path(project + "releases/", views.release_list, name="releases"),
     path(project + "releases/publish/", views.release_publish, name="publish"),
     path(project + "releases/v<int:version>/", views.release_detail, name="release"),
+    path(project + "releases/v<int:version>/retry/", views.release_retry, name="retry"),
     path(
         project + "releases/v<int:version>/download/",
         views.release_download,

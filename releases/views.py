@@ -78,6 +78,18 @@ def release_detail(request, slug: str, version: int):
     return render(request, "releases/release.html", context)
 
 
+@require_POST
+@page
+def release_retry(request, slug: str, version: int):
+    """Send a queued (or failed) build to a worker again: what the stuck-release sweep does,
+    without waiting for it (an admin's decision, so the attempts are counted afresh)."""
+    project = access_project(request.user, slug, MANAGE)
+    release = access_release(request.user, project, version)
+    services.release_requeue(release_id=release.pk, reset_attempts=True)
+    messages.success(request, f"v{release.version} was sent to a worker to build again.")
+    return redirect("releases:release", slug=project.slug, version=release.version)
+
+
 @require_GET
 @page
 def release_download(request, slug: str, version: int):

@@ -2,6 +2,7 @@
 
 import os
 
+import redis
 from celery import Celery
 from kombu.transport import redis as kombu_redis
 
@@ -32,3 +33,27 @@ class _RedisQoS(kombu_redis.QoS):
 
 
 kombu_redis.Channel.QoS = _RedisQoS
+
+
+_connparams = kombu_redis.Channel._connparams
+
+
+def _connparams_of_a_live_channel(self, asynchronous=False):
+    """kombu 5.7 workaround: a closed channel is detached from its transport
+    (``channel.connection = None``, kombu.transport.virtual.Transport.close_channel) and its
+    connection pool is dropped. The worker's consumer closes its channels when the broker
+    connection is lost; anything that still reaches Redis through one of them afterwards (an
+    acknowledgement or restore of a message it delivered, a publish) rebuilt the pool here from
+    ``self.connection.client`` and raised AttributeError ("'NoneType' object has no attribute
+    'client'"), which kombu and Celery do not treat as a connection error, so the worker
+    stopped. Raised as what it is, a lost broker connection, the usual recovery applies
+    (tests/test_celery.py)."""
+    transport = self.connection
+    if transport is None or transport.client is None:
+        raise redis.exceptions.ConnectionError(
+            "this broker channel was closed when its connection was lost"
+        )
+    return _connparams(self, asynchronous=asynchronous)
+
+
+kombu_redis.Channel._connparams = _connparams_of_a_live_channel

@@ -152,7 +152,12 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Connections are kept between requests (conn_max_age) and checked before a request reuses
+    # one (conn_health_checks): after PostgreSQL restarts, a kept connection is dead, and
+    # without the check the first request on each one failed (tests/test_deployment.py).
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # Parameters bound on the server, so psycopg prepares a statement after a few runs on a
         # connection and PostgreSQL stops planning the annotator loop's statements on every

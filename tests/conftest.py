@@ -8,13 +8,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+from tests.processes import worker_command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,13 +92,12 @@ class Workers:
         log = open(log_dir / "test-worker.log", "ab") if log_dir.is_dir() else subprocess.DEVNULL
         name = f"{self.prefix}-{os.getpid()}-{len(self.processes)}@%h"
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "rungwise", "worker", "-P", "solo",
-             "--without-gossip", "--without-mingle", "-l", "warning", "-n", name],
+            worker_command(name),
             cwd=REPO,
             env=environment,
             stdout=log,
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         self.processes.append(process)
         destination = [name.replace("%h", socket.gethostname())]
         deadline = time.monotonic() + 30

@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,37 +19,11 @@ import redis
 import requests
 import yaml
 
+from tests import processes
+from tests.processes import free_port, process_env, wait_http
+
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
-
-
-def process_env(**overrides: str) -> dict[str, str]:
-    """The environment for a deployed process: ours, less what only the test session needs
-    (the browser tests allow ORM calls beside Playwright's event loop; a deployment never does,
-    and `check --deploy` rightly refuses it)."""
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env.update(overrides)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_http(
-    url: str, timeout: float = 40, process: subprocess.Popen | None = None
-) -> requests.Response:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}")
-        try:
-            return requests.get(url, timeout=5)
-        except (requests.ConnectionError, requests.Timeout):
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer within {timeout} s")
 
 
 def compose_command(service: str) -> list[str]:
@@ -344,3 +317,36 @@ def test_compose_client_accepts_the_file():
         env=process_env(SECRET_KEY="compose-check"),
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.postgres
+def test_the_web_answers_after_postgresql_restarts_and_503_while_it_is_down():
+    """gunicorn keeps database connections between requests (conn_max_age); after PostgreSQL
+    restarts, the first request on each kept connection must reconnect, not fail (the soak saw
+    500s from every worker, once per kept connection). One worker, one thread: one connection.
+    While the database is down, the API says so with a 503 in its error format, not a 500."""
+    reason = processes.servers_available()
+    if reason:
+        pytest.skip(reason)
+    postgres = processes.Postgres().init()
+    port = free_port()
+    env = process_env(DATABASE_URL=postgres.url(), DEBUG="0", SECURE_COOKIES="0",
+                      WHITENOISE_MANIFEST="0", ALLOWED_HOSTS="127.0.0.1")  # fmt: skip
+    env.pop("CELERY_BROKER_URL", None)
+    web = processes.start_gunicorn(env, port, workers=1, threads=1)
+    try:
+        health = f"http://127.0.0.1:{port}/healthz"
+        assert requests.get(health, timeout=10).status_code == 200  # the connection is kept
+        postgres.restart()
+        answers = [requests.get(health, timeout=10).status_code for _ in range(3)]
+        assert answers == [200, 200, 200]
+        # While it is down, the API answers in its own format that this is temporary.
+        postgres.stop()
+        down = requests.get(f"http://127.0.0.1:{port}/api/projects/",
+                            headers={"Authorization": "Token 0123456789abcdef"}, timeout=10)  # fmt: skip
+        assert down.status_code == 503, down.text[:300]
+        assert "try again" in down.json()["message"] and down.json()["extra"] == {}
+        assert int(down.headers["Retry-After"]) > 0
+    finally:
+        processes.stop(web)
+        postgres.remove()

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from django.db import connection, transaction
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +24,13 @@ def enqueue_on_commit(task: Any, *args: Any) -> None:
     def send() -> None:
         try:
             task.delay(*args)
-        except Exception:  # broker down, connection refused, eager task failure
+        except BrokerUnavailable as error:
+            # Expected during an outage, once per publish: one line, not a traceback each.
+            logger.warning(
+                "could not run or enqueue %s%r: the broker is unavailable (%s); the sweep will "
+                "retry", task.name, args, error,
+            )  # fmt: skip
+        except Exception:  # an eager task's failure, or anything unexpected
             logger.exception("could not run or enqueue %s%r; the sweep will retry", task.name, args)
 
     transaction.on_commit(send)

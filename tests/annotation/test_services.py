@@ -308,3 +308,36 @@ def test_duplicate_external_ids_are_rejected_and_nothing_is_kept():
             project=project, rows=[{"external_id": "new"}, {"external_id": "item-00000"}]
         )
     assert Item.objects.filter(project=project).count() == 2
+
+
+@pytest.fixture
+def broker_unreachable(monkeypatch):
+    """The Celery app publishes to a Redis that is not running (a loopback port nobody listens
+    on), as during the soak's outage; its connection pool is rebuilt before and after."""
+    from rungwise.celery import app
+    from tests.processes import free_port
+
+    monkeypatch.setenv("CELERY_BROKER_URL", f"redis://127.0.0.1:{free_port()}/0")
+    app.conf.task_always_eager = False  # the autouse fixture restores it
+    app._pool = app.amqp._producer_pool = None  # connections to the earlier broker
+    yield
+    monkeypatch.undo()
+    app._pool = app.amqp._producer_pool = None
+
+
+def test_a_broker_outage_is_logged_in_one_line_per_publish(
+    broker_unreachable, caplog, django_capture_on_commit_callbacks
+):
+    """Each submit that completes an item publishes a resolution; with Redis down the web
+    processes logged a 40-line traceback for every one (≈ 650 in the soak's 60 s outage).
+    An unreachable broker is expected and repaired by the sweeps: one warning line each."""
+    from annotation.tasks import sweep_unresolved
+
+    caplog.set_level("WARNING", logger="annotation.services.common")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.enqueue_on_commit(sweep_unresolved, 0)
+    records = [r for r in caplog.records if r.name == "annotation.services.common"]
+    assert len(records) == 1
+    assert records[0].levelname == "WARNING" and not records[0].exc_info
+    assert "could not run or enqueue annotation.tasks.sweep_unresolved" in records[0].getMessage()
+    assert "Connection refused" in records[0].getMessage()

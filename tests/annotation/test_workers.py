@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from datetime import timedelta
@@ -29,6 +28,7 @@ from agreement.stats import fleiss_kappa
 from agreement.tasks import sweep_agreement
 from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
 from annotation.tasks import sweep_unresolved
+from tests import processes
 from tests.conftest import Workers, wait_for
 from tests.factories import annotate_stage, make_items, make_label_stage, make_member, make_project
 
@@ -53,56 +53,14 @@ def workers(transactional_db, postgres):
     app.control.purge()
 
 
-class Redis:
-    """The Redis server scripts/with-services.sh started: stop, freeze and restart it."""
-
-    def __init__(self) -> None:
-        port = os.environ.get("RUNGWISE_REDIS_PORT")
-        directory = os.environ.get("RUNGWISE_SERVICES_DIR")
-        if not (port and directory):
-            pytest.skip("needs the Redis of scripts/with-services.sh (RUNGWISE_REDIS_PORT)")
-        self.port = port
-        self.directory = Path(directory)
-
-    @property
-    def pid(self) -> int:
-        return int((self.directory / "redis.pid").read_text().strip())
-
-    def shutdown(self) -> None:
-        subprocess.run(["redis-cli", "-p", self.port, "shutdown", "nosave"], capture_output=True)
-        wait_for(lambda: not self.answers(), timeout=10)
-
-    def answers(self) -> bool:
-        result = subprocess.run(
-            ["redis-cli", "-p", self.port, "ping"], capture_output=True, text=True
-        )
-        return result.stdout.strip() == "PONG"
-
-    def start(self) -> None:
-        # As scripts/with-services.sh starts it (same port and pid file, so it is cleaned up).
-        subprocess.run(
-            [
-                "redis-server",
-                "--port",
-                self.port,
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "yes",
-                "--pidfile",
-                str(self.directory / "redis.pid"),
-                "--logfile",
-                str(self.directory / "redis.log"),
-                "--dir",
-                str(self.directory),
-            ],
-            check=True,
-        )
-        wait_for(self.answers, timeout=10)
+def suite_redis() -> processes.Redis:
+    """The Redis server scripts/with-services.sh started (same port and directory, so it is
+    cleaned up): stop, freeze and restart it."""
+    port = os.environ.get("RUNGWISE_REDIS_PORT")
+    directory = os.environ.get("RUNGWISE_SERVICES_DIR")
+    if not (port and directory):
+        pytest.skip("needs the Redis of scripts/with-services.sh (RUNGWISE_REDIS_PORT)")
+    return processes.Redis(Path(directory), port)
 
 
 def patterned(person, item) -> str:
@@ -221,7 +179,7 @@ def test_a_worker_killed_mid_resolution_loses_nothing(workers):
 
 
 def test_submits_survive_a_redis_outage_and_the_sweeps_catch_up(workers, caplog):
-    redis = Redis()
+    redis = suite_redis()
     workers.start()
     stage, people = label_stage(items=10)
     annotate_stage(stage, people, patterned)  # the first ten items, with Redis up
@@ -254,7 +212,7 @@ def test_submits_survive_a_redis_outage_and_the_sweeps_catch_up(workers, caplog)
 
 
 def test_a_frozen_redis_does_not_hang_a_submit(workers):
-    redis = Redis()
+    redis = suite_redis()
     workers.start()
     stage, people = label_stage(items=2)
     # Two of the three annotations of each item, with Redis answering.
@@ -291,7 +249,7 @@ def test_a_release_and_an_import_started_while_redis_is_down_finish_after_the_sw
     from rungwise.celery import app
 
     settings.MEDIA_ROOT = tmp_path / "media"
-    redis = Redis()
+    redis = suite_redis()
     worker_media = {"MEDIA_ROOT": str(settings.MEDIA_ROOT)}
     workers.start(**worker_media)
     stage, _people = label_stage(items=2)

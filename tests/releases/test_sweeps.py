@@ -176,3 +176,61 @@ def test_admins_retry_or_mark_failed(django_capture_on_commit_callbacks):
     site._registry[ImportBatch].mark_failed(request, ImportBatch.objects.filter(pk=batch.pk))
     batch.refresh_from_db()
     assert batch.status == ImportBatch.Status.FAILED
+
+
+def test_a_build_queued_while_the_broker_was_down_shows_queued_and_is_retried_from_the_page(
+    broker_down, django_capture_on_commit_callbacks, monkeypatch
+):
+    """Published while Redis was down (the soak publishes during its outage): the release is
+    not "building" but queued, waiting for a worker, and its admin can send it again from the
+    releases page without waiting for the sweep or opening the Django admin."""
+    from django.test import Client
+
+    project = finished_project()
+    admin = make_member(project, Role.ADMIN)
+    with django_capture_on_commit_callbacks(execute=True):
+        release = release_services.release_publish(project=project, user=admin)
+    browser = Client()
+    browser.force_login(admin)
+    retry_url = f"/projects/{project.slug}/releases/v{release.version}/retry/"
+    for url in (f"/projects/{project.slug}/releases/", retry_url.replace("retry/", "")):
+        page = browser.get(url).content.decode()
+        assert "Queued" in page and "Building…" not in page
+        assert f'action="{retry_url}"' in page
+    monkeypatch.undo()  # the broker is back
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = browser.post(retry_url)
+    assert answer.status_code == 302
+    release.refresh_from_db()
+    assert release.status == Release.Status.PUBLISHED
+    # Not for people who do not administer the project, and not for a published release.
+    researcher = Client()
+    researcher.force_login(make_member(project, Role.RESEARCHER))
+    assert researcher.post(retry_url).status_code in (403, 404)
+    assert browser.post(retry_url).status_code == 409
+
+
+def test_a_slow_superseded_build_does_not_publish_over_the_newer_one(
+    django_capture_on_commit_callbacks, tmp_path
+):
+    """A build attempt that an admin gave up on (marked failed, then published again) may still
+    be running; when it finishes, the attempt started since owns the version: the old one's
+    files (an older snapshot, the old notes) must not be published under it."""
+    project = finished_project()
+    with django_capture_on_commit_callbacks(execute=False):
+        release = release_services.release_publish(project=project, user=None, notes="first")
+    slow = release_services._claim(release.pk)
+    release_services.release_mark_failed(release_id=release.pk, reason="taking too long")
+    with django_capture_on_commit_callbacks(execute=False):
+        again = release_services.release_publish(project=project, user=None, notes="second")
+    assert again.pk == release.pk  # the failed version is reused
+    newer = release_services._claim(release.pk)
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "newer").mkdir()
+
+    finished = release_services._build(slow, tmp_path / "slow")
+    assert finished.status == Release.Status.BUILDING  # superseded: nothing published
+    published = release_services._build(newer, tmp_path / "newer")
+    assert published.status == Release.Status.PUBLISHED
+    assert published.notes == "second"
+    assert published.attempts == newer.attempts
