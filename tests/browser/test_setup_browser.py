@@ -58,6 +58,7 @@ def test_template_stage_invite_import_and_a_first_item_by_the_invited_person(
     newcomer.click("button:has-text('Create my account and join')")
     expect(newcomer).to_have_url(re.compile(r"/projects/pilot/$"))
     newcomer.click("text=Start")
+    expect(newcomer.locator("[data-start]")).to_be_focused()
     newcomer.keyboard.press("Enter")  # the focused Start button
     newcomer.wait_for_selector(".item-form")
     newcomer.keyboard.press("k")
