@@ -116,7 +116,7 @@ def fresh_database(name: str) -> str:
     return f"{base}/{name}"
 
 
-def setup_project(k_annotators: int, items: int, overlap: int):
+def setup_project(k_annotators: int, items: int, overlap: int, via: str = "import"):
     import io
 
     from django.contrib.auth import get_user_model
@@ -130,17 +130,29 @@ def setup_project(k_annotators: int, items: int, overlap: int):
     stage = services.stage_create(
         project=project, slug="verify", name="Verify", kind="verify", overlap=overlap
     )
-    lines = "".join(
-        json.dumps({"id": f"b{index}", "text": f"item {index}"}) + "\n" for index in range(items)
-    )
-    batch = import_batch_create(
-        project=project,
-        user=None,
-        fileobj=io.BytesIO(lines.encode()),
-        filename="bench.jsonl",
-    )
-    batch = import_batch_run(batch_id=batch.pk)
-    assert batch.status == "succeeded", batch.message
+    if via == "create":
+        # The service alone (no ANALYZE afterwards): the statistics arrive when autovacuum
+        # gets to them.
+        services.items_create(
+            project=project,
+            rows=(
+                {"external_id": f"b{index}", "payload": {"text": f"item {index}"}}
+                for index in range(items)
+            ),
+        )
+    else:
+        lines = "".join(
+            json.dumps({"id": f"b{index}", "text": f"item {index}"}) + "\n"
+            for index in range(items)
+        )
+        batch = import_batch_create(
+            project=project,
+            user=None,
+            fileobj=io.BytesIO(lines.encode()),
+            filename="bench.jsonl",
+        )
+        batch = import_batch_run(batch_id=batch.pk)
+        assert batch.status == "succeeded", batch.message
     tokens = []
     User = get_user_model()
     for index in range(k_annotators):
@@ -322,7 +334,9 @@ def run_once(args, k: int, run_name: str) -> dict:
                 f'ALTER DATABASE "{connection.settings_dict["NAME"]}" SET '
                 "auto_explain.log_analyze = on"
             )
-    stage, tokens = setup_project(k, items=max(2000, int(400 * args.seconds * 3)), overlap=3)
+    stage, tokens = setup_project(
+        k, items=max(2000, int(400 * args.seconds * 3)), overlap=3, via=args.items_via
+    )
     server, port = start_gunicorn(args, database_url)
     log_path = Path(os.environ.get("RUNGWISE_SERVICES_DIR", "/nonexistent")) / "pg/server.log"
     log_offset = log_path.stat().st_size if log_path.exists() else 0
@@ -384,6 +398,12 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="one database for every run")
     parser.add_argument("--repeat", type=int, default=1, help="runs per K")
     parser.add_argument(
+        "--items-via",
+        choices=("import", "create"),
+        default="import",
+        help="load items through the import (default) or items_create alone (no ANALYZE)",
+    )
+    parser.add_argument(
         "--explain-ms", type=float, default=None, help="log plans of statements slower than this"
     )
     args = parser.parse_args()
@@ -412,7 +432,8 @@ def main() -> None:
         f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
         f"{connection.pg_version // 10000} (fsync {fsync}, synchronous_commit {sync}); "
         f"{os.cpu_count()} cores; {args.seconds:.0f} s per run; think time {args.think_ms:.0f} ms; "
-        + ("one database reused" if args.reuse else "a fresh database per run, items imported")
+        + ("one database reused" if args.reuse else "a fresh database per run")
+        + f", items loaded via {args.items_via}"
     )
     print(
         f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
