@@ -20,7 +20,7 @@ migrate: venv
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(PY) manage.py seed_demo
+	$(PY) manage.py seed_demo --url http://$(HOST):$(PORT)/
 
 run: demo
 	@echo "Rungwise on http://$(HOST):$(PORT)/ (embedded default: SQLite, tasks in-process)"

@@ -54,19 +54,11 @@ class RatingsConfig(AppConfig):
         ratings and a simulated model run. Safe to run again (memberships are re-added)."""
         from django.db import transaction
 
-        from annotation import services as engine
-        from annotation.models import Item, Project, Role
+        from annotation.fixtures.demo_users import demo_members_add
+        from annotation.models import Item, Project
         from ratings import services
         from ratings.fixtures import demo
 
-        roles = {
-            "admin": Role.ADMIN,
-            "researcher": Role.RESEARCHER,
-            "reviewer": Role.REVIEWER,
-            "annotator1": Role.ANNOTATOR,
-            "annotator2": Role.ANNOTATOR,
-            "annotator3": Role.ANNOTATOR,
-        }
         with transaction.atomic():
             project = Project.objects.filter(slug=DEMO_SLUG).first()
             if project is None:
@@ -96,10 +88,7 @@ class RatingsConfig(AppConfig):
                     rows=list(enumerate(demo.simulated_model_ratings(items), start=2)),
                     filename="simulated",
                 )
-            for name, user in users.items():
-                role = roles.get(name)
-                if role is not None:
-                    engine.membership_add(project=project, user=user, role=role)
+            demo_members_add(project, users)
 
 
 def _template(*, slug: str, name: str, description: str = ""):

@@ -363,4 +363,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # With tasks in-process the broker is kombu's in-memory transport, which has no host: its
+    # "No hostname was supplied" warning (on seed_demo, simulate_annotations) says nothing.
+    "loggers": {"kombu.connection": {"level": "ERROR"}} if CELERY_TASK_ALWAYS_EAGER else {},
 }

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from annotation import services as engine
-from annotation.models import Project, Role
+from annotation.fixtures.demo_users import demo_members_add
+from annotation.models import Project
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
 from review.meter.demo import drive
 
@@ -259,14 +260,6 @@ def _answer(index: int, item: Any, phase: str) -> dict[str, Any]:
 
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
-    roles = {
-        "admin": Role.ADMIN,
-        "researcher": Role.RESEARCHER,
-        "reviewer": Role.REVIEWER,
-        "annotator1": Role.ANNOTATOR,
-        "annotator2": Role.ANNOTATOR,
-        "annotator3": Role.ANNOTATOR,
-    }
     project = Project.objects.filter(slug=slug).first()
     created = project is None
     if created:
@@ -277,9 +270,7 @@ def seed(*, users: dict, slug: str) -> Project:
             "(break the case), composite quality score with a gate.",
             seed=20251125,
         )
-    for name, user in users.items():
-        if name in roles:
-            engine.membership_add(project=project, user=user, role=roles[name])
+    demo_members_add(project, users)
     if not created:
         return project
     people = [users[name] for name in ("annotator1", "annotator2", "annotator3") if name in users]

@@ -18,7 +18,8 @@ from typing import Any
 
 from annotation import services as engine
 from annotation.access import access_stage_for_annotator
-from annotation.models import ItemStage, Project, Role, Stage
+from annotation.fixtures.demo_users import demo_members_add
+from annotation.models import ItemStage, Project, Stage
 from annotation.phases import phase_of
 from annotation.services.outcomes import item_stage_resolve
 from review.meter import services
@@ -128,14 +129,6 @@ def _answer(index: int, item: Any, phase: str) -> dict[str, Any]:
 
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
-    roles = {
-        "admin": Role.ADMIN,
-        "researcher": Role.RESEARCHER,
-        "reviewer": Role.REVIEWER,
-        "annotator1": Role.ANNOTATOR,
-        "annotator2": Role.ANNOTATOR,
-        "annotator3": Role.ANNOTATOR,
-    }
     project = Project.objects.filter(slug=slug).first()
     created = project is None
     if created:
@@ -146,9 +139,7 @@ def seed(*, users: dict, slug: str) -> Project:
             "generated questions, filter them on five criteria.",
             seed=20251125,
         )
-    for name, user in users.items():
-        if name in roles:
-            engine.membership_add(project=project, user=user, role=roles[name])
+    demo_members_add(project, users)
     if not created:
         return project
     people = [users[name] for name in ("annotator1", "annotator2", "annotator3")]

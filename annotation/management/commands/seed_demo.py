@@ -10,17 +10,10 @@ from django.db import transaction
 
 from annotation import services
 from annotation.fixtures.demo_pairs import DEMO_PAIRS
-from annotation.models import Project, Role
+from annotation.fixtures.demo_users import DEMO_USERS
+from annotation.models import Project
 
 DEMO_SLUG = "demo"
-DEMO_USERS = [
-    ("admin", Role.ADMIN, True),
-    ("researcher", Role.RESEARCHER, False),
-    ("reviewer", Role.REVIEWER, False),
-    ("annotator1", Role.ANNOTATOR, False),
-    ("annotator2", Role.ANNOTATOR, False),
-    ("annotator3", Role.ANNOTATOR, False),
-]
 GUIDELINES = """Each item is a pair of events, A then B.
 
 **Verify**: keep the pair if both sentences are fluent English and each describes one event;
@@ -38,13 +31,25 @@ class Command(BaseCommand):
             "--password", default="rungwise-demo", help="password of every demo user"
         )
         parser.add_argument(
+            "--url",
+            default="http://127.0.0.1:8000/",
+            help="where the site will be served (printed at the end; make run passes its own)",
+        )
+        parser.add_argument(
             "--force",
             action="store_true",
             help="seed even on a site other machines can reach (demo users have known passwords)",
         )
 
     @transaction.atomic
-    def handle(self, *args, password: str, force: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        password: str,
+        force: bool = False,
+        url: str = "http://127.0.0.1:8000/",
+        **options,
+    ):
         from django.conf import settings
 
         if settings.SERVES_BEYOND_LOOPBACK and not settings.DEBUG and not force:
@@ -109,7 +114,7 @@ class Command(BaseCommand):
             seed = getattr(config, "seed_demo", None)
             if callable(seed):
                 seed(users={name: user for name, (user, _) in users.items()})
-        self.stdout.write(self.style.SUCCESS("Demo ready. Sign in at http://127.0.0.1:8000/"))
+        self.stdout.write(self.style.SUCCESS(f"Demo ready. Sign in at {url}"))
         self.stdout.write(f"  {'user':<12} {'role':<11} password")
         for username, (_, role) in users.items():
             self.stdout.write(f"  {username:<12} {role:<11} {password}")
