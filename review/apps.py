@@ -32,6 +32,7 @@ class ReviewConfig(AppConfig):
             kinds.MeterEditKind(),
             kinds.MeterFilterKind(),
             kinds.MeterAnswerKind(),
+            kinds.MeterSpansKind(),
         ):
             register_kind(kind)
         register_policy(policies.MeterVotePolicy())

@@ -308,6 +308,21 @@ def main() -> None:
             page.goto(f"{base}/annotate/{meter['baseline']}/")
             start(page)
             shot(page, "36-meter-baseline", full_page=True)
+            page.goto(f"{base}/annotate/{meter['evidence']}/")
+            start(page)
+            page.wait_for_selector("[data-spans][data-ready]")
+            page.keyboard.press("1")
+            for key in (
+                "ArrowRight",
+                "ArrowRight",
+                "Shift+ArrowRight",
+                "Shift+ArrowRight",
+                "Enter",
+            ):
+                page.keyboard.press(key)
+            page.keyboard.press("2")
+            page.keyboard.press("Shift+ArrowRight")
+            shot(page, "37-meter-evidence", full_page=True)
             context.close()
             context, page = session("annotator2")
             page.goto(f"{base}/annotate/{meter['edit']}/")

@@ -181,4 +181,5 @@ def seed(*, users: dict, slug: str) -> Project:
     drive(stages["edit"], people, _answer, resolve=False)  # the check; editors come next
     entries("maven-0010")
     services.baseline_open(project=project, sample=10, seed=1)  # the kept entry, to answer
+    services.evidence_open(project=project, sample=10, seed=1)  # …and to mark evidence in
     return project

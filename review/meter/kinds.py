@@ -339,3 +339,60 @@ class MeterAnswerKind(TaskKind):
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("Tab", "next question"), ("Enter", "submit")]
+
+
+class MeterSpansKind(TaskKind):
+    """Evidence spans: for each question, mark the words of the passage needed to answer it.
+
+    Annotators see the passage and, per level, the question with its correct option
+    (``derived_fields``), never the distractors. Payload: ``{"spans": {"L1": [[start, end],
+    …], "L2": …, "L3": …}}`` — character offsets of whole words (review.meter.spans)."""
+
+    key = "meter_spans"
+    label = "METER: mark the evidence spans"
+    template = "review/meter/spans.html#form"
+    display_template = ""  # the form shows the passage, as words to mark
+    policies = ("meter_record",)
+    default_policy = "meter_record"
+    vote_field = None
+    vote_fields = {"spans": "spans"}
+    agreement = AgreementSpec(None)
+    default_visible_fields = ("context",)
+
+    def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        return {
+            "evidence_for": [
+                {"level": q["level"], "question": q["question"], "answer": q["correct"]}
+                for q in payload.get("questions") or []
+            ]
+        }
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        import json
+
+        raw = data.get("spans") or ""
+        try:
+            return {"spans": json.loads(raw) if raw else {}}
+        except (TypeError, ValueError):
+            return {"spans": None}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.meter.spans import clean_spans
+
+        text = (context.item.payload if context.item is not None else {}).get("context") or ""
+        try:
+            return {"spans": clean_spans(payload.get("spans"), text)}
+        except ValueError as error:
+            field = str(error).split(":", 1)[0]
+            raise _invalid(
+                str(error), field if field in ("L1", "L2", "L3") else "spans", str(error)
+            ) from None
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("1–3", "question L1–L3"),
+            ("← →", "move in the passage"),
+            ("Shift+← →", "extend the selection"),
+            ("Enter", "mark the selection"),
+            ("u", "undo the last span"),
+        ]

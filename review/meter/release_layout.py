@@ -8,10 +8,12 @@ Registered for project kind "meter" in ReviewConfig.ready(). ``meter.jsonl`` lin
                     "options": [five texts], "answer": 3,
                     "distractor_categories": ["reversal", "irrelevant", "unfounded", null, …]},
                    … levels 2 and 3 …],
-     "revision": 2}
+     "revision": 2, "evidence": {"L1": [[112, 151]], …}}
 
 Options are shuffled once per entry and level with a seed from the entry id, so every release of
-the same revision lists them alike; ``answer`` is the correct option's index.
+the same revision lists them alike; ``answer`` is the correct option's index. ``evidence``: the
+spans (character offsets into the context) at least half of the evidence annotators marked, per
+question level, for entries in the evidence sample (empty otherwise).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from review.meter.services import ENTRY_SUFFIX, cascade
 
 
 def meter_rows(context: LayoutContext):
+    from review.meter.services import evidence_spans
+
+    spans = evidence_spans(context.project)  # a sample (500 by default): bounded, read once
     for row in context.items():
         if row["status"] != "accepted" or not row["external_id"].endswith(ENTRY_SUFFIX):
             continue
@@ -40,6 +45,7 @@ def meter_rows(context: LayoutContext):
                 release_question(question, pair_id) for question in payload.get("questions") or []
             ],
             "revision": row["version"],
+            "evidence": spans.get(row["external_id"]) or {},
         }
 
 

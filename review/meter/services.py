@@ -171,6 +171,17 @@ def meter_project_create(
         instructions="Answer each question from the passage alone; there is one right option.",
         **seeds,
     )
+    engine.stage_create(
+        project=project,
+        slug="evidence",
+        name="Evidence spans",
+        kind="meter_spans",
+        overlap=overlap,
+        resolution_policy="meter_record",
+        routes={"accept": {"action": "finish"}},
+        instructions="For each question, mark the words of the passage needed to answer it.",
+        **seeds,
+    )
     return project
 
 
@@ -502,11 +513,22 @@ def baseline_open(*, project: Project, sample: int = 100, seed: int = 0) -> int:
     """Open a seeded sample of ``sample`` kept entries (not in the baseline yet) in the human
     baseline stage, where annotators answer their questions without seeing the answers.
     Returns how many were opened."""
+    return _sample_open(project, "meter_answer", "human-baseline", sample, seed)
+
+
+@transaction.atomic
+def evidence_open(*, project: Project, sample: int = 500, seed: int = 0) -> int:
+    """Open a seeded sample of kept entries in the evidence-spans stage (METER marks spans on a
+    sample of 500 by default). Returns how many were opened."""
+    return _sample_open(project, "meter_spans", "evidence-spans", sample, seed)
+
+
+def _sample_open(project: Project, kind: str, what: str, sample: Any, seed: int) -> int:
     import random
 
-    stage = Stage.objects.filter(project=project, kind="meter_answer", is_active=True).first()
+    stage = Stage.objects.filter(project=project, kind=kind, is_active=True).first()
     if stage is None:
-        raise ApplicationError("This project has no human-baseline stage.", {"stage": "baseline"})
+        raise ApplicationError(f"This project has no {what} stage.", {"stage": kind})
     if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= 10_000:
         raise ApplicationError(
             "The sample is a number of entries from 1 to 10,000.", {"sample": sample}
@@ -524,6 +546,39 @@ def baseline_open(*, project: Project, sample: int = 100, seed: int = 0) -> int:
     if chosen:
         engine.item_stages_open(items=chosen, stage=stage)
     return len(chosen)
+
+
+def evidence_agreement(project: Project) -> dict[str, Any]:
+    """Span agreement of the evidence stage (review.meter.spans.agreement) over the entries
+    with at least two annotators' spans."""
+    from review.meter.spans import agreement
+
+    return agreement(
+        [(context, markings) for context, markings in _evidence(project).values()
+         if len(markings) >= 2]
+    )  # fmt: skip
+
+
+def _evidence(project: Project) -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """{entry external id: (context, [spans of each annotator])} of the evidence stage."""
+    found: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    rows = Annotation.objects.filter(
+        item_stage__stage__project=project, item_stage__stage__kind="meter_spans"
+    ).values_list("item_stage__item__external_id", "item_stage__item__payload", "payload")
+    for external_id, item_payload, payload in rows.order_by("pk"):
+        entry = found.setdefault(external_id, (item_payload.get("context") or "", []))
+        entry[1].append((payload or {}).get("spans") or {})
+    return found
+
+
+def evidence_spans(project: Project) -> dict[str, dict[str, list[list[int]]]]:
+    """{entry external id: the majority's spans per level}, for the release."""
+    from review.meter.spans import majority_spans
+
+    return {
+        external_id: majority_spans(context, markings)
+        for external_id, (context, markings) in _evidence(project).items()
+    }
 
 
 def baseline_accuracy(

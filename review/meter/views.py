@@ -63,6 +63,8 @@ def _context(request, project, **extra):
         "can_manage": bool(set(MANAGE) & project.user_roles),
         "criteria_labels": CRITERIA,
         "baseline": services.baseline_accuracy(project),
+        "evidence": services.evidence_agreement(project),
+        "has_evidence": project.stages.filter(kind="meter_spans").exists(),
         "has_baseline": project.stages.filter(kind="meter_answer").exists(),
         **extra,
     }
@@ -135,8 +137,15 @@ def baseline_open(request, slug: str):
         raise ApplicationError(
             f"The sample is a whole number of entries (got {raw[:20]!r}).", {"sample": raw[:20]}
         ) from None
-    opened = services.baseline_open(project=project, sample=sample, seed=sample)
+    which = request.POST.get("stage", "baseline")
+    if which == "evidence":
+        opened = services.evidence_open(project=project, sample=sample, seed=sample)
+    else:
+        opened = services.baseline_open(project=project, sample=sample, seed=sample)
     from django.contrib import messages
 
-    messages.success(request, f"Opened {opened} kept entries in the human baseline.")
+    name = "evidence spans" if which == "evidence" else "human baseline"
+    messages.success(
+        request, f"Opened {opened} kept entr{pluralize(opened, 'y,ies')} in the {name}."
+    )
     return redirect("review:meter", slug=project.slug)

@@ -82,3 +82,12 @@ def meter_edit_fields(item, stage, form_data=None):
             field["value"] = posted.get(field["name"], field["original"])
         rows.append({"level": question["level"], "fields": fields})
     return rows
+
+
+@register.simple_tag
+def meter_tokens(text):
+    """[(start, end, word)] of a passage, for the span marker."""
+    from review.meter.spans import tokens
+
+    text = text or ""
+    return [(start, end, text[start:end]) for start, end in tokens(text)]

@@ -125,3 +125,53 @@ def test_every_meter_stage_with_the_keyboard_only(live_server, browser, meter):
     assert entry.status == "accepted"
     for context in contexts:
         context.close()
+
+
+def test_evidence_spans_are_marked_with_the_keyboard(live_server, page):
+    from annotation.models import Annotation
+    from review.meter.demo import _answer, drive
+    from review.meter.spans import tokens
+
+    project = services.meter_project_create(slug="meter-spans", name="METER spans", seed=5)
+    from annotation import services as engine
+
+    engine.items_create(
+        project=project,
+        rows=[{"external_id": "esl-0001", "payload": dict(PAIRS[0]), "group": "esl-0001"}],
+    )
+    people = [make_member(project, username=name) for name in ("ann", "ben", "cat")]
+    stages = {s.slug: s for s in project.stages.all()}
+    drive(stages["verify"], people, _answer)
+    assert services.entries_import_text(
+        project=project, text=json.dumps({"pair_id": "esl-0001", "questions": ENTRIES["esl-0001"]})
+    ).ok
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    assert services.evidence_open(project=project, sample=5, seed=1) == 1
+
+    sign_in_with_the_keyboard(page, live_server.url, "ann")
+    start(page, live_server.url, stages["evidence"])
+    page.wait_for_selector("[data-spans][data-ready]")  # the marker's script is wired up
+    page.keyboard.press("1")  # question L1; the passage takes the focus
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Enter")  # words 2–3 marked for L1
+    page.keyboard.press("u")  # …undone
+    page.locator("[data-passage]").focus()
+    page.keyboard.press("ArrowLeft")  # back to word 2
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Enter")  # words 2–3 again
+    for level in ("2", "3"):
+        page.keyboard.press(level)
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Enter")  # one word each
+    page.locator("button:has-text('Submit the spans')").focus()
+    press(page, "Enter")
+    text = PAIRS[0]["context"]
+    words = tokens(text)
+    stored = Annotation.objects.get(
+        annotator__username="ann", item_stage__stage=stages["evidence"]
+    ).payload["spans"]
+    assert stored["L1"] == [[words[2][0], words[3][1]]]
+    assert stored["L2"] == [[words[2][0], words[2][1]]] and len(stored["L3"]) == 1

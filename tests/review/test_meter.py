@@ -563,3 +563,65 @@ def test_the_human_baseline_answers_blind_and_is_scored_by_level(meter, client):
     assert set(
         Item.objects.filter(external_id__endswith="/entry").values_list("status", flat=True)
     ) == {"accepted"}
+
+
+def test_evidence_spans_on_a_sample_agree_and_reach_the_release(
+    meter, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    """Kept entries sampled into the evidence stage; annotators see the passage and each
+    question with its answer (never the distractors); spans that are not whole words are
+    refused; agreement is token F1 and κ; the release carries the majority's spans."""
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+    from annotation.errors import ApplicationError
+    from releases.models import Release
+    from releases.services import release_publish
+    from review.meter.spans import tokens
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    assert services.evidence_open(project=project, sample=500, seed=2) == 1
+    evidence = stages["evidence"]
+    entry = Item.objects.get(external_id="esl-0001/entry")
+    text = entry.payload["context"]
+    words = tokens(text)
+
+    def spans_of(first: int, last: int) -> list[int]:
+        return [words[first][0], words[last][1]]
+
+    seen = engine.assignment_next(
+        annotator=people[0], stage=access_stage_for_annotator(user=people[0], stage_id=evidence.pk)
+    )
+    from annotation.selectors import item_payload_for_annotator
+
+    shown = item_payload_for_annotator(entry, evidence)
+    assert set(shown) == {"context", "evidence_for"}
+    assert "distractors" not in json.dumps(shown) and shown["evidence_for"][0]["answer"]
+    with pytest.raises(ApplicationError, match="not a run of whole words"):
+        engine.annotation_submit(
+            assignment_id=seen.pk,
+            annotator=people[0],
+            payload={"spans": {"L1": [[0, 3]], "L2": [spans_of(0, 1)], "L3": [spans_of(0, 1)]}},
+        )
+    marks = {0: (10, 14), 1: (11, 14), 2: (0, 2)}  # two agree on the flood, one does not
+
+    def answer(index, item, phase):
+        first, last = marks[index]
+        return {"spans": {level: [spans_of(first, last)] for level in ("L1", "L2", "L3")}}
+
+    assert drive(evidence, people, answer) == 3
+    figures = services.evidence_agreement(project)
+    assert figures["entries"] == 1 and figures["pairs"] == 9
+    assert figures["f1"] == pytest.approx((2 * 4 / 9 + 0 + 0) / 3)
+    with django_capture_on_commit_callbacks(execute=True):
+        release = release_publish(project=project, user=None)
+    release = Release.objects.get(pk=release.pk)
+    with zipfile.ZipFile(release.archive.path) as archive:
+        name = next(n for n in archive.namelist() if n.endswith("meter.jsonl"))
+        row = json.loads(archive.read(name).decode().splitlines()[0])
+    assert row["evidence"]["L1"] == [spans_of(11, 14)]
+    start, end = row["evidence"]["L2"][0]
+    assert text[start:end] == " ".join(text[s:e] for s, e in words[11:15])

@@ -38,7 +38,7 @@ def test_staff_create_a_project_from_each_template(client, staff):
     project = Project.objects.get(slug="m1")
     assert project.kind == "meter"
     assert list(project.stages.order_by("position").values_list("slug", flat=True)) == [
-        "verify", "edit", "filter", "baseline",
+        "verify", "edit", "filter", "baseline", "evidence",
     ]  # fmt: skip
     assert Membership.objects.filter(project=project, user=staff, role=Role.ADMIN).exists()
     create(client, workflow="ratings", slug="r1", name="Ratings one")
