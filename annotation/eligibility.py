@@ -110,6 +110,35 @@ class Skill(Rule):
         )
 
 
+class AfterStage(Rule):
+    """Practice first: items of this stage go only to annotators who have answered every item
+    of stage ``stage`` (e.g. the practice items before the real ratings)."""
+
+    name = "after_stage"
+    description = "only annotators who finished another stage (practice first)"
+
+    def clean(self, spec, *, stage_slugs):
+        stage = spec.get("stage")
+        if stage not in stage_slugs:
+            raise ApplicationError(
+                f"after_stage: there is no stage {stage!r} in this project.",
+                {"eligibility": stage},
+            )
+        return {"rule": self.name, "stage": stage}
+
+    def condition(self, spec, *, prefix, tables):
+        # Not correlated with the candidate: the database evaluates it once per search.
+        return Condition(
+            f"NOT EXISTS (SELECT 1 FROM {tables['ItemStage']} {prefix}s"
+            f" JOIN {tables['Stage']} {prefix}st ON {prefix}st.id = {prefix}s.stage_id"
+            f" WHERE {prefix}st.project_id = %(project)s AND {prefix}st.slug = %({prefix}stage)s"
+            f" AND NOT EXISTS (SELECT 1 FROM {tables['Annotation']} {prefix}a"
+            f" WHERE {prefix}a.item_stage_id = {prefix}s.id"
+            f" AND {prefix}a.annotator_id = %(annotator)s))",
+            {f"{prefix}stage": spec["stage"]},
+        )
+
+
 RULES: dict[str, Rule] = {}
 
 
@@ -146,5 +175,5 @@ def conditions(rules: Sequence[Mapping[str, Any]], *, tables: Mapping[str, str])
     ]
 
 
-for _rule in (NotAuthor(), NotInStage(), Skill()):
+for _rule in (NotAuthor(), NotInStage(), Skill(), AfterStage()):
     register_rule(_rule)

@@ -209,6 +209,10 @@ def _practice_stage(setup: RatingsSetup) -> Stage:
             "see what most attentive raters answer.",
         )
         setup.save(update_fields=["practice_stage", "updated_at"])
+        # Practice first: the real sentences go only to raters who did every practice item.
+        rules = list(setup.rating_stage.eligibility or [])
+        rules.append({"rule": "after_stage", "stage": "practice"})
+        setup.rating_stage = engine.stage_update(stage=setup.rating_stage, eligibility=rules)
     return setup.practice_stage
 
 

@@ -100,7 +100,7 @@ def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: st
             )
     tables = {
         model.__name__: sql.table(model)
-        for model in (Item, ItemStage, Assignment, Stage, Membership, Project)
+        for model in (Item, ItemStage, Assignment, Stage, Membership, Project, Annotation)
     }
     conditions += [
         condition.sql for condition in eligibility_conditions(json.loads(rules), tables=tables)
@@ -147,7 +147,16 @@ def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
     else:
         params["entry"] = salt % (2**31)
     tables = {
-        name: "" for name in ("Item", "ItemStage", "Assignment", "Stage", "Membership", "Project")
+        name: ""
+        for name in (
+            "Item",
+            "ItemStage",
+            "Assignment",
+            "Stage",
+            "Membership",
+            "Project",
+            "Annotation",
+        )
     }
     for condition in eligibility_conditions(stage.eligibility or [], tables=tables):
         params.update(condition.params)

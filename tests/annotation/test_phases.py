@@ -208,3 +208,36 @@ def test_opening_twice_leaves_the_item_stage_as_it_was():
     ItemStage.objects.filter(item=items[0]).update(submitted_count=1)
     assert services.item_stages_open(items=Item.objects.filter(project=project), stage=stage) == 0
     assert ItemStage.objects.get(item=items[0]).submitted_count == 1
+
+
+def test_practice_first_items_go_only_to_those_who_finished_another_stage(
+    django_capture_on_commit_callbacks,
+):
+    """after_stage: the real stage hands out nothing until the annotator has answered every
+    item of the practice stage (others who have are served meanwhile)."""
+    from annotation.models import Stage
+
+    project = make_project()
+    practice = make_verify_stage(project, overlap=5, slug="practice", name="Practice")
+    real = make_label_stage(
+        project, overlap=1, eligibility=[{"rule": "after_stage", "stage": "practice"}]
+    )
+    items = make_items(project, 2)  # opened in the first stage: the practice
+    services.item_stages_open(items=items[1:], stage=Stage.objects.get(pk=real.pk))
+    ann, ben = make_member(project), make_member(project)
+    assert lease(ann, real) is None  # no practice yet
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(ann, lease(ann, practice), "keep")
+    assert lease(ann, real) is None  # one practice item left
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(ann, lease(ann, practice), "keep")
+    assert lease(ben, real) is None
+    assert lease(ann, real) is not None
+
+
+def test_after_stage_names_a_stage_of_the_project():
+    from annotation.errors import ApplicationError
+
+    project = make_project()
+    with pytest.raises(ApplicationError, match="no stage 'warmup'"):
+        make_verify_stage(project, eligibility=[{"rule": "after_stage", "stage": "warmup"}])

@@ -52,6 +52,10 @@ def rated(ratings_project, django_capture_on_commit_callbacks):
     alice = make_member(ratings_project, Role.ANNOTATOR, username="alice")
     bob = make_member(ratings_project, Role.ANNOTATOR, username="bob")
     with django_capture_on_commit_callbacks(execute=True):
+        # Practice first (the rating stage's after_stage rule): alice gives 9 (expected 7–10),
+        # bob 3 (off the range).
+        rate_everything(ratings_project, alice, 9, setup.practice_stage_id)
+        rate_everything(ratings_project, bob, 3, setup.practice_stage_id)
         rate_everything(
             ratings_project,
             alice,
@@ -63,7 +67,6 @@ def rated(ratings_project, django_capture_on_commit_callbacks):
             lambda item: 9 if item.purpose == "attention_check" else (None if item.external_id == "p1:AB:so" else 4),
             setup.rating_stage_id,
         )  # fmt: skip
-        rate_everything(ratings_project, alice, 9, setup.practice_stage_id)
     services.historic_ratings_import(
         project=ratings_project,
         content=csv_text(
@@ -116,7 +119,7 @@ def test_progress_counts(rated):
     assert (live["items"], live["needed"], live["collected"], live["raters"]) == (24, 72, 48, 2)
     assert live["cannot_judge"] == 1 and live["percent"] == 67 and live["complete"] == 0
     assert progress["checks"] == {"items": 1, "answers": 2}
-    assert progress["practice"] == {"items": 1, "answers": 1}
+    assert progress["practice"] == {"items": 1, "answers": 2}
     assert progress["historic"] == {"items": 1, "ratings": 3, "raters": 0}
 
 
@@ -127,9 +130,10 @@ def test_attention_check_and_practice_answers_carry_the_expected_range(rated):
         ["alice", "check-1", 2, 3],
         ["bob", "check-1", 9, 3],
     ]
-    practice = selectors.practice_answers(context)
+    practice = selectors.practice_answers(context).sort_values("rater")
     assert practice[["rater", "item", "rating", "expected_min"]].values.tolist() == [
-        ["alice", "practice-1", 9, 7]
+        ["alice", "practice-1", 9, 7],
+        ["bob", "practice-1", 3, 7],
     ]
 
 
@@ -144,6 +148,7 @@ def test_the_analysis_flags_the_failed_check_and_is_cached_until_data_change(rat
     raters = first.report.tables["raters"].set_index("rater")
     assert raters.loc["bob", "checks_failed"] == 1 and raters.loc["alice", "checks_failed"] == 0
     assert raters.loc["alice", "practice_done"] == 1 and raters.loc["alice", "practice_off"] == 0
+    assert raters.loc["bob", "practice_done"] == 1 and raters.loc["bob", "practice_off"] == 1
     assert set(first.plots) == {"distributions", "means"}
     selectors.analysis(context, source="live", run=None)
     assert len(calls) == 1
