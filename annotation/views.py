@@ -30,7 +30,7 @@ from annotation.access import (
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import project_tabs, register_project_tab, work_gate
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
 
@@ -113,7 +113,11 @@ def project_detail(request, slug: str):
 def stage_annotate(request, stage_id: int):
     """The item screen. GET shows the item the annotator holds in this stage, or a start button;
     it never takes an item (a link preview or a prefetch must not lease one). POST leases the
-    next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG)."""
+    next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG).
+    A work gate (annotation.navigation) may send the annotator elsewhere first."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
     if request.method == "POST":
         assignment = services.assignment_next(annotator=request.user, stage=stage)
@@ -171,6 +175,9 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     """After a submit or skip: htmx gets the next item in the same response; a plain form post
     is redirected to the item screen (PRG), which leases the next item. ``notice``: a line for
     the annotator above the next item (a message after the redirect)."""
+    gate = work_gate(request, stage.pk)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
     assignment = services.assignment_next(annotator=request.user, stage=stage)
     if not request.htmx:
@@ -179,6 +186,13 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
         # The next item is already leased (this is a POST), so GET shows it: one click per item.
         return redirect("annotation:stage", stage_id=stage.pk)
     return _item_response(request, stage, assignment, notice=notice)
+
+
+def _leave_for(request, url: str):
+    """Send the annotator to a work gate's URL: the whole page, also from an htmx request."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
 
 
 def _seconds_spent(posted: str | None, assignment: Assignment) -> tuple[float, str]:

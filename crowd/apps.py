@@ -1,0 +1,21 @@
+from django.apps import AppConfig
+
+
+class CrowdConfig(AppConfig):
+    """Crowd entry: studies on Prolific, MTurk or a plain link, participants without passwords,
+    consent → instructions → practice → their quota of items on the normal item screen."""
+
+    name = "crowd"
+    verbose_name = "Crowd studies"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from annotation.access import MANAGE
+        from annotation.eligibility import register_rule
+        from annotation.navigation import register_project_tab, register_work_gate
+        from crowd.eligibility import CrowdParticipantRule
+        from crowd.gate import crowd_work_gate
+
+        register_rule(CrowdParticipantRule())
+        register_work_gate(crowd_work_gate)
+        register_project_tab("Crowd", "crowd:studies", roles=MANAGE, order=85)
