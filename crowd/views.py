@@ -115,17 +115,14 @@ def consent(request, token: str):
     if refusal:
         return refusal
     if request.method == "POST":
-        accepted = request.POST.get("decision") == "accept" and request.POST.get("agree") == "1"
-        if request.POST.get("decision") == "accept" and not accepted:
+        # Only the decline button declines: Enter in the form (no button named) means accept.
+        accepted = request.POST.get("decision") != "decline"
+        if accepted and request.POST.get("agree") != "1":
             error = ApplicationError(
                 "Tick the box to say you agree, or decline.", {"agree": "required"}
             )
-            return render(
-                request,
-                "crowd/consent.html",
-                {"participant": participant, "study": participant.study, "error": error},
-                status=400,
-            )
+            context = {"participant": participant, "study": participant.study, "error": error}
+            return render(request, "crowd/consent.html", context, status=400)
         participant = services.participant_consent(participant=participant, accepted=accepted)
         return redirect(next_url(participant))
     if participant.consented_at is not None or participant.status != Participant.Status.ACTIVE:
