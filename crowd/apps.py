@@ -19,3 +19,8 @@ class CrowdConfig(AppConfig):
         register_rule(CrowdParticipantRule())
         register_work_gate(crowd_work_gate)
         register_project_tab("Crowd", "crowd:studies", roles=MANAGE, order=85)
+
+    def seed_demo(self, *, users) -> None:
+        from crowd.demo import seed
+
+        seed(users=users)

@@ -9,7 +9,7 @@ from typing import Any
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Item
 from crowd.models import Participant, Study
-from crowd.services import _failed
+from crowd.services import _failed, checks_phrase
 
 
 def participant_rows(study: Study) -> list[dict[str, Any]]:
@@ -55,7 +55,7 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
             participant.status == Participant.Status.SCREENED_OUT
             or failed > study.max_check_failures
         ):
-            suggestion, reason = "reject", f"failed {failed} attention checks (FAILED_CHECK)"
+            suggestion, reason = "reject", f"failed {checks_phrase(failed)} (FAILED_CHECK)"
         elif participant.status == Participant.Status.COMPLETED:
             if median is not None and median < study.too_fast_seconds:
                 suggestion = "reject"
@@ -65,7 +65,7 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
                 )
             else:
                 suggestion = "approve"
-                reason = f"quota met; {failed} attention checks failed" if failed else "quota met"
+                reason = f"quota met; {checks_phrase(failed)} failed" if failed else "quota met"
         table.append(
             {
                 "participant": participant,

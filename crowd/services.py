@@ -291,6 +291,10 @@ def _failed(
     return (low is not None and vote < float(low)) or (high is not None and vote > float(high))
 
 
+def checks_phrase(count: int) -> str:
+    return f"{count} attention check{'' if count == 1 else 's'}"
+
+
 def check_failures(participant: Participant) -> int:
     """How many attention checks of the study's stage the participant failed."""
     study = participant.study
@@ -345,9 +349,7 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
         return locked
     failures = check_failures(locked)
     if failures > study.max_check_failures:
-        return _leave(
-            locked, Participant.Status.SCREENED_OUT, f"failed {failures} attention checks"
-        )
+        return _leave(locked, Participant.Status.SCREENED_OUT, f"failed {checks_phrase(failures)}")
     if locked.practice_done_at is None:
         if not _practice_done(locked):
             return locked

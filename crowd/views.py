@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from csp.decorators import csp_update
+from csp.decorators import csp_replace, csp_update
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -46,7 +46,7 @@ def _refused(request, error: ApplicationError, study: Study | None = None):
 
 @require_GET
 @xframe_options_exempt
-@csp_update(MTURK_FRAME)
+@csp_replace(MTURK_FRAME)
 def enter(request, token: str):
     """The study URL. Checks the platform's parameters before writing anything (400 page),
     refuses excluded ids (403) and full or closed studies (409), resumes a known participant,
