@@ -68,7 +68,7 @@ def seed(*, users: dict[str, Any]) -> Study | None:
             "purpose": "practice",
         },
         {
-            "external_id": "check-1",
+            "external_id": "pair-06",  # a check looks like any other pair
             "payload": _pair(
                 "Attention: choose causal.", "This is a check.", gold={"label": "causal"}
             ),
