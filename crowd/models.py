@@ -97,8 +97,9 @@ class Participant(models.Model):
         TIMED_OUT = "timed_out", "Timed out"
         REJECTED = "rejected", "Rejected"
 
-    #: Statuses that hold one of the study's places (returned and timed-out places reopen).
-    PLACE_STATUSES = (Status.ACTIVE, Status.COMPLETED, Status.SCREENED_OUT, Status.REJECTED)
+    #: Statuses that hold one of the study's places (returned, timed-out and rejected places
+    #: reopen, as they do on Prolific).
+    PLACE_STATUSES = (Status.ACTIVE, Status.COMPLETED, Status.SCREENED_OUT)
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
     # PROTECT: the account holds the participant's annotations.

@@ -161,7 +161,7 @@ def test_an_unreachable_api_is_an_error(settings):
 def test_the_sync_ends_returned_timed_out_and_rejected_sessions(prolific, on_return):
     study = make_crowd_study(
         regular=8, practice=0, checks=0, quota=3, places=5, platform_study_id=STUDY,
-        on_return=on_return,
+        on_return=on_return, overlap=10,  # no item completes: every annotation can be withdrawn
     )  # fmt: skip
     people = [ready(enter(study, number)) for number in range(1, 5)]
     for person in people:

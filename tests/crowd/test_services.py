@@ -315,3 +315,26 @@ def test_entries_of_each_platform():
     assert parse_entry(study, good).turk_submit_to == "https://workersandbox.mturk.com"
     with pytest.raises(BadEntry, match="turkSubmitTo"):
         parse_entry(study, {**good, "turkSubmitTo": "https://evil.example"})
+
+
+def test_rejected_and_timed_out_places_reopen_as_on_prolific():
+    study = make_crowd_study(places=2)
+    first, second = enter(study, 1), enter(study, 2)
+    services.participant_leave(participant=first, status="rejected", reason="Prolific: REJECTED")
+    services.participant_leave(participant=second, status="timed_out", reason="time")
+    assert {enter(study, 3).status, enter(study, 4).status} == {"active"}
+    with pytest.raises(ApplicationError):
+        services.participant_leave(participant=first, status="completed", reason="no")
+
+
+def test_the_beat_task_times_sessions_out():
+    from crowd import tasks
+
+    study = make_crowd_study(time_limit_minutes=1)
+    participant = enter(study, 1)
+    Participant.objects.filter(pk=participant.pk).update(
+        started_at=timezone.now() - timedelta(minutes=2)
+    )
+    assert tasks.time_out_participants.delay().get() == 1
+    participant.refresh_from_db()
+    assert participant.status == Participant.Status.TIMED_OUT
