@@ -148,6 +148,10 @@ def assignment_submit(request, assignment_id: int):
             client_info={"via": "htmx" if request.htmx else "form", "timing": timing},
         )
     except ApplicationError as error:
+        # Refused because the annotator's session ended elsewhere (a gate knows where to go)?
+        gate = work_gate(request, stage.pk) if error.status in (403, 409) else None
+        if gate:
+            return _leave_for(request, gate)
         return _item_response(request, stage, assignment, error=error, form_data=data)
     notice = None
     if not created and kind.vote(stored.payload) != kind.vote(payload):
@@ -167,6 +171,9 @@ def assignment_skip(request, assignment_id: int):
     try:
         services.assignment_skip(assignment_id=assignment.pk, annotator=request.user, reason=reason)
     except ApplicationError as error:
+        gate = work_gate(request, assignment.stage_id) if error.status in (403, 409) else None
+        if gate:
+            return _leave_for(request, gate)
         return _item_response(request, assignment.stage, assignment, error=error)
     return _after_finishing(request, assignment.stage)
 

@@ -331,3 +331,24 @@ def test_admins_create_and_edit_studies_on_the_tab(admin_client):
     )
     second.refresh_from_db()
     assert (second.places, second.is_open) == (9, False)
+
+
+def test_a_submit_after_the_time_limit_lands_on_the_end_page(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from crowd import services
+
+    study = make_crowd_study(practice=0, checks=0, quota=3, time_limit_minutes=5)
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    services.participants_time_out(now=timezone.now() + timedelta(minutes=6))
+    response = client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    assert response.url == reverse("crowd:done", args=[study.token])
+    page = client.get(response.url).content.decode()
+    assert "Your time is up" in page and "C0MPLETE" not in page
+    assert not Annotation.objects.exists()
