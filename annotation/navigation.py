@@ -10,7 +10,8 @@ tab's ``kinds`` (workflows; empty: every project) *and* its URL name resolves wi
 slug as the only argument (so a tab can be registered before its view exists).
 
 Work gates (``register_work_gate``) let a plug-in send an annotator elsewhere instead of the item
-screen: the crowd app ends a participant's session when their quota is met.
+screen: the crowd app ends a participant's session when their quota is met; progress caps
+(``register_progress_cap``) bound the "left for you" count the item screen shows.
 """
 
 from __future__ import annotations
@@ -105,3 +106,26 @@ def work_gate(request, stage_id: int) -> str | None:
         if url:
             return url
     return None
+
+
+#: A progress cap is called as ``cap(request, stage)`` when the item screen shows an
+#: annotator's progress and returns the most items still left for them in that stage (a crowd
+#: participant's quota), or None for no cap. The same cost rule as for gates applies.
+ProgressCap = Callable[[Any, Any], "int | None"]
+PROGRESS_CAPS: list[ProgressCap] = []
+
+
+def register_progress_cap(cap: ProgressCap) -> ProgressCap:
+    """Add a progress cap (see PROGRESS_CAPS); registering the same function twice keeps one."""
+    if cap not in PROGRESS_CAPS:
+        PROGRESS_CAPS.append(cap)
+    return cap
+
+
+def items_left(request, stage, left: int) -> int:
+    """``left`` (the stage's items left for the annotator) under every registered cap."""
+    for cap in PROGRESS_CAPS:
+        limit = cap(request, stage)
+        if limit is not None:
+            left = min(left, max(limit, 0))
+    return left

@@ -30,7 +30,7 @@ from annotation.access import (
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
-from annotation.navigation import project_tabs, register_project_tab, work_gate
+from annotation.navigation import items_left, project_tabs, register_project_tab, work_gate
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
 
@@ -229,6 +229,7 @@ def _item_response(
     project = stage.project
     kind = get_kind(stage.kind)
     done, left = selectors.annotator_stage_progress(request.user, stage)
+    left = items_left(request, stage, left)
     # A 409 (expired lease taken by others, already skipped) leaves nothing to submit here.
     gone = error is not None and error.status == 409
     open_statuses = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)

@@ -12,12 +12,17 @@ class CrowdConfig(AppConfig):
     def ready(self) -> None:
         from annotation.access import MANAGE
         from annotation.eligibility import register_rule
-        from annotation.navigation import register_project_tab, register_work_gate
+        from annotation.navigation import (
+            register_progress_cap,
+            register_project_tab,
+            register_work_gate,
+        )
         from crowd.eligibility import CrowdParticipantRule
-        from crowd.gate import crowd_work_gate
+        from crowd.gate import crowd_progress_cap, crowd_work_gate
 
         register_rule(CrowdParticipantRule())
         register_work_gate(crowd_work_gate)
+        register_progress_cap(crowd_progress_cap)
         register_project_tab("Crowd", "crowd:studies", roles=MANAGE, order=85)
 
     def seed_demo(self, *, users) -> None:

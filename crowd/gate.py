@@ -65,3 +65,14 @@ def crowd_work_gate(request, stage_id: int) -> str | None:
     if stage_id != target:
         return reverse("annotation:stage", args=[target])
     return None
+
+
+def crowd_progress_cap(request, stage) -> int | None:
+    """Items still left for a participant: their practice items, then their quota."""
+    participant = session_participant(request)
+    if participant is None or participant.status != Participant.Status.ACTIVE:
+        return None
+    quota_left = participant.study.quota - services.items_done(participant)
+    if participant.practice_done_at is None:
+        return services.practice_left(participant) + quota_left
+    return quota_left

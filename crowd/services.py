@@ -318,9 +318,9 @@ def items_done(participant: Participant) -> int:
     )
 
 
-def _practice_done(participant: Participant) -> bool:
-    """Every practice item of the study handled (answered, or skipped: a skipped item is never
-    offered again, so waiting for it would keep the participant from the study forever)."""
+def practice_left(participant: Participant) -> int:
+    """Practice items the participant has not handled yet (answered, or skipped: a skipped item
+    is never offered again, so waiting for it would keep the participant out forever)."""
     study = participant.study
     stage_id = study.practice_stage_id or study.stage_id
     total = ItemStage.objects.filter(stage_id=stage_id, item__purpose=Item.Purpose.PRACTICE).count()
@@ -330,7 +330,7 @@ def _practice_done(participant: Participant) -> bool:
         item_stage__item__purpose=Item.Purpose.PRACTICE,
         status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED),
     ).count()
-    return handled >= total
+    return max(total - handled, 0)
 
 
 @transaction.atomic
@@ -351,7 +351,7 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
     if failures > study.max_check_failures:
         return _leave(locked, Participant.Status.SCREENED_OUT, f"failed {checks_phrase(failures)}")
     if locked.practice_done_at is None:
-        if not _practice_done(locked):
+        if practice_left(locked):
             return locked
         locked.practice_done_at = now
         locked.save(update_fields=["practice_done_at"])

@@ -352,3 +352,17 @@ def test_a_submit_after_the_time_limit_lands_on_the_end_page(client):
     page = client.get(response.url).content.decode()
     assert "Your time is up" in page and "C0MPLETE" not in page
     assert not Annotation.objects.exists()
+
+
+def test_the_item_screen_counts_the_participants_quota_not_the_stage(client):
+    study = make_crowd_study(regular=30, practice=2, checks=0, quota=3)
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    page = client.get(response.url).content.decode()
+    assert "<span data-left>5</span> left for you" in page  # 2 practice items + 3
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    page = client.get(response.url).content.decode()
+    assert "<span data-left>4</span> left for you" in page
