@@ -50,15 +50,16 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
             else None
         )
         failed = failures[participant.user_id]
-        suggestion, reason = "", ""
+        suggestion, reason, category = "", "", ""
         if (
             participant.status == Participant.Status.SCREENED_OUT
             or failed > study.max_check_failures
         ):
-            suggestion, reason = "reject", f"failed {checks_phrase(failed)} (FAILED_CHECK)"
+            suggestion, category = "reject", "FAILED_CHECK"
+            reason = f"failed {checks_phrase(failed)} (FAILED_CHECK)"
         elif participant.status == Participant.Status.COMPLETED:
             if median is not None and median < study.too_fast_seconds:
-                suggestion = "reject"
+                suggestion, category = "reject", "TOO_QUICKLY"
                 reason = (
                     f"too fast: median {median:.1f} s per item, under "
                     f"{study.too_fast_seconds:g} s (TOO_QUICKLY)"
@@ -78,6 +79,7 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
                 "minutes": minutes,
                 "suggestion": suggestion,
                 "reason": reason,
+                "category": category,
             }
         )
     return table

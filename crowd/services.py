@@ -462,3 +462,39 @@ def study_sync_prolific(*, study: Study, client: Any) -> dict[str, int]:
     counts["unknown"] = len(by_pid) - counts["seen"]
     Study.objects.filter(pk=study.pk).update(synced_at=timezone.now())
     return counts
+
+
+#: Platform statuses after which a submission takes no decision any more.
+DECIDED = {"APPROVED", "REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT"}
+
+
+def study_apply_suggestions(*, study: Study, client: Any, message: str) -> dict[str, int]:
+    """Send the study page's suggestions to Prolific (``client``: crowd.prolific.ProlificClient):
+    approve the suggested approvals and reject the suggested rejections with ``message`` (at
+    least 100 characters, shown to the participant) and the suggestion's category. Submissions
+    are named by the participant's SESSION_ID (Prolific's submission id); each decision is
+    recorded as the participant's platform status, so a second run sends nothing again, and a
+    rejected participant leaves (their work kept or withdrawn by the study's setting). A
+    failing call stops the run with ProlificError; decisions sent before it stay recorded."""
+    from crowd.selectors import participant_rows
+
+    if study.platform != Study.Platform.PROLIFIC:
+        raise ApplicationError("Only Prolific studies are decided through Prolific's API.")
+    counts = {"approved": 0, "rejected": 0, "skipped": 0}
+    for row in participant_rows(study):
+        participant = row["participant"]
+        if not row["suggestion"]:
+            continue
+        if participant.platform_status in DECIDED or not participant.session_id:
+            counts["skipped"] += 1
+            continue
+        if row["suggestion"] == "approve":
+            client.approve(participant.session_id)
+            Participant.objects.filter(pk=participant.pk).update(platform_status="APPROVED")
+            counts["approved"] += 1
+        else:
+            client.reject(participant.session_id, message=message, category=row["category"])
+            Participant.objects.filter(pk=participant.pk).update(platform_status="REJECTED")
+            participant_leave(participant=participant, status="rejected", reason=row["reason"])
+            counts["rejected"] += 1
+    return counts

@@ -18,4 +18,7 @@ urlpatterns = [
         name="study_csv",
     ),
     path("projects/<slug:slug>/crowd/<int:study_id>/sync/", views.study_sync, name="study_sync"),
+    path(
+        "projects/<slug:slug>/crowd/<int:study_id>/decide/", views.study_decide, name="study_decide"
+    ),
 ]

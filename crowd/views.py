@@ -284,6 +284,7 @@ def study_detail(request, slug: str, study_id: int):
         entry_url=_entry_url(request, study),
         error=error,
         can_sync=bool(settings.PROLIFIC_TOKEN) and study.platform == Study.Platform.PROLIFIC,
+        rejection_message=REJECTION_MESSAGE,
     )
     return render(request, "crowd/study.html", context, status=error.status if error else 200)
 
@@ -323,4 +324,33 @@ def study_sync(request, slug: str, study_id: int):
 
     enqueue_on_commit(sync_prolific_study, study.pk)
     messages.info(request, "Syncing with Prolific: reload this page in a moment.")
+    return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+
+
+#: The rejection message offered on the study page (Prolific wants at least 100 characters).
+REJECTION_MESSAGE = (
+    "Thank you for taking part. We could not accept this submission: your answers did not pass "
+    "the study's quality checks (attention checks, or answers given faster than the items can "
+    "be read), as the instructions explained."
+)
+
+
+@require_POST
+@page
+def study_decide(request, slug: str, study_id: int):
+    """Send the suggested approvals and rejections to Prolific (see study_apply_suggestions)."""
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    from crowd.prolific import ProlificClient
+
+    counts = services.study_apply_suggestions(
+        study=study,
+        client=ProlificClient(),
+        message=request.POST.get("message", "") or REJECTION_MESSAGE,
+    )
+    messages.success(
+        request,
+        f"Sent to Prolific: {counts['approved']} approved, {counts['rejected']} rejected"
+        f" ({counts['skipped']} already decided).",
+    )
     return redirect("crowd:study", slug=project.slug, study_id=study.pk)

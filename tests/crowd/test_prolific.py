@@ -208,3 +208,57 @@ def test_the_beat_sync_visits_open_prolific_studies(prolific):
     make_crowd_study(platform="link")
     assert tasks.sync_prolific_studies() == 1
     assert [call[1] for call in prolific.calls] == [f"/api/v1/studies/{STUDY}/submissions/"]
+
+
+@pytest.mark.django_db
+def test_the_study_page_sends_its_suggestions_to_prolific_once(prolific, client):
+    from django.urls import reverse
+
+    from annotation.models import Role
+    from tests.factories import make_member
+
+    study = make_crowd_study(
+        regular=2, practice=0, checks=1, quota=3, places=5, max_check_failures=0, overlap=5,
+    )  # fmt: skip
+    careful, fast, careless = (ready(enter(study, n)) for n in (1, 2, 3))
+    for person, value in ((careful, "causal"), (fast, "causal"), (careless, "temporal")):
+        while person.status == "active":
+            person = answer(person, next_item(person), value)
+    Annotation.objects.filter(item_stage__stage=study.stage).update(seconds_spent=5)
+    Annotation.objects.filter(annotator=fast.user).update(seconds_spent=0.5)
+    admin = make_member(study.project, Role.ADMIN)
+    client.force_login(admin)
+    url = reverse("crowd:study_decide", args=[study.project.slug, study.pk])
+    response = client.post(url)
+    assert response.status_code == 302
+    posts = {path: body for method, path, body in prolific.calls if method == "POST"}
+    session = {n: prolific_ids(n)["SESSION_ID"] for n in (1, 2, 3)}
+    assert posts[f"/api/v1/submissions/{session[1]}/transition/"] == {"action": "APPROVE"}
+    fast_body = posts[f"/api/v1/submissions/{session[2]}/transition/"]
+    assert (fast_body["action"], fast_body["rejection_category"]) == ("REJECT", "TOO_QUICKLY")
+    assert len(fast_body["message"]) >= 100
+    careless_body = posts[f"/api/v1/submissions/{session[3]}/transition/"]
+    assert careless_body["rejection_category"] == "FAILED_CHECK"
+    statuses = dict(Participant.objects.values_list("platform_id", "platform_status"))
+    assert statuses[prolific_ids(1)["PROLIFIC_PID"]] == "APPROVED"
+    assert Participant.objects.get(pk=fast.pk).status == "rejected"
+    calls = len(prolific.calls)
+    client.post(url)
+    assert len(prolific.calls) == calls  # decided once
+
+
+@pytest.mark.django_db
+def test_a_prolific_error_while_deciding_is_shown_and_stops(prolific, client, settings):
+    from django.urls import reverse
+
+    from annotation.models import Role
+    from tests.factories import make_member
+
+    study = make_crowd_study(regular=2, practice=0, checks=0, quota=1)
+    person = ready(enter(study, 1))
+    answer(person, next_item(person))
+    settings.PROLIFIC_TOKEN = "wrong"
+    client.force_login(make_member(study.project, Role.ADMIN))
+    response = client.post(reverse("crowd:study_decide", args=[study.project.slug, study.pk]))
+    assert response.status_code == 502 and "Invalid token" in response.content.decode()
+    assert Participant.objects.get().platform_status == ""
