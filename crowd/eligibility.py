@@ -1,10 +1,12 @@
 """The crowd eligibility rule (annotation.eligibility): what a study's participant may take.
 
 Every study adds ``{"rule": "crowd"}`` to its stage's (and practice stage's) eligibility list.
-The rule leaves everyone who is not a participant of a study on the candidate's stage alone;
-a participant gets an item only while
+The rule leaves everyone who is not a participant of a study of the project alone; a
+participant gets an item only
 
-- their session is active and they accepted the consent and read the instructions;
+- of their study's stage or practice stage (studies put the rule on every stage of their
+  project, so other stages stay closed to participants, through the API too);
+- while their session is active and they accepted the consent and read the instructions;
 - before their practice is done: practice items only;
 - after it: no practice items, only items of the study's stage, and only while their items
   (leased + submitted, practice items not counted) stay below the study's quota.
@@ -45,9 +47,10 @@ class CrowdParticipantRule(Rule):
         return Condition(
             f"NOT EXISTS (SELECT 1 FROM {_table(Participant)} {p}p"
             f" JOIN {_table(Study)} {p}s ON {p}s.id = {p}p.study_id"
-            f" WHERE {p}p.user_id = %(annotator)s"
-            f" AND ({p}s.stage_id = c.stage_id OR {p}s.practice_stage_id = c.stage_id)"
-            f" AND ({p}p.status <> 'active' OR {p}p.consented_at IS NULL"
+            f" WHERE {p}p.user_id = %(annotator)s AND {p}s.project_id = %(project)s"
+            f" AND (({p}s.stage_id <> c.stage_id AND ({p}s.practice_stage_id IS NULL"
+            f" OR {p}s.practice_stage_id <> c.stage_id))"
+            f" OR {p}p.status <> 'active' OR {p}p.consented_at IS NULL"
             f" OR {p}p.instructed_at IS NULL"
             f" OR ({p}p.practice_done_at IS NULL AND NOT {practice})"
             f" OR ({p}p.practice_done_at IS NOT NULL AND ({practice}"

@@ -131,8 +131,9 @@ def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> 
 
 
 def _prepare_stages(study: Study) -> None:
-    """The crowd rule on the study's stages, practice items and attention checks for everyone."""
-    for stage in filter(None, (study.stage, study.practice_stage)):
+    """The crowd rule on every stage of the project (participants work on their study's stages
+    only), practice items and attention checks for everyone."""
+    for stage in Stage.objects.filter(project_id=study.project_id):
         rules = list(stage.eligibility or [])
         if RULE not in rules:
             engine.stage_update(stage=stage, eligibility=[*rules, RULE])

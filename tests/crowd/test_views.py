@@ -366,3 +366,86 @@ def test_the_item_screen_counts_the_participants_quota_not_the_stage(client):
     client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
     page = client.get(response.url).content.decode()
     assert "<span data-left>4</span> left for you" in page
+
+
+def test_a_participant_stays_in_their_study_and_stage(client):
+    from annotation import services as engine
+
+    study = make_crowd_study(practice=0, checks=0)
+    other_stage = engine.stage_create(
+        project=study.project, slug="verify", name="Verify", kind="verify", overlap=1
+    )
+    other_study = make_crowd_study()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    client.post(reverse("crowd:instructions", args=[study.token]))
+    # another study's pages do not know this session
+    response = client.get(reverse("crowd:consent", args=[other_study.token]))
+    assert response.status_code == 403
+    # another stage of the same project sends them back to their own
+    response = client.get(reverse("annotation:stage", args=[other_stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[study.stage_id])
+    response = client.post(reverse("annotation:stage", args=[other_stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[study.stage_id])
+    assert not Assignment.objects.filter(stage=other_stage).exists()
+
+
+def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
+    from annotation import services as engine
+    from crowd import services
+    from tests.factories import make_label_stage, make_project
+
+    project = make_project()
+    practice_stage = make_label_stage(project, slug="practice", name="Practice")
+    stage = make_label_stage(project, slug="label", name="Label")
+    extra = engine.stage_create(project=project, slug="other", name="Other", kind="verify")
+    items = engine.items_create(
+        project=project,
+        open_first_stage=False,
+        rows=[{"external_id": f"r{n}", "payload": {"text": f"Pair {n}"}} for n in range(4)]
+        + [
+            {"external_id": f"p{n}", "payload": {"text": f"Try {n}"}, "purpose": "practice"}
+            for n in range(2)
+        ],
+    )
+    engine.item_stages_open(items=[i for i in items if i.purpose == "regular"], stage=stage)
+    engine.item_stages_open(items=items, stage=extra)
+    engine.item_stages_open(
+        items=[i for i in items if i.purpose == "practice"], stage=practice_stage
+    )
+    study = services.study_create(
+        project=project, stage=stage, practice_stage=practice_stage, name="Two stages",
+        consent_text="Agree?", completion_code="TWO", quota=2,
+    )  # fmt: skip
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    assert response.url == reverse("annotation:stage", args=[practice_stage.pk])
+    # the main stage sends them back to the practice, and gives nothing through the engine
+    response = client.get(reverse("annotation:stage", args=[stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[practice_stage.pk])
+    for _ in range(2):
+        client.post(reverse("annotation:stage", args=[practice_stage.pk]))
+        assignment = Assignment.objects.get(status="active")
+        assert assignment.stage_id == practice_stage.pk
+        response = client.post(
+            reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
+        )
+    assert response.url == reverse("annotation:stage", args=[stage.pk])
+    for _ in range(2):
+        client.post(response.url)
+        assignment = Assignment.objects.get(status="active")
+        assert assignment.stage_id == stage.pk
+        response = client.post(
+            reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
+        )
+    assert client.get(response.url).url == f"{COMPLETE}?cc=TWO"
+    # the project's other stage never gave them anything, even asked directly
+    from annotation.access import access_stage_for_annotator
+
+    participant = Participant.objects.get()
+    study.refresh_from_db()
+    assert {"rule": "crowd"} in extra.__class__.objects.get(pk=extra.pk).eligibility
+    Participant.objects.filter(pk=participant.pk).update(status="active")
+    access = access_stage_for_annotator(user=participant.user, stage_id=extra.pk)
+    assert engine.assignment_next(annotator=participant.user, stage=access) is None
