@@ -449,3 +449,18 @@ def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
     Participant.objects.filter(pk=participant.pk).update(status="active")
     access = access_stage_for_annotator(user=participant.user, stage_id=extra.pk)
     assert engine.assignment_next(annotator=participant.user, stage=access) is None
+
+
+def test_the_admin_lists_studies_and_participants_read_only(client):
+    from tests.factories import make_user
+
+    study = make_crowd_study()
+    client.get(entry_url(study, prolific_ids(1)))
+    client.force_login(make_user("root", is_superuser=True, is_staff=True))
+    page = client.get("/admin/crowd/participant/").content.decode()
+    assert "In progress" in page
+    assert client.get("/admin/crowd/study/").status_code == 200
+    assert client.get("/admin/crowd/study/add/").status_code == 403
+    participant = Participant.objects.get()
+    response = client.get(f"/admin/crowd/participant/{participant.pk}/change/")
+    assert response.status_code == 200 and 'name="status"' not in response.content.decode()
