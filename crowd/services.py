@@ -100,18 +100,10 @@ def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
             clean[name] = data[name]
     if "is_open" in data:
         clean["is_open"] = bool(data["is_open"]) and data["is_open"] not in ("0", "false", "off")
-    if not partial:
-        for name in ("name", "consent_text", "completion_code"):
-            if not clean.get(name):
-                raise ApplicationError(
-                    f"Give the study's {name.replace('_', ' ')}.", {name: "required"}
-                )
-    elif any(
-        name in clean and not clean[name] for name in ("name", "consent_text", "completion_code")
-    ):
-        name = next(
-            n for n in ("name", "consent_text", "completion_code") if n in clean and not clean[n]
-        )
+    required = ("name", "consent_text", "completion_code")
+    missing = [name for name in required if (name in clean or not partial) and not clean.get(name)]
+    if missing:
+        name = missing[0]
         raise ApplicationError(f"Give the study's {name.replace('_', ' ')}.", {name: "required"})
     return clean
 
@@ -177,7 +169,12 @@ def study_create(
 def study_update(*, study: Study, **data: Any) -> Study:
     """Change a study's settings; its stages cannot change once it exists."""
     locked = Study.objects.select_for_update().get(pk=study.pk)
-    for name, value in _clean_fields(data, partial=True).items():
+    clean = _clean_fields(data, partial=True)
+    if clean.get("platform", locked.platform) != locked.platform and locked.participants.exists():
+        raise ApplicationError(
+            "People have entered this study: its platform cannot change.", {"platform": "fixed"}
+        )
+    for name, value in clean.items():
         setattr(locked, name, value)
     locked.save()
     _prepare_stages(locked)

@@ -338,3 +338,12 @@ def test_the_beat_task_times_sessions_out():
     assert tasks.time_out_participants.delay().get() == 1
     participant.refresh_from_db()
     assert participant.status == Participant.Status.TIMED_OUT
+
+
+def test_the_platform_is_fixed_once_people_entered():
+    study = make_crowd_study()
+    study = services.study_update(study=study, platform="link")
+    study = services.study_update(study=study, platform="prolific")
+    enter(study, 1)
+    with pytest.raises(ApplicationError, match="platform cannot change"):
+        services.study_update(study=study, platform="link")
