@@ -153,11 +153,16 @@ def instructions(request, token: str):
             stage_id=study.practice_stage_id or study.stage_id, item__purpose=Item.Purpose.PRACTICE
         ).exists()
     )
-    return render(
-        request,
-        "crowd/instructions.html",
-        {"participant": participant, "study": study, "has_practice": has_practice},
-    )
+    has_checks = ItemStage.objects.filter(
+        stage_id=study.stage_id, item__purpose=Item.Purpose.ATTENTION_CHECK
+    ).exists()
+    context = {
+        "participant": participant,
+        "study": study,
+        "has_practice": has_practice,
+        "has_checks": has_checks,
+    }
+    return render(request, "crowd/instructions.html", context)
 
 
 @require_GET
