@@ -8,12 +8,17 @@ Other apps add tabs to a project's navigation in their AppConfig.ready():
 A tab is shown when the user holds one of its roles in the project, the project is of one of the
 tab's ``kinds`` (workflows; empty: every project) *and* its URL name resolves with the project's
 slug as the only argument (so a tab can be registered before its view exists).
+
+Work gates (``register_work_gate``) let a plug-in send an annotator elsewhere instead of the item
+screen: the crowd app ends a participant's session when their quota is met; progress caps
+(``register_progress_cap``) bound the "left for you" count the item screen shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.urls import NoReverseMatch, reverse
 from django.utils.functional import SimpleLazyObject
@@ -75,3 +80,52 @@ def navigation(request):
         return projects_for_user(request.user)
 
     return {"nav_projects": SimpleLazyObject(load), "ROLES": Role}
+
+
+# --- Work gates: plug-ins that send an annotator elsewhere instead of the item screen ---------
+
+#: A gate is called as ``gate(request, stage_id)`` before the item screen shows or hands out an
+#: item (GET and POST of the screen, and after each submit or skip) and returns a URL to send
+#: the annotator to, or None to carry on. Gates run on the annotator's hot path: return at once
+#: (without a query) for people they do not concern, e.g. by a flag in the session.
+WorkGate = Callable[[Any, int], "str | None"]
+WORK_GATES: list[WorkGate] = []
+
+
+def register_work_gate(gate: WorkGate) -> WorkGate:
+    """Add a work gate (see WORK_GATES); registering the same function twice keeps one."""
+    if gate not in WORK_GATES:
+        WORK_GATES.append(gate)
+    return gate
+
+
+def work_gate(request, stage_id: int) -> str | None:
+    """The first URL a registered gate sends this annotator to, or None."""
+    for gate in WORK_GATES:
+        url = gate(request, stage_id)
+        if url:
+            return url
+    return None
+
+
+#: A progress cap is called as ``cap(request, stage)`` when the item screen shows an
+#: annotator's progress and returns the most items still left for them in that stage (a crowd
+#: participant's quota), or None for no cap. The same cost rule as for gates applies.
+ProgressCap = Callable[[Any, Any], "int | None"]
+PROGRESS_CAPS: list[ProgressCap] = []
+
+
+def register_progress_cap(cap: ProgressCap) -> ProgressCap:
+    """Add a progress cap (see PROGRESS_CAPS); registering the same function twice keeps one."""
+    if cap not in PROGRESS_CAPS:
+        PROGRESS_CAPS.append(cap)
+    return cap
+
+
+def items_left(request, stage, left: int) -> int:
+    """``left`` (the stage's items left for the annotator) under every registered cap."""
+    for cap in PROGRESS_CAPS:
+        limit = cap(request, stage)
+        if limit is not None:
+            left = min(left, max(limit, 0))
+    return left

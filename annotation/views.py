@@ -30,7 +30,7 @@ from annotation.access import (
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import items_left, project_tabs, register_project_tab, work_gate
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
 
@@ -113,7 +113,11 @@ def project_detail(request, slug: str):
 def stage_annotate(request, stage_id: int):
     """The item screen. GET shows the item the annotator holds in this stage, or a start button;
     it never takes an item (a link preview or a prefetch must not lease one). POST leases the
-    next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG)."""
+    next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG).
+    A work gate (annotation.navigation) may send the annotator elsewhere first."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
     if request.method == "POST":
         assignment = services.assignment_next(annotator=request.user, stage=stage)
@@ -144,6 +148,10 @@ def assignment_submit(request, assignment_id: int):
             client_info={"via": "htmx" if request.htmx else "form", "timing": timing},
         )
     except ApplicationError as error:
+        # Refused because the annotator's session ended elsewhere (a gate knows where to go)?
+        gate = work_gate(request, stage.pk) if error.status in (403, 409) else None
+        if gate:
+            return _leave_for(request, gate)
         return _item_response(request, stage, assignment, error=error, form_data=data)
     notice = None
     if not created and kind.vote(stored.payload) != kind.vote(payload):
@@ -163,6 +171,9 @@ def assignment_skip(request, assignment_id: int):
     try:
         services.assignment_skip(assignment_id=assignment.pk, annotator=request.user, reason=reason)
     except ApplicationError as error:
+        gate = work_gate(request, assignment.stage_id) if error.status in (403, 409) else None
+        if gate:
+            return _leave_for(request, gate)
         return _item_response(request, assignment.stage, assignment, error=error)
     return _after_finishing(request, assignment.stage)
 
@@ -171,6 +182,9 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     """After a submit or skip: htmx gets the next item in the same response; a plain form post
     is redirected to the item screen (PRG), which leases the next item. ``notice``: a line for
     the annotator above the next item (a message after the redirect)."""
+    gate = work_gate(request, stage.pk)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
     assignment = services.assignment_next(annotator=request.user, stage=stage)
     if not request.htmx:
@@ -179,6 +193,13 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
         # The next item is already leased (this is a POST), so GET shows it: one click per item.
         return redirect("annotation:stage", stage_id=stage.pk)
     return _item_response(request, stage, assignment, notice=notice)
+
+
+def _leave_for(request, url: str):
+    """Send the annotator to a work gate's URL: the whole page, also from an htmx request."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
 
 
 def _seconds_spent(posted: str | None, assignment: Assignment) -> tuple[float, str]:
@@ -208,6 +229,7 @@ def _item_response(
     project = stage.project
     kind = get_kind(stage.kind)
     done, left = selectors.annotator_stage_progress(request.user, stage)
+    left = items_left(request, stage, left)
     # A 409 (expired lease taken by others, already skipped) leaves nothing to submit here.
     gone = error is not None and error.status == 409
     open_statuses = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)

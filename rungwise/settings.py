@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "ratings",
     "review",
     "studio",
+    "crowd",
 ]
 
 MIDDLEWARE = [
@@ -293,6 +294,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "imports.tasks.sweep_stuck_imports",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
+    # Crowd sessions past their study's time limit; Prolific submission statuses.
+    "crowd-time-out": {
+        "task": "crowd.tasks.time_out_participants",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
+    "crowd-sync-prolific": {
+        "task": "crowd.tasks.sync_prolific_studies",
+        "schedule": float(os.environ.get("CROWD_SYNC_SECONDS", "300")),
+    },
     # Slot counters recounted from the rows (a lease deleted outside the services, say).
     "repair-counters": {
         "task": "annotation.tasks.repair_counters",
@@ -304,6 +314,23 @@ CELERY_BEAT_SCHEDULE = {
 # seconds after the previous refresh, gathering every change in between into one computation.
 AGREEMENT_REFRESH_DELAY = float(os.environ.get("AGREEMENT_REFRESH_DELAY", "2"))
 AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", "30"))
+
+# --- Crowd studies (crowd/) ------------------------------------------------------------------
+#: Prolific's researcher API: the token (Settings → API tokens on Prolific) and the base URL.
+PROLIFIC_TOKEN = os.environ.get("PROLIFIC_TOKEN", "")
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+#: Where a finished Prolific participant is sent, with ?cc=<completion or screen-out code>.
+PROLIFIC_COMPLETE_URL = os.environ.get(
+    "PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
+)
+#: The turkSubmitTo hosts an MTurk entry may name (the live site and the sandbox).
+CROWD_MTURK_SUBMIT_HOSTS = tuple(
+    host.strip().rstrip("/")
+    for host in os.environ.get(
+        "CROWD_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
+    ).split(",")
+    if host.strip()
+)
 
 # --- REST API -------------------------------------------------------------------------------
 #: How long an API token lives (seconds; default 30 days). A changed password ends it at once.

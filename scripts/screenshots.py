@@ -120,6 +120,26 @@ def meter_stages(env: dict[str, str], slug: str = "meter-demo") -> dict[str, int
     return ast.literal_eval(output.strip().splitlines()[-1])
 
 
+def mturk(env: dict[str, str]) -> None:
+    """An MTurk study on the crowd demo's stage, at /s/demo-mturk/ (for its preview)."""
+    script = """
+from annotation.models import Project
+from crowd import services
+from crowd.models import Study
+project = Project.objects.get(slug="crowd-demo")
+study = services.study_create(
+    project=project, stage=project.stages.get(slug="label"), name="Causal relations on MTurk",
+    platform="mturk", consent_text="You agree.", completion_code="MDEMO",
+    instructions="Read both sentences, then choose causal, temporal or unrelated.",
+)
+Study.objects.filter(pk=study.pk).update(token="demo-mturk")
+"""
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script], cwd=REPO, env=env, check=True,
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
 def start(page) -> None:
     """The item screen's Start button, when the annotator holds no item (GET never leases)."""
     button = page.locator("[data-start]")
@@ -371,6 +391,34 @@ def main() -> None:
             context, page = session("researcher")
             page.goto(f"{base}/projects/causalt5k-demo/causalt5k/")
             shot(page, "45-causalt5k-tab", full_page=True)
+            context.close()
+
+            # Crowd (crowd/): the researcher's tab and study page, a participant's path.
+            context, page = session("admin")
+            page.goto(base + "/projects/crowd-demo/crowd/")
+            shot(page, "50-crowd-tab", full_page=True)
+            page.click("text=Causal relations pilot")
+            shot(page, "51-crowd-study", full_page=True)
+            context.close()
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            page = context.new_page()
+            ids = "PROLIFIC_PID=" + "c" * 24 + "&STUDY_ID=" + "5" * 24 + "&SESSION_ID=" + "d" * 24
+            page.goto(base + "/s/demo-pilot/?PROLIFIC_PID=not-an-id")
+            shot(page, "52-crowd-bad-link")
+            page.goto(base + "/s/demo-pilot/?" + ids)
+            shot(page, "53-crowd-consent", full_page=True)
+            page.check("#agree")
+            page.click("button[value=accept]")
+            shot(page, "54-crowd-instructions")
+            page.click("button:has-text('Start')")
+            start(page)
+            shot(page, "55-crowd-practice-item")
+            context.close()
+            mturk(env)
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            page = context.new_page()
+            page.goto(base + "/s/demo-mturk/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=X")
+            shot(page, "56-crowd-mturk-preview")
             context.close()
 
             context = browser.new_context(

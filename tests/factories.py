@@ -93,3 +93,62 @@ def annotate_stage(stage: Stage, people, choose, *, seconds=None) -> int:
             )
             count += 1
     return count
+
+
+def make_crowd_study(
+    *,
+    regular: int = 10,
+    practice: int = 2,
+    checks: int = 2,
+    overlap: int = 3,
+    project: Project | None = None,
+    **fields,
+):
+    """A label stage with regular items, practice items and attention checks (gold "causal"),
+    and a crowd study on it (crowd.services.study_create; ``fields`` override its settings)."""
+    from crowd import services as crowd_services
+
+    project = project or make_project()
+    stage = make_label_stage(project, overlap=overlap)
+    rows = [
+        {"external_id": f"r-{index:03d}", "payload": {"text": f"Regular sentence {index}."}}
+        for index in range(regular)
+    ]
+    rows += [
+        {
+            "external_id": f"p-{index:03d}",
+            "payload": {"text": f"Practice sentence {index}."},
+            "purpose": "practice",
+        }
+        for index in range(practice)
+    ]
+    rows += [
+        {
+            "external_id": f"c-{index:03d}",
+            "payload": {"text": f"Check {index}: choose causal.", "gold": {"label": "causal"}},
+            "purpose": "attention_check",
+        }
+        for index in range(checks)
+    ]
+    services.items_create(project=project, rows=rows)
+    settings = {
+        "name": "Pilot study",
+        "consent_text": "You agree that your answers are used for research.",
+        "instructions": "Choose the relation between the two events.",
+        "completion_code": "C0MPLETE",
+        "screenout_code": "SCREEN0UT",
+        "places": 5,
+        "quota": 4,
+        "platform": "prolific",
+        **fields,
+    }
+    return crowd_services.study_create(project=project, stage=stage, **settings)
+
+
+def prolific_ids(number: int) -> dict[str, str]:
+    """Prolific's parameters for the ``number``-th test participant (24 hexadecimal digits)."""
+    return {
+        "PROLIFIC_PID": f"{number:024x}",
+        "STUDY_ID": "5" * 24,
+        "SESSION_ID": f"{number + 10**6:024x}",
+    }

@@ -18,6 +18,8 @@ from annotation.services.outcomes import (
 )
 from annotation.services.setup import (
     STAGE_SETTINGS,
+    annotations_withdraw,
+    assignments_release,
     item_revise,
     item_stage_counters_repair,
     item_stages_open,
@@ -42,6 +44,8 @@ from annotation.services.work import (
 __all__ = [
     "STAGE_SETTINGS",
     "annotation_submit",
+    "annotations_withdraw",
+    "assignments_release",
     "assignment_next",
     "assignment_skip",
     "enqueue_on_commit",

@@ -149,6 +149,72 @@ def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
     return user
 
 
+@transaction.atomic
+def assignments_release(
+    *, annotator_id: int, project: Project, reason: str, stage_ids: Sequence[int] | None = None
+) -> int:
+    """Take back a person's active leases in a project (or in ``stage_ids`` of it) so that the
+    slots go to others, as revoked (never submittable again); their submitted work stays.
+    Returns the number of leases released. For plug-ins that end someone's session (a crowd
+    participant who timed out or returned the study)."""
+    active = Assignment.objects.filter(
+        stage__project=project, annotator_id=annotator_id, status=Assignment.Status.ACTIVE
+    )
+    if stage_ids is not None:
+        active = active.filter(stage_id__in=list(stage_ids))
+    return _release_assignments(
+        list(active.values_list("pk", flat=True)),
+        status=Assignment.Status.REVOKED,
+        reason=clean_text(reason, field="reason", max_length=300),
+    )
+
+
+@transaction.atomic
+def annotations_withdraw(
+    *, annotator_id: int, project: Project, reason: str, stage_ids: Sequence[int] | None = None
+) -> tuple[int, int]:
+    """Withdraw a person's work from a project (a participant who withdrew from a study): their
+    active leases are released, and each annotation on an item stage that is still open in the
+    round and phase it was made in is deleted, its slot reopened (``submitted_count`` − 1 under
+    the item stage's row lock, so ``submitted + leased ≤ target`` holds) and its assignment
+    revoked with the reason, so the person never gets that item again. Annotations of item
+    stages already complete (resolving, decided, closed) or moved on to another round or phase
+    are kept: a decision was made with them. Returns (withdrawn, kept).
+
+    The one place where submitted work is deleted (CONTRIBUTING.md, "Models hold data and
+    constraints"): a participant's withdrawal asks for exactly that."""
+    reason = clean_text(reason, field="reason", max_length=300) or "withdrawn"
+    assignments_release(
+        annotator_id=annotator_id, project=project, reason=reason, stage_ids=stage_ids
+    )
+    annotations = Annotation.objects.filter(
+        annotator_id=annotator_id, item_stage__stage__project=project, assignment__isnull=False
+    )
+    if stage_ids is not None:
+        annotations = annotations.filter(item_stage__stage_id__in=list(stage_ids))
+    rows = list(annotations.values_list("pk", "item_stage_id", "assignment_id", "round", "phase"))
+    withdrawn = kept = 0
+    for item_stage_id in sorted({row[1] for row in rows}):
+        item_stage = ItemStage.objects.select_for_update().filter(pk=item_stage_id).first()
+        for pk, _, assignment_id, round_, phase in (row for row in rows if row[1] == item_stage_id):
+            if (
+                item_stage is None
+                or item_stage.state != ItemStage.State.OPEN
+                or (item_stage.round, item_stage.phase) != (round_, phase)
+            ):
+                kept += 1
+                continue
+            Annotation.objects.filter(pk=pk).delete()
+            Assignment.objects.filter(pk=assignment_id).update(
+                status=Assignment.Status.REVOKED, skip_reason=reason[:300]
+            )
+            ItemStage.objects.filter(pk=item_stage_id).update(
+                submitted_count=F("submitted_count") - 1
+            )
+            withdrawn += 1
+    return withdrawn, kept
+
+
 def item_stage_counters_repair(*, limit: int = 5000) -> int:
     """Recount the slot counters of open and resolving item stages from the rows and fix those
     that drifted (a lease deleted outside the services, say). ``submitted_count`` counts the

@@ -1,0 +1,59 @@
+"""The crowd eligibility rule (annotation.eligibility): what a study's participant may take.
+
+Every study adds ``{"rule": "crowd"}`` to its stage's (and practice stage's) eligibility list.
+The rule leaves everyone who is not a participant of a study of the project alone; a
+participant gets an item only
+
+- of their study's stage or practice stage (studies put the rule on every stage of their
+  project, so other stages stay closed to participants, through the API too);
+- while their session is active and they accepted the consent and read the instructions;
+- before their practice is done: practice items only;
+- after it: no practice items, only items of the study's stage, and only while their items
+  (leased + submitted, practice items not counted) stay below the study's quota.
+
+The quota is counted from the rows inside the candidate search, which holds the one active
+lease a person may have per stage (a unique constraint), so two requests of one participant can
+never both pass it: the quota is never exceeded.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from annotation.eligibility import Condition, Rule
+from annotation.models import Assignment, Item, ItemStage
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+class CrowdParticipantRule(Rule):
+    name = "crowd"
+    description = "crowd participants: consent, practice first, at most their study's quota"
+
+    def condition(self, spec, *, prefix, tables):
+        from crowd.models import Participant, Study
+
+        p = prefix
+        practice = f"EXISTS (SELECT 1 FROM {_table(Item)} {p}i WHERE {p}i.id = c.item_id AND {p}i.purpose = 'practice')"
+        taken = (
+            f"(SELECT COUNT(*) FROM {_table(Assignment)} {p}qa"
+            f" JOIN {_table(ItemStage)} {p}qs ON {p}qs.id = {p}qa.item_stage_id"
+            f" JOIN {_table(Item)} {p}qi ON {p}qi.id = {p}qs.item_id"
+            f" WHERE {p}qa.annotator_id = %(annotator)s AND {p}qa.stage_id = {p}s.stage_id"
+            f" AND {p}qa.status IN ('active', 'submitted') AND {p}qi.purpose <> 'practice')"
+        )
+        return Condition(
+            f"NOT EXISTS (SELECT 1 FROM {_table(Participant)} {p}p"
+            f" JOIN {_table(Study)} {p}s ON {p}s.id = {p}p.study_id"
+            f" WHERE {p}p.user_id = %(annotator)s AND {p}s.project_id = %(project)s"
+            f" AND (({p}s.stage_id <> c.stage_id AND ({p}s.practice_stage_id IS NULL"
+            f" OR {p}s.practice_stage_id <> c.stage_id))"
+            f" OR {p}p.status <> 'active' OR {p}p.consented_at IS NULL"
+            f" OR {p}p.instructed_at IS NULL"
+            f" OR ({p}p.practice_done_at IS NULL AND NOT {practice})"
+            f" OR ({p}p.practice_done_at IS NOT NULL AND ({practice}"
+            f" OR {p}s.stage_id <> c.stage_id OR {taken} >= {p}s.quota))))",
+            {},
+        )

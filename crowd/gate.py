@@ -1,0 +1,78 @@
+"""Where a participant belongs next: the steps of a study before and after the items, and the
+work gate (annotation.navigation.register_work_gate) that keeps the item screen in step.
+
+The gate costs nothing for other people: it returns at once unless the session was opened by a
+study URL (``SESSION_KEY``)."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from crowd import services
+from crowd.models import Participant
+
+#: The session key holding the participant id of a session opened by a study URL.
+SESSION_KEY = "crowd_participant"
+
+
+def work_stage_id(participant: Participant) -> int:
+    """The stage the participant works on now: the practice stage until their practice is done
+    (when the study has one), then the study's stage."""
+    study = participant.study
+    if participant.practice_done_at is None and study.practice_stage_id:
+        return study.practice_stage_id
+    return study.stage_id
+
+
+def step_url(participant: Participant) -> str | None:
+    """The page of a step the participant has not finished (consent, instructions) or the end
+    of their session; None while they work on items."""
+    token = participant.study.token
+    if participant.status != Participant.Status.ACTIVE:
+        return reverse("crowd:done", args=[token])
+    if participant.consented_at is None:
+        return reverse("crowd:consent", args=[token])
+    if participant.instructed_at is None:
+        return reverse("crowd:instructions", args=[token])
+    return None
+
+
+def session_participant(request) -> Participant | None:
+    participant_id = request.session.get(SESSION_KEY)
+    if participant_id is None or not request.user.is_authenticated:
+        return None
+    return (
+        Participant.objects.select_related("study__project", "study__stage")
+        .filter(pk=participant_id, user_id=request.user.pk)
+        .first()
+    )
+
+
+def next_url(participant: Participant) -> str:
+    """Where the participant goes now (after bringing their session up to date)."""
+    return step_url(participant) or reverse("annotation:stage", args=[work_stage_id(participant)])
+
+
+def crowd_work_gate(request, stage_id: int) -> str | None:
+    participant = session_participant(request)
+    if participant is None:
+        return None
+    participant = services.participant_refresh(participant=participant)
+    url = step_url(participant)
+    if url:
+        return url
+    target = work_stage_id(participant)
+    if stage_id != target:
+        return reverse("annotation:stage", args=[target])
+    return None
+
+
+def crowd_progress_cap(request, stage) -> int | None:
+    """Items still left for a participant: their practice items, then their quota."""
+    participant = session_participant(request)
+    if participant is None or participant.status != Participant.Status.ACTIVE:
+        return None
+    quota_left = participant.study.quota - services.items_done(participant)
+    if participant.practice_done_at is None:
+        return services.practice_left(participant) + quota_left
+    return quota_left

@@ -1,0 +1,171 @@
+"""A small client of Prolific's researcher API (https://docs.prolific.com/api-reference):
+the calls a study needs after it ran. Token and base URL come from settings (PROLIFIC_TOKEN,
+PROLIFIC_API_URL); every request sends ``Authorization: Token <token>`` and JSON.
+
+- ``study_submissions(study_id)``: GET ``studies/{id}/submissions/`` (following ``_links.next``
+  when Prolific pages the list): each ``{"id", "participant_id", "status", "started_at", …}``,
+  status one of ACTIVE, AWAITING REVIEW, APPROVED, RETURNED, TIMED-OUT, REJECTED, SCREENED OUT…
+- ``approve(submission_id)`` / ``reject(submission_id, message=…, category=…)``: POST
+  ``submissions/{id}/transition/`` with ``{"action": "APPROVE"}`` or ``{"action": "REJECT",
+  "message", "rejection_category"}`` (Prolific wants a message of at least 100 characters).
+- ``bonus_create(study_id, [(participant_id, amount), …])``: POST
+  ``submissions/bonus-payments/`` with ``{"study_id", "csv_bonuses": "pid,1.50\\n…"}`` → the
+  bulk payment's id; ``bonus_pay(id)``: POST ``bulk-bonus-payments/{id}/pay/`` (not idempotent
+  on Prolific's side: call it once per bulk payment).
+
+Errors (HTTP ≥ 400, network) raise ProlificError with Prolific's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+
+from annotation.errors import ApplicationError
+
+#: Prolific's rejection categories (the ``rejection_category`` of a REJECT transition).
+REJECTION_CATEGORIES = (
+    "TOO_QUICKLY",
+    "TOO_SLOWLY",
+    "FAILED_INSTRUCTIONS",
+    "INCOMP_LONGITUDINAL",
+    "FAILED_CHECK",
+    "LOW_EFFORT",
+    "MALINGERING",
+    "NO_CODE",
+    "BAD_CODE",
+    "NO_DATA",
+    "UNSUPP_DEVICE",
+    "OTHER",
+)
+MIN_REJECTION_MESSAGE = 100
+
+
+class ProlificError(ApplicationError):
+    status = 502
+
+
+class ProlificClient:
+    def __init__(
+        self, token: str | None = None, base_url: str | None = None, *, timeout: float = 20
+    ):
+        self.token = token if token is not None else settings.PROLIFIC_TOKEN
+        self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/") + "/"
+        self.timeout = timeout
+        if not self.token:
+            raise ProlificError(
+                "No Prolific API token: set PROLIFIC_TOKEN in the environment.",
+                {"PROLIFIC_TOKEN": "required"},
+                status=400,
+            )
+
+    def _request(self, method: str, path_or_url: str, body: Any = None) -> Any:
+        url = (
+            path_or_url
+            if path_or_url.startswith(("http://", "https://"))
+            else urllib.parse.urljoin(self.base_url, path_or_url)
+        )
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            url,
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Token {self.token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            detail = error.read()[:2000].decode("utf-8", "replace")
+            raise ProlificError(
+                f"Prolific answered {error.code} to {method} {url}: {detail}",
+                {"status": error.code},
+            ) from None
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            raise ProlificError(f"Prolific could not be reached ({error}).") from None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode("utf-8", "replace")
+
+    @staticmethod
+    def _id(value: str, what: str) -> str:
+        value = str(value or "").strip()
+        if not value or not all(ch.isalnum() or ch in "-_" for ch in value):
+            raise ProlificError(f"Not a Prolific {what} id: {value!r}.", {what: value}, status=400)
+        return value
+
+    def study_submissions(self, study_id: str) -> list[dict[str, Any]]:
+        url: str | None = f"studies/{self._id(study_id, 'study')}/submissions/"
+        rows: list[dict[str, Any]] = []
+        while url:
+            answer = self._request("GET", url)
+            rows += list(answer.get("results") or [])
+            url = ((answer.get("_links") or {}).get("next") or {}).get("href")
+        return rows
+
+    def approve(self, submission_id: str) -> Any:
+        return self._request(
+            "POST",
+            f"submissions/{self._id(submission_id, 'submission')}/transition/",
+            {"action": "APPROVE"},
+        )
+
+    def reject(self, submission_id: str, *, message: str, category: str) -> Any:
+        if category not in REJECTION_CATEGORIES:
+            raise ProlificError(
+                f"Unknown rejection category {category!r}.", {"category": category}, status=400
+            )
+        if len(message.strip()) < MIN_REJECTION_MESSAGE:
+            raise ProlificError(
+                f"Prolific needs a rejection message of at least {MIN_REJECTION_MESSAGE} "
+                "characters: tell the participant what went wrong.",
+                {"message": len(message.strip())},
+                status=400,
+            )
+        return self._request(
+            "POST",
+            f"submissions/{self._id(submission_id, 'submission')}/transition/",
+            {"action": "REJECT", "message": message.strip(), "rejection_category": category},
+        )
+
+    def bonus_create(self, study_id: str, bonuses: Iterable[tuple[str, Any]]) -> str:
+        lines = []
+        for participant_id, amount in bonuses:
+            try:
+                value = Decimal(str(amount))
+            except InvalidOperation:
+                value = Decimal(-1)
+            if not value.is_finite() or value <= 0:
+                raise ProlificError(
+                    f"Not a bonus amount: {amount!r}.", {"amount": str(amount)}, status=400
+                )
+            lines.append(
+                f"{self._id(participant_id, 'participant')},{value.quantize(Decimal('0.01'))}"
+            )
+        if not lines:
+            raise ProlificError("No bonuses to pay.", {"bonuses": "empty"}, status=400)
+        answer = self._request(
+            "POST",
+            "submissions/bonus-payments/",
+            {"study_id": self._id(study_id, "study"), "csv_bonuses": "\n".join(lines)},
+        )
+        return str(answer["id"])
+
+    def bonus_pay(self, bulk_payment_id: str) -> Any:
+        return self._request(
+            "POST", f"bulk-bonus-payments/{self._id(bulk_payment_id, 'bonus payment')}/pay/", {}
+        )

@@ -1,0 +1,112 @@
+"""Reads of crowd studies: the researcher's figures and the participants' review table."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from annotation.kinds import get_kind
+from annotation.models import Annotation, Item
+from crowd.models import Participant, Study
+from crowd.services import _failed, checks_phrase
+
+
+def participant_rows(study: Study) -> list[dict[str, Any]]:
+    """One row per participant, in the order they entered: platform id, status, items done,
+    failed checks, median seconds per item, minutes taken, and the suggestion (approve /
+    reject / nothing yet) with its reason."""
+    participants = list(Participant.objects.filter(study=study).order_by("started_at", "pk"))
+    kind = get_kind(study.stage.kind)
+    seconds: dict[int, list[float]] = defaultdict(list)
+    done: dict[int, int] = defaultdict(int)
+    failures: dict[int, int] = defaultdict(int)
+    rows = Annotation.objects.filter(
+        annotator_id__in=[p.user_id for p in participants], item_stage__stage_id=study.stage_id
+    ).values_list(
+        "annotator_id", "seconds_spent", "payload", "item_stage__gold", "item_stage__item__purpose",
+        "item_stage__item__payload",
+    )  # fmt: skip
+    for annotator_id, spent, payload, gold, purpose, item_payload in rows:
+        if purpose == Item.Purpose.PRACTICE:
+            continue
+        done[annotator_id] += 1
+        if spent is not None:
+            seconds[annotator_id].append(spent)
+        if purpose == Item.Purpose.ATTENTION_CHECK and _failed(
+            kind, payload, gold, item_payload or {}
+        ):
+            failures[annotator_id] += 1
+    table = []
+    for participant in participants:
+        median = (
+            statistics.median(seconds[participant.user_id])
+            if seconds[participant.user_id]
+            else None
+        )
+        minutes = (
+            (participant.finished_at - participant.started_at).total_seconds() / 60
+            if participant.finished_at
+            else None
+        )
+        failed = failures[participant.user_id]
+        suggestion, reason, category = "", "", ""
+        if (
+            participant.status == Participant.Status.SCREENED_OUT
+            or failed > study.max_check_failures
+        ):
+            suggestion, category = "reject", "FAILED_CHECK"
+            reason = f"failed {checks_phrase(failed)} (FAILED_CHECK)"
+        elif participant.status == Participant.Status.COMPLETED:
+            if median is not None and median < study.too_fast_seconds:
+                suggestion, category = "reject", "TOO_QUICKLY"
+                reason = (
+                    f"too fast: median {median:.1f} s per item, under "
+                    f"{study.too_fast_seconds:g} s (TOO_QUICKLY)"
+                )
+            else:
+                suggestion = "approve"
+                reason = f"quota met; {checks_phrase(failed)} failed" if failed else "quota met"
+        table.append(
+            {
+                "participant": participant,
+                "platform_id": participant.platform_id,
+                "status": participant.status,
+                "status_label": participant.get_status_display(),
+                "items_done": done[participant.user_id],
+                "checks_failed": failed,
+                "median_seconds": median,
+                "minutes": minutes,
+                "suggestion": suggestion,
+                "reason": reason,
+                "category": category,
+            }
+        )
+    return table
+
+
+def study_summary(study: Study, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Places filled, participants per status, median minutes of the finished, items done."""
+    rows = participant_rows(study) if rows is None else rows
+    by_status: dict[str, int] = defaultdict(int)
+    for row in rows:
+        by_status[row["status"]] += 1
+    minutes = [
+        row["minutes"]
+        for row in rows
+        if row["minutes"] is not None and row["status"] == Participant.Status.COMPLETED
+    ]
+    filled = sum(by_status[status] for status in Participant.PLACE_STATUSES)
+    return {
+        "places": study.places,
+        "filled": filled,
+        "in_progress": by_status[Participant.Status.ACTIVE],
+        "completed": by_status[Participant.Status.COMPLETED],
+        "screened_out": by_status[Participant.Status.SCREENED_OUT],
+        "returned": by_status[Participant.Status.RETURNED],
+        "timed_out": by_status[Participant.Status.TIMED_OUT],
+        "rejected": by_status[Participant.Status.REJECTED],
+        "median_minutes": statistics.median(minutes) if minutes else None,
+        "items_done": sum(row["items_done"] for row in rows),
+        "target_items": study.places * study.quota,
+    }

@@ -1,0 +1,498 @@
+"""Writes of crowd studies (CONTRIBUTING.md, "Services own the transaction").
+
+- ``study_create`` / ``study_update``: a study on a stage; the stage (and practice stage) get
+  the ``crowd`` eligibility rule (crowd/eligibility.py) and its practice items and attention
+  checks are raised to every participant (``EVERYONE`` slots, as ratings does).
+- ``participant_enter``: the study URL. A new platform id takes a place (the study row locked,
+  so concurrent entries never exceed ``places``) and gets a Django user without a password and
+  an annotator membership; a known one resumes.
+- ``participant_consent``, ``participant_instructions_read``: the steps before the items.
+- ``participant_refresh``: after each item (the work gate, crowd/apps.py): time limit,
+  attention checks (screen-out), practice done, quota met (completed).
+- ``participant_leave``: a participant who returned, timed out or was rejected: leases
+  released, annotations kept or withdrawn by the study's setting.
+- ``participants_time_out``: the beat sweep of sessions past their time limit.
+- ``study_sync_prolific``: submission statuses from Prolific's API.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from annotation import services as engine
+from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from annotation.inputs import clean_text
+from annotation.kinds import get_kind
+from annotation.models import Annotation, Assignment, Item, ItemStage, Project, Role, Stage
+from crowd.entry import Entry
+from crowd.models import Participant, Study
+
+logger = logging.getLogger(__name__)
+
+#: target_count of practice items and attention checks: every participant meets them.
+EVERYONE = 100_000
+RULE = {"rule": "crowd"}
+
+#: Study fields a researcher edits, with their parsers.
+TEXT_FIELDS = {
+    "name": 200,
+    "platform_study_id": 100,
+    "consent_text": 20_000,
+    "instructions": 20_000,
+    "completion_code": 64,
+    "screenout_code": 64,
+    "excluded_ids": 200_000,
+}
+INT_FIELDS = ("places", "quota", "time_limit_minutes", "max_check_failures")
+
+
+class Refused(ApplicationError):
+    """An entry the study turns away (excluded, full, closed): a page, not a form error."""
+
+    status = 403
+
+
+def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
+    clean: dict[str, Any] = {}
+    for name, limit in TEXT_FIELDS.items():
+        if name in data:
+            clean[name] = clean_text(str(data[name] or ""), field=name, max_length=limit)
+    for name in INT_FIELDS:
+        if name in data:
+            try:
+                value = int(str(data[name]).strip())
+            except ValueError:
+                raise ApplicationError(
+                    f"{name} must be a whole number.", {name: data[name]}
+                ) from None
+            if value < (0 if name == "max_check_failures" else 1) or value > 1_000_000:
+                raise ApplicationError(f"{name} is out of range.", {name: value})
+            clean[name] = value
+    if "too_fast_seconds" in data:
+        try:
+            value = float(str(data["too_fast_seconds"]).strip())
+        except ValueError:
+            value = -1.0
+        if not (math.isfinite(value) and 0 <= value <= 3600):
+            raise ApplicationError(
+                "too_fast_seconds must be between 0 and 3600.", {"too_fast_seconds": value}
+            )
+        clean["too_fast_seconds"] = value
+    for name, choices in (
+        ("platform", Study.Platform.values),
+        ("practice_rule", Study.PracticeRule.values),
+        ("on_return", Study.OnReturn.values),
+    ):
+        if name in data:
+            if data[name] not in choices:
+                raise ApplicationError(
+                    f"{name} must be one of {', '.join(choices)}.", {name: data[name]}
+                )
+            clean[name] = data[name]
+    if "is_open" in data:
+        clean["is_open"] = bool(data["is_open"]) and data["is_open"] not in ("0", "false", "off")
+    required = ("name", "consent_text", "completion_code")
+    missing = [name for name in required if (name in clean or not partial) and not clean.get(name)]
+    if missing:
+        name = missing[0]
+        raise ApplicationError(f"Give the study's {name.replace('_', ' ')}.", {name: "required"})
+    return clean
+
+
+def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> Stage | None:
+    if stage in (None, ""):
+        return None
+    if isinstance(stage, Stage):
+        found = stage if stage.project_id == project.pk else None
+    else:
+        found = Stage.objects.filter(
+            project=project, pk=int(stage) if str(stage).isdigit() else -1
+        ).first()
+    if found is None:
+        raise ApplicationError(f"There is no such stage in {project.name}.", {field: stage})
+    return found
+
+
+def _prepare_stages(study: Study) -> None:
+    """The crowd rule on every stage of the project (participants work on their study's stages
+    only), practice items and attention checks for everyone."""
+    for stage in Stage.objects.filter(project_id=study.project_id):
+        rules = list(stage.eligibility or [])
+        if RULE not in rules:
+            engine.stage_update(stage=stage, eligibility=[*rules, RULE])
+    practice_stage = study.practice_stage or study.stage
+    ItemStage.objects.filter(
+        stage=practice_stage, item__purpose=Item.Purpose.PRACTICE, state=ItemStage.State.OPEN
+    ).update(target_count=EVERYONE)
+    ItemStage.objects.filter(
+        stage=study.stage, item__purpose=Item.Purpose.ATTENTION_CHECK, state=ItemStage.State.OPEN
+    ).update(target_count=EVERYONE)
+
+
+@transaction.atomic
+def study_create(
+    *,
+    project: Project,
+    stage: Stage | int | str,
+    practice_stage: Stage | int | str | None = None,
+    **data: Any,
+) -> Study:
+    """A new study on ``stage`` of ``project`` (fields: see crowd.models.Study)."""
+    stage = _stage_of(project, stage, "stage")
+    if stage is None:
+        raise ApplicationError("Choose the stage participants work on.", {"stage": "required"})
+    practice = _stage_of(project, practice_stage, "practice_stage")
+    if practice is not None and practice.pk == stage.pk:
+        practice = None
+    study = Study(
+        project=project,
+        stage=stage,
+        practice_stage=practice,
+        token=secrets.token_urlsafe(12),
+        **_clean_fields(data, partial=False),
+    )
+    study.save()
+    _prepare_stages(study)
+    return study
+
+
+@transaction.atomic
+def study_update(*, study: Study, **data: Any) -> Study:
+    """Change a study's settings; its stages cannot change once it exists."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    clean = _clean_fields(data, partial=True)
+    if clean.get("platform", locked.platform) != locked.platform and locked.participants.exists():
+        raise ApplicationError(
+            "People have entered this study: its platform cannot change.", {"platform": "fixed"}
+        )
+    for name, value in clean.items():
+        setattr(locked, name, value)
+    locked.save()
+    _prepare_stages(locked)
+    return locked
+
+
+def study_token_lookup(token: str) -> Study:
+    study = Study.objects.select_related("project", "stage").filter(token=token).first()
+    if study is None:
+        raise NotFound("There is no such study: check the link you followed.")
+    return study
+
+
+# --- Participants -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]:
+    """The participant behind ``entry`` (checked by crowd.entry.parse_entry): a known platform
+    id resumes (``created`` False); a new one takes a free place. Refused (403) when the id is
+    on the study's exclusion list, Conflict (409) when the study is closed or full.
+
+    Locking: the study's row is locked while places are counted and the participant inserted,
+    so concurrent entries take places one at a time and never exceed ``places``."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    if entry.platform_id in locked.excluded:
+        raise Refused(
+            "You took part in an earlier study of this research, so you cannot take part in "
+            "this one. Please return the study on your platform; thank you for your interest."
+        )
+    known = (
+        Participant.objects.select_related("user")
+        .filter(study=locked, platform_id=entry.platform_id)
+        .first()
+    )
+    if known is not None:
+        return known, False
+    if not locked.is_open:
+        raise Conflict(
+            "This study is closed and takes no more participants. Thank you for your interest."
+        )
+    taken = Participant.objects.filter(study=locked, status__in=Participant.PLACE_STATUSES).count()
+    if taken >= locked.places:
+        raise Conflict(
+            "All places of this study are taken. Please return the study on your platform; "
+            "thank you for your interest."
+        )
+    user = get_user_model()(username=f"crowd-{secrets.token_hex(8)}", is_active=True)
+    user.set_unusable_password()
+    user.save()
+    engine.membership_add(project=locked.project, user=user, role=Role.ANNOTATOR)
+    now = timezone.now()
+    participant = Participant.objects.create(
+        study=locked,
+        user=user,
+        platform_id=entry.platform_id,
+        session_id=entry.session_id,
+        platform_study_id=entry.platform_study_id,
+        turk_submit_to=entry.turk_submit_to,
+        started_at=now,
+        practice_done_at=now if locked.practice_rule == Study.PracticeRule.NONE else None,
+    )
+    return participant, True
+
+
+def _locked_participant(participant: Participant) -> Participant:
+    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+
+
+@transaction.atomic
+def participant_consent(*, participant: Participant, accepted: bool) -> Participant:
+    """Accepting the consent text opens the instructions; declining ends the session
+    (returned, with the reason) and takes nothing further."""
+    locked = _locked_participant(participant)
+    if locked.status != Participant.Status.ACTIVE or locked.consented_at is not None:
+        return locked
+    if accepted:
+        locked.consented_at = timezone.now()
+        locked.save(update_fields=["consented_at"])
+        return locked
+    return _leave(locked, Participant.Status.RETURNED, "declined the consent")
+
+
+@transaction.atomic
+def participant_instructions_read(*, participant: Participant) -> Participant:
+    locked = _locked_participant(participant)
+    if locked.consented_at is None:
+        raise PermissionDenied("Accept the consent first.")
+    if locked.instructed_at is None:
+        locked.instructed_at = timezone.now()
+        locked.save(update_fields=["instructed_at"])
+    return locked
+
+
+def _failed(
+    kind: Any, annotation_payload: Mapping[str, Any], gold: Any, item_payload: Mapping
+) -> bool | None:
+    """Whether an attention-check answer misses its gold: ``ItemStage.gold`` (a value, or
+    {"min", "max"} for numbers), else the item's ``expected_min``/``expected_max`` (ratings);
+    None when the item has no gold."""
+    vote = kind.vote(annotation_payload)
+    if isinstance(gold, Mapping) and ("min" in gold or "max" in gold):
+        low, high = gold.get("min"), gold.get("max")
+    elif gold is not None:
+        return vote != gold
+    elif "expected_min" in item_payload or "expected_max" in item_payload:
+        low, high = item_payload.get("expected_min"), item_payload.get("expected_max")
+    else:
+        return None
+    if not isinstance(vote, (int, float)) or isinstance(vote, bool):
+        return True
+    return (low is not None and vote < float(low)) or (high is not None and vote > float(high))
+
+
+def checks_phrase(count: int) -> str:
+    return f"{count} attention check{'' if count == 1 else 's'}"
+
+
+def check_failures(participant: Participant) -> int:
+    """How many attention checks of the study's stage the participant failed."""
+    study = participant.study
+    kind = get_kind(study.stage.kind)
+    rows = Annotation.objects.filter(
+        annotator_id=participant.user_id,
+        item_stage__stage_id=study.stage_id,
+        item_stage__item__purpose=Item.Purpose.ATTENTION_CHECK,
+    ).values_list("payload", "item_stage__gold", "item_stage__item__payload")
+    return sum(1 for payload, gold, item in rows if _failed(kind, payload, gold, item or {}))
+
+
+def items_done(participant: Participant) -> int:
+    """Items the participant submitted in the study's stage (practice items not counted)."""
+    return (
+        Annotation.objects.filter(
+            annotator_id=participant.user_id, item_stage__stage_id=participant.study.stage_id
+        )
+        .exclude(item_stage__item__purpose=Item.Purpose.PRACTICE)
+        .count()
+    )
+
+
+def practice_left(participant: Participant) -> int:
+    """Practice items the participant has not handled yet (answered, or skipped: a skipped item
+    is never offered again, so waiting for it would keep the participant out forever)."""
+    study = participant.study
+    stage_id = study.practice_stage_id or study.stage_id
+    total = ItemStage.objects.filter(stage_id=stage_id, item__purpose=Item.Purpose.PRACTICE).count()
+    handled = Assignment.objects.filter(
+        annotator_id=participant.user_id,
+        stage_id=stage_id,
+        item_stage__item__purpose=Item.Purpose.PRACTICE,
+        status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED),
+    ).count()
+    return max(total - handled, 0)
+
+
+@transaction.atomic
+def participant_refresh(*, participant: Participant, now: Any = None) -> Participant:
+    """Bring a participant's session up to date after an item: past the time limit → timed
+    out; more failed attention checks than allowed → screened out; practice handled → real
+    items; quota met → completed. Ended sessions release their leases."""
+    locked = _locked_participant(participant)
+    if locked.status != Participant.Status.ACTIVE:
+        return locked
+    study = locked.study
+    now = now or timezone.now()
+    if now > locked.started_at + timedelta(minutes=study.time_limit_minutes):
+        return _leave(locked, Participant.Status.TIMED_OUT, "time limit passed")
+    if locked.consented_at is None or locked.instructed_at is None:
+        return locked
+    failures = check_failures(locked)
+    if failures > study.max_check_failures:
+        return _leave(locked, Participant.Status.SCREENED_OUT, f"failed {checks_phrase(failures)}")
+    if locked.practice_done_at is None:
+        if practice_left(locked):
+            return locked
+        locked.practice_done_at = now
+        locked.save(update_fields=["practice_done_at"])
+    if items_done(locked) >= study.quota:
+        locked.status = Participant.Status.COMPLETED
+        locked.finished_at = now
+        locked.save(update_fields=["status", "finished_at"])
+        engine.assignments_release(
+            annotator_id=locked.user_id, project=study.project, reason="quota met"
+        )
+    return locked
+
+
+def _leave(
+    participant: Participant, status: str, reason: str, *, withdraw: bool = False
+) -> Participant:
+    """End a locked participant's session: status, reason, leases released, annotations
+    withdrawn when asked. The caller holds the participant's row lock and a transaction."""
+    study = participant.study
+    participant.status = status
+    participant.reason = reason[:300]
+    participant.finished_at = participant.finished_at or timezone.now()
+    fields = ["status", "reason", "finished_at"]
+    if withdraw:
+        withdrawn, _ = engine.annotations_withdraw(
+            annotator_id=participant.user_id, project=study.project, reason=f"crowd: {reason}"
+        )
+        participant.withdrawn += withdrawn
+        participant.withdrawn_at = timezone.now()
+        fields += ["withdrawn", "withdrawn_at"]
+    else:
+        engine.assignments_release(
+            annotator_id=participant.user_id, project=study.project, reason=f"crowd: {reason}"
+        )
+    participant.save(update_fields=fields)
+    return participant
+
+
+@transaction.atomic
+def participant_leave(*, participant: Participant, status: str, reason: str) -> Participant:
+    """A participant who returned, timed out or was rejected on their platform: their leases
+    go back, and their annotations are withdrawn when the study says so (withdrawal only
+    applies once: a participant already withdrawn keeps what is left)."""
+    if status not in (
+        Participant.Status.RETURNED,
+        Participant.Status.TIMED_OUT,
+        Participant.Status.REJECTED,
+    ):
+        raise ApplicationError(f"A participant cannot leave as {status!r}.", {"status": status})
+    locked = _locked_participant(participant)
+    withdraw = locked.study.on_return == Study.OnReturn.WITHDRAW and locked.withdrawn_at is None
+    if locked.status == status and not withdraw:
+        return locked
+    return _leave(locked, status, reason, withdraw=withdraw)
+
+
+def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
+    """Active participants past their study's time limit: timed out, leases released (one
+    transaction each). Safe to run concurrently with the participants themselves."""
+    now = now or timezone.now()
+    count = 0
+    active = (
+        Participant.objects.filter(status=Participant.Status.ACTIVE)
+        .select_related("study")
+        .order_by("started_at")
+        .values_list("pk", "started_at", "study__time_limit_minutes")[:limit]
+    )
+    for pk, started_at, minutes in active:
+        if now <= started_at + timedelta(minutes=minutes):
+            continue
+        with transaction.atomic():
+            locked = Participant.objects.select_for_update().select_related("study").get(pk=pk)
+            if locked.status == Participant.Status.ACTIVE:
+                _leave(locked, Participant.Status.TIMED_OUT, "time limit passed")
+                count += 1
+    return count
+
+
+#: Prolific submission statuses that end a participant's session here.
+PROLIFIC_LEAVING = {
+    "RETURNED": Participant.Status.RETURNED,
+    "TIMED-OUT": Participant.Status.TIMED_OUT,
+    "REJECTED": Participant.Status.REJECTED,
+}
+
+
+def study_sync_prolific(*, study: Study, client: Any) -> dict[str, int]:
+    """Read the study's submissions from Prolific (``client``: crowd.prolific.ProlificClient)
+    and record each participant's status there; returned, timed-out and rejected ones leave
+    (participant_leave). Returns counts per outcome. Safe to run twice."""
+    if not study.platform_study_id:
+        raise ApplicationError(
+            "Set the study's Prolific STUDY_ID before syncing.", {"platform_study_id": "required"}
+        )
+    submissions = client.study_submissions(study.platform_study_id)
+    counts = {"seen": 0, "left": 0, "unknown": 0}
+    by_pid = {row["participant_id"]: row for row in submissions if row.get("participant_id")}
+    for participant in Participant.objects.filter(study=study, platform_id__in=list(by_pid)):
+        row = by_pid[participant.platform_id]
+        status = str(row.get("status") or "")
+        counts["seen"] += 1
+        if participant.platform_status != status:
+            Participant.objects.filter(pk=participant.pk).update(platform_status=status[:20])
+        leaving = PROLIFIC_LEAVING.get(status)
+        if leaving and participant.status != leaving:
+            participant_leave(participant=participant, status=leaving, reason=f"Prolific: {status}")
+            counts["left"] += 1
+    counts["unknown"] = len(by_pid) - counts["seen"]
+    Study.objects.filter(pk=study.pk).update(synced_at=timezone.now())
+    return counts
+
+
+#: Platform statuses after which a submission takes no decision any more.
+DECIDED = {"APPROVED", "REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT"}
+
+
+def study_apply_suggestions(*, study: Study, client: Any, message: str) -> dict[str, int]:
+    """Send the study page's suggestions to Prolific (``client``: crowd.prolific.ProlificClient):
+    approve the suggested approvals and reject the suggested rejections with ``message`` (at
+    least 100 characters, shown to the participant) and the suggestion's category. Submissions
+    are named by the participant's SESSION_ID (Prolific's submission id); each decision is
+    recorded as the participant's platform status, so a second run sends nothing again, and a
+    rejected participant leaves (their work kept or withdrawn by the study's setting). A
+    failing call stops the run with ProlificError; decisions sent before it stay recorded."""
+    from crowd.selectors import participant_rows
+
+    if study.platform != Study.Platform.PROLIFIC:
+        raise ApplicationError("Only Prolific studies are decided through Prolific's API.")
+    counts = {"approved": 0, "rejected": 0, "skipped": 0}
+    for row in participant_rows(study):
+        participant = row["participant"]
+        if not row["suggestion"]:
+            continue
+        if participant.platform_status in DECIDED or not participant.session_id:
+            counts["skipped"] += 1
+            continue
+        if row["suggestion"] == "approve":
+            client.approve(participant.session_id)
+            Participant.objects.filter(pk=participant.pk).update(platform_status="APPROVED")
+            counts["approved"] += 1
+        else:
+            client.reject(participant.session_id, message=message, category=row["category"])
+            Participant.objects.filter(pk=participant.pk).update(platform_status="REJECTED")
+            participant_leave(participant=participant, status="rejected", reason=row["reason"])
+            counts["rejected"] += 1
+    return counts

@@ -1,0 +1,361 @@
+"""Crowd pages (CONTRIBUTING.md, "Thin views"): the participant's path (study URL → consent →
+instructions → items on the normal item screen → back to the platform) and the researcher's
+Crowd tab (studies, figures, the participants' CSV).
+
+Participant pages need no account: the study URL signs the participant in (a user without a
+password, created by crowd.services.participant_enter) and marks the session (crowd.gate).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from csp.decorators import csp_replace, csp_update
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from agreement.views import csv_response
+from annotation import selectors as engine_selectors
+from annotation.access import MANAGE, access_project
+from annotation.errors import ApplicationError, NotFound
+from annotation.models import Item, ItemStage
+from annotation.navigation import project_tabs
+from annotation.services import enqueue_on_commit
+from annotation.views import page
+from crowd import selectors, services
+from crowd.entry import BadEntry, parse_entry
+from crowd.gate import SESSION_KEY, next_url, session_participant
+from crowd.models import Participant, Study
+
+MTURK_FRAME = {"frame-ancestors": list(settings.CROWD_MTURK_SUBMIT_HOSTS)}
+
+
+def _refused(request, error: ApplicationError, study: Study | None = None):
+    return render(
+        request, "crowd/refused.html", {"error": error, "study": study}, status=error.status
+    )
+
+
+# --- The participant's path -------------------------------------------------------------------
+
+
+@require_GET
+@xframe_options_exempt
+@csp_replace(MTURK_FRAME)
+def enter(request, token: str):
+    """The study URL. Checks the platform's parameters before writing anything (400 page),
+    refuses excluded ids (403) and full or closed studies (409), resumes a known participant,
+    and signs a new one in. MTurk's preview shows a sample item and writes nothing; opened
+    inside MTurk's frame, the page offers the task in a tab of its own (cookies of a framed
+    site are blocked by browsers)."""
+    try:
+        study = services.study_token_lookup(token)
+    except NotFound as error:
+        return _refused(request, error)
+    query = request.GET
+    if not query:
+        participant = session_participant(request)
+        if participant is not None and participant.study_id == study.pk:
+            return redirect(next_url(services.participant_refresh(participant=participant)))
+    try:
+        entry = parse_entry(study, query)
+    except BadEntry as error:
+        return _refused(request, error, study)
+    if entry.preview:
+        return _preview(request, study)
+    if study.platform == Study.Platform.MTURK and request.headers.get("Sec-Fetch-Dest") == "iframe":
+        return render(
+            request, "crowd/mturk_frame.html", {"study": study, "url": request.get_full_path()}
+        )
+    try:
+        participant, _created = services.participant_enter(study=study, entry=entry)
+    except ApplicationError as error:
+        return _refused(request, error, study)
+    if request.user.pk != participant.user_id:
+        login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_KEY] = participant.pk
+    return redirect(next_url(services.participant_refresh(participant=participant)))
+
+
+def _preview(request, study: Study):
+    """MTurk's preview: a sample regular item of the stage as the item screen shows it."""
+    sample = (
+        ItemStage.objects.filter(stage=study.stage, item__purpose=Item.Purpose.REGULAR)
+        .select_related("item")
+        .order_by("pk")
+        .first()
+    )
+    display = engine_selectors.item_display(sample.item, study.stage) if sample else None
+    return render(request, "crowd/preview.html", {"study": study, "display": display})
+
+
+def _participant_or_refuse(request, token: str):
+    participant = session_participant(request)
+    if participant is None or participant.study.token != token:
+        return None, _refused(
+            request,
+            ApplicationError(
+                "Your session of this study was not found: open the study again from the link "
+                "your platform gave you.",
+                status=403,
+            ),
+        )
+    return participant, None
+
+
+@require_http_methods(["GET", "POST"])
+@xframe_options_exempt
+def consent(request, token: str):
+    participant, refusal = _participant_or_refuse(request, token)
+    if refusal:
+        return refusal
+    if request.method == "POST":
+        # Only the decline button declines: Enter in the form (no button named) means accept.
+        accepted = request.POST.get("decision") != "decline"
+        if accepted and request.POST.get("agree") != "1":
+            error = ApplicationError(
+                "Tick the box to say you agree, or decline.", {"agree": "required"}
+            )
+            context = {"participant": participant, "study": participant.study, "error": error}
+            return render(request, "crowd/consent.html", context, status=400)
+        participant = services.participant_consent(participant=participant, accepted=accepted)
+        return redirect(next_url(participant))
+    if participant.consented_at is not None or participant.status != Participant.Status.ACTIVE:
+        return redirect(next_url(participant))
+    return render(
+        request, "crowd/consent.html", {"participant": participant, "study": participant.study}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@xframe_options_exempt
+def instructions(request, token: str):
+    participant, refusal = _participant_or_refuse(request, token)
+    if refusal:
+        return refusal
+    if request.method == "POST":
+        try:
+            participant = services.participant_instructions_read(participant=participant)
+        except ApplicationError as error:
+            return _refused(request, error, participant.study)
+        return redirect(next_url(services.participant_refresh(participant=participant)))
+    if participant.consented_at is None or participant.instructed_at is not None:
+        return redirect(next_url(participant))
+    study = participant.study
+    has_practice = (
+        study.practice_rule != Study.PracticeRule.NONE
+        and ItemStage.objects.filter(
+            stage_id=study.practice_stage_id or study.stage_id, item__purpose=Item.Purpose.PRACTICE
+        ).exists()
+    )
+    has_checks = ItemStage.objects.filter(
+        stage_id=study.stage_id, item__purpose=Item.Purpose.ATTENTION_CHECK
+    ).exists()
+    context = {
+        "participant": participant,
+        "study": study,
+        "has_practice": has_practice,
+        "has_checks": has_checks,
+    }
+    return render(request, "crowd/instructions.html", context)
+
+
+@require_GET
+def work(request, token: str):
+    participant, refusal = _participant_or_refuse(request, token)
+    if refusal:
+        return refusal
+    return redirect(next_url(services.participant_refresh(participant=participant)))
+
+
+@require_GET
+@xframe_options_exempt
+@csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})
+def done(request, token: str):
+    """The end of a session: Prolific participants go back with the completion (or screen-out)
+    code; MTurk workers' assignment is submitted to MTurk by an auto-submitting form; a plain
+    link shows the code."""
+    participant, refusal = _participant_or_refuse(request, token)
+    if refusal:
+        return refusal
+    participant = services.participant_refresh(participant=participant)
+    study = participant.study
+    if participant.status == Participant.Status.ACTIVE:
+        return redirect(next_url(participant))
+    code = {
+        Participant.Status.COMPLETED: study.completion_code,
+        Participant.Status.SCREENED_OUT: study.screenout_code,
+    }.get(participant.status, "")
+    context = {"participant": participant, "study": study, "code": code}
+    if participant.status in (Participant.Status.COMPLETED, Participant.Status.SCREENED_OUT):
+        if study.platform == Study.Platform.PROLIFIC and code:
+            return redirect(f"{settings.PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}")
+        if study.platform == Study.Platform.MTURK and participant.turk_submit_to:
+            context["submit_url"] = f"{participant.turk_submit_to}/mturk/externalSubmit"
+    return render(request, "crowd/done.html", context)
+
+
+# --- The researcher's Crowd tab ---------------------------------------------------------------
+
+
+def _tab_context(request, project, **extra):
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, project.user_roles),
+        "stages": list(project.stages.order_by("position")),
+        "platforms": Study.Platform.choices,
+        "practice_rules": Study.PracticeRule.choices,
+        "on_return_choices": Study.OnReturn.choices,
+        **extra,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def studies(request, slug: str):
+    project = access_project(request.user, slug, MANAGE)
+    if request.method == "POST":
+        data = request.POST.dict()
+        try:
+            study = services.study_create(
+                project=project,
+                stage=data.pop("stage", ""),
+                practice_stage=data.pop("practice_stage", "") or None,
+                **{key: value for key, value in data.items() if key != "csrfmiddlewaretoken"},
+            )
+        except ApplicationError as error:
+            context = _tab_context(
+                request,
+                project,
+                studies=project.crowd_studies.all(),
+                error=error,
+                posted=request.POST,
+            )
+            return render(request, "crowd/studies.html", context, status=error.status)
+        messages.success(request, f"Created the study {study.name}. Give its URL to your platform.")
+        return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+    context = _tab_context(request, project, studies=project.crowd_studies.select_related("stage"))
+    return render(request, "crowd/studies.html", context)
+
+
+def _study(project, study_id: int) -> Study:
+    study = (
+        project.crowd_studies.select_related("stage", "practice_stage").filter(pk=study_id).first()
+    )
+    if study is None:
+        raise NotFound("There is no such study in this project.")
+    return study
+
+
+def _entry_url(request, study: Study) -> str:
+    base = request.build_absolute_uri(reverse("crowd:enter", args=[study.token]))
+    if study.platform == Study.Platform.PROLIFIC:
+        return (
+            base
+            + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        )
+    if study.platform == Study.Platform.LINK:
+        return base + "?pid=…"
+    return base
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def study_detail(request, slug: str, study_id: int):
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    error = None
+    if request.method == "POST":
+        data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
+        try:
+            study = services.study_update(study=study, **data)
+        except ApplicationError as failure:
+            error = failure
+        else:
+            messages.success(request, "Study saved.")
+            return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+    rows = selectors.participant_rows(study)
+    context = _tab_context(
+        request,
+        project,
+        study=study,
+        rows=rows,
+        summary=selectors.study_summary(study, rows),
+        entry_url=_entry_url(request, study),
+        error=error,
+        can_sync=bool(settings.PROLIFIC_TOKEN) and study.platform == Study.Platform.PROLIFIC,
+        rejection_message=REJECTION_MESSAGE,
+    )
+    return render(request, "crowd/study.html", context, status=error.status if error else 200)
+
+
+@require_GET
+@page
+def study_csv(request, slug: str, study_id: int):
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    header = [
+        "participant_id", "status", "items_done", "checks_failed", "median_seconds_per_item",
+        "minutes", "suggestion", "reason", "platform_status",
+    ]  # fmt: skip
+    rows = (
+        [
+            row["platform_id"],
+            row["status"],
+            row["items_done"],
+            row["checks_failed"],
+            round(row["median_seconds"], 2) if row["median_seconds"] is not None else "",
+            round(row["minutes"], 1) if row["minutes"] is not None else "",
+            row["suggestion"],
+            row["reason"],
+            row["participant"].platform_status,
+        ]
+        for row in selectors.participant_rows(study)
+    )
+    return csv_response(f"{project.slug}-study-{study.pk}-participants.csv", header, rows)
+
+
+@require_POST
+@page
+def study_sync(request, slug: str, study_id: int):
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    from crowd.tasks import sync_prolific_study
+
+    enqueue_on_commit(sync_prolific_study, study.pk)
+    messages.info(request, "Syncing with Prolific: reload this page in a moment.")
+    return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+
+
+#: The rejection message offered on the study page (Prolific wants at least 100 characters).
+REJECTION_MESSAGE = (
+    "Thank you for taking part. We could not accept this submission: your answers did not pass "
+    "the study's quality checks (attention checks, or answers given faster than the items can "
+    "be read), as the instructions explained."
+)
+
+
+@require_POST
+@page
+def study_decide(request, slug: str, study_id: int):
+    """Send the suggested approvals and rejections to Prolific (see study_apply_suggestions)."""
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    from crowd.prolific import ProlificClient
+
+    counts = services.study_apply_suggestions(
+        study=study,
+        client=ProlificClient(),
+        message=request.POST.get("message", "") or REJECTION_MESSAGE,
+    )
+    messages.success(
+        request,
+        f"Sent to Prolific: {counts['approved']} approved, {counts['rejected']} rejected"
+        f" ({counts['skipped']} already decided).",
+    )
+    return redirect("crowd:study", slug=project.slug, study_id=study.pk)

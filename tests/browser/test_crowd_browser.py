@@ -1,0 +1,70 @@
+"""A Prolific participant in a real browser: the study URL, the consent, the instructions, the
+practice items and their quota with the keyboard only, and the redirect back to Prolific with
+the completion code (intercepted: nothing leaves the machine)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Annotation
+from crowd.models import Participant
+from tests.factories import make_crowd_study, prolific_ids
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_prolific_participant_goes_from_the_study_url_to_the_completion_redirect(
+    live_server, page
+):
+    study = make_crowd_study(regular=6, practice=2, checks=0, quota=3, overlap=2)
+    completed: list[str] = []
+
+    def prolific(route):
+        completed.append(route.request.url)
+        route.fulfill(status=200, content_type="text/html", body="<h1>Prolific: completed</h1>")
+
+    page.route("https://app.prolific.com/**", prolific)
+    url = live_server.url + reverse("crowd:enter", args=[study.token])
+    page.goto(url + "?" + urlencode(prolific_ids(7)))
+
+    # Consent: the box, then Enter (the form's default button: continue).
+    page.wait_for_url(f"**{reverse('crowd:consent', args=[study.token])}")
+    assert "your answers are used for research" in page.locator("main").inner_text()
+    page.locator("#agree").focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+
+    # Instructions: Start has the focus.
+    page.wait_for_url(f"**{reverse('crowd:instructions', args=[study.token])}")
+    assert "practice items" in page.locator("main").inner_text()
+    page.keyboard.press("Enter")
+
+    # The normal item screen: Start (GET never leases), then 1 = the first label, 5 times.
+    page.wait_for_url(f"**{reverse('annotation:stage', args=[study.stage_id])}")
+    page.wait_for_selector("#annotate[data-ready]")
+    page.keyboard.press("Enter")
+    seen = []
+    for _ in range(5):
+        page.wait_for_function(
+            "() => document.querySelector('#annotate[data-ready]')"
+            " && document.querySelector('.item-form')"
+            " && document.activeElement && document.activeElement.id === 'item-card'"
+        )
+        current = page.locator(".item-head strong").inner_text()
+        assert current not in seen
+        seen.append(current)
+        page.keyboard.press("1")
+        page.wait_for_function(
+            "seen => !document.querySelector('.item-head strong')"
+            " || document.querySelector('.item-head strong').innerText !== seen",
+            arg=current,
+        )
+    page.wait_for_function("() => document.body.innerText.includes('Prolific: completed')")
+    assert completed == ["https://app.prolific.com/submissions/complete?cc=C0MPLETE"]
+    participant = Participant.objects.get(study=study)
+    assert participant.status == "completed"
+    assert [s[:2] for s in seen] == ["p-", "p-", "r-", "r-", "r-"]
+    assert Annotation.objects.filter(annotator=participant.user).count() == 5

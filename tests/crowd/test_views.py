@@ -1,0 +1,466 @@
+"""The participant's pages and the researcher's Crowd tab, through the test client: every
+class of bad entry, exclusion, full studies, resume, the whole Prolific path to the completion
+redirect, MTurk's preview and submit form, the study page and its CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from annotation.models import Annotation, Assignment, Role
+from crowd.models import Participant, Study
+from tests.factories import make_crowd_study, make_member, prolific_ids
+
+pytestmark = pytest.mark.django_db
+
+COMPLETE = "https://app.prolific.com/submissions/complete"
+
+
+def entry_url(study, query) -> str:
+    return reverse("crowd:enter", args=[study.token]) + "?" + urlencode(query)
+
+
+def nothing_written(users_before: int) -> bool:
+    return not Participant.objects.exists() and get_user_model().objects.count() == users_before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"PROLIFIC_PID": "0" * 24},
+        {**prolific_ids(1), "SESSION_ID": ""},
+        {**prolific_ids(1), "PROLIFIC_PID": "<script>"},
+        {**prolific_ids(1), "STUDY_ID": "b" * 24},  # the study names its own STUDY_ID
+        {"pid": "someone"},  # another platform's parameter
+    ],
+)
+def test_missing_or_forged_parameters_answer_a_clear_400_and_write_nothing(client, query):
+    study = make_crowd_study(platform_study_id="5" * 24)
+    users = get_user_model().objects.count()
+    response = client.get(entry_url(study, query))
+    assert response.status_code == 400
+    assert "This link is incomplete" in response.content.decode()
+    assert "Nothing was recorded" in response.content.decode()
+    assert nothing_written(users)
+    assert "_auth_user_id" not in client.session
+
+
+def test_an_unknown_study_is_a_404_page(client):
+    response = client.get(reverse("crowd:enter", args=["nope"]) + "?" + urlencode(prolific_ids(1)))
+    assert response.status_code == 404 and "No such study" in response.content.decode()
+
+
+def test_an_excluded_participant_gets_a_refusal_page(client):
+    study = make_crowd_study(excluded_ids=prolific_ids(1)["PROLIFIC_PID"])
+    users = get_user_model().objects.count()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    assert response.status_code == 403
+    assert "You cannot take part" in response.content.decode()
+    assert nothing_written(users)
+
+
+def test_a_full_study_says_so(client):
+    study = make_crowd_study(places=1)
+    client.get(entry_url(study, prolific_ids(1)))
+    client.logout()
+    response = client.get(entry_url(study, prolific_ids(2)))
+    assert response.status_code == 409
+    assert "All places of this study are taken" in response.content.decode()
+    assert Participant.objects.count() == 1
+
+
+def test_an_entry_signs_in_and_asks_for_consent_first(client):
+    study = make_crowd_study()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    assert response.status_code == 302 and response.url == reverse(
+        "crowd:consent", args=[study.token]
+    )
+    participant = Participant.objects.get()
+    assert int(client.session["_auth_user_id"]) == participant.user_id
+    # the item screen sends them back to the consent
+    response = client.get(reverse("annotation:stage", args=[study.stage_id]))
+    assert response.url == reverse("crowd:consent", args=[study.token])
+    # consenting without ticking the box is a 400 with the reason
+    response = client.post(reverse("crowd:consent", args=[study.token]), {"decision": "accept"})
+    assert response.status_code == 400 and "Tick the box" in response.content.decode()
+    participant.refresh_from_db()
+    assert participant.consented_at is None
+
+
+def walk(client, study, number: int, *, answer=lambda item: "causal"):
+    """A participant from the study URL to the end: returns the last response."""
+    response = client.get(entry_url(study, prolific_ids(number)))
+    response = client.post(response.url, {"decision": "accept", "agree": "1"})
+    assert response.url == reverse("crowd:instructions", args=[study.token])
+    response = client.post(response.url)
+    for _ in range(50):
+        stage_url = response.url
+        if not stage_url.startswith("/annotate/"):
+            return response
+        response = client.post(stage_url)  # lease the next item (PRG)
+        assignment = Assignment.objects.filter(
+            annotator__crowd_participant__study=study,
+            annotator__crowd_participant__platform_id=prolific_ids(number)["PROLIFIC_PID"],
+            status="active",
+        ).first()
+        if assignment is None:
+            response = client.get(stage_url)
+            continue
+        response = client.post(
+            reverse("annotation:submit", args=[assignment.pk]),
+            {"value": answer(assignment.item_stage.item)},
+        )
+        while response.status_code == 302 and response.url.startswith("/s/"):
+            response = client.get(response.url)
+    raise AssertionError("the participant never finished")
+
+
+def test_the_whole_prolific_path_ends_at_the_completion_redirect(client):
+    study = make_crowd_study(regular=8, practice=2, checks=0, quota=3)
+    response = walk(client, study, 1)
+    assert response.status_code == 302 and response.url == f"{COMPLETE}?cc=C0MPLETE"
+    participant = Participant.objects.get()
+    assert participant.status == "completed"
+    purposes = list(
+        Annotation.objects.filter(annotator=participant.user)
+        .order_by("pk")
+        .values_list("item_stage__item__purpose", flat=True)
+    )
+    assert purposes == ["practice", "practice", "regular", "regular", "regular"]
+    # coming back with the same link lands on the end again, not on a new session
+    client.logout()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    assert response.url == reverse("crowd:done", args=[study.token])
+    assert client.get(response.url).url == f"{COMPLETE}?cc=C0MPLETE"
+    assert Participant.objects.count() == 1
+
+
+def test_failing_checks_ends_with_the_screen_out_code(client):
+    study = make_crowd_study(regular=1, practice=0, checks=3, quota=4, max_check_failures=0)
+    response = walk(client, study, 1, answer=lambda item: "temporal")
+    assert response.url == f"{COMPLETE}?cc=SCREEN0UT"
+    assert Participant.objects.get().status == "screened_out"
+
+
+def test_the_same_pid_resumes_where_they_were(client, django_user_model):
+    study = make_crowd_study()
+    client.get(entry_url(study, prolific_ids(1)))
+    client.post(reverse("crowd:consent", args=[study.token]), {"decision": "accept", "agree": "1"})
+    client.logout()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    assert response.url == reverse("crowd:instructions", args=[study.token])
+    assert Participant.objects.count() == 1
+
+
+def test_the_completion_base_url_is_configurable(client, settings):
+    settings.PROLIFIC_COMPLETE_URL = "https://example.test/complete"
+    study = make_crowd_study(regular=2, practice=0, checks=0, quota=1)
+    assert walk(client, study, 1).url == "https://example.test/complete?cc=C0MPLETE"
+
+
+def test_a_plain_link_shows_its_code(client):
+    study = make_crowd_study(platform="link", practice=0, checks=0, quota=1)
+    response = client.get(reverse("crowd:enter", args=[study.token]) + "?pid=abc")
+    assert response.url == reverse("crowd:consent", args=[study.token])
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    response = client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    response = client.get(response.url)
+    assert response.status_code == 200 and "C0MPLETE" in response.content.decode()
+
+
+MTURK = {
+    "workerId": "A1B2C3D4E5",
+    "assignmentId": "3ABCDEF1234567",
+    "hitId": "3HITID12345678",
+    "turkSubmitTo": "https://workersandbox.mturk.com",
+}
+
+
+def test_mturk_preview_shows_a_sample_item_and_writes_nothing(client):
+    study = make_crowd_study(platform="mturk")
+    users = get_user_model().objects.count()
+    response = client.get(entry_url(study, {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"}))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Regular sentence" in page and "Preview" in page
+    assert nothing_written(users) and not Assignment.objects.exists()
+    assert "X-Frame-Options" not in response.headers  # MTurk shows it in a frame
+    assert "workersandbox.mturk.com" in response.headers["Content-Security-Policy"]
+
+
+def test_mturk_inside_the_frame_offers_a_tab_and_writes_nothing(client):
+    study = make_crowd_study(platform="mturk")
+    users = get_user_model().objects.count()
+    response = client.get(entry_url(study, MTURK), headers={"Sec-Fetch-Dest": "iframe"})
+    assert response.status_code == 200 and "Open the task" in response.content.decode()
+    assert nothing_written(users)
+
+
+def test_mturk_completion_posts_the_assignment_to_turk_submit_to(client):
+    study = make_crowd_study(platform="mturk", practice=0, checks=0, quota=1)
+    response = client.get(entry_url(study, MTURK))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    response = client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    response = client.get(response.url)
+    page = response.content.decode()
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in page
+    assert 'name="assignmentId" value="3ABCDEF1234567"' in page
+    assert "crowd-autosubmit.js" in page
+    assert "workersandbox.mturk.com" in response.headers["Content-Security-Policy"]
+
+
+def test_participant_pages_need_the_study_session(client):
+    study = make_crowd_study()
+    for name in ("consent", "instructions", "work", "done"):
+        response = client.get(reverse(f"crowd:{name}", args=[study.token]))
+        assert response.status_code == 403 and "open the study again" in response.content.decode()
+
+
+def test_htmx_submits_leave_for_the_completion_as_a_whole_page(client):
+    study = make_crowd_study(regular=2, practice=0, checks=0, quota=1)
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    response = client.post(
+        reverse("annotation:submit", args=[assignment.pk]),
+        {"value": "causal"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response["HX-Redirect"] == reverse("crowd:done", args=[study.token])
+
+
+# --- The researcher's tab ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client(client):
+    study = make_crowd_study(
+        places=3, quota=3, regular=2, practice=0, checks=1, max_check_failures=0
+    )
+    admin = make_member(study.project, Role.ADMIN)
+    return client, study, admin
+
+
+def test_the_study_page_counts_and_suggests(admin_client, django_user_model):
+    client, study, admin = admin_client
+    from tests.crowd.test_services import answer, enter, next_item, ready
+
+    fast = ready(enter(study, 1))
+    while fast.status == "active":
+        fast = answer(fast, next_item(fast))
+    Annotation.objects.filter(annotator=fast.user).update(seconds_spent=0.4)
+    bad = ready(enter(study, 2))
+    while bad.status == "active":
+        bad = answer(bad, next_item(bad), "temporal")
+    enter(study, 3)
+    Participant.objects.filter(pk=fast.pk).update(platform_status='=HYPERLINK("x")')
+    client.force_login(admin)
+    response = client.get(reverse("crowd:study", args=[study.project.slug, study.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "3 / 3" in page  # places filled
+    assert "too fast" in page and "failed" in page
+    response = client.get(reverse("crowd:study_csv", args=[study.project.slug, study.pk]))
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    assert rows[0][:3] == ["participant_id", "status", "items_done"]
+    by_id = {row[0]: row for row in rows[1:]}
+    fast_row = by_id[prolific_ids(1)["PROLIFIC_PID"]]
+    assert fast_row[1] == "completed" and fast_row[6] == "reject" and "too fast" in fast_row[7]
+    assert fast_row[8].startswith("'=")  # formula injection defused
+    assert by_id[prolific_ids(2)["PROLIFIC_PID"]][6] == "reject"
+    assert by_id[prolific_ids(3)["PROLIFIC_PID"]][1] == "active"
+
+
+def test_only_admins_open_the_crowd_tab(admin_client):
+    client, study, _admin = admin_client
+    researcher = make_member(study.project, Role.RESEARCHER)
+    client.force_login(researcher)
+    assert client.get(reverse("crowd:studies", args=[study.project.slug])).status_code == 403
+    assert (
+        client.get(reverse("crowd:study_csv", args=[study.project.slug, study.pk])).status_code
+        == 403
+    )
+
+
+def test_admins_create_and_edit_studies_on_the_tab(admin_client):
+    client, study, admin = admin_client
+    client.force_login(admin)
+    url = reverse("crowd:studies", args=[study.project.slug])
+    page = client.get(url).content.decode()
+    assert "Pilot study" in page and "New study" in page
+    data = {
+        "name": "Second",
+        "stage": study.stage_id,
+        "platform": "link",
+        "places": "4",
+        "quota": "2",
+        "time_limit_minutes": "20",
+        "practice_rule": "none",
+        "max_check_failures": "0",
+        "too_fast_seconds": "1.5",
+        "completion_code": "DONE2",
+        "consent_text": "",
+        "on_return": "keep",
+        "is_open": "1",
+    }
+    response = client.post(url, data)
+    assert response.status_code == 400 and "consent text" in response.content.decode()
+    assert Study.objects.count() == 1
+    response = client.post(url, {**data, "consent_text": "I agree."})
+    second = Study.objects.get(name="Second")
+    assert response.url == reverse("crowd:study", args=[study.project.slug, second.pk])
+    response = client.post(response.url, {"places": "0"})
+    assert response.status_code == 400
+    response = client.post(
+        reverse("crowd:study", args=[study.project.slug, second.pk]),
+        {"places": "9", "is_open": "0"},
+    )
+    second.refresh_from_db()
+    assert (second.places, second.is_open) == (9, False)
+
+
+def test_a_submit_after_the_time_limit_lands_on_the_end_page(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from crowd import services
+
+    study = make_crowd_study(practice=0, checks=0, quota=3, time_limit_minutes=5)
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    services.participants_time_out(now=timezone.now() + timedelta(minutes=6))
+    response = client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    assert response.url == reverse("crowd:done", args=[study.token])
+    page = client.get(response.url).content.decode()
+    assert "Your time is up" in page and "C0MPLETE" not in page
+    assert not Annotation.objects.exists()
+
+
+def test_the_item_screen_counts_the_participants_quota_not_the_stage(client):
+    study = make_crowd_study(regular=30, practice=2, checks=0, quota=3)
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    page = client.get(response.url).content.decode()
+    assert "<span data-left>5</span> left for you" in page  # 2 practice items + 3
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    page = client.get(response.url).content.decode()
+    assert "<span data-left>4</span> left for you" in page
+
+
+def test_a_participant_stays_in_their_study_and_stage(client):
+    from annotation import services as engine
+
+    study = make_crowd_study(practice=0, checks=0)
+    other_stage = engine.stage_create(
+        project=study.project, slug="verify", name="Verify", kind="verify", overlap=1
+    )
+    other_study = make_crowd_study()
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    client.post(reverse("crowd:instructions", args=[study.token]))
+    # another study's pages do not know this session
+    response = client.get(reverse("crowd:consent", args=[other_study.token]))
+    assert response.status_code == 403
+    # another stage of the same project sends them back to their own
+    response = client.get(reverse("annotation:stage", args=[other_stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[study.stage_id])
+    response = client.post(reverse("annotation:stage", args=[other_stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[study.stage_id])
+    assert not Assignment.objects.filter(stage=other_stage).exists()
+
+
+def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
+    from annotation import services as engine
+    from crowd import services
+    from tests.factories import make_label_stage, make_project
+
+    project = make_project()
+    practice_stage = make_label_stage(project, slug="practice", name="Practice")
+    stage = make_label_stage(project, slug="label", name="Label")
+    extra = engine.stage_create(project=project, slug="other", name="Other", kind="verify")
+    items = engine.items_create(
+        project=project,
+        open_first_stage=False,
+        rows=[{"external_id": f"r{n}", "payload": {"text": f"Pair {n}"}} for n in range(4)]
+        + [
+            {"external_id": f"p{n}", "payload": {"text": f"Try {n}"}, "purpose": "practice"}
+            for n in range(2)
+        ],
+    )
+    engine.item_stages_open(items=[i for i in items if i.purpose == "regular"], stage=stage)
+    engine.item_stages_open(items=items, stage=extra)
+    engine.item_stages_open(
+        items=[i for i in items if i.purpose == "practice"], stage=practice_stage
+    )
+    study = services.study_create(
+        project=project, stage=stage, practice_stage=practice_stage, name="Two stages",
+        consent_text="Agree?", completion_code="TWO", quota=2,
+    )  # fmt: skip
+    response = client.get(entry_url(study, prolific_ids(1)))
+    client.post(response.url, {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    assert response.url == reverse("annotation:stage", args=[practice_stage.pk])
+    # the main stage sends them back to the practice, and gives nothing through the engine
+    response = client.get(reverse("annotation:stage", args=[stage.pk]))
+    assert response.url == reverse("annotation:stage", args=[practice_stage.pk])
+    for _ in range(2):
+        client.post(reverse("annotation:stage", args=[practice_stage.pk]))
+        assignment = Assignment.objects.get(status="active")
+        assert assignment.stage_id == practice_stage.pk
+        response = client.post(
+            reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
+        )
+    assert response.url == reverse("annotation:stage", args=[stage.pk])
+    for _ in range(2):
+        client.post(response.url)
+        assignment = Assignment.objects.get(status="active")
+        assert assignment.stage_id == stage.pk
+        response = client.post(
+            reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
+        )
+    assert client.get(response.url).url == f"{COMPLETE}?cc=TWO"
+    # the project's other stage never gave them anything, even asked directly
+    from annotation.access import access_stage_for_annotator
+
+    participant = Participant.objects.get()
+    study.refresh_from_db()
+    assert {"rule": "crowd"} in extra.__class__.objects.get(pk=extra.pk).eligibility
+    Participant.objects.filter(pk=participant.pk).update(status="active")
+    access = access_stage_for_annotator(user=participant.user, stage_id=extra.pk)
+    assert engine.assignment_next(annotator=participant.user, stage=access) is None
+
+
+def test_the_admin_lists_studies_and_participants_read_only(client):
+    from tests.factories import make_user
+
+    study = make_crowd_study()
+    client.get(entry_url(study, prolific_ids(1)))
+    client.force_login(make_user("root", is_superuser=True, is_staff=True))
+    page = client.get("/admin/crowd/participant/").content.decode()
+    assert "In progress" in page
+    assert client.get("/admin/crowd/study/").status_code == 200
+    assert client.get("/admin/crowd/study/add/").status_code == 403
+    participant = Participant.objects.get()
+    response = client.get(f"/admin/crowd/participant/{participant.pk}/change/")
+    assert response.status_code == 200 and 'name="status"' not in response.content.decode()
