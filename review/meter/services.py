@@ -120,68 +120,37 @@ def meter_project_create(
         guidelines=GUIDELINES,
     )
     seeds = {"seed": seed} if seed is not None else {}
-    engine.stage_create(
-        project=project,
-        slug="verify",
-        name="Verify pairs",
-        kind="meter_verify",
-        overlap=overlap,
-        resolution_policy="unanimity_keep",
-        routes={
-            "accept": {"action": "finish"},
-            "reject": {"action": "discard", "reason": "rejected in verification"},
-        },
-        instructions="Keep the pair, or reject it with a reason. One reject discards it.",
-        **seeds,
-    )
-    engine.stage_create(
-        project=project,
-        slug="edit",
-        name="Check, edit and vote",
-        kind="meter_edit",
-        overlap=overlap,
-        resolution_policy="meter_vote",
-        phases=EDIT_PHASES,
-        routes={"accept": {"action": "revise", "then": {"action": "next"}}},
-        instructions="Check flags problems, two editors fix them, all three vote.",
-        **seeds,
-    )
-    engine.stage_create(
-        project=project,
-        slug="filter",
-        name="Filter",
-        kind="meter_filter",
-        overlap=overlap,
-        resolution_policy="majority",
-        routes={
-            "accept": {"action": "finish"},
-            "reject": {"action": "discard", "reason": "discarded by the filter"},
-        },
-        instructions="Confirm the five criteria for each question; keep or discard.",
-        **seeds,
-    )
-    engine.stage_create(
-        project=project,
-        slug="baseline",
-        name="Human baseline",
-        kind="meter_answer",
-        overlap=BASELINE_ANNOTATORS,
-        resolution_policy="meter_record",
-        routes={"accept": {"action": "finish"}},
-        instructions="Answer each question from the passage alone; there is one right option.",
-        **seeds,
-    )
-    engine.stage_create(
-        project=project,
-        slug="evidence",
-        name="Evidence spans",
-        kind="meter_spans",
-        overlap=overlap,
-        resolution_policy="meter_record",
-        routes={"accept": {"action": "finish"}},
-        instructions="For each question, mark the words of the passage needed to answer it.",
-        **seeds,
-    )
+    finish = {"action": "finish"}
+    stages = [
+        # (slug, name, kind, policy, routes, instructions, options)
+        ("verify", "Verify pairs", "meter_verify", "unanimity_keep",
+         {"accept": finish, "reject": {"action": "discard", "reason": "rejected in verification"}},
+         "Keep the pair, or reject it with a reason. One reject discards it.", {}),
+        ("edit", "Check, edit and vote", "meter_edit", "meter_vote",
+         {"accept": {"action": "revise", "then": {"action": "next"}}},
+         "Check flags problems, two editors fix them, all three vote.", {"phases": EDIT_PHASES}),
+        ("filter", "Filter", "meter_filter", "majority",
+         {"accept": finish, "reject": {"action": "discard", "reason": "discarded by the filter"}},
+         "Confirm the five criteria for each question; keep or discard.", {}),
+        ("baseline", "Human baseline", "meter_answer", "meter_record", {"accept": finish},
+         "Answer each question from the passage alone; there is one right option.",
+         {"overlap": BASELINE_ANNOTATORS}),
+        ("evidence", "Evidence spans", "meter_spans", "meter_record", {"accept": finish},
+         "For each question, mark the words of the passage needed to answer it.", {}),
+    ]  # fmt: skip
+    for stage_slug, stage_name, kind, policy, routes, instructions, options in stages:
+        engine.stage_create(
+            project=project,
+            slug=stage_slug,
+            name=stage_name,
+            kind=kind,
+            overlap=options.pop("overlap", overlap),
+            resolution_policy=policy,
+            routes=routes,
+            instructions=instructions,
+            **options,
+            **seeds,
+        )
     return project
 
 
