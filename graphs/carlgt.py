@@ -212,9 +212,7 @@ def read_carlgt(directory: str | Path) -> Reading:
             elif graph_id < SMALL_GRAPH_MIN_ID and shared.exists():
                 _pair(reading, base, "intervention", graph_id, shared, path)
             else:
-                reading.skipped.append(
-                    f"{_rel(path, base)}: expected values without question text"
-                )
+                reading.skipped.append(f"{_rel(path, base)}: expected values without question text")
         for graph_id, path in _ids(table, r"counterfactual_questions_(\d+)\.txt"):
             answers = table / f"counterfactual_answers_{graph_id}.txt"
             if not answers.exists():
