@@ -171,3 +171,19 @@ def test_the_workflow_template_and_the_demo(client):
     rows = services.project_scores(demo)
     assert {r["task"] for r in rows} == {"d_separation", "intervention"}
     assert lease(users["annotator3"], demo.stages.get()) is not None
+
+
+def test_the_project_pages_render_for_a_researcher(project, client):
+    stage = project.stages.get()
+    answer_all(stage, [make_member(project)], lambda index, item: {"value": item.payload["answer"]})
+    client.force_login(make_member(project, role=Role.RESEARCHER))
+    for url in (
+        reverse("annotation:project", args=[project.slug]),
+        reverse("agreement:dashboard", args=[project.slug]),
+        reverse("agreement:stage", args=[project.slug, stage.slug]),
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+    assert (
+        "Graphs" in client.get(reverse("annotation:project", args=[project.slug])).content.decode()
+    )
