@@ -17,6 +17,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import random
 from typing import Any
 
@@ -106,41 +107,70 @@ def question_text(x: str, y: str, given: list[str]) -> str:
     return f"Are {x} and {y} d-separated given {names}?"
 
 
+ENUMERATE_AT_MOST = 5000
+
+
+def _question(dag: nx.DiGraph, x: str, y: str, given: tuple[str, ...]) -> dict[str, Any]:
+    answer = d_separated(dag, {x}, {y}, set(given))
+    return {
+        "x": x,
+        "y": y,
+        "given": list(given),
+        "question": question_text(x, y, list(given)),
+        "answer": "yes" if answer else "no",
+    }
+
+
+def _candidates(nodes: list[str], max_given: int) -> int:
+    n = len(nodes)
+    return math.comb(n, 2) * sum(math.comb(n - 2, k) for k in range(max_given + 1))
+
+
+def _balanced(questions: list[dict[str, Any]], limit: int, rng: random.Random) -> list[dict]:
+    yes = [q for q in questions if q["answer"] == "yes"]
+    no = [q for q in questions if q["answer"] == "no"]
+    rng.shuffle(yes)
+    rng.shuffle(no)
+    half = min(limit // 2, len(yes), len(no))
+    chosen = yes[:half] + no[:half]
+    rest = yes[half:] + no[half:]
+    rng.shuffle(rest)
+    chosen += rest[: limit - len(chosen)]
+    rng.shuffle(chosen)
+    return chosen
+
+
 def dsep_questions(
     dag: nx.DiGraph, *, max_given: int = 1, limit: int | None = None, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Questions on pairs of nodes with conditioning sets (disjoint from the pair) of up to
     ``max_given`` nodes, answered by networkx; with ``limit`` a seeded sample of that many, as
-    many yes as no where possible. Each: {x, y, given, question, answer: "yes" | "no"}."""
+    many yes as no where possible. Each: {x, y, given, question, answer: "yes" | "no"}.
+
+    Up to ENUMERATE_AT_MOST candidates every one is answered; on larger graphs (with a limit)
+    candidates are drawn at random instead — 20 × limit of them at most — so a 50-node graph
+    does not cost millions of d-separation tests."""
     nodes = sorted(dag.nodes, key=str)
-    questions = []
-    for x, y in itertools.combinations(nodes, 2):
-        others = [n for n in nodes if n not in (x, y)]
-        for size in range(0, max_given + 1):
-            for given in itertools.combinations(others, size):
-                answer = d_separated(dag, {x}, {y}, set(given))
-                questions.append(
-                    {
-                        "x": x,
-                        "y": y,
-                        "given": list(given),
-                        "question": question_text(x, y, list(given)),
-                        "answer": "yes" if answer else "no",
-                    }
-                )
+    rng = random.Random(seed)
+    if limit is None or _candidates(nodes, max_given) <= ENUMERATE_AT_MOST:
+        questions = [
+            _question(dag, x, y, given)
+            for x, y in itertools.combinations(nodes, 2)
+            for size in range(max_given + 1)
+            for given in itertools.combinations([n for n in nodes if n not in (x, y)], size)
+        ]
+    else:
+        seen: set[tuple[str, str, tuple[str, ...]]] = set()
+        questions = []
+        for _ in range(20 * limit):
+            x, y = sorted(rng.sample(nodes, 2))
+            others = [n for n in nodes if n not in (x, y)]
+            given = tuple(sorted(rng.sample(others, rng.randint(0, min(max_given, len(others))))))
+            if (x, y, given) not in seen:
+                seen.add((x, y, given))
+                questions.append(_question(dag, x, y, given))
     if limit is not None and limit < len(questions):
-        rng = random.Random(seed)
-        yes = [q for q in questions if q["answer"] == "yes"]
-        no = [q for q in questions if q["answer"] == "no"]
-        rng.shuffle(yes)
-        rng.shuffle(no)
-        half = min(limit // 2, len(yes), len(no))
-        chosen = yes[:half] + no[:half]
-        rest = yes[half:] + no[half:]
-        rng.shuffle(rest)
-        chosen += rest[: limit - len(chosen)]
-        rng.shuffle(chosen)
-        questions = chosen
+        questions = _balanced(questions, limit, rng)
     return questions
 
 

@@ -15,6 +15,8 @@ from annotation.navigation import project_tabs
 from annotation.views import page
 from graphs import services
 
+MAX_EDGE_LIST_BYTES = 1 << 20
+
 
 def _project(request, roles):
     project = access_project(request.user, request.resolver_match.kwargs["slug"], roles)
@@ -65,10 +67,14 @@ def generate(request, slug: str):
         raise ApplicationError(
             "Choose an edge list (CSV cause,effect or JSON).", {"file": "required"}
         )
+    if upload.size > MAX_EDGE_LIST_BYTES:
+        raise ApplicationError(
+            f"An edge list is at most {MAX_EDGE_LIST_BYTES >> 20} MiB.", {"file": upload.name}
+        )
     try:
         created = services.dsep_generate(
             project=project,
-            data=upload.read(1 << 20),
+            data=upload.read(),
             filename=upload.name,
             graph_name=request.POST.get("graph_name", ""),
             max_given=_int(request.POST.get("max_given", "1"), "max_given", 0, 3),

@@ -96,3 +96,22 @@ def test_scores_worked_by_hand():
     assert scoring.f1([False], [False]) is None
     assert scoring.mean_absolute_error([1.0, -2.0], [1.5, 0.0]) == 1.25
     assert scoring.accuracy([], []) is None
+
+
+def test_large_graphs_are_sampled_not_enumerated():
+    import time
+
+    import networkx as nx
+
+    tree = nx.gn_graph(52, seed=1)  # a random 52-node DAG (edges point to older nodes)
+    dag = parse_edge_list(
+        "cause,effect\n" + "".join(f"V{v},V{u}\n" for u, v in tree.edges), "big.csv"
+    )
+    started = time.perf_counter()
+    questions = dsep_questions(dag, max_given=3, limit=40, seed=1)
+    assert time.perf_counter() - started < 10
+    assert len(questions) == 40
+    for q in questions[:10]:  # each answer is networkx's, for the set it names
+        assert q["answer"] == (
+            "yes" if d_separated(dag, {q["x"]}, {q["y"]}, set(q["given"])) else "no"
+        )
