@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "api",
     "ratings",
     "review",
+    "graphs",
     "studio",
     "crowd",
 ]

@@ -421,6 +421,30 @@ def main() -> None:
             shot(page, "56-crowd-mturk-preview")
             context.close()
 
+            # CARL-GT (graphs/): a yes / no question with its graph, a number question, the tab.
+            carlgt = meter_stages(env, "carlgt-demo")
+            context, page = session("annotator3")
+            page.goto(f"{base}/annotate/{carlgt['answer']}/")
+            start(page)
+            shot(page, "46-carlgt-question", full_page=True)
+            for _ in range(12):
+                if page.locator("input[name=value]").count():
+                    break
+                before = page.locator("[data-field=question]").inner_text()
+                page.keyboard.press("y")
+                page.wait_for_function(
+                    "before => { const q = document.querySelector('[data-field=question]');"
+                    " return !q || q.innerText !== before; }",
+                    arg=before,
+                )
+            page.keyboard.type("1.2")
+            shot(page, "47-carlgt-number", full_page=True)
+            context.close()
+            context, page = session("researcher")
+            page.goto(f"{base}/projects/carlgt-demo/graphs/")
+            shot(page, "48-carlgt-tab", full_page=True)
+            context.close()
+
             context = browser.new_context(
                 viewport={"width": 1280, "height": 800}, java_script_enabled=False
             )

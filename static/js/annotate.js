@@ -159,6 +159,10 @@
     settled();
     startedAt = performance.now();
     focusItem();
+    // A form whose first act is typing (a number) marks its field data-autofocus: focus it,
+    // as the autofocus attribute does on a full page load.
+    var field = document.querySelector("#item-card [data-autofocus]");
+    if (field) field.focus({ preventScroll: true });
     ready();
   });
   ready();

@@ -1,0 +1,240 @@
+"""Reading CARL-GT's line-aligned question and answer files (Django-free).
+
+The benchmark (CauTabBench, folder ``carl_gt/``) ships plain text: line *k* of a questions file
+pairs with line *k* of its answers file. ``read_carlgt(directory)`` reads all of it into
+:class:`Record` s, or reports every problem by file and line (mismatched line counts, empty
+lines, answers that are neither yes/no nor numbers) — the caller imports nothing when there is
+any. The layout (``directory`` is ``carl_gt/data`` or its parent ``carl_gt``):
+
+* ``graph/{id}_questions.txt`` + ``graph/{id}_answers.txt``: d-separation, ``yes``/``no``;
+* ``table/{id}_questions.txt`` + ``table/{id}_answers.txt``: conditional independence, yes/no;
+* ``table/cdir_{id}_questions.txt``: causal direction; no answers file, every answer is yes
+  (the benchmark's README);
+* ``table/intervention_{id}_gt.txt``: expected values (numbers) paired with
+  ``table/intervention_{id}_questions.txt`` when present, otherwise, for the large graphs
+  (ids below 100), with the one shared ``table/intervention_questions.txt``; small graphs'
+  values have no question text and are listed as skipped, never guessed;
+* ``table/counterfactual_questions_{id}.txt`` + ``table/counterfactual_answers_{id}.txt``:
+  expected values (numbers). The unnumbered ``counterfactual_questions.txt`` belongs to no
+  graph and is listed as skipped.
+
+Graph ids 1–10 are the large graphs, 100–109 the small ones (``graph_size``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TASKS = {
+    "d_separation": "d-separation",
+    "conditional_independence": "conditional independence",
+    "causal_direction": "causal direction",
+    "intervention": "intervention",
+    "counterfactual": "counterfactual",
+}
+YES_NO_TASKS = ("d_separation", "conditional_independence", "causal_direction")
+NUMBER_TASKS = ("intervention", "counterfactual")
+SMALL_GRAPH_MIN_ID = 100
+_VARIABLE = re.compile(r"\bV(\d+)\b")
+
+
+@dataclass(frozen=True)
+class Record:
+    task: str
+    graph_id: int
+    file: str  # the questions file, relative to the data directory
+    line: int  # 1-based
+    question: str
+    answer: str | float  # "yes" / "no", or a number
+
+    @property
+    def graph_size(self) -> str:
+        return "small" if self.graph_id >= SMALL_GRAPH_MIN_ID else "large"
+
+    @property
+    def external_id(self) -> str:
+        return f"carlgt-{self.task}-{self.graph_id}-{self.line}"
+
+    @property
+    def answer_type(self) -> str:
+        return "number" if self.task in NUMBER_TASKS else "yes_no"
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Reading:
+    records: list[Record] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # files read but not imported, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for record in self.records:
+            out[record.task] = out.get(record.task, 0) + 1
+        return out
+
+
+def data_directory(directory: str | Path) -> Path:
+    """``carl_gt/data`` given it or any parent that holds ``carl_gt/data`` or ``data``."""
+    root = Path(directory)
+    for candidate in (root, root / "data", root / "carl_gt" / "data"):
+        if (candidate / "graph").is_dir() or (candidate / "table").is_dir():
+            return candidate
+    raise FileNotFoundError(f"{root}: no graph/ or table/ folder of CARL-GT found")
+
+
+def _lines(path: Path, base: Path, reading: Reading) -> list[str] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        reading.problems.append(Problem(_rel(path, base), None, f"not UTF-8 text ({error})"))
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":  # the final newline ends the last line
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def _rel(path: Path, base: Path) -> str:
+    return path.relative_to(base).as_posix()
+
+
+def _yes_no(raw: str) -> str | None:
+    value = raw.strip().lower()
+    return value if value in ("yes", "no") else None
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _pair(
+    reading: Reading,
+    base: Path,
+    task: str,
+    graph_id: int,
+    questions_path: Path,
+    answers_path: Path | None,
+) -> None:
+    """Line k of the questions with line k of the answers (None: every answer is yes)."""
+    qfile = _rel(questions_path, base)
+    questions = _lines(questions_path, base, reading)
+    answers = None
+    if answers_path is not None:
+        afile = _rel(answers_path, base)
+        answers = _lines(answers_path, base, reading)
+    if questions is None or (answers_path is not None and answers is None):
+        return
+    if answers is not None and len(answers) != len(questions):
+        shorter = min(len(answers), len(questions)) + 1
+        reading.problems.append(
+            Problem(
+                afile,
+                shorter,
+                f"{len(answers)} answers for {len(questions)} questions in {qfile}"
+                f" (the files part at line {shorter})",
+            )
+        )
+        return
+    parse = _number if task in NUMBER_TASKS else _yes_no
+    expected = "a number" if task in NUMBER_TASKS else "yes or no"
+    for index, question in enumerate(questions):
+        line = index + 1
+        if not question.strip():
+            reading.problems.append(Problem(qfile, line, "empty question"))
+            continue
+        raw = "yes" if answers is None else answers[index]
+        if not raw.strip():
+            reading.problems.append(Problem(afile, line, "empty answer"))
+            continue
+        value = parse(raw)
+        if value is None:
+            reading.problems.append(Problem(afile, line, f"expected {expected}, got {raw!r}"))
+            continue
+        reading.records.append(Record(task, graph_id, qfile, line, question.strip(), value))
+
+
+def _ids(folder: Path, pattern: str) -> list[tuple[int, Path]]:
+    regex = re.compile(pattern)
+    found = []
+    for path in folder.glob("*.txt"):
+        match = regex.fullmatch(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def read_carlgt(directory: str | Path) -> Reading:
+    """Every question of CARL-GT under ``directory`` with its answer, or the problems."""
+    base = data_directory(directory)
+    reading = Reading()
+    graph, table = base / "graph", base / "table"
+    for folder, task in ((graph, "d_separation"), (table, "conditional_independence")):
+        if not folder.is_dir():
+            continue
+        for graph_id, path in _ids(folder, r"(\d+)_questions\.txt"):
+            answers = folder / f"{graph_id}_answers.txt"
+            if not answers.exists():
+                reading.problems.append(
+                    Problem(_rel(path, base), None, f"no answers file {answers.name}")
+                )
+                continue
+            _pair(reading, base, task, graph_id, path, answers)
+    if table.is_dir():
+        for graph_id, path in _ids(table, r"cdir_(\d+)_questions\.txt"):
+            _pair(reading, base, "causal_direction", graph_id, path, None)
+        shared = table / "intervention_questions.txt"
+        for graph_id, path in _ids(table, r"intervention_(\d+)_gt\.txt"):
+            own = table / f"intervention_{graph_id}_questions.txt"
+            if own.exists():
+                _pair(reading, base, "intervention", graph_id, own, path)
+            elif graph_id < SMALL_GRAPH_MIN_ID and shared.exists():
+                _pair(reading, base, "intervention", graph_id, shared, path)
+            else:
+                reading.skipped.append(f"{_rel(path, base)}: expected values without question text")
+        for graph_id, path in _ids(table, r"counterfactual_questions_(\d+)\.txt"):
+            answers = table / f"counterfactual_answers_{graph_id}.txt"
+            if not answers.exists():
+                reading.problems.append(
+                    Problem(_rel(path, base), None, f"no answers file {answers.name}")
+                )
+                continue
+            _pair(reading, base, "counterfactual", graph_id, path, answers)
+        if (table / "counterfactual_questions.txt").exists():
+            reading.skipped.append(
+                "table/counterfactual_questions.txt: belongs to no graph (no answers file)"
+            )
+    if not reading.records and not reading.problems:
+        reading.problems.append(Problem(str(directory), None, "no CARL-GT question files"))
+    return reading
+
+
+def variables(question: str) -> list[str]:
+    """The variables a question names, in order (``V3``…), each once."""
+    seen: list[str] = []
+    for match in _VARIABLE.finditer(question):
+        name = f"V{match.group(1)}"
+        if name not in seen:
+            seen.append(name)
+    return seen

@@ -1,0 +1,31 @@
+"""``graph_record``: the answers to a graph question are scored, not decided — every complete
+item stage is accepted, its value the share of annotators who answered right (yes / no) or their
+mean absolute error (numbers). The Graphs tab scores them per task and graph size."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from annotation.policies import Ballot, Policy, PolicySettings
+from annotation.resolution import Decision
+
+
+class GraphRecordPolicy(Policy):
+    key = "graph_record"
+    label = "Record the answers (scored against the computed answer)"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The graph_record policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        truth = settings.item_payload.get("answer")
+        values = [ballot.vote for ballot in ballots if ballot.vote is not None]
+        if not values or truth is None:
+            return Decision(None, "mean", "accept", False, reason="answers recorded")
+        if settings.item_payload.get("answer_type") == "number":
+            error = sum(abs(float(v) - float(truth)) for v in values) / len(values)
+            return Decision(round(error, 6), "mean", "accept", False, reason="mean abs. error")
+        share = sum(v == truth for v in values) / len(values)
+        return Decision(round(share, 4), "mean", "accept", False, reason="share correct")

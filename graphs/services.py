@@ -1,0 +1,250 @@
+"""CARL-GT projects: the workflow's template, the benchmark's import, generated d-separation
+question sets and the scores of people's answers (CONTRIBUTING.md: writes here, reads in
+selectors-like functions at the bottom)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from annotation import services as engine
+from annotation.errors import ApplicationError
+from annotation.models import Annotation, Project
+from graphs import scoring
+from graphs.carlgt import NUMBER_TASKS, TASKS, Reading, read_carlgt
+from graphs.dsep import GraphInvalid, dsep_questions, edges_of, parse_edge_list
+
+WORKFLOW = "carlgt"
+KIND = "graph_question"
+SMALL_GRAPH_MAX_NODES = 10
+GUIDELINES = """Each question is about a causal graph or about data generated from one.
+
+* Yes / no questions (d-separation, conditional independence, causal direction): press y or n.
+* Number questions (intervention, counterfactual expectations): type the number, press Enter.
+
+When the graph is drawn, the two variables asked about are yellow and those conditioned on blue.
+Answer from the graph alone; no answer is ever shown."""
+
+
+def carlgt_project_create(
+    *, slug: str, name: str, description: str = "", overlap: int = 3, seed: int | None = None
+) -> Project:
+    """A CARL-GT project: one stage where ``overlap`` people answer each question."""
+    project = engine.project_create(
+        slug=slug, name=name, kind=WORKFLOW, description=description, guidelines=GUIDELINES
+    )
+    engine.stage_create(
+        project=project,
+        slug="answer",
+        name="Answer the questions",
+        kind=KIND,
+        overlap=overlap,
+        resolution_policy="graph_record",
+        routes={"accept": {"action": "finish"}},
+        instructions="y / n for yes or no; a number then Enter.",
+        **({"seed": seed} if seed is not None else {}),
+    )
+    return project
+
+
+def _check_project(project: Project) -> None:
+    if project.kind != WORKFLOW:
+        raise ApplicationError(
+            f"{project.name} is not a CARL-GT project (kind {project.kind!r}).",
+            {"project": project.slug},
+        )
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def carlgt_rows(reading: Reading) -> list[dict[str, Any]]:
+    return [
+        {
+            "external_id": record.external_id,
+            "group": f"{record.task}-{record.graph_id}",
+            "source": "CARL-GT",
+            "payload": {
+                "question": record.question,
+                "task": record.task,
+                "answer_type": record.answer_type,
+                "answer": record.answer,
+                "graph_id": str(record.graph_id),
+                "graph_size": record.graph_size,
+                "source_file": record.file,
+                "source_line": record.line,
+            },
+        }
+        for record in reading.records
+    ]
+
+
+def carlgt_import(*, project: Project, directory: str | Path) -> ImportReport:
+    """Every CARL-GT question under ``directory`` as an item, or — on any problem (mismatched
+    line counts, an empty line, an answer that does not parse, a question already imported) —
+    nothing, with every problem by file and line."""
+    _check_project(project)
+    try:
+        reading = read_carlgt(directory)
+    except FileNotFoundError as error:
+        return ImportReport(problems=[str(error)])
+    report = ImportReport(counts=reading.counts(), skipped=list(reading.skipped))
+    if not reading.ok:
+        report.problems = [str(problem) for problem in reading.problems]
+        return report
+    try:
+        with transaction.atomic():
+            items = engine.items_create(project=project, rows=carlgt_rows(reading))
+    except ApplicationError as error:
+        report.problems = [error.message]
+        return report
+    report.created = len(items)
+    return report
+
+
+def dsep_generate(
+    *,
+    project: Project,
+    data: bytes | str,
+    filename: str = "",
+    graph_name: str,
+    max_given: int = 1,
+    limit: int | None = 20,
+    seed: int = 0,
+) -> int:
+    """Parse an edge list (CSV ``cause,effect`` or JSON), generate d-separation questions on
+    it with networkx's answers and add them as items; ApplicationError naming every problem of
+    the file otherwise. Returns the number of questions added."""
+    _check_project(project)
+    name = (graph_name or "").strip()
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ApplicationError(
+            "Name the graph with letters, digits, - or _.", {"graph_name": "e.g. smoking"}
+        )
+    try:
+        dag = parse_edge_list(data, filename)
+    except GraphInvalid as error:
+        raise ApplicationError(
+            f"The edge list cannot be used: {error}", {"edges": error.problems[:50]}
+        ) from None
+    edges = edges_of(dag)
+    nodes = sorted(str(n) for n in dag.nodes)
+    size = "small" if len(nodes) <= SMALL_GRAPH_MAX_NODES else "large"
+    rows = []
+    for number, q in enumerate(
+        dsep_questions(dag, max_given=max_given, limit=limit, seed=seed), start=1
+    ):
+        rows.append(
+            {
+                "external_id": f"gen-{name}-{number}",
+                "group": f"d_separation-{name}",
+                "source": "generated",
+                "payload": {
+                    "question": q["question"],
+                    "task": "d_separation",
+                    "answer_type": "yes_no",
+                    "answer": q["answer"],
+                    "graph_id": name,
+                    "graph_size": size,
+                    "nodes": nodes,
+                    "edges": edges,
+                    "x": q["x"],
+                    "y": q["y"],
+                    "given": q["given"],
+                },
+            }
+        )
+    with transaction.atomic():
+        return len(engine.items_create(project=project, rows=rows))
+
+
+# --- Scores ------------------------------------------------------------------------------------
+
+
+def _answers(project: Project):
+    return (
+        Annotation.objects.filter(item_stage__stage__project=project, item_stage__stage__kind=KIND)
+        .values_list("item_stage__item_id", "item_stage__item__payload", "payload")
+        .order_by("item_stage__item_id", "pk")
+    )
+
+
+def score_rows(answers) -> list[dict[str, Any]]:
+    """Rows of (task, graph size) with n questions, n answers and the paper's metrics, from
+    (item id, item payload, annotation payload) triples. Accuracy and F1 over every answer;
+    ROC-AUC over questions with the share of yes as the score; MAE over every number answer."""
+    groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"truth": [], "said": [], "items": defaultdict(list), "item_truth": {}}
+    )
+    for item_id, item_payload, payload in answers:
+        value, truth = (payload or {}).get("value"), item_payload.get("answer")
+        if value is None or truth is None:
+            continue
+        group = groups[(item_payload.get("task", "?"), item_payload.get("graph_size", "?"))]
+        if item_payload.get("task") in NUMBER_TASKS:
+            group["truth"].append(float(truth))
+            group["said"].append(float(value))
+        else:
+            group["truth"].append(truth == "yes")
+            group["said"].append(value == "yes")
+            group["items"][item_id].append(value == "yes")
+            group["item_truth"][item_id] = truth == "yes"
+    rows = []
+    order = list(TASKS)
+    for (task, size), group in sorted(
+        groups.items(), key=lambda g: (order.index(g[0][0]) if g[0][0] in order else 99, g[0][1])
+    ):
+        row = {
+            "task": task,
+            "task_label": TASKS.get(task, task),
+            "graph_size": size,
+            "answers": len(group["truth"]),
+            "questions": len(group["items"]) if task not in NUMBER_TASKS else None,
+            "accuracy": None,
+            "f1": None,
+            "roc_auc": None,
+            "mae": None,
+        }
+        if task in NUMBER_TASKS:
+            row["mae"] = scoring.mean_absolute_error(group["truth"], group["said"])
+        else:
+            row["accuracy"] = scoring.accuracy(group["truth"], group["said"])
+            row["f1"] = scoring.f1(group["truth"], group["said"])
+            ids = list(group["items"])
+            row["roc_auc"] = scoring.roc_auc(
+                [group["item_truth"][i] for i in ids],
+                [sum(group["items"][i]) / len(group["items"][i]) for i in ids],
+            )
+        rows.append(row)
+    return rows
+
+
+def project_scores(project: Project) -> list[dict[str, Any]]:
+    return score_rows(_answers(project))
+
+
+def question_counts(project: Project) -> list[dict[str, Any]]:
+    """Questions per (task, graph size) in the project, answered or not."""
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for payload in project.items.values_list("payload", flat=True).iterator():
+        counts[(payload.get("task", "?"), payload.get("graph_size", "?"))] += 1
+    order = list(TASKS)
+    return [
+        {"task": task, "task_label": TASKS.get(task, task), "graph_size": size, "count": n}
+        for (task, size), n in sorted(
+            counts.items(), key=lambda c: (order.index(c[0][0]) if c[0][0] in order else 99, c[0])
+        )
+    ]

@@ -1,0 +1,12 @@
+"""Mounted under projects/<slug:slug>/graphs/ (rungwise/urls.py)."""
+
+from django.urls import path
+
+from graphs import views
+
+app_name = "graphs"
+
+urlpatterns = [
+    path("", views.scores, name="scores"),
+    path("generate/", views.generate, name="generate"),
+]
