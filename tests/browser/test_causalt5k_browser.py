@@ -52,7 +52,10 @@ def press(page, key: str) -> None:
 
 
 def tab_to(page, name: str, most: int = 4) -> None:
-    """Press Tab until the field ``name`` has the focus (at most ``most`` presses)."""
+    """Press Tab until the field ``name`` has the focus (at most ``most`` presses; none when a
+    form's data-autofocus field already has it)."""
+    if page.evaluate("document.activeElement.name") == name:
+        return
     for _ in range(most):
         page.keyboard.press("Tab")
         if page.evaluate("document.activeElement.name") == name:

@@ -38,6 +38,7 @@ def start(page, base, stage):
     page.goto(base + reverse("annotation:stage", args=[stage.pk]))
     page.keyboard.press("Enter")
     page.wait_for_selector(".item-form")
+    page.wait_for_selector("#annotate[data-ready]", state="attached")  # keys are wired up
 
 
 def press(page, key: str) -> None:
@@ -50,6 +51,7 @@ def press(page, key: str) -> None:
         " return !line || line.innerText !== before; }",
         arg=before,
     )
+    page.wait_for_selector("#annotate[data-ready]", state="attached")
 
 
 def test_every_meter_stage_with_the_keyboard_only(live_server, browser, meter):

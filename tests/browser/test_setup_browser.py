@@ -61,6 +61,7 @@ def test_template_stage_invite_import_and_a_first_item_by_the_invited_person(
     expect(newcomer.locator("[data-start]")).to_be_focused()
     newcomer.keyboard.press("Enter")  # the focused Start button
     newcomer.wait_for_selector(".item-form")
+    newcomer.wait_for_selector("#annotate[data-ready]", state="attached")  # keys are wired up
     newcomer.keyboard.press("k")
     expect(newcomer.locator("#progress-line")).to_contain_text("1 done")
     project = Project.objects.get(slug="pilot")
