@@ -191,6 +191,7 @@ def _release_item_mapper(
     )
 
 
+@dataclass(frozen=True)
 class _ShownFieldsSchema(RowSchema):
     """The generic schema of a project whose stages show annotators only some payload fields:
     a row must hold at least one of them (``shown``), or annotators would see an empty item."""
@@ -240,15 +241,14 @@ def import_schema(project: Project, layout: str) -> RowSchema:
     shown = shown_fields(project) if schema.name == "generic" else ()
     if not shown:
         return schema
-    wrapped = _ShownFieldsSchema(
+    return _ShownFieldsSchema(
         name=schema.name,
         fields=schema.fields,
         external_id_field=schema.external_id_field,
         extra_fields=schema.extra_fields,
         description=schema.description,
+        shown=shown,
     )
-    object.__setattr__(wrapped, "shown", shown)
-    return wrapped
 
 
 def sample_rows(project: Project) -> tuple[list[str], list[dict[str, Any]]]:

@@ -70,6 +70,7 @@ def import_list(request, slug: str):
         request,
         project,
         columns=schema.describe(),
+        schema_name=schema.name,
         shown=services.shown_fields(project) if schema.name == "generic" else (),
         batches=batches,
         error=error,

@@ -10,5 +10,5 @@ urlpatterns = [
     path("", views.meter, name="meter"),
     path("for-generation.<str:fmt>", views.generation_export, name="generation_export"),
     path("entries/", views.entries_upload, name="entries_upload"),
-    path("baseline/", views.baseline_open, name="baseline_open"),
+    path("samples/", views.sample_open, name="sample_open"),
 ]

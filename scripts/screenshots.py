@@ -289,6 +289,8 @@ def main() -> None:
             context.close()
 
             context, page = session("admin")
+            page.goto(base + "/projects/demo/imports/")
+            shot(page, "39-imports-columns", full_page=True)
             page.goto(base + "/projects/new/")
             shot(page, "40-studio-new", full_page=True)
             page.goto(base + "/projects/meter-demo/setup/")

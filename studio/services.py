@@ -11,6 +11,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -49,11 +51,9 @@ def project_from_template(
     name = (name or "").strip()
     if not name:
         raise ApplicationError("Give the project a name.", {"name": "required"})
-    from django.core.validators import validate_slug
-
     try:
         validate_slug(slug)
-    except Exception:
+    except ValidationError:
         raise ApplicationError(
             "The short name (slug) takes letters, digits, - and _ only.", {"slug": slug[:64]}
         ) from None

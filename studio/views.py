@@ -3,6 +3,8 @@ the setup page of a project (its admins: pipeline, members, invites), and invite
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
@@ -11,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import MANAGE, access_project
-from annotation.errors import ApplicationError, PermissionDenied
+from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.kinds import KINDS
 from annotation.models import Item, Membership, Role
 from annotation.navigation import project_tabs
@@ -26,7 +28,7 @@ def _setup_context(request, project, **extra):
     stages = list(project.stages.order_by("position"))
     for stage in stages:
         stage.json_settings = [
-            (name, services.json.dumps(getattr(stage, name), indent=1, ensure_ascii=False))
+            (name, json.dumps(getattr(stage, name), indent=1, ensure_ascii=False))
             for name in services.JSON_SETTINGS
         ]
     members = (
@@ -97,8 +99,8 @@ def _setup_action(request, slug: str, action, success: str):
 def stage_edit(request, slug: str, stage_id: int):
     def act(project):
         stage = project.stages.filter(pk=stage_id).first()
-        if stage is None:
-            raise ApplicationError("There is no such stage in this project.", {"stage": stage_id})
+        if stage is None:  # unknown and other projects' ids answer alike
+            raise NotFound("There is no such stage in this project.")
         services.stage_edit(stage=stage, data=request.POST.dict())
 
     return _setup_action(request, slug, act, "Stage saved.")

@@ -25,7 +25,6 @@ from imports.core import FieldSpec, RecordReader, RowError, RowSchema
 from imports.core.readers import ImportFileError
 from review.meter.entries import (
     CATEGORIES,
-    CHECK_PROBLEMS,
     CRITERIA,
     LEVELS,
     EntryInvalid,
@@ -36,6 +35,8 @@ WORKFLOW = "meter"
 BASELINE_ANNOTATORS = 5
 #: METER's published human accuracy by level (%), beside the baseline measured here.
 PUBLISHED_ACCURACY = {1: 95.8, 2: 92.8, 3: 91.0}
+#: METER's published Fleiss' κ per stage kind.
+PUBLISHED_KAPPA = {"meter_verify": 0.78, "meter_edit": 0.71, "meter_filter": 0.75}
 ENTRY_SUFFIX = "/entry"
 MAX_ENTRY_BYTES = 64 << 20
 ERROR_CAP = 200
@@ -154,18 +155,18 @@ def meter_project_create(
     return project
 
 
-def _is_entry(item_or_payload: Any) -> bool:
-    payload = getattr(item_or_payload, "payload", item_or_payload)
-    return isinstance(payload, dict) and "questions" in payload
-
-
-def generation_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """The verified pairs that have no entry yet, in import order: what generation needs."""
-    done = set(
+def _pairs_with_entries(project: Project) -> set[str]:
+    """The pair ids that already have a generated entry (an entry's group is its pair id)."""
+    return set(
         Item.objects.filter(project=project, external_id__endswith=ENTRY_SUFFIX).values_list(
             "group", flat=True
         )
     )
+
+
+def generation_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """The verified pairs that have no entry yet, in import order: what generation needs."""
+    done = _pairs_with_entries(project)
     pairs = (
         Item.objects.filter(project=project, status=Item.Status.ACCEPTED)
         .exclude(external_id__endswith=ENTRY_SUFFIX)
@@ -240,21 +241,12 @@ def entries_import(
             {"file": filename},
         )
     pairs = {
-        external_id: (pk, status)
-        for pk, external_id, status in Item.objects.filter(project=project)
+        external_id: (status, payload)
+        for external_id, status, payload in Item.objects.filter(project=project)
         .exclude(external_id__endswith=ENTRY_SUFFIX)
-        .values_list("pk", "external_id", "status")
+        .values_list("external_id", "status", "payload")
     }
-    existing = set(
-        Item.objects.filter(project=project, external_id__endswith=ENTRY_SUFFIX).values_list(
-            "group", flat=True
-        )
-    )
-    payloads = dict(
-        Item.objects.filter(project=project, status=Item.Status.ACCEPTED)
-        .exclude(external_id__endswith=ENTRY_SUFFIX)
-        .values_list("external_id", "payload")
-    )
+    existing = _pairs_with_entries(project)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
 
@@ -282,7 +274,7 @@ def entries_import(
             if known is None:
                 fail(_error(record, "pair_id", f"no pair {pair_id!r} in this project", "unknown"))
                 continue
-            if known[1] == Item.Status.DISCARDED:
+            if known[0] == Item.Status.DISCARDED:
                 fail(
                     _error(
                         record,
@@ -292,7 +284,7 @@ def entries_import(
                     )
                 )
                 continue
-            if known[1] != Item.Status.ACCEPTED:
+            if known[0] != Item.Status.ACCEPTED:
                 fail(
                     _error(record, "pair_id", f"pair {pair_id!r} is not verified yet", "unverified")
                 )
@@ -319,7 +311,7 @@ def entries_import(
                 for problem in error.problems:
                     fail(_error(record, problem.field, problem.message, "invalid"))
                 continue
-            pair = payloads[pair_id]
+            pair = known[1]
             rows.append(
                 {
                     "external_id": pair_id + ENTRY_SUFFIX,
@@ -471,9 +463,6 @@ def category_changes(project: Project) -> dict[str, dict[str, int]]:
     return changes
 
 
-PUBLISHED_KAPPA = {"meter_verify": 0.78, "meter_edit": 0.71, "meter_filter": 0.75}
-
-
 # --- The human baseline ---------------------------------------------------------------------
 
 
@@ -605,17 +594,3 @@ def baseline_accuracy(
             }
         )
     return figures
-
-
-__all__ = [
-    "CHECK_PROBLEMS",
-    "LEVELS",
-    "METER_PAIR_SCHEMA",
-    "PUBLISHED_KAPPA",
-    "cascade",
-    "category_changes",
-    "criterion_agreement",
-    "entries_import",
-    "generation_rows",
-    "meter_project_create",
-]

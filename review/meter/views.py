@@ -127,8 +127,9 @@ def entries_upload(request, slug: str):
 
 @require_POST
 @page
-def baseline_open(request, slug: str):
-    """Open a seeded sample of kept entries in the human-baseline stage (admins)."""
+def sample_open(request, slug: str):
+    """Open a seeded sample of kept entries in the human-baseline stage, or with
+    ``stage=evidence`` in the evidence-spans stage (admins)."""
     project = _meter_project(request, MANAGE)
     raw = request.POST.get("sample", "100")
     try:

@@ -437,3 +437,16 @@ def test_the_import_page_lists_the_columns_and_offers_a_sample_that_imports(clie
     assert sample["Content-Disposition"].endswith('-sample.csv"')
     assert upload(project, sample.content, "sample.csv").status == "succeeded"
     assert Item.objects.filter(project=project).count() == 2
+
+
+def test_the_import_page_names_the_schema_rows_are_checked_against(client):
+    from django.urls import reverse
+
+    from annotation.models import Role
+    from tests.factories import make_member
+
+    project = make_project()
+    make_verify_stage(project)
+    client.force_login(make_member(project, role=Role.ADMIN))
+    page = client.get(reverse("imports:imports", args=[project.slug])).content.decode()
+    assert "One item per row (generic schema)" in page  # was "( schema)"

@@ -625,3 +625,20 @@ def test_evidence_spans_on_a_sample_agree_and_reach_the_release(
     assert row["evidence"]["L1"] == [spans_of(11, 14)]
     start, end = row["evidence"]["L2"][0]
     assert text[start:end] == " ".join(text[s:e] for s, e in words[11:15])
+
+
+def test_opening_a_sample_refuses_a_bad_size_and_opens_either_stage(meter, client):
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    client.force_login(make_member(project, role=Role.ADMIN))
+    url = reverse("review:sample_open", args=[project.slug])
+    bad = client.post(url, {"sample": "lots"})
+    assert bad.status_code == 400 and "whole number" in bad.content.decode()
+    assert client.post(url, {"sample": "0"}).status_code == 400
+    assert client.post(url, {"sample": "5", "stage": "evidence"}).status_code == 302
+    assert ItemStage.objects.filter(stage=stages["evidence"]).count() == 1
+    assert not ItemStage.objects.filter(stage=stages["baseline"]).exists()
+    assert client.post(url, {"sample": "5"}).status_code == 302
+    assert ItemStage.objects.filter(stage=stages["baseline"]).count() == 1

@@ -224,3 +224,14 @@ def test_a_revision_of_nested_content_lists_only_the_changed_leaves():
         {"field": "questions[0].distractors[0].category", "old": "x", "new": "y"},
         {"field": "t", "old": 1, "new": 2},
     ]
+
+
+def test_another_projects_stage_answers_like_an_unknown_one(client, project, staff):
+    create(client, workflow="meter", slug="other", name="Other")
+    foreign = Project.objects.get(slug="other").stages.first()
+    url = reverse("studio:stage_edit", args=[project.slug, foreign.pk])
+    assert client.post(url, {"name": "Taken over"}).status_code == 404
+    unknown = reverse("studio:stage_edit", args=[project.slug, 999_999])
+    assert client.post(unknown, {"name": "x"}).status_code == 404
+    foreign.refresh_from_db()
+    assert foreign.name != "Taken over"
