@@ -38,14 +38,21 @@ def step_url(participant: Participant) -> str | None:
 
 
 def session_participant(request) -> Participant | None:
+    """The study participant this session belongs to (None for everyone else, at no query).
+    Read once per request: the work gate and the progress cap both ask."""
     participant_id = request.session.get(SESSION_KEY)
     if participant_id is None or not request.user.is_authenticated:
         return None
-    return (
+    cached = getattr(request, "_crowd_participant", None)
+    if cached is not None and cached.pk == participant_id:
+        return cached
+    participant = (
         Participant.objects.select_related("study__project", "study__stage")
         .filter(pk=participant_id, user_id=request.user.pk)
         .first()
     )
+    request._crowd_participant = participant
+    return participant
 
 
 def next_url(participant: Participant) -> str:
@@ -58,6 +65,7 @@ def crowd_work_gate(request, stage_id: int) -> str | None:
     if participant is None:
         return None
     participant = services.participant_refresh(participant=participant)
+    request._crowd_participant = participant  # the refreshed state for the rest of the request
     url = step_url(participant)
     if url:
         return url
