@@ -238,7 +238,7 @@ def check_invariants(stage) -> str:
     return "ok" if not problems else "; ".join(problems)
 
 
-def start_gunicorn(args, database_url: str) -> tuple[subprocess.Popen, int]:
+def start_server(args, database_url: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = dict(
         os.environ,
@@ -248,13 +248,19 @@ def start_gunicorn(args, database_url: str) -> tuple[subprocess.Popen, int]:
         ALLOWED_HOSTS="127.0.0.1",
         RUNGWISE_THROTTLE_SUBMIT="off",  # measure the loop, not the throttle
     )
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
-         "--workers", str(args.workers), "--threads", str(args.threads), "--preload",
-         "--log-level", "warning"],
-        cwd=REPO,
-        env=env,
-    )  # fmt: skip
+    if args.server == "granian":
+        command = [
+            sys.executable, "-m", "granian", "--interface", "wsgi", "rungwise.wsgi:application",
+            "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
+            "--blocking-threads", str(args.threads), "--log-level", "warning", "--no-ws",
+        ]  # fmt: skip
+    else:
+        command = [
+            sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
+            "--workers", str(args.workers), "--threads", str(args.threads), "--preload",
+            "--log-level", "warning",
+        ]  # fmt: skip
+    server = subprocess.Popen(command, cwd=REPO, env=env)
     for _ in range(200):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -337,7 +343,7 @@ def run_once(args, k: int, run_name: str) -> dict:
     stage, tokens = setup_project(
         k, items=max(2000, int(400 * args.seconds * 3)), overlap=3, via=args.items_via
     )
-    server, port = start_gunicorn(args, database_url)
+    server, port = start_server(args, database_url)
     log_path = Path(os.environ.get("RUNGWISE_SERVICES_DIR", "/nonexistent")) / "pg/server.log"
     log_offset = log_path.stat().st_size if log_path.exists() else 0
     try:
@@ -385,7 +391,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--annotators", default="1,8,32")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
-    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
+    parser.add_argument(
+        "--server",
+        choices=("gunicorn", "granian"),
+        default="gunicorn",
+        help="the WSGI server (gunicorn as deployed; granian: HTTP in Rust, keep-alive)",
+    )
     parser.add_argument(
         "--think-ms",
         type=float,
@@ -429,7 +441,7 @@ def main() -> None:
         cursor.execute("SHOW synchronous_commit")
         sync = cursor.fetchone()[0]
     print(
-        f"gunicorn: {args.workers} workers × {args.threads} threads; PostgreSQL "
+        f"{args.server}: {args.workers} workers × {args.threads} threads; PostgreSQL "
         f"{connection.pg_version // 10000} (fsync {fsync}, synchronous_commit {sync}); "
         f"{os.cpu_count()} cores; {args.seconds:.0f} s per run; think time {args.think_ms:.0f} ms; "
         + ("one database reused" if args.reuse else "a fresh database per run")
