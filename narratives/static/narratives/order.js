@@ -59,6 +59,7 @@
   function initOrder(list) {
     if (list.hasAttribute("data-wired")) return;
     list.setAttribute("data-wired", "");
+    showScripted(list);
     list.querySelectorAll("[data-order-value]").forEach(function (input) { input.disabled = false; });
     list.querySelectorAll("[data-rank]").forEach(function (select) { select.disabled = true; });
     renumber(list);
@@ -174,6 +175,7 @@
   function initGraph(graph) {
     if (graph.hasAttribute("data-wired")) return;
     graph.setAttribute("data-wired", "");
+    showScripted(graph);
     var grid = graph.querySelector("[data-edge-grid]");
     if (grid) grid.hidden = true;
     var buttons = graph.querySelectorAll("[data-event]");
@@ -213,6 +215,14 @@
       var overlay = document.getElementById("help-overlay");
       if (overlay && !overlay.hidden) return;
       var key = event.key;
+      // Enter on an event button submits (Space picks it), as Enter does everywhere else.
+      if (key === "Enter" && event.target.closest && event.target.closest("[data-event]")) {
+        var submit = region.querySelector('.item-form [data-key="Enter"]');
+        event.preventDefault();
+        event.stopPropagation();
+        if (submit && !submit.disabled) submit.click();
+        return;
+      }
       var down = key === "ArrowDown" || key === "j" || key === "J";
       var up = key === "ArrowUp" || key === "k" || key === "K";
       var list = region.querySelector("[data-cards]");
@@ -244,6 +254,13 @@
     },
     true
   );
+
+  // static/js/annotate.js shows [data-needs-js] once, at page load; an item swapped in by htmx
+  // brings its own, shown here.
+  function showScripted(element) {
+    var form = element.closest("form") || element;
+    form.querySelectorAll("[data-needs-js]").forEach(function (e) { e.hidden = false; });
+  }
 
   function init(root) {
     (root || document).querySelectorAll("[data-cards]").forEach(initOrder);
