@@ -50,11 +50,11 @@ def exact_by_length_svg(
         if paper is not None:
             axes.axhline(paper, color=GREY, linestyle=(0, (4, 3)), linewidth=0.9)
             axes.text(
-                axes.get_xlim()[0],
+                axes.get_xlim()[1],
                 paper,
-                f" paper: {paper:.0%}",
-                va="bottom",
-                ha="left",
+                f"paper: {paper:.0%} ",
+                va="top",
+                ha="right",
                 color=GREY,
                 fontsize=7.5,
             )

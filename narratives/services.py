@@ -30,10 +30,8 @@ PAPER_ANNOTATORS = 3
 GUIDELINES = """Each item is a short narrative: a few sentences about events that cause one
 another. Read it, then rebuild the causal structure.
 
-* Chains: put the event cards in causal order, the first cause at the top and the last effect
-  at the bottom. Drag a card, or focus it and press Shift+↑ / Shift+↓ (j / k move between cards).
-* Graphs: draw every cause → effect edge the narrative states. Click (or press Space on) the
-  cause, then the effect; doing it again removes the edge.
+* Chains: put the event cards in causal order, first cause at the top. Drag a card, or focus it (j / k) and press Shift+↑ / Shift+↓.
+* Graphs: draw every cause → effect edge the narrative states. Click (or press Space on) the cause, then the effect; the same pair again removes the edge.
 
 The sentences are not always told in causal order. Press Enter to submit."""
 
