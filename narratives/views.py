@@ -110,8 +110,20 @@ def item_answers(request, slug: str, item_id: int):
             "payload": item.payload,
             "truth": [humanise(n) for n in truth],
             "true_edges": [f"{humanise(a)} → {humanise(b)}" for a, b in gold.get("edges") or []],
+            "true_svg": _graph_svg(gold),
             "rows": rows,
         },
+    )
+
+
+def _graph_svg(gold):
+    """The true graph drawn as SVG (graphs.svg, the project's one DAG drawing); None for chains."""
+    if not gold.get("edges"):
+        return None
+    from graphs.svg import dag_svg
+
+    return mark_safe(  # noqa: S308 — dag_svg escapes every label
+        dag_svg(gold["edges"], gold.get("nodes"), title="True causal graph")
     )
 
 

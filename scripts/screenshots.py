@@ -454,21 +454,35 @@ def main() -> None:
             page.set_viewport_size({"width": 1366, "height": 900})
             page.goto(f"{base}/annotate/{narr['order']}/")
             start(page)
+            shot_chain = shot_graph = False
             for _ in range(8):
-                if page.locator("[data-cards]").count():
-                    break
-                page.locator("[data-event]").first.click()
-                page.locator("[data-event]").nth(1).click()
-                shot(page, "61-narratives-graph", full_page=True)
-                page.keyboard.press("Enter")
                 page.wait_for_selector("#annotate[data-ready]", state="attached")
-            page.wait_for_selector("#annotate[data-ready]", state="attached")
-            page.keyboard.press("j")
-            page.keyboard.press("j")
-            page.keyboard.press("Shift+ArrowUp")
-            shot(page, "60-narratives-order", full_page=True)
-            page.set_viewport_size({"width": 390, "height": 844})
-            shot(page, "60-narratives-order-390", full_page=True)
+                if page.locator("[data-cards]").count() and not shot_chain:
+                    page.keyboard.press("j")
+                    page.keyboard.press("j")
+                    page.keyboard.press("Shift+ArrowUp")
+                    shot(page, "60-narratives-order", full_page=True)
+                    page.set_viewport_size({"width": 390, "height": 844})
+                    shot(page, "60-narratives-order-390", full_page=True)
+                    page.set_viewport_size({"width": 1366, "height": 900})
+                    shot_chain = True
+                elif page.locator("[data-event]").count() and not shot_graph:
+                    page.locator("[data-event]").first.click()
+                    page.locator("[data-event]").nth(1).click()
+                    page.locator("[data-event]").nth(2).click()
+                    shot(page, "61-narratives-graph", full_page=True)
+                    shot_graph = True
+                if shot_chain and shot_graph:
+                    break
+                if page.locator("[data-event]").count():
+                    page.locator("[data-event]").first.click()
+                    page.locator("[data-event]").nth(1).click()
+                before = page.locator("#progress-line").inner_text()
+                page.keyboard.press("Enter")
+                page.wait_for_function(
+                    "before => document.querySelector('#progress-line').innerText !== before",
+                    arg=before,
+                )
             context.close()
             context, page = session("researcher")
             page.set_viewport_size({"width": 1366, "height": 900})

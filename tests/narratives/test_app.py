@@ -158,7 +158,14 @@ def test_answers_are_scored_and_the_tab_shows_the_baseline_with_drill_down(proje
     detail = client.get(reverse("narratives:item", args=[project.slug, hard.pk])).content.decode()
     assert "Power outage" in detail and 'class="wrong"' in detail
     assert detail.count("<tr>") >= 3  # header + two answers
+    collider = item_of(project, "demo-graph-demo-collider")
+    detail = client.get(reverse("narratives:item", args=[project.slug, collider.pk])).content
+    assert b'class="dag"' in detail and "Icy roads → Crash".encode() in detail
     client.force_login(people[0])
+    assert client.get(reverse("narratives:item", args=[project.slug, hard.pk])).status_code in (
+        403,
+        404,
+    )
     assert client.get(reverse("narratives:baseline", args=[project.slug])).status_code in (
         403,
         404,
