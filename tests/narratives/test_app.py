@@ -217,6 +217,8 @@ def test_a_release_holds_the_benchmarks_layout_with_answers_and_scores(project):
         ]
         scores = archive.read(names["causalnarratives_scores.csv"]).decode()
         manifest = json.loads(archive.read(names["manifest.json"]))
+        datasheet = archive.read(names["README.md"]).decode()
+    assert "causalnarratives_demo_forward_size=5.jsonl" in datasheet
     [record] = lines
     assert record["nodes"] == DEMO_CHAINS[2][1]  # causal order, as the benchmark writes it
     assert record["sentences"] == DEMO_CHAINS[2][2]
@@ -254,3 +256,17 @@ def test_the_workflow_template_and_the_demo(client):
     client.force_login(users["admin"])
     page = client.get(reverse("studio:new")).content.decode()
     assert "CausalNarratives" in page
+
+
+def test_the_engines_pages_render_for_a_narratives_project(project, client):
+    stage = project.stages.get()
+    answer_all(stage, [make_member(project), make_member(project)], demo_answer)
+    client.force_login(make_member(project, role=Role.RESEARCHER))
+    for url in (
+        reverse("annotation:project", args=[project.slug]),
+        reverse("agreement:dashboard", args=[project.slug]),
+        reverse("agreement:stage", args=[project.slug, stage.slug]),
+    ):
+        assert client.get(url).status_code == 200, url
+    overview = client.get(reverse("annotation:project", args=[project.slug])).content.decode()
+    assert reverse("narratives:baseline", args=[project.slug]) in overview
