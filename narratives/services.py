@@ -180,24 +180,26 @@ def _sample(reading: Reading, limit: int) -> list[Narrative]:
 # --- Scores ------------------------------------------------------------------------------------
 
 
-def answers(project: Project) -> list[dict[str, Any]]:
-    """Every answer of the project's ordering stage with its scores: item, annotator, the
-    answer, the gold and scoring.score_answer's figures (researchers' pages only)."""
+def answers(project: Project, item_id: int | None = None) -> list[dict[str, Any]]:
+    """Every answer of the project's ordering stage (or of one item) with its scores: item,
+    annotator, the answer, the gold and scoring.score_answer's figures (researchers' pages
+    only)."""
     rows = []
-    query = (
-        Annotation.objects.filter(item_stage__stage__project=project, item_stage__stage__kind=KIND)
-        .values_list(
-            "pk",
-            "item_stage__item_id",
-            "item_stage__item__external_id",
-            "item_stage__item__payload",
-            "annotator_id",
-            "annotator__username",
-            "payload",
-            "seconds_spent",
-        )
-        .order_by("item_stage__item_id", "pk")
+    query = Annotation.objects.filter(
+        item_stage__stage__project=project, item_stage__stage__kind=KIND
     )
+    if item_id is not None:
+        query = query.filter(item_stage__item_id=item_id)
+    query = query.values_list(
+        "pk",
+        "item_stage__item_id",
+        "item_stage__item__external_id",
+        "item_stage__item__payload",
+        "annotator_id",
+        "annotator__username",
+        "payload",
+        "seconds_spent",
+    ).order_by("item_stage__item_id", "pk")
     for pk, item_id, external_id, item, annotator_id, username, payload, seconds in query:
         gold = (item or {}).get("gold")
         if not gold:

@@ -88,7 +88,7 @@ def item_answers(request, slug: str, item_id: int):
     item = project.items.filter(pk=item_id).first()
     if item is None or not (item.payload or {}).get("gold"):
         raise Http404("No such narrative in this project.")
-    rows = [row for row in services.answers(project) if row["item_id"] == item.pk]
+    rows = services.answers(project, item_id=item.pk)
     gold = item.payload["gold"]
     truth = gold.get("order") or []
     for row in rows:

@@ -270,3 +270,37 @@ def test_the_engines_pages_render_for_a_narratives_project(project, client):
         assert client.get(url).status_code == 200, url
     overview = client.get(reverse("annotation:project", args=[project.slug])).content.decode()
     assert reverse("narratives:baseline", args=[project.slug]) in overview
+
+
+def test_the_forms_without_javascript_post_positions_and_checkboxes(project, client):
+    """The plain form (no script): a position select per card, a checkbox per possible edge."""
+    stage = project.stages.get()
+    person = make_member(project)
+    client.force_login(person)
+    done = {}
+    for _ in range(project.items.count()):
+        assignment = lease(person, stage)
+        if assignment is None:
+            break
+        item = assignment.item_stage.item
+        page = client.get(reverse("annotation:stage", args=[stage.pk])).content.decode()
+        gold = item.payload["gold"]
+        url = reverse("annotation:submit", args=[assignment.pk])
+        if "order" in gold:
+            assert 'name="rank:' in page
+            data = {f"rank:{node}": str(i + 1) for i, node in enumerate(gold["order"])}
+        else:
+            assert 'type="checkbox" name="edge"' in page
+            data = {"edges_sent": "1", "edge": [json.dumps(edge) for edge in gold["edges"]]}
+        assert client.post(url, data).status_code in (200, 302)
+        done[item.external_id] = gold
+    answers = {
+        a.item_stage.item.external_id: a.payload
+        for a in person.annotations.select_related("item_stage__item")
+    }
+    assert len(answers) == len(done) == project.items.count()
+    for external_id, gold in done.items():
+        key = "order" if "order" in gold else "edges"
+        assert sorted(answers[external_id][key]) == sorted(gold[key])
+        if key == "order":
+            assert answers[external_id]["order"] == gold["order"]
