@@ -122,7 +122,6 @@ def demo_rows() -> list[dict[str, Any]]:
     rows += services.narrative_rows(graphs.narratives)
     for row in rows:
         row["source"] = "demo"
-        row["external_id"] = "demo-" + row["external_id"]
     return rows
 
 

@@ -23,6 +23,7 @@ object, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1`` (chains),
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -63,6 +64,14 @@ class Narrative:
 
     @property
     def external_id(self) -> str:
+        """An opaque id (``cn-`` and 12 hex digits of the key's SHA-256): item screens show the
+        external id, and the key names the folder, i.e. the narrative's direction."""
+        return "cn-" + hashlib.sha256(self.key.encode()).hexdigest()[:12]
+
+    @property
+    def key(self) -> str:
+        """Where the narrative comes from, readable: ``<folder>-size<n>-l<line>`` or
+        ``graph-<id>`` (researchers' pages and releases; never shown to annotators)."""
         if self.narrative_id:
             return f"graph-{self.narrative_id}"
         stem = self.folder or Path(self.file).parent.name or "narratives"

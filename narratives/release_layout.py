@@ -98,6 +98,7 @@ def narratives_layout(context: LayoutContext) -> list[Path | FileEntry]:
                 **({"edges": gold["edges"]} if "edges" in gold else {}),
                 "sentences": payload.get("sentences") or [],
                 "id": item["external_id"],
+                "key": payload.get("key") or "",
                 "direction": payload.get("direction") or "",
                 "source": payload.get("source") or "",
                 "human_answers": people,

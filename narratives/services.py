@@ -67,10 +67,10 @@ def _check_project(project: Project) -> None:
 
 
 def shuffled_events(narrative: Narrative) -> list[str]:
-    """The event cards' order: a shuffle seeded by the item's external id (the same on every
+    """The event cards' order: a shuffle seeded by the narrative's key (the same on every
     import), never the true order (nor, for chains of three or more, its reverse)."""
     nodes = list(narrative.nodes)
-    digest = hashlib.sha256(narrative.external_id.encode()).digest()
+    digest = hashlib.sha256(narrative.key.encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     forbidden = [nodes, nodes[::-1]] if len(nodes) >= 3 else [nodes]
     events = nodes[:]
@@ -102,6 +102,7 @@ def narrative_rows(narratives: list[Narrative]) -> list[dict[str, Any]]:
                     "source": narrative.source,
                     "length": narrative.length,
                     "folder": narrative.folder,
+                    "key": narrative.key,
                     "source_file": narrative.file,
                     "source_line": narrative.line,
                 },
@@ -209,6 +210,7 @@ def answers(project: Project, item_id: int | None = None) -> list[dict[str, Any]
                 "annotation_id": pk,
                 "item_id": item_id,
                 "external_id": external_id,
+                "key": (item or {}).get("key") or external_id,
                 "structure": item.get("structure", "chain"),
                 "direction": item.get("direction") or "unknown",
                 "source": item.get("source") or "unknown",

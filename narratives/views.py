@@ -41,6 +41,7 @@ def _items(rows):
             {
                 "item_id": row["item_id"],
                 "external_id": row["external_id"],
+                "key": row["key"],
                 "structure": row["structure"],
                 "length": row["length"],
                 "direction": row["direction"],
@@ -51,7 +52,7 @@ def _items(rows):
         )
         entry["answers"] += 1
         entry["exact"] += bool(row["exact"])
-    return sorted(items.values(), key=lambda i: (i["exact"] / i["answers"], i["external_id"]))
+    return sorted(items.values(), key=lambda i: (i["exact"] / i["answers"], i["key"]))
 
 
 def _context(project, **extra):

@@ -17,14 +17,14 @@ from tests.factories import make_member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHAIN = "demo-demo_reverse-l3"  # five events
-GRAPH = "demo-graph-demo-collider"
+CHAIN = "demo_reverse-l3"  # five events
+GRAPH = "graph-demo-collider"
 
 
-def project_with(*external_ids):
+def project_with(*keys):
     project = services.narratives_project_create(slug="narr-b", name="Narratives", overlap=1)
     engine.items_create(
-        project=project, rows=[r for r in demo_rows() if r["external_id"] in external_ids]
+        project=project, rows=[r for r in demo_rows() if r["payload"]["key"] in keys]
     )
     return project
 
@@ -70,7 +70,7 @@ def order_with_keys(page, truth: list[str]) -> None:
 
 def test_a_chain_and_a_graph_with_the_keyboard_only(live_server, page):
     project = project_with(CHAIN, GRAPH)
-    truth = {i.external_id: i.payload["gold"] for i in project.items.all()}
+    truth = {i.payload["key"]: i.payload["gold"] for i in project.items.all()}
     person = make_member(project, username="kim")
     start(page, live_server.url, project, person)
     for _ in range(2):
@@ -97,7 +97,7 @@ def test_a_chain_and_a_graph_with_the_keyboard_only(live_server, page):
             assert page.locator("[data-edge-item]").count() == 2
             press(page, "Enter")
     answers = {
-        a.item_stage.item.external_id: a.payload
+        a.item_stage.item.payload["key"]: a.payload
         for a in Annotation.objects.filter(annotator=person).select_related("item_stage__item")
     }
     assert answers[CHAIN] == {"order": truth[CHAIN]["order"]}

@@ -40,8 +40,8 @@ def lease(person, stage):
     return engine.assignment_next(annotator=person, stage=access)
 
 
-def item_of(project, external_id):
-    return project.items.get(external_id=external_id)
+def item_of(project, key):
+    return project.items.get(payload__key=key)
 
 
 def validate(project, external_id, payload):
@@ -52,7 +52,7 @@ def validate(project, external_id, payload):
 
 def test_an_order_must_be_a_permutation_of_exactly_the_items_events(project):
     truth = ["heavy_rain", "river_overflow", "road_closure"]
-    chain = "demo-demo_forward-l1"
+    chain = "demo_forward-l1"
     assert validate(project, chain, {"order": truth}) == {"order": truth}
     for bad, says in [
         (truth[:2], "missing: road_closure"),
@@ -71,7 +71,7 @@ def test_an_order_must_be_a_permutation_of_exactly_the_items_events(project):
 
 
 def test_edges_must_join_the_items_events_without_loops_repeats_or_cycles(project):
-    fork = "demo-graph-demo-fork"
+    fork = "graph-demo-fork"
     edges = [["heatwave", "wildfires"], ["heatwave", "power_demand"]]
     assert validate(project, fork, {"edges": edges}) == {"edges": sorted(edges)}
     for bad, says in [
@@ -94,6 +94,10 @@ def test_annotators_see_the_sentences_and_shuffled_cards_never_the_truth(project
     page = client.get(reverse("annotation:stage", args=[stage.pk])).content.decode()
     for sentence in item.payload["sentences"]:
         assert sentence.replace("'", "&#x27;") in page
+    # The item's external id is opaque: nothing on the page names the folder or the structure.
+    assert item.external_id.startswith("cn-") and item.external_id in page
+    for telling in ("demo_forward", "demo_reverse", "fork", "collider", item.payload["key"]):
+        assert telling not in page, telling
     body = page.split('class="item-body"', 1)[-1]
     for hidden in ('"gold"', "gold", "direction", "source_file", "demo_forward", "demo_reverse"):
         assert hidden not in body, hidden
@@ -145,20 +149,20 @@ def test_answers_are_scored_and_the_tab_shows_the_baseline_with_drill_down(proje
     assert agreement["kappa"]["n_items"] == chains
     assert agreement["same"]["value"] == pytest.approx((chains - fives) / chains)
     # Resolution: the share of exact answers.
-    resolved = {i.external_id: i.item_stages.get().resolution.value for i in project.items.all()}
-    assert resolved["demo-demo_forward-l3"] == 0.5 and resolved["demo-demo_forward-l1"] == 1.0
+    resolved = {i.payload["key"]: i.item_stages.get().resolution.value for i in project.items.all()}
+    assert resolved["demo_forward-l3"] == 0.5 and resolved["demo_forward-l1"] == 1.0
 
     client.force_login(make_member(project, role=Role.RESEARCHER))
     page = client.get(reverse("narratives:baseline", args=[project.slug])).content.decode()
     assert 'id="narrative-headline"' in page and "98 %" in page and "<svg" in page
     assert 'id="narrative-by-length"' in page and "Fleiss" in page
     assert "Import narratives" not in page  # admins only
-    hard = item_of(project, "demo-demo_forward-l3")
+    hard = item_of(project, "demo_forward-l3")
     assert reverse("narratives:item", args=[project.slug, hard.pk]) in page
     detail = client.get(reverse("narratives:item", args=[project.slug, hard.pk])).content.decode()
     assert "Power outage" in detail and 'class="wrong"' in detail
     assert detail.count("<tr>") >= 3  # header + two answers
-    collider = item_of(project, "demo-graph-demo-collider")
+    collider = item_of(project, "graph-demo-collider")
     detail = client.get(reverse("narratives:item", args=[project.slug, collider.pk])).content
     assert b'class="dag"' in detail and "Icy roads → Crash".encode() in detail
     client.force_login(people[0])

@@ -105,7 +105,7 @@ def test_a_good_directory_keeps_direction_and_source_and_hides_nothing_it_should
     project = services.narratives_project_create(slug="n", name="N")
     report = services.narratives_import(project=project, path=tmp_path)
     assert report.ok and report.created == 2
-    items = {i.external_id: i.payload for i in Item.objects.filter(project=project)}
+    items = {i.payload["key"]: i.payload for i in Item.objects.filter(project=project)}
     forward = items["real_world_forward-size3-l1"]
     reverse = items["semi_synthetic_reverse-l1"]
     assert (forward["direction"], forward["source"]) == ("forward", "real_world")
@@ -163,3 +163,21 @@ def test_the_real_files_import_as_952_items_with_a_sample_option():
     }
     sample = services.narratives_project_create(slug="sample", name="Sample")
     assert services.narratives_import(project=sample, path=ROOT, limit=1).created == 4 * 13
+    # The cards' shuffled order is fixed per item: the same in both projects.
+    events = dict(sample.items.values_list("external_id", "payload__events"))
+    again = dict(
+        project.items.filter(external_id__in=list(events)).values_list(
+            "external_id", "payload__events"
+        )
+    )
+    assert events == again
+    # An annotator of the real data gets the sentences and the cards, never the chain.
+    from tests.api.test_views import client_for
+    from tests.factories import make_member
+
+    stage = sample.stages.get()
+    seen = client_for(make_member(sample)).post(f"/api/stages/{stage.pk}/next/").json()
+    item = sample.items.get(external_id=seen["item"]["external_id"])
+    assert seen["item"]["payload"]["sentences"] == item.payload["sentences"]
+    assert "gold" not in json.dumps(seen) and "real_world" not in json.dumps(seen)
+    assert seen["item"]["payload"]["events"] != item.payload["gold"]["order"]
