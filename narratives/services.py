@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from agreement.plots import wilson_interval
 from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
@@ -287,6 +288,8 @@ def baseline(project: Project) -> dict[str, Any]:
         "graph_overall": scoring.summarise(graphs) if graphs else None,
         "agreement": agreement(rows),
         "paper": {
+            # The paper gives no interval; 98 % of 50 is 49 right, whose Wilson interval we add.
+            "interval": wilson_interval(round(PAPER_EXACT_RATE * PAPER_SAMPLES), PAPER_SAMPLES),
             "exact_rate": PAPER_EXACT_RATE,
             "samples": PAPER_SAMPLES,
             "annotators": PAPER_ANNOTATORS,

@@ -155,6 +155,7 @@ def test_answers_are_scored_and_the_tab_shows_the_baseline_with_drill_down(proje
     client.force_login(make_member(project, role=Role.RESEARCHER))
     page = client.get(reverse("narratives:baseline", args=[project.slug])).content.decode()
     assert 'id="narrative-headline"' in page and "98 %" in page and "<svg" in page
+    assert "89.5 % – 99.6 %" in page  # the paper's 49 / 50 with its Wilson interval
     assert 'id="narrative-by-length"' in page and "Fleiss" in page
     assert "Import narratives" not in page  # admins only
     hard = item_of(project, "demo_forward-l3")
