@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "ratings",
     "review",
     "graphs",
+    "narratives",
     "studio",
     "crowd",
 ]

@@ -28,6 +28,7 @@ urlpatterns = [
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),
     path("", include("crowd.urls")),
     path("projects/<slug:slug>/graphs/", include("graphs.urls")),
+    path("projects/<slug:slug>/narratives/", include("narratives.urls")),
     path("", include("studio.urls")),
     path("", include("imports.urls")),
     path("", include("releases.urls")),

@@ -447,6 +447,54 @@ def main() -> None:
             shot(page, "48-carlgt-tab", full_page=True)
             context.close()
 
+            # CausalNarratives (narratives/): ordering cards at 1366 and 390 px (one card
+            # moved with the keyboard), a graph's edges, the Narratives tab, one narrative.
+            narr = meter_stages(env, "narratives-demo")
+            context, page = session("annotator3")
+            page.set_viewport_size({"width": 1366, "height": 900})
+            page.goto(f"{base}/annotate/{narr['order']}/")
+            start(page)
+            shot_chain = shot_graph = False
+            for _ in range(8):
+                page.wait_for_selector("#annotate[data-ready]", state="attached")
+                if page.locator("[data-cards]").count() and not shot_chain:
+                    page.keyboard.press("j")
+                    page.keyboard.press("j")
+                    page.keyboard.press("Shift+ArrowUp")
+                    shot(page, "60-narratives-order", full_page=True)
+                    page.set_viewport_size({"width": 390, "height": 844})
+                    shot(page, "60-narratives-order-390", full_page=True)
+                    page.set_viewport_size({"width": 1366, "height": 900})
+                    shot_chain = True
+                elif page.locator("[data-event]").count() and not shot_graph:
+                    page.locator("[data-event]").first.click()
+                    page.locator("[data-event]").nth(1).click()
+                    page.locator("[data-event]").nth(2).click()
+                    shot(page, "61-narratives-graph", full_page=True)
+                    shot_graph = True
+                if shot_chain and shot_graph:
+                    break
+                if page.locator("[data-event]").count():
+                    page.locator("[data-event]").first.click()
+                    page.locator("[data-event]").nth(1).click()
+                before = page.locator("#progress-line").inner_text()
+                page.keyboard.press("Enter")
+                page.wait_for_function(
+                    "before => document.querySelector('#progress-line').innerText !== before",
+                    arg=before,
+                )
+            context.close()
+            context, page = session("researcher")
+            page.set_viewport_size({"width": 1366, "height": 900})
+            page.goto(f"{base}/projects/narratives-demo/narratives/")
+            shot(page, "62-narratives-tab", full_page=True)
+            page.locator("#narrative-items a").first.click()
+            shot(page, "63-narratives-answers", full_page=True)
+            page.goto(f"{base}/projects/narratives-demo/narratives/")
+            page.set_viewport_size({"width": 390, "height": 844})
+            shot(page, "62-narratives-tab-390", full_page=True)
+            context.close()
+
             context = browser.new_context(
                 viewport={"width": 1280, "height": 800}, java_script_enabled=False
             )

@@ -1,0 +1,25 @@
+"""Template helpers of the narrative pages: what an annotator may see of an item (the kind's
+allow-list and derived fields, annotation.selectors.item_payload_for_annotator)."""
+
+from __future__ import annotations
+
+from django import template
+
+from annotation.selectors import item_payload_for_annotator
+
+register = template.Library()
+
+
+@register.simple_tag
+def narrative_visible(item, stage):
+    return item_payload_for_annotator(item, stage)
+
+
+@register.filter
+def pct(value, digits=1):
+    return "—" if value is None else f"{100 * value:.{int(digits)}f} %"
+
+
+@register.filter
+def num(value, digits=3):
+    return "—" if value is None else f"{value:.{int(digits)}f}"

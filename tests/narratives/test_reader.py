@@ -1,0 +1,183 @@
+"""Importing narrative files: every failure class reported by file and line with the database
+unchanged (bad JSON, a wrong sentence count, empty nodes, duplicate nodes, bad graph edges, a
+second import); the real CausalNarratives files with the counts of their SOURCE.md (skipped when
+../shared is absent)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Item
+from narratives import services
+from narratives.reader import read_lines, read_narratives
+from tests.conftest import shared_dir
+
+ROOT = shared_dir() / "datasets" / "CausalNarratives" / "real_world_graphs" / "narratives"
+CHAIN = {"nodes": ["a", "b", "c"], "sentences": ["a made b", "b made c"]}
+
+
+def lines(*records) -> str:
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n"
+
+
+def write_tree(base: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ('{"nodes": ["a", "b"], "sentences": ["x"', "not JSON"),
+        ({"nodes": ["a", "b", "c"], "sentences": ["only one"]}, "1 sentences for 3 nodes"),
+        ({"nodes": [], "sentences": []}, "nodes is empty"),
+        ({"nodes": ["a", "b", "a"], "sentences": ["x", "y"]}, "duplicate node 'a'"),
+        ({"nodes": ["a", " "], "sentences": ["x"]}, "nodes[1] is empty"),
+        (["a", "b"], "expected a JSON object"),
+        ({"sentences": ["x"]}, 'no "nodes"'),
+        (
+            {"nodes": ["a", "b"], "edges": [["a", "z"]], "sentences": ["x"]},
+            "edges[0] names 'z', not a node",
+        ),
+        (
+            {"nodes": ["a", "b"], "edges": [["a", "b"], ["b", "a"]], "sentences": ["x"]},
+            "not acyclic",
+        ),
+        ({"nodes": ["a", "b"], "edges": [["a", "a"]], "sentences": ["x"]}, "a causes itself"),
+        (
+            {"nodes": ["a", "b"], "edges": [["a", "b"], ["a", "b"]], "sentences": ["x"]},
+            "edges[1] repeats a → b",
+        ),
+    ],
+)
+def test_every_failure_class_is_named_by_file_and_line(bad, message):
+    reading = read_lines(lines(CHAIN, bad, CHAIN), file="real_world_forward/x_size=3.txt")
+    assert [str(p) for p in reading.problems if message in p.message], reading.problems
+    assert all(
+        p.file == "real_world_forward/x_size=3.txt" and p.line == 2 for p in reading.problems
+    )
+    assert len(reading.narratives) == 2
+
+
+@pytest.mark.django_db
+def test_a_directory_with_one_bad_line_imports_nothing(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "real_world_forward/t_narrative_size=3.txt": lines(CHAIN, CHAIN),
+            "real_world_reverse/t_narrative_size=3.txt": lines(
+                CHAIN, {"nodes": ["p", "q", "r"], "sentences": ["q made r"]}
+            ),
+        },
+    )
+    project = services.narratives_project_create(slug="n", name="N")
+    report = services.narratives_import(project=project, path=tmp_path)
+    assert report.problems == [
+        "real_world_reverse/t_narrative_size=3.txt:2: 1 sentences for 3 nodes (a chain of n "
+        "nodes has n − 1 sentences, one per edge)"
+    ]
+    assert Item.objects.filter(project=project).count() == 0
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("narratives_import", "n", str(tmp_path))
+    assert Item.objects.filter(project=project).count() == 0
+
+
+@pytest.mark.django_db
+def test_a_good_directory_keeps_direction_and_source_and_hides_nothing_it_should_not(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "real_world_forward/t_narrative_size=3.txt": lines(CHAIN),
+            "semi_synthetic_reverse/t_narrative.txt": lines(
+                {"nodes": ["a", "b", "c", "d"], "sentences": ["c made d", "b made c", "a made b"]}
+            ),
+        },
+    )
+    project = services.narratives_project_create(slug="n", name="N")
+    report = services.narratives_import(project=project, path=tmp_path)
+    assert report.ok and report.created == 2
+    items = {i.payload["key"]: i.payload for i in Item.objects.filter(project=project)}
+    forward = items["real_world_forward-size3-l1"]
+    reverse = items["semi_synthetic_reverse-l1"]
+    assert (forward["direction"], forward["source"]) == ("forward", "real_world")
+    assert (reverse["direction"], reverse["source"]) == ("reverse", "semi_synthetic")
+    assert reverse["sentences"] == ["c made d", "b made c", "a made b"]  # the file's order
+    assert reverse["gold"] == {"order": ["a", "b", "c", "d"]}
+    for payload in items.values():
+        truth = payload["gold"]["order"]
+        assert sorted(payload["events"]) == sorted(truth)
+        assert payload["events"] not in (truth, truth[::-1])
+    # Importing the same files again is refused, naming the items, and adds nothing.
+    again = services.narratives_import(project=project, path=tmp_path)
+    assert "already exist" in again.problems[0] and again.created == 0
+    assert Item.objects.filter(project=project).count() == 2
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(not ROOT.is_dir(), reason=f"shared CausalNarratives not found at {ROOT}")
+def test_the_real_files_match_their_source_notes():
+    reading = read_narratives(ROOT)
+    assert reading.ok, reading.problems[:5]
+    assert reading.counts() == {
+        "real_world_forward": 266,
+        "real_world_reverse": 210,
+        "semi_synthetic_forward": 266,
+        "semi_synthetic_reverse": 210,
+    }
+    lengths = Counter(n.length for n in reading.narratives)
+    assert min(lengths) == 3 and max(lengths) == 15
+    for narrative in reading.narratives:
+        assert len(narrative.sentences) == narrative.length - 1
+        if narrative.folder.startswith("real_world"):
+            assert f"size={narrative.length}.txt" in narrative.file
+    # The semi-synthetic chains are the same node chains as the real-world ones.
+    real = {n.nodes for n in reading.narratives if n.folder == "real_world_forward"}
+    semi = {n.nodes for n in reading.narratives if n.folder == "semi_synthetic_forward"}
+    assert real == semi
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+@pytest.mark.skipif(not ROOT.is_dir(), reason=f"shared CausalNarratives not found at {ROOT}")
+def test_the_real_files_import_as_952_items_with_a_sample_option():
+    project = services.narratives_project_create(slug="real", name="Real")
+    report = services.narratives_import(project=project, path=ROOT)
+    assert report.ok and report.created == 952
+    directions = Counter(
+        (p["source"], p["direction"]) for p in project.items.values_list("payload", flat=True)
+    )
+    assert directions == {
+        ("real_world", "forward"): 266,
+        ("real_world", "reverse"): 210,
+        ("semi_synthetic", "forward"): 266,
+        ("semi_synthetic", "reverse"): 210,
+    }
+    sample = services.narratives_project_create(slug="sample", name="Sample")
+    assert services.narratives_import(project=sample, path=ROOT, limit=1).created == 4 * 13
+    # The cards' shuffled order is fixed per item: the same in both projects.
+    events = dict(sample.items.values_list("external_id", "payload__events"))
+    again = dict(
+        project.items.filter(external_id__in=list(events)).values_list(
+            "external_id", "payload__events"
+        )
+    )
+    assert events == again
+    # An annotator of the real data gets the sentences and the cards, never the chain.
+    from tests.api.test_views import client_for
+    from tests.factories import make_member
+
+    stage = sample.stages.get()
+    seen = client_for(make_member(sample)).post(f"/api/stages/{stage.pk}/next/").json()
+    item = sample.items.get(external_id=seen["item"]["external_id"])
+    assert seen["item"]["payload"]["sentences"] == item.payload["sentences"]
+    assert "gold" not in json.dumps(seen) and "real_world" not in json.dumps(seen)
+    assert seen["item"]["payload"]["events"] != item.payload["gold"]["order"]
