@@ -86,7 +86,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "rungwise.middleware.CSPMiddleware",
     # Last, as django-axes asks: turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

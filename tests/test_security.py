@@ -127,3 +127,21 @@ def test_demo_users_are_refused_on_a_site_others_can_reach():
     from django.contrib.auth import get_user_model
 
     assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_every_response_carries_the_policy_django_csp_builds_from_settings(client):
+    """rungwise.middleware.CSPMiddleware serves the site's policy from a cache: the header must be
+    the one django-csp builds, on pages and on JSON alike, follow a change of settings, and leave
+    views that change the policy (the MTurk entry's frame-ancestors) to django-csp."""
+    from csp.utils import build_policy
+
+    expected = build_policy()
+    user = make_user()
+    client.force_login(user)
+    for path in ("/", "/api/projects/", "/healthz"):
+        assert client.get(path).headers["Content-Security-Policy"] == expected, path
+    changed = {"DIRECTIVES": {"default-src": ["'none'"], "img-src": ["'self'"]}}
+    with override_settings(CONTENT_SECURITY_POLICY=changed):
+        header = client.get("/api/projects/").headers["Content-Security-Policy"]
+        assert header == build_policy() and "default-src 'none'" in header
+    assert client.get("/api/projects/").headers["Content-Security-Policy"] == expected
