@@ -22,6 +22,11 @@ class RatingsConfig(AppConfig):
         from releases.layouts import register_layout
 
         register_kind(RateKind())
+        # The researcher page's stored analysis is recomputed when items resolve (services).
+        from annotation.events import on_item_stages_resolved
+        from ratings.services import analyses_item_stages_resolved
+
+        on_item_stages_resolved(analyses_item_stages_resolved)
         register_workflow(
             Workflow(
                 RATINGS_WORKFLOW,

@@ -74,8 +74,21 @@ def dashboard(request, slug: str):
             response["HX-Trigger"] = "ratings-data-changed"
         return response
     run = access_model_run(context, request.GET.get("run"))
-    analysis = selectors.analysis(context, source=source, run=run)
-    page_context.update(_analysis_context(context, analysis))
+    # The page never computes the analysis: it shows the stored one and, when that is missing
+    # or stale, asks the worker for a new one and polls (ratings.services, "stored analysis").
+    state = selectors.stored_analysis(context, source=source, run=run)
+    if not state.fresh:
+        services.analysis_refresh_request(
+            project_id=context.project.pk, source=source, run_id=run.pk if run else None
+        )
+    page_context.update(
+        run=run,
+        runs=selectors.model_runs(context.project),
+        computing=not state.fresh,
+        computed_at=state.computed_at,
+    )
+    if state.analysis is not None:
+        page_context.update(_analysis_context(context, state.analysis))
     if request.htmx and part == "analysis":
         return render(request, "ratings/dashboard.html#analysis", page_context)
     return render(request, "ratings/dashboard.html", page_context)

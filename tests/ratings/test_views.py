@@ -62,6 +62,16 @@ def url(project, name="ratings:dashboard", *args):
     return reverse(name, args=[project.slug, *args])
 
 
+def computed_page(client, project, django_capture_on_commit_callbacks, **params):
+    """The dashboard once its stored analysis is computed: the first load finds none and asks
+    for it (the refresh task runs in-process after commit, tasks being eager here), the second
+    load shows it."""
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.get(url(project), params)
+    assert "Computing the analysis" in first.content.decode()
+    return client.get(url(project), params)
+
+
 def test_only_researchers_and_admins_of_a_ratings_project_see_the_page(client, analysed):
     page = url(analysed)
     assert client.get(page).status_code == 302  # sign in first
@@ -76,9 +86,13 @@ def test_only_researchers_and_admins_of_a_ratings_project_see_the_page(client, a
     assert client.get(url(other)).status_code == 404  # not a ratings project
 
 
-def test_the_page_shows_progress_reliability_labels_raters_and_plots(client, analysed):
+def test_the_page_shows_progress_reliability_labels_raters_and_plots(
+    client, analysed, django_capture_on_commit_callbacks
+):
     signed_in(client, make_member(analysed, Role.RESEARCHER))
-    response = client.get(url(analysed), {"source": "historic"})
+    response = computed_page(
+        client, analysed, django_capture_on_commit_callbacks, source="historic"
+    )
     html = response.content.decode()
     assert response.status_code == 200
     for text in ("Krippendorff's α, ordinal", "Split-half reliability", "By expected subset",
@@ -88,10 +102,14 @@ def test_the_page_shows_progress_reliability_labels_raters_and_plots(client, ana
     assert "96 ratings of 24 items by 4 raters" in html
 
 
-def test_the_model_comparison_appears_for_the_chosen_run(client, analysed):
+def test_the_model_comparison_appears_for_the_chosen_run(
+    client, analysed, django_capture_on_commit_callbacks
+):
     signed_in(client, make_member(analysed, Role.RESEARCHER))
     run = ModelRun.objects.get(project=analysed)
-    html = client.get(url(analysed), {"source": "historic", "run": run.pk}).content.decode()
+    html = computed_page(
+        client, analysed, django_capture_on_commit_callbacks, source="historic", run=run.pk
+    ).content.decode()
     assert "Confusion matrix" in html and "Spearman ρ with human item means" in html
     assert "100.0 %" in html  # the model repeats rater r1, whose ratings give the same labels
     assert html.count('class="plot"') == 3
