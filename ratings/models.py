@@ -133,6 +133,9 @@ class StoredAnalysis(models.Model):
     content = models.BinaryField(null=True, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     compute_seconds = models.FloatField(null=True, blank=True)
+    #: How many times this selection was computed (the debounce keeps it far below the number of
+    #: changes).
+    computations = models.PositiveIntegerField(default=0)
     queued_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

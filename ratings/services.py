@@ -39,7 +39,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, FloatField, Sum
+from django.db.models import Count, F, FloatField, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -1033,9 +1033,9 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
 
     # Whatever happens next, the message that brought us here is consumed: changes from now
     # on queue the next refresh.
-    StoredAnalysis.objects.filter(
-        project_id=project_id, source=source, run_key=run_id or 0
-    ).update(queued_at=None)
+    StoredAnalysis.objects.filter(project_id=project_id, source=source, run_key=run_id or 0).update(
+        queued_at=None
+    )
     project = Project.objects.filter(pk=project_id).first()
     context = selectors.ratings_context(project) if project is not None else None
     if context is None or source not in selectors.SOURCES:
@@ -1064,6 +1064,7 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
             "content": content,
             "computed_at": timezone.now(),
             "compute_seconds": round(time.perf_counter() - started, 3),
+            "computations": F("computations") + 1,
         },
     )
     return True
