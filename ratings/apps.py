@@ -27,6 +27,11 @@ class RatingsConfig(AppConfig):
         from ratings.services import analyses_item_stages_resolved
 
         on_item_stages_resolved(analyses_item_stages_resolved)
+        # The Agreement page's figure for the rating and historic stages is this app's α.
+        from agreement.headlines import register_headline_provider
+        from ratings.selectors import stage_headlines
+
+        register_headline_provider(stage_headlines)
         register_workflow(
             Workflow(
                 RATINGS_WORKFLOW,

@@ -449,3 +449,44 @@ def pair_sample(context: RatingsContext, limit: int = 5) -> list[dict[str, Any]]
         "pk"
     )[:limit]
     return [{"key": item.external_id, "payload": item.payload} for item in rows]
+
+
+#: The stage whose headline each source of the analysis gives on the Agreement page.
+_STAGE_SOURCES = (("rating_stage_id", "live"), ("historic_stage_id", "historic"))
+
+
+def stage_headlines(project: Project, stages) -> dict[int, Any]:
+    """Headlines for the Agreement page's table of stages (agreement.headlines provider): the
+    rating stage shows the "Collected here" analysis and the historic stage the "Imported"
+    one, Krippendorff's α (ordinal) with its bootstrap interval, read from the same stored
+    analysis as the ratings page (stored_analysis), so both pages show one figure. A missing or
+    stale analysis is asked for (services.analysis_refresh_request) and shown as it stands."""
+    from django.urls import reverse
+
+    from agreement.headlines import Headline
+    from ratings import services
+
+    context = ratings_context(project)
+    if context is None:
+        return {}
+    wanted = {stage.pk for stage in stages}
+    dashboard = reverse("ratings:dashboard", args=[project.slug])
+    headlines = {}
+    for field_name, source in _STAGE_SOURCES:
+        stage_id = getattr(context.setup, field_name)
+        if stage_id is None or stage_id not in wanted:
+            continue
+        state = stored_analysis(context, source=source, run=None)
+        if not state.fresh:
+            services.analysis_refresh_request(project_id=project.pk, source=source)
+        figure = state.analysis.report.figures.get("alpha_ordinal") if state.analysis else None
+        headlines[stage_id] = Headline(
+            metric="krippendorff_alpha_ordinal",
+            value=figure.value if figure else None,
+            ci_low=figure.low if figure else None,
+            ci_high=figure.high if figure else None,
+            computed_at=state.computed_at,
+            url=f"{dashboard}?source={source}",
+            note=SOURCES[source] + ("" if state.fresh else " · updating"),
+        )
+    return headlines

@@ -234,3 +234,46 @@ def test_researchers_upload_model_answers_and_delete_runs(client, ratings_projec
     signed_in(client, run.uploaded_by)
     client.post(url(ratings_project, "ratings:model_delete", run.pk))
     assert not ModelRun.objects.exists()
+
+
+def test_the_agreement_page_shows_the_ratings_pages_alpha_and_no_huge_overlap(
+    client, analysed, django_capture_on_commit_callbacks
+):
+    """One figure, one source: the Agreement page's α of the historic stage is the α of the
+    ratings page's "Imported" tab (both read the stored analysis), and the practice stage,
+    which every rater sees in full, reads "every annotator" rather than its 100,000 slots."""
+    from agreement.templatetags.research_ui import fixed
+    from ratings import selectors
+
+    services.pairs_import(
+        project=analysed,
+        content=csv_text(
+            [
+                "pair_id",
+                "sentence_a",
+                "sentence_b",
+                "purpose",
+                "connective",
+                "expected_min",
+                "expected_max",
+            ],
+            [["practice-1", "The glass fell.", "It broke.", "practice", "so", "7", "10"]],
+        ),  # fmt: skip
+        filename="practice.csv",
+    )
+    signed_in(client, make_member(analysed, Role.RESEARCHER))
+    agreement = reverse("agreement:dashboard", args=[analysed.slug])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.get(agreement).content.decode()
+    assert "Imported · updating" in first  # not computed yet: asked for, not computed inline
+    html = client.get(agreement).content.decode()
+    assert "100000" not in html and "100,000" not in html
+    assert "every annotator, every item" in html
+    context = selectors.ratings_context(analysed)
+    alpha = selectors.stored_analysis(context, source="historic", run=None).analysis
+    value = fixed(alpha.report.figures["alpha_ordinal"].value)
+    assert value != "—"
+    ratings_url = url(analysed) + "?source=historic"
+    assert f'<a href="{ratings_url}">{value}</a>' in html
+    ratings_page = client.get(url(analysed), {"source": "historic"}).content.decode()
+    assert f'<span class="stat-value">{value}</span>' in ratings_page
