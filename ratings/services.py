@@ -1054,17 +1054,15 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
     started = time.perf_counter()
     result = selectors.compute_analysis(context, source=source, run=run)
     content = selectors.analysis_for_storage(result)
-    StoredAnalysis.objects.update_or_create(
-        project=project,
-        source=source,
-        run_key=run_id or 0,
-        defaults={
-            "run": run,
-            "version": version,
-            "content": content,
-            "computed_at": timezone.now(),
-            "compute_seconds": round(time.perf_counter() - started, 3),
-            "computations": F("computations") + 1,
-        },
+    row, _ = StoredAnalysis.objects.get_or_create(
+        project=project, source=source, run_key=run_id or 0, defaults={"run": run}
+    )
+    StoredAnalysis.objects.filter(pk=row.pk).update(
+        run=run,
+        version=version,
+        content=content,
+        computed_at=timezone.now(),
+        compute_seconds=round(time.perf_counter() - started, 3),
+        computations=F("computations") + 1,
     )
     return True
