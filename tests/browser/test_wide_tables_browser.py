@@ -14,8 +14,14 @@ from django.apps import apps
 from django.urls import reverse
 
 from annotation.models import Role
-from tests.factories import PASSWORD, annotate_stage, make_items, make_label_stage, make_member
-from tests.factories import make_project
+from tests.factories import (
+    PASSWORD,
+    annotate_stage,
+    make_items,
+    make_label_stage,
+    make_member,
+    make_project,
+)
 from tests.ratings.conftest import make_ratings_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
