@@ -53,6 +53,7 @@ from ratings.apps import RATINGS_WORKFLOW
 from ratings.connectives import (
     EXPLICA_CONNECTIVES,
     ConnectiveSet,
+    common_words,
     connective_set_from_json,
     expand_pair,
 )
@@ -347,6 +348,10 @@ def pairs_create(
         batch_size=BULK_BATCH,
     )
     rows: list[dict[str, Any]] = []
+    # The file's own sentences tell common words from names (connectives.common_words).
+    common = common_words(
+        sentence for row in (*pairs, *singles) for sentence in (row.sentence_a, row.sentence_b)
+    )
     for pair in pairs:
         for variant in expand_pair(
             {
@@ -358,6 +363,7 @@ def pairs_create(
                 "flags": list(pair.flags),
             },
             connective_set,
+            common=common,
         ):
             key = variant.pop("item_key")
             variant.pop("sentence_a", None)
@@ -377,7 +383,7 @@ def pairs_create(
             else (single.sentence_b, single.sentence_a)
         )
         connective = connective_set.get(single.connective)
-        text, mark = connective_set.render_marked(first, second, connective.word)
+        text, mark = connective_set.render_marked(first, second, connective.word, common=common)
         rows.append(
             {
                 "external_id": single.item_id
