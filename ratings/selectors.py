@@ -9,6 +9,7 @@ the analysis of the benchmark's items; they have their own tables.
 from __future__ import annotations
 
 import hashlib
+import logging
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,8 @@ from ratings.kinds import scale_bounds
 from ratings.models import ModelRun, RatingsSetup, SentencePair, StoredAnalysis
 from ratings.services import label_rule_from_json
 from ratings.stats import LabelRule
+
+logger = logging.getLogger(__name__)
 
 SOURCES = {
     "all": "All ratings",
@@ -416,7 +419,13 @@ def stored_analysis(context: RatingsContext, *, source: str, run: ModelRun | Non
     cache_key = f"ratings:stored-analysis:{row.pk}:{row.version}"
     result = cache.get(cache_key)
     if result is None:
-        result = pickle.loads(bytes(row.content))
+        try:
+            result = pickle.loads(bytes(row.content))
+        except Exception:
+            # Stored by an older version of the code whose classes no longer match: as good as
+            # missing (the page asks for a new one).
+            logger.warning("stored ratings analysis %s is unreadable; recomputing", row.pk)
+            return AnalysisState(analysis=None, fresh=False, version=version)
         cache.set(cache_key, result, CACHE_SECONDS)
     result.run = run
     return AnalysisState(

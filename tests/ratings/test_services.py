@@ -491,3 +491,17 @@ def test_the_analysis_refresh_stores_once_per_data_version_and_again_after_new_r
     state = selectors.stored_analysis(context, source="all", run=None)
     assert state.fresh and state.analysis.report.n_ratings == 1
     assert StoredAnalysis.objects.get(pk=row.pk).computations == 2
+
+
+def test_an_unreadable_stored_analysis_counts_as_missing(ratings_project):
+    """A result pickled by older code (classes changed since) is not served: the page asks
+    for a new one instead of failing."""
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
+
+    services.analysis_refresh(project_id=ratings_project.pk, source="all", run_id=None)
+    StoredAnalysis.objects.filter(project=ratings_project).update(content=b"not a pickle")
+    state = selectors.stored_analysis(
+        selectors.ratings_context(ratings_project), source="all", run=None
+    )
+    assert state.analysis is None and state.fresh is False
