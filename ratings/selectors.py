@@ -461,7 +461,10 @@ def pair_sample(context: RatingsContext, limit: int = 5) -> list[dict[str, Any]]
 
 
 #: The stage whose headline each source of the analysis gives on the Agreement page.
-_STAGE_SOURCES = (("rating_stage_id", "live"), ("historic_stage_id", "historic"))
+_STAGE_SOURCES = (
+    ("rating_stage_id", "live", "of the ratings collected here"),
+    ("historic_stage_id", "historic", "of the imported ratings"),
+)
 
 
 def stage_headlines(project: Project, stages) -> dict[int, Any]:
@@ -481,7 +484,7 @@ def stage_headlines(project: Project, stages) -> dict[int, Any]:
     wanted = {stage.pk for stage in stages}
     dashboard = reverse("ratings:dashboard", args=[project.slug])
     headlines = {}
-    for field_name, source in _STAGE_SOURCES:
+    for field_name, source, what in _STAGE_SOURCES:
         stage_id = getattr(context.setup, field_name)
         if stage_id is None or stage_id not in wanted:
             continue
@@ -496,6 +499,6 @@ def stage_headlines(project: Project, stages) -> dict[int, Any]:
             ci_high=figure.high if figure else None,
             computed_at=state.computed_at,
             url=f"{dashboard}?source={source}",
-            note=SOURCES[source] + ("" if state.fresh else " · updating"),
+            note=what + ("" if state.fresh else " (updating…)"),
         )
     return headlines

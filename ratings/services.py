@@ -1001,10 +1001,12 @@ def analysis_refresh_request(
 
 def analyses_data_changed(*, project_id: int) -> int:
     """The project's ratings changed: refresh every analysis the page has shown (each source and
-    model run once viewed) and the default one. Returns how many messages were sent."""
+    model run once viewed) and the three sources without a model run (the page's default and
+    the two the Agreement page shows). Returns how many messages were sent."""
     from ratings.models import StoredAnalysis
+    from ratings.selectors import SOURCES
 
-    selections = {("all", None)} | {
+    selections = {(source, None) for source in SOURCES} | {
         (source, run_id)
         for source, run_id in StoredAnalysis.objects.filter(project_id=project_id).values_list(
             "source", "run_id"

@@ -293,7 +293,7 @@ def main() -> None:
             context, page = session("researcher")
             for width, suffix in ((1366, ""), (1280, "-1280"), (390, "-phone")):
                 page.set_viewport_size({"width": width, "height": 850})
-                page.goto(f"{base}/projects/demo/agreement/label/disagreements/")
+                page.goto(f"{base}/projects/demo/agreement/label/disagreements/?show=all")
                 shot(page, f"60-disagreements{suffix}", full_page=True)
                 page.goto(f"{base}/projects/ratings-demo/ratings/")
                 page.wait_for_selector("#analysis[aria-busy=false] #reliability", timeout=60_000)
