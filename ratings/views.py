@@ -28,6 +28,7 @@ from ratings.access import (
     access_model_run_for_deletion,
     access_ratings_project,
 )
+from releases.writers import spreadsheet_safe
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 PREVIEW_ROWS = 12
@@ -196,6 +197,13 @@ def table_csv(request, slug: str, table: str):
         )
     if table.startswith("classes"):
         frame = frame.reset_index()
+    # Pair ids, origins, subsets and rater names come from uploaded files: text cells a
+    # spreadsheet would run as formulas are written inert (numbers are left as they are).
+    frame = frame.copy()
+    for column in frame.select_dtypes(exclude=["number", "bool"]).columns:
+        frame[column] = frame[column].map(
+            lambda value: spreadsheet_safe(value) if isinstance(value, str) else value
+        )
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = _filename(context.project.slug, table, source, run.name if run else "")
     response["Content-Disposition"] = f'attachment; filename="{name}.csv"'

@@ -275,3 +275,31 @@ def test_the_agreement_page_shows_the_ratings_pages_alpha_and_no_huge_overlap(
     assert f'<a href="{ratings_url}">{value}</a>' in html
     ratings_page = client.get(url(analysed), {"source": "historic"}).content.decode()
     assert f'<span class="stat-value">{value}</span>' in ratings_page
+
+
+def test_table_downloads_neutralise_formulas_in_imported_text(client, ratings_project):
+    """Pair ids, origins and subsets come from an uploaded file: a cell a spreadsheet would run
+    as a formula is written inert (releases.writers.spreadsheet_safe); numbers stay numbers."""
+    pairs = [
+        ("=HYPERLINK(1)", "The pipe burst.", "The floor was flooded.", "causal", "@origin", ""),
+        ("p9", "Ana locked the door.", "She left.", "+temporal", "-2", ""),
+    ]
+    services.pairs_import(project=ratings_project, content=pairs_csv(pairs), filename="evil.csv")
+    rows = [
+        [pair_id, order, word, rating]
+        for pair_id in ("=HYPERLINK(1)", "p9")
+        for order in ("AB", "BA")
+        for word, rating in (("so", 8), ("because", 2), ("then", 3), ("after", 4))
+    ]
+    services.historic_ratings_import(
+        project=ratings_project,
+        content=csv_text(["pair_id", "order", "connective", "rating"], rows),
+        filename="ratings.csv",
+    )
+    signed_in(client, make_member(ratings_project, Role.RESEARCHER))
+    text = client.get(url(ratings_project, "ratings:table", "labels")).content.decode()
+    assert "'=HYPERLINK(1)" in text and "'@origin" in text and "'+temporal" in text
+    assert "\n=" not in text and ",=" not in text and ",@" not in text
+    assert ",-2," in text or text.rstrip().endswith(",-2")  # a plain number is left as it is
+    items = client.get(url(ratings_project, "ratings:table", "items")).content.decode()
+    assert "'=HYPERLINK(1)" in items and ",=" not in items
