@@ -31,6 +31,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from agreement import headlines
 from agreement import plots as research_plots
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
@@ -67,10 +68,13 @@ def dashboard(request, slug: str):
     project = access_project(request.user, slug, MONITOR)
     stages = list(project.stages.order_by("position"))
     latest = research_selectors.latest_snapshots_by_stage(stages)
+    # A workflow that computes its stages' reliability itself gives the figure (one source for
+    # both pages; agreement.headlines).
+    provided = headlines.provided_headlines(project, stages)
     for stage in stages:
         stage.progress = research_selectors.stage_progress(stage)
         stage.latest = latest.get(stage.pk, {})
-        stage.headline = next(
+        stage.headline = provided.get(stage.pk) or next(
             (stage.latest[m] for m in research_selectors.HEADLINE_METRICS if m in stage.latest),
             None,
         )

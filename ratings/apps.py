@@ -22,6 +22,16 @@ class RatingsConfig(AppConfig):
         from releases.layouts import register_layout
 
         register_kind(RateKind())
+        # The researcher page's stored analysis is recomputed when items resolve (services).
+        from annotation.events import on_item_stages_resolved
+        from ratings.services import analyses_item_stages_resolved
+
+        on_item_stages_resolved(analyses_item_stages_resolved)
+        # The Agreement page's figure for the rating and historic stages is this app's α.
+        from agreement.headlines import register_headline_provider
+        from ratings.selectors import stage_headlines
+
+        register_headline_provider(stage_headlines)
         register_workflow(
             Workflow(
                 RATINGS_WORKFLOW,

@@ -19,18 +19,29 @@ the released acceptability files)::
 i.e. the template ``"{first}, {connective} {second}"`` where ``first`` loses its final full stop,
 ``second`` gets a full stop if it has none, and the first letter of ``second`` is lower-cased
 unless its first word looks like a name. ExpliCa evidently used a named-entity tagger for that
-last decision; we approximate it without one: only sentence-initial closed-class words
-(articles, pronouns other than "I", determiners, quantifiers, numerals, prepositions,
-conjunctions, "there", …) are lower-cased, so names are never damaged. On the 4,800 released items
-this reproduces ``connected_sent`` exactly for the large majority; the rest are capitalised common
-nouns ("Insects", "Grandma") that ExpliCa lower-cased and a few hand edits in their data.
+last decision; we approximate it without one. The rule (``second_initial="auto"``), in order:
+
+1. a closed-class first word (articles, pronouns other than "I", determiners, quantifiers and
+   quantity nouns such as "Hundreds", numerals, prepositions, conjunctions, "there", …) is
+   lower-cased;
+2. a word in capitals ("I", "I'm", "NASA") keeps them, and so does a word followed by another
+   capitalised word ("New York", "Red Cross"): names of more than one word;
+3. any other capitalised word is lower-cased only when the project's own sentences show it is a
+   common word (:func:`common_words`: seen in lower case after a sentence's first word, never
+   capitalised there; plurals match their singular), so "Grandma" and "Tourists" are lowered
+   when the data say "grandma" and "tourist" elsewhere, and a name ("Lucia", "Iris") keeps its
+   capital. Without such evidence the capital stays: lower-casing a name is the worse error.
+
+Only the rendered ``text`` changes: the pair's sentences are stored as imported. On the 4,800
+released items this reproduces ``connected_sent`` for all but a few dozen; see
+ratings/FIDELITY.md for the counts and what ExpliCa did differently.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -58,10 +69,42 @@ _LOWERCASE_STARTERS = frozenset(
     in at on after before when while during since if as because so then for from by with
     without to of into onto over under about after although though once until unless whenever
     yesterday today tonight tomorrow now later soon
+    hundreds thousands millions billions dozens lots plenty
     """.split()
 )
 
 _SENTENCE_END = (".", "!", "?")
+#: A sentence's first word (without a possessive or contraction: "Tom's", "I'm") and the next.
+_FIRST_WORDS = re.compile(r"([A-Za-z]+)(?:['’][A-Za-z]+)?\s*([A-Za-z]*)")
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _word_forms(word: str) -> set[str]:
+    """A lower-case word and its possible singulars ("tourists" → tourist, "authorities" →
+    authority, "bushes" → bush), to match a capitalised plural with its common noun."""
+    forms = {word}
+    if word.endswith("ies") and len(word) > 4:
+        forms.add(word[:-3] + "y")
+    if word.endswith("es") and len(word) > 3:
+        forms.add(word[:-2])
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 2:
+        forms.add(word[:-1])
+    return forms
+
+
+def common_words(sentences: Iterable[str]) -> frozenset[str]:
+    """Words the sentences use as common words: seen in lower case after a sentence's first
+    word and never capitalised there (a capital mid-sentence marks a name: "… met Iris").
+    The evidence for rule 3 of the module docstring; pairs_create builds it from the file."""
+    lower: set[str] = set()
+    capitalised: set[str] = set()
+    for sentence in sentences:
+        for word in _WORD.findall(str(sentence))[1:]:
+            if word.islower():
+                lower.add(word)
+            elif word[0].isupper():
+                capitalised.add(word.lower())
+    return frozenset(lower - capitalised)
 
 
 @dataclass(frozen=True)
@@ -160,12 +203,15 @@ class ConnectiveSet:
             f"{word!r} is not in connective set {self.name!r} ({', '.join(self.words)})."
         )
 
-    def render(self, first: str, second: str, word: str) -> str:
-        """Join two sentences with connective ``word`` using its template."""
-        return self.render_marked(first, second, word)[0]
+    def render(
+        self, first: str, second: str, word: str, *, common: frozenset[str] = frozenset()
+    ) -> str:
+        """Join two sentences with connective ``word`` using its template. ``common``: the
+        project's common words (:func:`common_words`), for the second sentence's initial."""
+        return self.render_marked(first, second, word, common=common)[0]
 
     def render_marked(
-        self, first: str, second: str, word: str
+        self, first: str, second: str, word: str, *, common: frozenset[str] = frozenset()
     ) -> tuple[str, tuple[int, int] | None]:
         """Like :meth:`render`, plus the ``(start, end)`` character span of the connective in
         the text (its first use in the template), or ``None`` when the template does not use
@@ -181,7 +227,7 @@ class ConnectiveSet:
             and not second_clause.endswith(_SENTENCE_END)
         ):
             second_clause += "."
-        second_clause = self._second_initial(second_clause)
+        second_clause = self._second_initial(second_clause, common)
         # Format once with a placeholder that cannot occur in text to find where the connective
         # lands, then put the word in its place.
         placeholder = "\x00"
@@ -196,17 +242,24 @@ class ConnectiveSet:
             return text, None
         return text, (start, start + len(connective.word))
 
-    def _second_initial(self, sentence: str) -> str:
+    def _second_initial(self, sentence: str, common: frozenset[str] = frozenset()) -> str:
+        """The second sentence with its initial as the rule in the module docstring says."""
         if not sentence or self.second_initial == "keep":
             return sentence
+        lowered = sentence[0].lower() + sentence[1:]
         if self.second_initial == "lower":
-            return sentence[0].lower() + sentence[1:]
-        first_word = re.match(r"[A-Za-z]+", sentence)
-        if first_word is None:
+            return lowered
+        match = _FIRST_WORDS.match(sentence)
+        if match is None:
             return sentence
+        word, following = match.group(1), match.group(2) or ""
         starters = _LOWERCASE_STARTERS | {word.lower() for word in self.extra_lowercase_starters}
-        if first_word.group(0).lower() in starters:
-            return sentence[0].lower() + sentence[1:]
+        if word.lower() in starters:
+            return lowered
+        if word.isupper() or not word[0].isupper() or following[:1].isupper():
+            return sentence
+        if _word_forms(word.lower()) & common:
+            return lowered
         return sentence
 
     def to_json(self) -> dict[str, Any]:
@@ -283,7 +336,10 @@ def variant_key(pair_id: Any, order: str, word: str) -> str:
 
 
 def expand_pair(
-    pair: Mapping[str, Any], connective_set: ConnectiveSet = EXPLICA_CONNECTIVES
+    pair: Mapping[str, Any],
+    connective_set: ConnectiveSet = EXPLICA_CONNECTIVES,
+    *,
+    common: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """All rated variants of one pair: every connective in both sentence orders.
 
@@ -291,7 +347,8 @@ def expand_pair(
     …) are copied into every variant. Variants come AB first, then BA, each in connective-set
     order. Each dict holds ``item_key``, ``pair_id``, ``order`` (``"AB"``/``"BA"``),
     ``connective``, ``relation``, ``connective_order``, ``first``, ``second``, ``text`` and
-    ``mark`` (``[start, end]`` of the connective in ``text``, or None).
+    ``mark`` (``[start, end]`` of the connective in ``text``, or None). ``common``: the
+    project's common words (:func:`common_words`), for the second sentence's initial.
     """
     missing = [key for key in ("pair_id", "sentence_a", "sentence_b") if key not in pair]
     if missing:
@@ -307,7 +364,7 @@ def expand_pair(
         ("BA", (sentence_b, sentence_a)),
     ):
         for connective in connective_set.connectives:
-            text, mark = connective_set.render_marked(first, second, connective.word)
+            text, mark = connective_set.render_marked(first, second, connective.word, common=common)
             variants.append(
                 {
                     **extra,

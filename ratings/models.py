@@ -110,3 +110,40 @@ class ModelRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug}/{self.name}"
+
+
+class StoredAnalysis(models.Model):
+    """The researcher page's analysis of one source and model run, computed by a Celery task
+    when the data change (ratings.services.analysis_refresh) and served from here, so that no
+    page load computes it.
+
+    ``version`` is ratings.selectors.data_version at the moment the computation read the data:
+    the result is fresh while it equals the current one. ``content`` is the pickled
+    ratings.selectors.Analysis (pandas frames and SVG strings; pickled, as Django's own cache
+    backends store values, and only ever written by this app's task). ``queued_at`` is set while
+    a refresh is on its way (the debounce: one message per burst of changes)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=10)
+    run = models.ForeignKey(ModelRun, null=True, blank=True, on_delete=models.CASCADE)
+    #: The run's id or 0: a unique key that, unlike the nullable foreign key, treats "no run" as
+    #: one value.
+    run_key = models.PositiveBigIntegerField(default=0)
+    version = models.CharField(max_length=40, blank=True)
+    content = models.BinaryField(null=True, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    compute_seconds = models.FloatField(null=True, blank=True)
+    #: How many times this selection was computed (the debounce keeps it far below the number of
+    #: changes).
+    computations = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "source", "run_key"], name="stored_analysis_unique_selection"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.source}/{self.run_key}"

@@ -9,6 +9,8 @@ the analysis of the benchmark's items; they have their own tables.
 from __future__ import annotations
 
 import hashlib
+import logging
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +24,11 @@ from annotation.models import Annotation, Assignment, Item, ItemStage, Project
 from ratings import plots, report
 from ratings.connectives import ConnectiveSet, connective_set_from_json
 from ratings.kinds import scale_bounds
-from ratings.models import ModelRun, RatingsSetup, SentencePair
+from ratings.models import ModelRun, RatingsSetup, SentencePair, StoredAnalysis
 from ratings.services import label_rule_from_json
 from ratings.stats import LabelRule
+
+logger = logging.getLogger(__name__)
 
 SOURCES = {
     "all": "All ratings",
@@ -368,16 +372,83 @@ def compute_analysis(context: RatingsContext, *, source: str, run: ModelRun | No
     return Analysis(source=source, report=built, plots=figures, run=run)
 
 
-def analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> Analysis:
-    """compute_analysis, cached until the data version changes (one process-local or shared
-    cache entry per project, source and model run)."""
-    key = f"ratings:analysis:{context.project.pk}:{source}:{run.pk if run else 0}"
+def analysis_for_storage(result: Analysis) -> bytes:
+    """The analysis as StoredAnalysis.content: without the model run (re-attached on load) and
+    without the long frames kept only to draw the plots, which are already drawn."""
+    slim = report.Report(
+        **{
+            **vars(result.report),
+            "ratings": None,
+            "item_means": None,
+            "model_ratings": None,
+        }
+    )
+    return pickle.dumps(
+        Analysis(source=result.source, report=slim, plots=result.plots, run=None),
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+
+
+@dataclass
+class AnalysisState:
+    """What the researcher page can show for one source and run without computing: the stored
+    analysis (None when none was ever computed), whether it matches the current data, and when
+    it was computed."""
+
+    analysis: Analysis | None
+    fresh: bool
+    version: str
+    computed_at: Any = None
+    queued: bool = False
+
+
+def stored_analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> AnalysisState:
+    """The stored analysis of a source and model run and whether it is fresh (its data version
+    is the current one). Never computes; ratings.services.analysis_refresh_request asks for a
+    computation when it is missing or stale."""
     version = data_version(context, run)
+    row = (
+        StoredAnalysis.objects.filter(
+            project=context.project, source=source, run_key=run.pk if run else 0
+        )
+        .exclude(content=None)
+        .first()
+    )
+    if row is None:
+        return AnalysisState(analysis=None, fresh=False, version=version)
+    cache_key = f"ratings:stored-analysis:{row.pk}:{row.version}"
+    result = cache.get(cache_key)
+    if result is None:
+        try:
+            result = pickle.loads(bytes(row.content))
+        except Exception:
+            # Stored by an older version of the code whose classes no longer match: as good as
+            # missing (the page asks for a new one).
+            logger.warning("stored ratings analysis %s is unreadable; recomputing", row.pk)
+            return AnalysisState(analysis=None, fresh=False, version=version)
+        cache.set(cache_key, result, CACHE_SECONDS)
+    result.run = run
+    return AnalysisState(
+        analysis=result,
+        fresh=row.version == version,
+        version=version,
+        computed_at=row.computed_at,
+        queued=row.queued_at is not None,
+    )
+
+
+def analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> Analysis:
+    """The current analysis, for downloads: the stored one when it is fresh, else computed now
+    (a download must match the data; the page itself never computes, see stored_analysis)."""
+    state = stored_analysis(context, source=source, run=run)
+    if state.fresh and state.analysis is not None:
+        return state.analysis
+    key = f"ratings:analysis:{context.project.pk}:{source}:{run.pk if run else 0}"
     cached = cache.get(key)
-    if cached is not None and cached[0] == version:
+    if cached is not None and cached[0] == state.version:
         return cached[1]
     result = compute_analysis(context, source=source, run=run)
-    cache.set(key, (version, result), CACHE_SECONDS)
+    cache.set(key, (state.version, result), CACHE_SECONDS)
     return result
 
 
@@ -387,3 +458,47 @@ def pair_sample(context: RatingsContext, limit: int = 5) -> list[dict[str, Any]]
         "pk"
     )[:limit]
     return [{"key": item.external_id, "payload": item.payload} for item in rows]
+
+
+#: The stage whose headline each source of the analysis gives on the Agreement page.
+_STAGE_SOURCES = (
+    ("rating_stage_id", "live", "of the ratings collected here"),
+    ("historic_stage_id", "historic", "of the imported ratings"),
+)
+
+
+def stage_headlines(project: Project, stages) -> dict[int, Any]:
+    """Headlines for the Agreement page's table of stages (agreement.headlines provider): the
+    rating stage shows the "Collected here" analysis and the historic stage the "Imported"
+    one, Krippendorff's α (ordinal) with its bootstrap interval, read from the same stored
+    analysis as the ratings page (stored_analysis), so both pages show one figure. A missing or
+    stale analysis is asked for (services.analysis_refresh_request) and shown as it stands."""
+    from django.urls import reverse
+
+    from agreement.headlines import Headline
+    from ratings import services
+
+    context = ratings_context(project)
+    if context is None:
+        return {}
+    wanted = {stage.pk for stage in stages}
+    dashboard = reverse("ratings:dashboard", args=[project.slug])
+    headlines = {}
+    for field_name, source, what in _STAGE_SOURCES:
+        stage_id = getattr(context.setup, field_name)
+        if stage_id is None or stage_id not in wanted:
+            continue
+        state = stored_analysis(context, source=source, run=None)
+        if not state.fresh:
+            services.analysis_refresh_request(project_id=project.pk, source=source)
+        figure = state.analysis.report.figures.get("alpha_ordinal") if state.analysis else None
+        headlines[stage_id] = Headline(
+            metric="krippendorff_alpha_ordinal",
+            value=figure.value if figure else None,
+            ci_low=figure.low if figure else None,
+            ci_high=figure.high if figure else None,
+            computed_at=state.computed_at,
+            url=f"{dashboard}?source={source}",
+            note=what + ("" if state.fresh else " (updating…)"),
+        )
+    return headlines

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,7 +39,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, FloatField, Sum
+from django.db.models import Count, F, FloatField, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -52,6 +53,7 @@ from ratings.apps import RATINGS_WORKFLOW
 from ratings.connectives import (
     EXPLICA_CONNECTIVES,
     ConnectiveSet,
+    common_words,
     connective_set_from_json,
     expand_pair,
 )
@@ -59,6 +61,8 @@ from ratings.importing import ImportRejected
 from ratings.kinds import DEFAULT_ANCHORS, DEFAULT_QUESTION, scale_bounds
 from ratings.models import ModelRun, RatingsSetup, SentencePair
 from ratings.stats import LabelRule
+
+logger = logging.getLogger(__name__)
 
 #: target_count of item stages every rater should see (practice items, attention checks).
 EVERYONE = 100_000
@@ -344,6 +348,10 @@ def pairs_create(
         batch_size=BULK_BATCH,
     )
     rows: list[dict[str, Any]] = []
+    # The file's own sentences tell common words from names (connectives.common_words).
+    common = common_words(
+        sentence for row in (*pairs, *singles) for sentence in (row.sentence_a, row.sentence_b)
+    )
     for pair in pairs:
         for variant in expand_pair(
             {
@@ -355,6 +363,7 @@ def pairs_create(
                 "flags": list(pair.flags),
             },
             connective_set,
+            common=common,
         ):
             key = variant.pop("item_key")
             variant.pop("sentence_a", None)
@@ -374,7 +383,7 @@ def pairs_create(
             else (single.sentence_b, single.sentence_a)
         )
         connective = connective_set.get(single.connective)
-        text, mark = connective_set.render_marked(first, second, connective.word)
+        text, mark = connective_set.render_marked(first, second, connective.word, common=common)
         rows.append(
             {
                 "external_id": single.item_id
@@ -427,6 +436,7 @@ def pairs_create(
         f"{len(practice)} practice items; {len(checks)} attention checks."
     )
     batch.save(update_fields=["status", "rows_done", "items_created", "finished_at", "message"])
+    analyses_data_changed(project_id=project.pk)
     return PairsImportResult(
         import_batch=batch,
         pairs=len(pairs),
@@ -649,6 +659,7 @@ def historic_ratings_create(
     Item.objects.filter(pk__in=list(per_item), status=Item.Status.ACTIVE).exclude(
         pk__in=live
     ).update(status=Item.Status.ACCEPTED)
+    analyses_data_changed(project_id=project.pk)
     return len(ratings)
 
 
@@ -930,3 +941,136 @@ def _file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# --- The stored analysis ------------------------------------------------------------------------
+#
+# The researcher page never computes its analysis (about 1–2 s for ExpliCa's 72,000 ratings): a
+# Celery task does, when the data change, and the page serves the stored result
+# (models.StoredAnalysis). Changes reach here three ways: the engine's resolution event
+# (annotation.events.on_item_stages_resolved, registered in apps.py), this module's imports, and
+# the page itself, which finds its stored result stale after submissions that resolved nothing
+# (the engine has no per-submission event) and asks for a refresh. Debounce: whoever sets
+# queued_at from NULL sends the one message, RATINGS_ANALYSIS_DELAY seconds later, so a burst of
+# submissions or resolutions is computed once; the task clears queued_at before it reads, so a
+# change during the computation queues the next one. A mark older than STALE_QUEUE_SECONDS
+# (message lost with the broker or a killed worker) is taken over by the next request.
+
+STALE_QUEUE_SECONDS = 300
+
+
+def analysis_refresh_request(
+    *, project_id: int, source: str = "all", run_id: int | None = None
+) -> bool:
+    """Ask for the analysis of (source, run) to be recomputed soon; returns True when this call
+    sent the message (False when one is already on its way). Sent after commit; a broker
+    failure is logged and the mark cleared, so the next page load asks again."""
+    from django.conf import settings
+    from django.db.models import Q
+
+    from ratings.models import StoredAnalysis
+    from ratings.tasks import refresh_analysis
+
+    row, _ = StoredAnalysis.objects.get_or_create(
+        project_id=project_id,
+        source=source,
+        run_key=run_id or 0,
+        defaults={"run_id": run_id},
+    )
+    now = timezone.now()
+    overdue = now - timezone.timedelta(seconds=STALE_QUEUE_SECONDS)
+    claimed = (
+        StoredAnalysis.objects.filter(pk=row.pk)
+        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=overdue))
+        .update(queued_at=now)
+    )
+    if not claimed:
+        return False
+    delay = float(getattr(settings, "RATINGS_ANALYSIS_DELAY", 2))
+
+    def send() -> None:
+        try:
+            refresh_analysis.apply_async((project_id, source, run_id), countdown=delay)
+        except Exception:
+            logger.exception("could not enqueue the ratings analysis of project %s", project_id)
+            StoredAnalysis.objects.filter(pk=row.pk, queued_at=now).update(queued_at=None)
+
+    transaction.on_commit(send)
+    return True
+
+
+def analyses_data_changed(*, project_id: int) -> int:
+    """The project's ratings changed: refresh every analysis the page has shown (each source and
+    model run once viewed) and the three sources without a model run (the page's default and
+    the two the Agreement page shows). Returns how many messages were sent."""
+    from ratings.models import StoredAnalysis
+    from ratings.selectors import SOURCES
+
+    selections = {(source, None) for source in SOURCES} | {
+        (source, run_id)
+        for source, run_id in StoredAnalysis.objects.filter(project_id=project_id).values_list(
+            "source", "run_id"
+        )
+    }
+    return sum(
+        analysis_refresh_request(project_id=project_id, source=source, run_id=run_id)
+        for source, run_id in sorted(selections, key=lambda pair: (pair[0], pair[1] or 0))
+    )
+
+
+def analyses_item_stages_resolved(item_stage_ids: Iterable[int]) -> None:
+    """Listener of annotation.events.on_item_stages_resolved: refresh the analyses of the
+    ratings projects whose rating stage these item stages belong to."""
+    project_ids = set(
+        RatingsSetup.objects.filter(
+            rating_stage__item_stages__pk__in=list(item_stage_ids)
+        ).values_list("project_id", flat=True)
+    )
+    for project_id in sorted(project_ids):
+        analyses_data_changed(project_id=project_id)
+
+
+def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> bool:
+    """Compute and store the analysis of (source, run) unless the stored one is already fresh.
+    Returns True when it computed. Safe to run twice: the second run finds the version current
+    and stores nothing; a project, run or setup that is gone is a no-op."""
+    import time
+
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
+
+    # Whatever happens next, the message that brought us here is consumed: changes from now
+    # on queue the next refresh.
+    StoredAnalysis.objects.filter(project_id=project_id, source=source, run_key=run_id or 0).update(
+        queued_at=None
+    )
+    project = Project.objects.filter(pk=project_id).first()
+    context = selectors.ratings_context(project) if project is not None else None
+    if context is None or source not in selectors.SOURCES:
+        return False
+    run = None
+    if run_id:
+        run = ModelRun.objects.filter(project=project, pk=run_id).first()
+        if run is None:
+            return False
+    version = selectors.data_version(context, run)
+    current = StoredAnalysis.objects.filter(
+        project=project, source=source, run_key=run_id or 0, version=version
+    ).exclude(content=None)
+    if current.exists():
+        return False
+    started = time.perf_counter()
+    result = selectors.compute_analysis(context, source=source, run=run)
+    content = selectors.analysis_for_storage(result)
+    row, _ = StoredAnalysis.objects.get_or_create(
+        project=project, source=source, run_key=run_id or 0, defaults={"run": run}
+    )
+    StoredAnalysis.objects.filter(pk=row.pk).update(
+        run=run,
+        version=version,
+        content=content,
+        computed_at=timezone.now(),
+        compute_seconds=round(time.perf_counter() - started, 3),
+        computations=F("computations") + 1,
+    )
+    return True

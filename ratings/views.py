@@ -28,6 +28,7 @@ from ratings.access import (
     access_model_run_for_deletion,
     access_ratings_project,
 )
+from releases.writers import spreadsheet_safe
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 PREVIEW_ROWS = 12
@@ -74,8 +75,21 @@ def dashboard(request, slug: str):
             response["HX-Trigger"] = "ratings-data-changed"
         return response
     run = access_model_run(context, request.GET.get("run"))
-    analysis = selectors.analysis(context, source=source, run=run)
-    page_context.update(_analysis_context(context, analysis))
+    # The page never computes the analysis: it shows the stored one and, when that is missing
+    # or stale, asks the worker for a new one and polls (ratings.services, "stored analysis").
+    state = selectors.stored_analysis(context, source=source, run=run)
+    if not state.fresh:
+        services.analysis_refresh_request(
+            project_id=context.project.pk, source=source, run_id=run.pk if run else None
+        )
+    page_context.update(
+        run=run,
+        runs=selectors.model_runs(context.project),
+        computing=not state.fresh,
+        computed_at=state.computed_at,
+    )
+    if state.analysis is not None:
+        page_context.update(_analysis_context(context, state.analysis))
     if request.htmx and part == "analysis":
         return render(request, "ratings/dashboard.html#analysis", page_context)
     return render(request, "ratings/dashboard.html", page_context)
@@ -183,6 +197,13 @@ def table_csv(request, slug: str, table: str):
         )
     if table.startswith("classes"):
         frame = frame.reset_index()
+    # Pair ids, origins, subsets and rater names come from uploaded files: text cells a
+    # spreadsheet would run as formulas are written inert (numbers are left as they are).
+    frame = frame.copy()
+    for column in frame.select_dtypes(exclude=["number", "bool"]).columns:
+        frame[column] = frame[column].map(
+            lambda value: spreadsheet_safe(value) if isinstance(value, str) else value
+        )
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = _filename(context.project.slug, table, source, run.name if run else "")
     response["Content-Disposition"] = f'attachment; filename="{name}.csv"'

@@ -316,6 +316,9 @@ CELERY_BEAT_SCHEDULE = {
 # seconds after the previous refresh, gathering every change in between into one computation.
 AGREEMENT_REFRESH_DELAY = float(os.environ.get("AGREEMENT_REFRESH_DELAY", "2"))
 AGREEMENT_REFRESH_INTERVAL = float(os.environ.get("AGREEMENT_REFRESH_INTERVAL", "30"))
+# The ratings page's stored analysis (ratings.services.analysis_refresh_request) is recomputed
+# RATINGS_ANALYSIS_DELAY seconds after the first change of a burst.
+RATINGS_ANALYSIS_DELAY = float(os.environ.get("RATINGS_ANALYSIS_DELAY", "2"))
 
 # --- Crowd studies (crowd/) ------------------------------------------------------------------
 #: Prolific's researcher API: the token (Settings → API tokens on Prolific) and the base URL.

@@ -288,6 +288,20 @@ def main() -> None:
             shot(page, "16b-project-pipeline", full_page=True)
             context.close()
 
+            # Wide tables at laptop and phone widths: the disagreements table keeps its Outcome
+            # column in view, the ratings dashboard's tables scroll inside their own region.
+            context, page = session("researcher")
+            for width, suffix in ((1366, ""), (1280, "-1280"), (390, "-phone")):
+                page.set_viewport_size({"width": width, "height": 850})
+                page.goto(f"{base}/projects/demo/agreement/label/disagreements/?show=all")
+                shot(page, f"60-disagreements{suffix}", full_page=True)
+                page.goto(f"{base}/projects/ratings-demo/ratings/")
+                page.wait_for_selector("#analysis[aria-busy=false] #reliability", timeout=60_000)
+                shot(page, f"61-ratings-dashboard{suffix}", full_page=True)
+                page.goto(f"{base}/projects/ratings-demo/agreement/")
+                shot(page, f"62-ratings-agreement{suffix}", full_page=True)
+            context.close()
+
             context, page = session("admin")
             page.goto(base + "/projects/demo/imports/")
             shot(page, "39-imports-columns", full_page=True)

@@ -58,6 +58,20 @@ def metric_label(metric: str) -> str:
 
 
 @register.filter
+def per_item(overlap: int, noun: str = "") -> str:
+    """A stage's overlap as read: "3 per item" (``noun`` "annotation": "3 annotations per
+    item"), or "every annotator" for the stages that give every annotator every item
+    (agreement.headlines.EVERYONE_AT_LEAST slots)."""
+    from agreement.headlines import EVERYONE_AT_LEAST
+
+    if overlap is not None and overlap >= EVERYONE_AT_LEAST:
+        return "every annotator, every item"
+    if noun:
+        return f"{overlap} {noun}{'' if overlap == 1 else 's'} per item"
+    return f"{overlap} per item"
+
+
+@register.filter
 def metric_short(metric: str) -> str:
     """The coefficient's name without its level: "Krippendorff's α" for every α."""
     return metric_label(metric).split(" (")[0]

@@ -395,7 +395,7 @@ def test_the_disagreement_view_puts_each_items_votes_side_by_side(study):
     for item_stage in split:
         assert item_stage.item.external_id in html
     for name in ("ann0", "ann1", "ann2"):
-        assert f">{name}</th>" in html
+        assert f"><span>{name}</span></th>" in html  # one column per annotator
     unanimous = ItemStage.objects.filter(stage=study.stage, resolution__status="unanimous").first()
     assert unanimous is not None and unanimous.item.external_id not in html
     ties = client_for(study.researcher).get(

@@ -207,6 +207,8 @@ def test_a_researcher_opens_the_dashboard_and_sees_the_plots(live_server, page):
     sign_in_with_the_keyboard(page, live_server.url, "rhea")
     dashboard = live_server.url + reverse("ratings:dashboard", args=["ratings-demo"])
     page.goto(dashboard)
+    # The analysis is computed by the worker (here: in-process) and polled in.
+    page.wait_for_selector("#analysis[aria-busy=false] #reliability")
     plots = page.locator("svg.plot")
     assert plots.count() == 2
     for index in range(2):

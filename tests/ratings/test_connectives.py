@@ -6,6 +6,7 @@ from ratings.connectives import (
     EXPLICA_CONNECTIVES,
     Connective,
     ConnectiveSet,
+    common_words,
     connective_set_from_json,
     connective_set_to_json_string,
     expand_pair,
@@ -51,6 +52,61 @@ def test_rendering_follows_explica_punctuation_and_capitalisation():
     assert variants["7:AB:so"] == "The kettle boiled, so Nadia made some tea."
     # A sentence-initial article is lower-cased in second position.
     assert variants["7:BA:because"] == "Nadia made some tea, because the kettle boiled."
+
+
+def test_a_second_sentence_starting_with_a_common_word_is_lowered_and_a_name_is_not():
+    """The rule of ratings/connectives.py, on sentences from the demo and from ExpliCa."""
+    sentences = [
+        "The factory closed.",
+        "Hundreds of workers lost their jobs.",
+        "Grandma baked a cake.",
+        "The family celebrated at grandma's house.",
+        "Tourists visited the museum.",
+        "The guide helped a lost tourist.",
+        "Lucia drank a glass of water.",
+        "Iris picked a flower.",
+        "Kevin gave an iris to Lucia.",  # "iris" is common here, but "Lucia" is a name
+        "NASA launched a rocket.",
+        "I missed the bus.",
+        "New York was flooded.",
+        "The new bridge opened.",
+    ]
+    common = common_words(sentences)
+    assert {"grandma", "tourist", "iris", "new"} <= common and "lucia" not in common
+
+    def joined(second):
+        return EXPLICA_CONNECTIVES.render("It happened.", second, "so", common=common)
+
+    # 1. Closed-class and quantity words, with or without the data's evidence.
+    assert joined("Hundreds of workers lost their jobs.") == (
+        "It happened, so hundreds of workers lost their jobs."
+    )
+    assert EXPLICA_CONNECTIVES.render(
+        "It happened.", "Hundreds of workers lost their jobs.", "so"
+    ) == ("It happened, so hundreds of workers lost their jobs.")
+    # 2. Capitals, "I" and names of several words keep their capital.
+    assert joined("NASA launched a rocket.") == "It happened, so NASA launched a rocket."
+    assert joined("I missed the bus.") == "It happened, so I missed the bus."
+    assert joined("New York was flooded.") == "It happened, so New York was flooded."
+    # 3. Common words the data use in lower case are lowered (plurals by their singular) …
+    assert joined("Grandma baked a cake.") == "It happened, so grandma baked a cake."
+    assert joined("Tourists visited the museum.") == "It happened, so tourists visited the museum."
+    # … a name never seen in lower case is not, nor one seen capitalised mid-sentence.
+    assert (
+        joined("Lucia drank a glass of water.") == "It happened, so Lucia drank a glass of water."
+    )
+    assert joined("Kevin gave an iris to Lucia.") == "It happened, so Kevin gave an iris to Lucia."
+    # Without the data's evidence a capitalised word keeps its capital (names are safe).
+    assert EXPLICA_CONNECTIVES.render("It happened.", "Grandma baked a cake.", "so") == (
+        "It happened, so Grandma baked a cake."
+    )
+
+
+def test_a_word_capitalised_mid_sentence_is_a_name_even_if_also_seen_in_lower_case():
+    common = common_words(["Iris picked a flower.", "She met Iris.", "An iris grew."])
+    assert "iris" not in common
+    text = EXPLICA_CONNECTIVES.render("It rained.", "Iris picked a flower.", "so", common=common)
+    assert text == "It rained, so Iris picked a flower."
 
 
 def test_rendering_adds_a_missing_full_stop_and_normalises_spaces():

@@ -461,3 +461,47 @@ def test_explica_files_import_through_the_same_path(tmp_path):
     [run] = result.model_runs
     assert run.name == "tiny-model"
     assert run.n_answers == 8 and run.n_no_answer == 2  # "then" answered -1 in both orders
+
+
+def test_the_analysis_refresh_stores_once_per_data_version_and_again_after_new_ratings(
+    ratings_project,
+):
+    """services.analysis_refresh computes and stores the first time, is a no-op while the data
+    are unchanged (safe to run twice), and computes again once ratings are added."""
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
+
+    def refresh():
+        return services.analysis_refresh(project_id=ratings_project.pk, source="all", run_id=None)
+
+    assert refresh() is True and refresh() is False
+    row = StoredAnalysis.objects.get(project=ratings_project, source="all", run_key=0)
+    assert row.computations == 1 and row.content is not None
+    context = selectors.ratings_context(ratings_project)
+    assert selectors.stored_analysis(context, source="all", run=None).fresh
+    services.historic_ratings_import(
+        project=ratings_project,
+        content=csv_text(["pair_id", "order", "connective", "rating"], [["p1", "AB", "so", "5"]]),
+        filename="more.csv",
+    )
+    context = selectors.ratings_context(ratings_project)  # the import added the historic stage
+    state = selectors.stored_analysis(context, source="all", run=None)
+    assert not state.fresh and state.analysis.report.n_ratings == 0
+    assert refresh() is True
+    state = selectors.stored_analysis(context, source="all", run=None)
+    assert state.fresh and state.analysis.report.n_ratings == 1
+    assert StoredAnalysis.objects.get(pk=row.pk).computations == 2
+
+
+def test_an_unreadable_stored_analysis_counts_as_missing(ratings_project):
+    """A result pickled by older code (classes changed since) is not served: the page asks
+    for a new one instead of failing."""
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
+
+    services.analysis_refresh(project_id=ratings_project.pk, source="all", run_id=None)
+    StoredAnalysis.objects.filter(project=ratings_project).update(content=b"not a pickle")
+    state = selectors.stored_analysis(
+        selectors.ratings_context(ratings_project), source="all", run=None
+    )
+    assert state.analysis is None and state.fresh is False

@@ -26,8 +26,19 @@ def signed_in(client, user):
 
 
 @pytest.fixture
-def analysed(ratings_project):
-    """Historic ratings from four named raters on every item, and a model run."""
+def analysed(ratings_project, django_capture_on_commit_callbacks):
+    """Historic ratings from four named raters on every item, and a model run; the analyses the
+    imports ask for are computed (tasks run in-process here)."""
+    from ratings.models import StoredAnalysis
+
+    # The ratings_project fixture's import asked for analyses whose messages were never sent
+    # (its on-commit callbacks did not run): as if they were lost, let the next request send.
+    StoredAnalysis.objects.filter(project=ratings_project).update(queued_at=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        return _analysed(ratings_project)
+
+
+def _analysed(ratings_project):
     rows = []
     for item in Item.objects.filter(project=ratings_project):
         good = item.payload["subset"] == item.payload["relation"] and (
@@ -62,6 +73,15 @@ def url(project, name="ratings:dashboard", *args):
     return reverse(name, args=[project.slug, *args])
 
 
+def computed_page(client, project, django_capture_on_commit_callbacks, **params):
+    """The dashboard once its stored analysis is computed: a first load asks for it when it is
+    missing (the refresh task runs in-process after commit, tasks being eager here), the
+    second shows it."""
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(url(project), params)
+    return client.get(url(project), params)
+
+
 def test_only_researchers_and_admins_of_a_ratings_project_see_the_page(client, analysed):
     page = url(analysed)
     assert client.get(page).status_code == 302  # sign in first
@@ -76,9 +96,13 @@ def test_only_researchers_and_admins_of_a_ratings_project_see_the_page(client, a
     assert client.get(url(other)).status_code == 404  # not a ratings project
 
 
-def test_the_page_shows_progress_reliability_labels_raters_and_plots(client, analysed):
+def test_the_page_shows_progress_reliability_labels_raters_and_plots(
+    client, analysed, django_capture_on_commit_callbacks
+):
     signed_in(client, make_member(analysed, Role.RESEARCHER))
-    response = client.get(url(analysed), {"source": "historic"})
+    response = computed_page(
+        client, analysed, django_capture_on_commit_callbacks, source="historic"
+    )
     html = response.content.decode()
     assert response.status_code == 200
     for text in ("Krippendorff's α, ordinal", "Split-half reliability", "By expected subset",
@@ -88,10 +112,14 @@ def test_the_page_shows_progress_reliability_labels_raters_and_plots(client, ana
     assert "96 ratings of 24 items by 4 raters" in html
 
 
-def test_the_model_comparison_appears_for_the_chosen_run(client, analysed):
+def test_the_model_comparison_appears_for_the_chosen_run(
+    client, analysed, django_capture_on_commit_callbacks
+):
     signed_in(client, make_member(analysed, Role.RESEARCHER))
     run = ModelRun.objects.get(project=analysed)
-    html = client.get(url(analysed), {"source": "historic", "run": run.pk}).content.decode()
+    html = computed_page(
+        client, analysed, django_capture_on_commit_callbacks, source="historic", run=run.pk
+    ).content.decode()
     assert "Confusion matrix" in html and "Spearman ρ with human item means" in html
     assert "100.0 %" in html  # the model repeats rater r1, whose ratings give the same labels
     assert html.count('class="plot"') == 3
@@ -216,3 +244,62 @@ def test_researchers_upload_model_answers_and_delete_runs(client, ratings_projec
     signed_in(client, run.uploaded_by)
     client.post(url(ratings_project, "ratings:model_delete", run.pk))
     assert not ModelRun.objects.exists()
+
+
+def test_the_agreement_page_shows_the_ratings_pages_alpha_and_no_huge_overlap(
+    client, analysed, django_capture_on_commit_callbacks
+):
+    """One figure, one source: the Agreement page's α of the historic stage is the α of the
+    ratings page's "Imported" tab (both read the stored analysis), and the practice stage,
+    which every rater sees in full, reads "every annotator" rather than its 100,000 slots."""
+    from agreement.templatetags.research_ui import fixed
+    from ratings import selectors
+
+    header = ["pair_id", "sentence_a", "sentence_b", "purpose", "connective", "expected_min",
+              "expected_max"]  # fmt: skip
+    practice = [["practice-1", "The glass fell.", "It broke.", "practice", "so", "7", "10"]]
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pairs_import(
+            project=analysed, content=csv_text(header, practice), filename="practice.csv"
+        )
+    signed_in(client, make_member(analysed, Role.RESEARCHER))
+    html = client.get(reverse("agreement:dashboard", args=[analysed.slug])).content.decode()
+    assert "100000" not in html and "100,000" not in html
+    assert "every annotator, every item" in html
+    assert "of the imported ratings" in html and "updating" not in html
+    context = selectors.ratings_context(analysed)
+    alpha = selectors.stored_analysis(context, source="historic", run=None).analysis
+    value = fixed(alpha.report.figures["alpha_ordinal"].value)
+    assert value != "—"
+    ratings_url = url(analysed) + "?source=historic"
+    assert f'<a href="{ratings_url}">{value}</a>' in html
+    ratings_page = client.get(url(analysed), {"source": "historic"}).content.decode()
+    assert f'<span class="stat-value">{value}</span>' in ratings_page
+
+
+def test_table_downloads_neutralise_formulas_in_imported_text(client, ratings_project):
+    """Pair ids, origins and subsets come from an uploaded file: a cell a spreadsheet would run
+    as a formula is written inert (releases.writers.spreadsheet_safe); numbers stay numbers."""
+    pairs = [
+        ("=HYPERLINK(1)", "The pipe burst.", "The floor was flooded.", "causal", "@origin", ""),
+        ("p9", "Ana locked the door.", "She left.", "+temporal", "-2", ""),
+    ]
+    services.pairs_import(project=ratings_project, content=pairs_csv(pairs), filename="evil.csv")
+    rows = [
+        [pair_id, order, word, rating]
+        for pair_id in ("=HYPERLINK(1)", "p9")
+        for order in ("AB", "BA")
+        for word, rating in (("so", 8), ("because", 2), ("then", 3), ("after", 4))
+    ]
+    services.historic_ratings_import(
+        project=ratings_project,
+        content=csv_text(["pair_id", "order", "connective", "rating"], rows),
+        filename="ratings.csv",
+    )
+    signed_in(client, make_member(ratings_project, Role.RESEARCHER))
+    text = client.get(url(ratings_project, "ratings:table", "labels")).content.decode()
+    assert "'=HYPERLINK(1)" in text and "'@origin" in text and "'+temporal" in text
+    assert "\n=" not in text and ",=" not in text and ",@" not in text
+    assert ",-2," in text or text.rstrip().endswith(",-2")  # a plain number is left as it is
+    items = client.get(url(ratings_project, "ratings:table", "items")).content.decode()
+    assert "'=HYPERLINK(1)" in items and ",=" not in items
