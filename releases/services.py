@@ -64,6 +64,7 @@ from releases.writers import (
     FileEntry,
     Manifest,
     build_zip,
+    csv_timestamp,
     iter_jsonl,
     release_diff,
     write_csv,
@@ -301,7 +302,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "value": kind.vote(payload) if kind is not None else payload_path(payload, "value"),
                 "payload": payload,
                 "seconds_spent": seconds,
-                "created_at": created.isoformat(),
+                "created_at": csv_timestamp(created),
                 "item_version": version,
             }
         last = chunk[-1][0]

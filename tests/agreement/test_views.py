@@ -331,6 +331,20 @@ def test_csv_tables_hold_what_the_pages_show(study):
     assert {row["annotator"] for row in disagreements} == {"ann0", "ann1", "ann2"}
 
 
+def test_every_timestamp_in_the_csv_downloads_states_its_time_zone(study):
+    """The agreement history and the progress series: ISO 8601, UTC, with the offset."""
+    from datetime import datetime, timedelta
+
+    client = client_for(study.researcher)
+    slug, stage = study.project.slug, study.stage.slug
+    for table, column in (("agreement", "computed_at"), ("progress", "bucket_start")):
+        rows = read_csv(client.get(reverse("agreement:csv", args=[slug, stage, table])))
+        assert rows, table
+        for row in rows:
+            assert "T" in row[column] and row[column].endswith("+00:00"), (table, row[column])
+            assert datetime.fromisoformat(row[column]).utcoffset() == timedelta(0)
+
+
 HYPERLINK = '=HYPERLINK("http://x")'
 
 

@@ -384,6 +384,23 @@ def test_the_annotation_files_carry_exactly_the_rows(finished, tmp_path):
     assert [row["value"] for row in table] == [row["value"] for row in rows]
 
 
+def test_every_timestamp_of_the_annotation_files_states_its_time_zone(finished, tmp_path):
+    """created_at in annotations.csv/.jsonl is ISO 8601 in UTC with an explicit offset, on
+    PostgreSQL (COPY) and on SQLite (Python) alike: a spreadsheet or pandas reads one moment."""
+    from datetime import datetime, timedelta
+
+    project, *_ = finished
+    release_services.release_annotations_csv(project, tmp_path / "a.csv")
+    release_services.release_annotations_jsonl(project, tmp_path / "a.jsonl")
+    table = list(csv.DictReader(io.StringIO((tmp_path / "a.csv").read_text("utf-8"))))
+    lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text("utf-8").splitlines()]
+    stamps = [row["created_at"] for row in table] + [row["created_at"] for row in lines]
+    assert len(stamps) == 24
+    for stamp in stamps:
+        assert "T" in stamp and stamp.endswith("+00:00"), stamp
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
 HYPERLINK = '=HYPERLINK("http://x")'
 
 
