@@ -12,7 +12,9 @@ can tell "none" from "unknown".
   top-level ``annotators``/``people``/``contributors`` key.
 * ``stages``: a list of ``{"name", "task", "overlap", "items_in", "items_out", "agreement"}``
   where ``agreement`` is ``None`` or ``{"metric", "value", "ci_low", "ci_high", "ci_level",
-  "n_items", "n_annotators"}``
+  "n_items", "n_annotators", "computed_at", "scope"}`` (``computed_at``: when the figure was
+  computed, printed as given, so pass it in UTC with its offset; ``scope``: which items it
+  covers, e.g. "released items")
 * ``fields``: ``[{"name", "type", "required", "description"}]`` (``RowSchema.describe()`` gives
   these)
 * ``files``: ``[{"name", "rows", "bytes", "sha256"}]`` (``Manifest.to_dict()["files"]``)
@@ -29,6 +31,9 @@ METRIC_NAMES = {
     "fleiss_kappa": "Fleiss' κ",
     "cohen_kappa": "Cohen's κ",
     "krippendorff_alpha": "Krippendorff's α",
+    "krippendorff_alpha_nominal": "Krippendorff's α (nominal)",
+    "krippendorff_alpha_interval": "Krippendorff's α (interval)",
+    "krippendorff_alpha_ordinal": "Krippendorff's α (ordinal)",
     "percent_agreement": "Percent agreement",
     "icc": "ICC",
 }
@@ -122,10 +127,11 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
     if not stages:
         return NOT_RECORDED
     rows = []
+    scopes = set()
     for stage in stages:
         agreement = stage.get("agreement")
         if not agreement:
-            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—"])
+            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—", "—"])
             continue
         metric = agreement.get("metric", "")
         low, high = agreement.get("ci_low"), agreement.get("ci_high")
@@ -135,6 +141,8 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
             if low is not None and high is not None
             else "—"
         )
+        if agreement.get("scope"):
+            scopes.add(agreement["scope"])
         rows.append(
             [
                 stage.get("name"),
@@ -143,9 +151,19 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
                 interval,
                 _number(agreement.get("n_items")),
                 _number(agreement.get("n_annotators")),
+                agreement.get("computed_at") or "—",
             ]
         )
-    return _table(["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators"], rows)
+    table = _table(
+        ["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators", "Computed"],
+        rows,
+    )
+    if scopes == {"released items"}:
+        return (
+            "Computed when this release was built, over the annotations of exactly the items it "
+            "holds (the last phase of each stage; times in UTC).\n\n" + table
+        )
+    return table
 
 
 def _fields_section(fields: list[Mapping[str, Any]]) -> str:

@@ -11,8 +11,8 @@ with their resolution in every stage, and their annotations under pseudonyms, in
   (pseudonyms stable within one release; identities never leave the database);
 * the kind's own layout (``releases.layouts``), e.g. ExpliCa's CSV for ratings;
 * ``README.md`` — the datasheet (``render_datasheet``): counts of people by role, items in and
-  out of every stage, agreement per stage with its CI (latest ``AgreementSnapshot``), license,
-  citation;
+  out of every stage, agreement per stage with its CI computed during the build over exactly
+  the released items (``_agreement``; its UTC time stated), license, citation;
 * ``manifest.json`` and ``SHA256SUMS`` — SHA-256 and size of every file;
 
 zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
@@ -48,7 +48,6 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
-from agreement.selectors import latest_snapshots
 from annotation import services
 from annotation.errors import ApplicationError, Conflict
 from annotation.kinds import KINDS
@@ -82,7 +81,10 @@ STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes",
                 "adjudicated"]  # fmt: skip
 ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
                       "created_at", "item_version"]  # fmt: skip
-METRIC_PREFERENCE = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa", "icc",
+#: The agreement figure a datasheet leads with, first found (``stage_agreement``'s metric
+#: names): κ for categorical stages, α (interval) for numeric ones.
+METRIC_PREFERENCE = ("fleiss_kappa", "cohen_kappa", "krippendorff_alpha_interval",
+                     "krippendorff_alpha_nominal", "krippendorff_alpha_ordinal", "icc",
                      "percent_agreement")  # fmt: skip
 
 
@@ -360,7 +362,9 @@ def item_csv_columns(project: Project, stages: list[Stage]) -> list[str]:
 # --- Datasheet figures --------------------------------------------------------------------
 
 
-def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]]:
+def _stage_figures(
+    project: Project, stages: list[Stage], *, computed_at: datetime
+) -> list[dict[str, Any]]:
     counts = {
         row["stage_id"]: row
         for row in ItemStage.objects.filter(stage__project=project)
@@ -384,41 +388,57 @@ def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]
                 "overlap": stage.overlap,
                 "items_in": row.get("items_in", 0),
                 "items_out": row.get("items_out", 0),
-                "agreement": _agreement(stage),
+                "agreement": _agreement(stage, computed_at=computed_at),
             }
         )
     return figures
 
 
-def _agreement(stage: Stage) -> dict[str, Any] | None:
-    """The latest snapshot of the stage's preferred metric (see METRIC_PREFERENCE), with the
-    latest value of every other metric (``agreement.selectors.latest_snapshots``)."""
-    latest = latest_snapshots(stage)
-    if not latest:
+def _agreement(stage: Stage, *, computed_at: datetime) -> dict[str, Any] | None:
+    """The stage's agreement over exactly the released items, computed now (inside the build's
+    snapshot): the stage's votes (``agreement.selectors.stage_votes``: completed item stages,
+    the last phase's annotations) restricted to the item stages of released items, through the
+    same figures the agreement app stores (``agreement.stage_statistics.stage_agreement``).
+    The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values, and when
+    and over what it was computed. None when the stage's kind has no agreement figures or no
+    released item has votes in it. Never a stored snapshot: those cover other items (open,
+    discarded) and another moment."""
+    import numpy as np
+
+    from agreement.selectors import stage_votes
+    from agreement.stage_statistics import stage_agreement
+
+    votes = stage_votes(stage)
+    if not len(votes):
+        return None
+    released = ItemStage.objects.filter(stage=stage, item__status__in=RELEASED_STATUSES)
+    ids = np.fromiter(released.values_list("pk", flat=True).iterator(), dtype=np.int64)
+    scoped = votes.only_items(ids)
+    if not scoped.voted.any():
+        return None
+    results = [result for result in stage_agreement(scoped) if result.defined]
+    if not results:
         return None
     ranked = sorted(
-        latest.values(),
-        key=lambda s: (
-            METRIC_PREFERENCE.index(s.metric) if s.metric in METRIC_PREFERENCE else 99,
-            -s.computed_at.timestamp(),
-            s.metric,
+        results,
+        key=lambda r: (
+            METRIC_PREFERENCE.index(r.metric) if r.metric in METRIC_PREFERENCE else 99,
+            r.metric,
         ),
     )
-    chosen = ranked[0]
+    chosen = ranked[0].to_dict()
     return {
-        "metric": chosen.metric,
-        "value": chosen.value,
-        "ci_low": chosen.ci_low,
-        "ci_high": chosen.ci_high,
-        "ci_level": (chosen.details or {}).get("confidence", 0.95),
-        "n_items": chosen.n_items,
-        "n_annotators": chosen.n_annotators,
-        "computed_at": chosen.computed_at.isoformat(),
-        "others": {
-            metric: snapshot.value
-            for metric, snapshot in sorted(latest.items())
-            if snapshot is not chosen
-        },
+        "metric": chosen["metric"],
+        "value": chosen["value"],
+        "ci_low": chosen["ci_low"],
+        "ci_high": chosen["ci_high"],
+        "ci_level": chosen["confidence"],
+        "n_items": chosen["n_items"],
+        "n_annotators": chosen["n_raters"] or 0,
+        "n_annotations": chosen["n_annotations"],
+        "computed_at": csv_timestamp(computed_at.replace(microsecond=0)),
+        "scope": "released items",
+        "others": {result.metric: result.to_dict()["value"] for result in ranked[1:]},
     }
 
 
@@ -723,7 +743,7 @@ def _write_files(release: Release, workdir: Path):
             },
         }
     now = timezone.now()
-    stage_figures = _stage_figures(project, stages)
+    stage_figures = _stage_figures(project, stages, computed_at=now)
     span = Annotation.objects.filter(item_stage__stage__project=project).aggregate(
         first=Min("created_at"), last=Max("created_at")
     )

@@ -9,6 +9,7 @@ import io
 import json
 import tracemalloc
 import zipfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,17 @@ def test_publish_builds_an_immutable_checksummed_release(
     assert "# Pairs — release v1" in readme and "First cut." in readme
     assert "| annotator | 3 |" in readme and "| **total** | 3 |" in readme
     assert "| Verify | verify | 3 | 6 | 4 | 66.7 % |" in readme
-    assert "Fleiss' κ | 0.410 | [0.120, 0.700] (95 %)" in readme
+    # κ over the 4 released items (kept: 3-0, 3-0, 2-1, 2-1) is −0.200; the stored snapshot
+    # (0.41) and the 6 items with the 2 discarded ones (κ 0.000) are other scopes.
+    computed = release.stats["stages"][0]["agreement"]
+    assert computed["metric"] == "fleiss_kappa" and computed["scope"] == "released items"
+    assert computed["value"] == pytest.approx(-0.2) and computed["n_items"] == 4
+    stamp = datetime.fromisoformat(computed["computed_at"])
+    assert stamp.utcoffset() == timedelta(0)
+    assert abs(stamp - release.published_at) < timedelta(minutes=1)
+    assert "| Verify | Fleiss' κ | -0.200 | " in readme and "0.410" not in readme
+    assert f"| 4 | 3 | {computed['computed_at']} |" in readme
+    assert "over the annotations of exactly the items it holds" in readme
     assert "CC-BY-4.0" in readme and "@article{pairs2026" in readme
     assert release.stats["diff"] is None
 
