@@ -112,16 +112,12 @@ def release_publish(
             "The notes are too long (5,000 characters at most).", {"notes": 5000}
         )
     releases = Release.objects.filter(project=locked)
-    building = releases.filter(status=Release.Status.BUILDING).first()
-    if building is not None:
-        raise Conflict(
-            f"v{building.version} of {locked.name} is still being built; wait until it is "
-            f"published or has failed.",
-            {"version": building.version},
-        )
+    refusal = release_publish_refusal(locked)
+    if refusal is not None:
+        raise refusal
     last = releases.order_by("-version").first()
     retry = last if last is not None and last.status == Release.Status.FAILED else None
-    next_version = (last.version if retry is None else last.version - 1) + 1 if last else 1
+    next_version = release_next_version(locked)
     if version is not None and version != next_version:
         if releases.filter(version=version, status=Release.Status.PUBLISHED).exists():
             raise Conflict(
@@ -132,12 +128,6 @@ def release_publish(
         raise ApplicationError(
             f"The next version of {locked.name} is v{next_version}, not v{version}.",
             {"version": version, "next_version": next_version},
-        )
-    if not Item.objects.filter(project=locked, status__in=RELEASED_STATUSES).exists():
-        raise ApplicationError(
-            f"{locked.name} has no finished items yet (accepted or kept-rejected); a release "
-            f"would be empty.",
-            {"items": 0},
         )
     if retry is not None:
         release = retry
@@ -167,6 +157,105 @@ def release_publish(
 
     services.enqueue_on_commit(build_release, release.pk)
     return release
+
+
+def release_next_version(project: Project) -> int:
+    """The number the next publish takes: one after the last version, or the last one again
+    when its build failed (a failed version's number is reused)."""
+    last = Release.objects.filter(project=project).order_by("-version").first()
+    if last is None:
+        return 1
+    return last.version if last.status == Release.Status.FAILED else last.version + 1
+
+
+def release_publish_refusal(project: Project) -> ApplicationError | None:
+    """Why ``project`` cannot publish now (another version still building, no finished items),
+    or None: the one check behind ``release_publish`` and its confirmation page."""
+    building = Release.objects.filter(project=project, status=Release.Status.BUILDING).first()
+    if building is not None:
+        return Conflict(
+            f"v{building.version} of {project.name} is still being built; wait until it is "
+            f"published or has failed.",
+            {"version": building.version},
+        )
+    if not Item.objects.filter(project=project, status__in=RELEASED_STATUSES).exists():
+        return ApplicationError(
+            f"{project.name} has no finished items yet (accepted or kept-rejected); a release "
+            f"would be empty.",
+            {"items": 0},
+        )
+    return None
+
+
+def release_publish_preview(project: Project) -> dict[str, Any]:
+    """What publishing now would release, for the confirmation page: the version, the items
+    by status, the annotations of those items (as ``release_annotation_rows`` selects them),
+    the files (the standard ones, and the benchmark layout's as the last published version
+    had them), the version its diff is taken against, and ``refusal`` (an ApplicationError)
+    when it cannot be published now. Counts are as of this moment; the build reads them again
+    in one snapshot."""
+    released = Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
+    by_status = dict(released.values_list("status").annotate(count=Count("pk")))
+    annotations = Annotation.objects.filter(
+        item_stage__stage__project=project, item_stage__item__status__in=RELEASED_STATUSES
+    ).count()
+    previous = (
+        Release.objects.filter(project=project, status=Release.Status.PUBLISHED)
+        .order_by("-version")
+        .first()
+    )
+    layout_files = []
+    if layout_for_kind(project.kind) is not None and previous is not None:
+        layout_files = sorted(
+            entry["name"]
+            for entry in (previous.manifest or {}).get("files", [])
+            if entry["name"] not in STANDARD_FILES
+        )
+    return {
+        "version": release_next_version(project),
+        "items": sum(by_status.values()),
+        "items_by_status": {
+            "accepted": by_status.get(Item.Status.ACCEPTED, 0),
+            "rejected and kept": by_status.get(Item.Status.REJECTED, 0),
+        },
+        "annotations": annotations,
+        "files": sorted(STANDARD_FILES),
+        "has_layout": layout_for_kind(project.kind) is not None,
+        "layout_files": layout_files,
+        "previous": previous,
+        "refusal": release_publish_refusal(project),
+    }
+
+
+def release_compare(*, release: Release, against: Release) -> dict[str, Any]:
+    """The diff of two published releases of one project (``against`` earlier), read from
+    their archives' items.jsonl (``release_diff``: memory one digest per item). The same
+    shape as the diff a build stores against the previous version."""
+    for one in (release, against):
+        if one.status != Release.Status.PUBLISHED or not one.archive:
+            raise Conflict(f"v{one.version} is not published; only published releases compare.")
+    if against.project_id != release.project_id or against.version >= release.version:
+        raise ApplicationError(
+            f"Compare v{release.version} with an earlier version of the same project.",
+            {"against": against.version},
+        )
+    changes = release_diff(release_archive_rows(against), release_archive_rows(release))
+    return _diff_summary(against.version, changes)
+
+
+def _diff_summary(previous_version: int, changes) -> dict[str, Any]:
+    return {
+        "previous_version": previous_version,
+        "added": len(changes.added),
+        "removed": len(changes.removed),
+        "changed": len(changes.changed),
+        "unchanged": changes.unchanged,
+        "ids": {
+            "added": changes.added[:DIFF_IDS_KEPT],
+            "removed": changes.removed[:DIFF_IDS_KEPT],
+            "changed": changes.changed[:DIFF_IDS_KEPT],
+        },
+    }
 
 
 # --- Rows ---------------------------------------------------------------------------------
@@ -730,18 +819,7 @@ def _write_files(release: Release, workdir: Path):
     previous = _previous(release)
     if previous is not None and previous.archive:
         changes = release_diff(release_archive_rows(previous), iter_jsonl(files / "items.jsonl"))
-        diff = {
-            "previous_version": previous.version,
-            "added": len(changes.added),
-            "removed": len(changes.removed),
-            "changed": len(changes.changed),
-            "unchanged": changes.unchanged,
-            "ids": {
-                "added": changes.added[:DIFF_IDS_KEPT],
-                "removed": changes.removed[:DIFF_IDS_KEPT],
-                "changed": changes.changed[:DIFF_IDS_KEPT],
-            },
-        }
+        diff = _diff_summary(previous.version, changes)
     now = timezone.now()
     stage_figures = _stage_figures(project, stages, computed_at=now)
     span = Annotation.objects.filter(item_stage__stage__project=project).aggregate(
