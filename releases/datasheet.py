@@ -124,14 +124,25 @@ def _stages_section(stages: list[Mapping[str, Any]]) -> str:
 
 
 def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
+    """Per stage the metric, value, CI and counts. When every figure was computed at one moment
+    over the released items (a build), that moment is said once above the table; otherwise
+    each row states its own time in a "Computed" column."""
     if not stages:
         return NOT_RECORDED
+    figures = [stage.get("agreement") for stage in stages if stage.get("agreement")]
+    moments = {figure.get("computed_at") for figure in figures}
+    at_build = (
+        bool(figures)
+        and len(moments) == 1
+        and None not in moments
+        and all(figure.get("scope") == "released items" for figure in figures)
+    )
+    with_time = bool(figures) and not at_build and moments != {None}
     rows = []
-    scopes = set()
     for stage in stages:
         agreement = stage.get("agreement")
         if not agreement:
-            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—", "—"])
+            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—"] + ["—"] * with_time)
             continue
         metric = agreement.get("metric", "")
         low, high = agreement.get("ci_low"), agreement.get("ci_high")
@@ -141,27 +152,21 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
             if low is not None and high is not None
             else "—"
         )
-        if agreement.get("scope"):
-            scopes.add(agreement["scope"])
-        rows.append(
-            [
-                stage.get("name"),
-                METRIC_NAMES.get(metric, metric),
-                _number(agreement.get("value")),
-                interval,
-                _number(agreement.get("n_items")),
-                _number(agreement.get("n_annotators")),
-                agreement.get("computed_at") or "—",
-            ]
-        )
-    table = _table(
-        ["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators", "Computed"],
-        rows,
-    )
-    if scopes == {"released items"}:
+        row = [
+            stage.get("name"),
+            METRIC_NAMES.get(metric, metric),
+            _number(agreement.get("value")),
+            interval,
+            _number(agreement.get("n_items")),
+            _number(agreement.get("n_annotators")),
+        ]
+        rows.append(row + [agreement.get("computed_at") or "—"] * with_time)
+    header = ["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators"]
+    table = _table(header + ["Computed"] * with_time, rows)
+    if at_build:
         return (
-            "Computed when this release was built, over the annotations of exactly the items it "
-            "holds (the last phase of each stage; times in UTC).\n\n" + table
+            f"Computed at {moments.pop()} (UTC), when this release was built, over the "
+            f"annotations of exactly the items it holds (the last phase of each stage).\n\n" + table
         )
     return table
 

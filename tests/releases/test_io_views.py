@@ -343,3 +343,11 @@ def test_a_release_is_compared_with_any_earlier_version(team, django_capture_on_
     for bad in ("3", "9", "x"):
         refused = page.get("/projects/team/releases/v3/", {"against": bad})
         assert refused.status_code == 400 and "v2, v1" in refused.content.decode()
+
+
+def test_the_confirmation_lists_every_standard_file():
+    from releases.layouts import STANDARD_FILES
+    from releases.services import release_publish_preview
+
+    project = make_project(slug="empty")
+    assert set(release_publish_preview(project)["files"]) == STANDARD_FILES

@@ -362,6 +362,24 @@ def test_datasheet_renders_every_section_from_plain_data():
     assert "| License | CC-BY-4.0 |" in text
 
 
+def test_datasheet_states_when_agreement_was_computed():
+    """Figures of one build: the moment once, above the table; figures of other moments (or
+    scopes): a Computed column per stage."""
+    at = "2026-03-01T12:00:00+00:00"
+    built = {"metric": "fleiss_kappa", "value": 0.5, "computed_at": at, "scope": "released items"}
+    one = render_datasheet(
+        {"name": "x", "version": "1", "stages": [{"name": "A", "agreement": built}]}
+    )
+    assert f"Computed at {at} (UTC), when this release was built" in one
+    assert "| Computed |" not in one
+    other = {**built, "computed_at": "2026-02-01T08:00:00+00:00", "scope": ""}
+    two = render_datasheet(
+        {"name": "x", "version": "1", "stages": [{"name": "A", "agreement": built},
+                                                 {"name": "B", "agreement": other}]}
+    )  # fmt: skip
+    assert "| Computed |" in two and "| 2026-02-01T08:00:00+00:00 |" in two
+
+
 def test_datasheet_says_not_recorded_for_missing_sections():
     text = render_datasheet({"name": "x", "version": "0.1"})
     assert text.count("Not recorded.") == 7
