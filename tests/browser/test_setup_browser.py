@@ -106,7 +106,9 @@ def test_a_stage_is_edited_with_the_form_and_its_guidelines_previewed_live(live_
     expect(preview.locator("strong")).to_have_text("causal")
     admin.click(f"#stage-{pk} button:has-text('Save')")
 
-    # Refused: the error sits beside the overlap field; what was typed is still there.
+    # Refused: the stage's error takes the focus (read out first), the field's own message
+    # sits beside it, and what was typed is still there.
+    expect(admin.locator(f"#stage-{pk} [data-stage-error]")).to_be_focused()
     expect(admin.locator(f"#overlap-{pk}-error")).to_be_visible()
     expect(admin.locator(f"#overlap-{pk}")).to_have_attribute("aria-invalid", "true")
     expect(admin.locator(f"#stage-{pk} input[name=route-reject-reason]")).to_have_value(
