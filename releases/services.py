@@ -235,20 +235,41 @@ def release_publish_preview(project: Project) -> dict[str, Any]:
     }
 
 
-def release_compare(*, release: Release, against: Release) -> dict[str, Any]:
-    """The diff of two published releases of one project (``against`` earlier), read from
-    their archives' items.jsonl (``release_diff``: memory one digest per item). The same
-    shape as the diff a build stores against the previous version."""
-    for one in (release, against):
-        if one.status != Release.Status.PUBLISHED or not one.archive:
-            raise Conflict(f"v{one.version} is not published; only published releases compare.")
-    if against.project_id != release.project_id or against.version >= release.version:
-        raise ApplicationError(
-            f"Compare v{release.version} with an earlier version of the same project.",
-            {"against": against.version},
+def release_earlier_versions(release: Release) -> list[int]:
+    """The published versions before ``release``, newest first: what it can be compared with."""
+    return list(
+        Release.objects.filter(
+            project_id=release.project_id,
+            status=Release.Status.PUBLISHED,
+            version__lt=release.version,
         )
-    changes = release_diff(release_archive_rows(against), release_archive_rows(release))
-    return _diff_summary(against.version, changes)
+        .order_by("-version")
+        .values_list("version", flat=True)
+    )
+
+
+def release_compare(*, release: Release, against: Any) -> dict[str, Any]:
+    """The diff of a published release against an earlier published version of its project
+    (``against``: its number, as typed), read from both archives' items.jsonl
+    (``release_diff``: memory one digest per item); the same shape as the diff a build stores
+    against the previous version, which is returned as stored. ApplicationError naming the
+    versions there are otherwise."""
+    if release.status != Release.Status.PUBLISHED or not release.archive:
+        raise Conflict(f"v{release.version} is not published; only published releases compare.")
+    earlier = release_earlier_versions(release)
+    text = str(against).strip().lstrip("vV")
+    if not text.isdigit() or int(text) not in earlier:
+        raise ApplicationError(
+            f"Compare v{release.version} with one of its earlier published versions"
+            f" ({', '.join(f'v{number}' for number in earlier) or 'there is none'}).",
+            {"against": str(against)[:20]},
+        )
+    stored = (release.stats or {}).get("diff")
+    if stored is not None and stored.get("previous_version") == int(text):
+        return stored
+    previous = Release.objects.get(project_id=release.project_id, version=int(text))
+    changes = release_diff(release_archive_rows(previous), release_archive_rows(release))
+    return _diff_summary(previous.version, changes)
 
 
 def _diff_summary(previous_version: int, changes) -> dict[str, Any]:

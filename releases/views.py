@@ -81,23 +81,14 @@ def release_detail(request, slug: str, version: int):
     project = access_project(request.user, slug, MONITOR)
     release = access_release(request.user, project, version)
     diff = (release.stats or {}).get("diff")
-    earlier = list(
-        selectors.releases(project)
-        .filter(status=Release.Status.PUBLISHED, version__lt=release.version)
-        .values_list("version", flat=True)
-    )
     against = request.GET.get("against", "")
-    if against and release.status == Release.Status.PUBLISHED:
-        if not against.isdigit() or int(against) not in earlier:
-            raise ApplicationError(
-                f"Compare v{release.version} with one of its earlier published versions"
-                f" ({', '.join(f'v{number}' for number in earlier) or 'there is none'}).",
-                {"against": against[:20]},
-            )
-        if diff is None or int(against) != diff.get("previous_version"):
-            diff = services.release_compare(
-                release=release, against=access_release(request.user, project, int(against))
-            )
+    if against:
+        diff = services.release_compare(release=release, against=against)
+    earlier = (
+        services.release_earlier_versions(release)
+        if release.status == Release.Status.PUBLISHED
+        else []
+    )
     context = _context(
         request,
         project,

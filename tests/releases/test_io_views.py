@@ -343,6 +343,12 @@ def test_a_release_is_compared_with_any_earlier_version(team, django_capture_on_
     for bad in ("3", "9", "x"):
         refused = page.get("/projects/team/releases/v3/", {"against": bad})
         assert refused.status_code == 400 and "v2, v1" in refused.content.decode()
+    over_api = api(people[Role.RESEARCHER]).get("/api/projects/team/releases/3/?against=1")
+    assert over_api.status_code == 200
+    assert over_api.json()["compared_with"] == chosen.context["diff"]
+    assert over_api.json()["stats"]["diff"]["previous_version"] == 2
+    wrong = api(people[Role.RESEARCHER]).get("/api/projects/team/releases/3/?against=3")
+    assert wrong.status_code == 400 and wrong.json()["extra"] == {"against": "3"}
 
 
 def test_the_confirmation_lists_every_standard_file():
