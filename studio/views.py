@@ -148,7 +148,9 @@ def stage_remove(request, slug: str, stage_id: int):
 @page
 def stage_policy(request, slug: str, stage_id: int):
     """The policy's parameters and a route per outcome, for the policy chosen in the stage form
-    (htmx swaps them in when the select changes; nothing is saved)."""
+    (htmx swaps them in when the select changes, sending the form's fields so that the
+    options and the routes of outcomes both policies decide keep what was typed; nothing is
+    saved)."""
     project = access_project(request.user, slug, MANAGE)
     stage = _project_stage(project, stage_id)
     chosen = request.GET.get("resolution_policy", "")
@@ -157,6 +159,8 @@ def stage_policy(request, slug: str, stage_id: int):
         list(project.stages.order_by("position")),
         kinds=KINDS,
         policies=POLICIES,
+        # The form's fields as they stand (htmx includes them), so nothing typed is lost.
+        posted=request.GET if request.GET.get("stage_form") else None,
         policy_override=chosen if chosen in POLICIES else None,
     )
     context = {"project": project, "form": view, "tie_policies": TIE_POLICIES}

@@ -99,6 +99,13 @@ def test_a_stage_is_edited_with_the_form_and_its_guidelines_previewed_live(live_
     reject.select_option("discard")
     expect(reason).to_be_visible()
     reason.fill("not a causal pair")
+    # Another policy: its parameters (ties) come in, the typed route stays.
+    expect(admin.locator(f"#tie-{pk}")).to_have_count(0)
+    admin.select_option(f"#policy-{pk}", "majority")
+    expect(admin.locator(f"#tie-{pk}")).to_be_visible()
+    expect(admin.locator(f"#stage-{pk} input[name=route-reject-reason]")).to_have_value(
+        "not a causal pair"
+    )
     guidelines = admin.locator(f"#instructions-{pk}")
     guidelines.fill("")
     guidelines.press_sequentially("Keep **causal** pairs only.", delay=5)
@@ -125,6 +132,6 @@ def test_a_stage_is_edited_with_the_form_and_its_guidelines_previewed_live(live_
     admin.keyboard.press("Enter")
     expect(admin.locator("main")).to_contain_text("Stage saved")
     stage.refresh_from_db()
-    assert stage.overlap == 2
+    assert stage.overlap == 2 and stage.resolution_policy == "majority"
     assert stage.routes["reject"] == {"action": "escalate"}
     assert stage.instructions == "Keep **causal** pairs only."

@@ -372,6 +372,17 @@ def test_changing_the_policy_redraws_its_parameters_and_routes(client, two_stage
     assert 'name="tie_policy" value=' in text  # unanimity_keep has no ties
     majority = client.get(url, {"resolution_policy": "majority"}).content.decode()
     assert f'id="tie-{verify.pk}"' in majority
+    typed = client.get(
+        url,
+        {
+            "stage_form": "1", "resolution_policy": "majority", "route-reject": "discard",
+            "route-reject-reason": "typed, not saved", "option-rows": "1",
+            "option-name-0": "x", "option-value-0": "1",
+        },
+    ).content.decode()  # fmt: skip
+    assert 'value="typed, not saved"' in typed and 'value="x"' in typed
+    verify.refresh_from_db()
+    assert verify.routes == {"reject": {"action": "keep"}}  # nothing saved
 
 
 def test_the_guidelines_preview_is_the_item_screens_rendering(client, project):
