@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -434,3 +435,85 @@ def test_stages_move_and_go_only_when_the_pipeline_still_holds(
     kept = client.post(remove_verify)
     assert kept.status_code == 409 and "close it" in kept.content.decode()
     assert order() == ["verify"]
+
+
+class _FormFields(HTMLParser):
+    """The fields a browser would submit from each form with a given action (inputs, checked
+    boxes, selected options, textareas), as posted without any change."""
+
+    def __init__(self, action: str):
+        super().__init__()
+        self.action, self.inside, self.fields = action, False, {}
+        self._select = self._textarea = None
+        self._first_option = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.inside = attrs.get("action") == self.action
+        if not self.inside:
+            return
+        name = attrs.get("name")
+        if tag == "input" and name and "disabled" not in attrs:
+            if attrs.get("type") in ("checkbox", "radio") and "checked" not in attrs:
+                return
+            if attrs.get("type") != "submit":
+                self.fields[name] = attrs.get("value", "")
+        elif tag == "select" and name:
+            self._select, self._first_option = name, None
+        elif tag == "option" and self._select:
+            if self._first_option is None:
+                self._first_option = attrs.get("value", "")
+                self.fields.setdefault(self._select, self._first_option)
+            if "selected" in attrs:
+                self.fields[self._select] = attrs.get("value", "")
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.fields[name] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.inside = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.fields[self._textarea] += data
+
+
+@pytest.mark.parametrize("workflow", ["meter", "ratings", "causalt5k", "carlgt"])
+def test_every_templates_stage_form_posted_as_drawn_changes_nothing(client, staff, workflow):
+    """The form draws every stored setting (routes of every kind, options, ties) so that
+    saving a stage untouched keeps it exactly as it was."""
+    from annotation.services import STAGE_SETTINGS
+    from annotation.workflows import WORKFLOWS
+
+    if workflow == "causalt5k":  # no template (its items come from a release): its pipeline
+        from annotation.services import membership_add
+        from review.causalt5k.pipeline import causalt5k_project_create
+
+        project = causalt5k_project_create(slug="t", name="T")
+        membership_add(project=project, user=staff, role=Role.ADMIN)
+    else:
+        assert WORKFLOWS[workflow].create is not None
+        assert create(client, workflow=workflow, slug="t", name="T").status_code == 302
+        project = Project.objects.get(slug="t")
+    assert any(stage.routes for stage in project.stages.all()) or workflow != "causalt5k"
+    page = client.get(reverse("studio:setup", args=["t"])).content.decode()
+    for stage in project.stages.order_by("position"):
+        before = {key: getattr(stage, key) for key in (*STAGE_SETTINGS, "name", "overlap")}
+        action = reverse("studio:stage_edit", args=["t", stage.pk])
+        parser = _FormFields(action)
+        parser.feed(page)
+        assert parser.fields.get("stage_form") == "1", stage.slug
+        response = client.post(action, parser.fields)
+        assert response.status_code == 302, (
+            stage.slug,
+            html.unescape(response.content.decode())[:500],
+        )
+        stage.refresh_from_db()
+        after = {key: getattr(stage, key) for key in before}
+        assert after == before, stage.slug
