@@ -118,6 +118,15 @@ class StageVotes:
     def __len__(self) -> int:
         return len(self.items)
 
+    def only_items(self, item_ids: np.ndarray) -> StageVotes:
+        """The annotations of the item stages in ``item_ids`` only (e.g. those of the items a
+        release holds), in the same order."""
+        mask = np.isin(self.items, item_ids)
+        return StageVotes(
+            self.items[mask], self.raters[mask], self.values[mask], self.seconds[mask],
+            self.categories,
+        )  # fmt: skip
+
     def frame(self) -> pd.DataFrame:
         """The votes as a long table (item, rater, value) for agreement.stats; categorical
         values stay integer codes."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -42,7 +43,7 @@ from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
 from annotation.views import page
-from releases.writers import spreadsheet_safe
+from releases.writers import csv_timestamp, spreadsheet_safe
 
 register_project_tab("Agreement", "agreement:dashboard", roles=MONITOR, order=30)
 register_project_tab("Adjudication", "agreement:adjudication", roles=ADJUDICATE, order=40)
@@ -339,10 +340,13 @@ class _Echo:
 
 
 def _csv_cell(value: Any) -> Any:
-    """None as an empty cell; text made inert for spreadsheets (``spreadsheet_safe``); numbers
-    and booleans as they are."""
+    """None as an empty cell; text made inert for spreadsheets (``spreadsheet_safe``);
+    timestamps in ISO 8601, UTC, with the offset (``csv_timestamp``); numbers and booleans as
+    they are."""
     if value is None:
         return ""
+    if isinstance(value, datetime):
+        return csv_timestamp(value)
     if isinstance(value, str):
         return spreadsheet_safe(value)
     return value
@@ -389,7 +393,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
         ]
         rows = (
             [
-                snapshot.computed_at.isoformat(),
+                snapshot.computed_at,
                 snapshot.metric,
                 snapshot.value,
                 snapshot.ci_low,
@@ -463,7 +467,7 @@ def stage_csv(request, slug: str, stage_slug: str, table: str):
         ]
         rows = (
             [
-                row["bucket_start"].isoformat(),
+                row["bucket_start"],
                 series.unit,
                 row["annotations"],
                 row["items_completed"],

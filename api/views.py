@@ -570,14 +570,28 @@ class ReleaseListView(generics.ListAPIView):
         return Response(ReleaseSerializer(release).data, status=status.HTTP_202_ACCEPTED)
 
 
-@extend_schema(tags=["releases"], summary="One release: manifest, stats, diff", parameters=[SLUG])
+@extend_schema(
+    tags=["releases"],
+    summary="One release: manifest, stats, diff",
+    description="With ?against=N, `compared_with` holds the diff against the earlier published "
+    "version N (the shape of `stats.diff`).",
+    parameters=[
+        SLUG,
+        OpenApiParameter("against", OpenApiTypes.INT, required=False),
+    ],
+)
 class ReleaseDetailView(generics.GenericAPIView):
     serializer_class = ReleaseSerializer
 
     def get(self, request, slug: str, version: int):
         project = access_project(request.user, slug, MONITOR)
         release = access_release(request.user, project, version)
-        return Response(ReleaseSerializer(release).data)
+        data = ReleaseSerializer(release).data
+        if request.query_params.get("against"):
+            data["compared_with"] = release_services.release_compare(
+                release=release, against=request.query_params["against"]
+            )
+        return Response(data)
 
 
 class ReleaseDownloadView(APIView):

@@ -12,7 +12,9 @@ can tell "none" from "unknown".
   top-level ``annotators``/``people``/``contributors`` key.
 * ``stages``: a list of ``{"name", "task", "overlap", "items_in", "items_out", "agreement"}``
   where ``agreement`` is ``None`` or ``{"metric", "value", "ci_low", "ci_high", "ci_level",
-  "n_items", "n_annotators"}``
+  "n_items", "n_annotators", "computed_at", "scope"}`` (``computed_at``: when the figure was
+  computed, printed as given, so pass it in UTC with its offset; ``scope``: which items it
+  covers, e.g. "released items")
 * ``fields``: ``[{"name", "type", "required", "description"}]`` (``RowSchema.describe()`` gives
   these)
 * ``files``: ``[{"name", "rows", "bytes", "sha256"}]`` (``Manifest.to_dict()["files"]``)
@@ -29,6 +31,9 @@ METRIC_NAMES = {
     "fleiss_kappa": "Fleiss' κ",
     "cohen_kappa": "Cohen's κ",
     "krippendorff_alpha": "Krippendorff's α",
+    "krippendorff_alpha_nominal": "Krippendorff's α (nominal)",
+    "krippendorff_alpha_interval": "Krippendorff's α (interval)",
+    "krippendorff_alpha_ordinal": "Krippendorff's α (ordinal)",
     "percent_agreement": "Percent agreement",
     "icc": "ICC",
 }
@@ -119,13 +124,25 @@ def _stages_section(stages: list[Mapping[str, Any]]) -> str:
 
 
 def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
+    """Per stage the metric, value, CI and counts. When every figure was computed at one moment
+    over the released items (a build), that moment is said once above the table; otherwise
+    each row states its own time in a "Computed" column."""
     if not stages:
         return NOT_RECORDED
+    figures = [stage.get("agreement") for stage in stages if stage.get("agreement")]
+    moments = {figure.get("computed_at") for figure in figures}
+    at_build = (
+        bool(figures)
+        and len(moments) == 1
+        and None not in moments
+        and all(figure.get("scope") == "released items" for figure in figures)
+    )
+    with_time = bool(figures) and not at_build and moments != {None}
     rows = []
     for stage in stages:
         agreement = stage.get("agreement")
         if not agreement:
-            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—"])
+            rows.append([stage.get("name"), NOT_RECORDED, "—", "—", "—", "—"] + ["—"] * with_time)
             continue
         metric = agreement.get("metric", "")
         low, high = agreement.get("ci_low"), agreement.get("ci_high")
@@ -135,17 +152,23 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
             if low is not None and high is not None
             else "—"
         )
-        rows.append(
-            [
-                stage.get("name"),
-                METRIC_NAMES.get(metric, metric),
-                _number(agreement.get("value")),
-                interval,
-                _number(agreement.get("n_items")),
-                _number(agreement.get("n_annotators")),
-            ]
+        row = [
+            stage.get("name"),
+            METRIC_NAMES.get(metric, metric),
+            _number(agreement.get("value")),
+            interval,
+            _number(agreement.get("n_items")),
+            _number(agreement.get("n_annotators")),
+        ]
+        rows.append(row + [agreement.get("computed_at") or "—"] * with_time)
+    header = ["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators"]
+    table = _table(header + ["Computed"] * with_time, rows)
+    if at_build:
+        return (
+            f"Computed at {moments.pop()} (UTC), when this release was built, over the "
+            f"annotations of exactly the items it holds (the last phase of each stage).\n\n" + table
         )
-    return _table(["Stage", "Metric", "Value", "Confidence interval", "Items", "Annotators"], rows)
+    return table
 
 
 def _fields_section(fields: list[Mapping[str, Any]]) -> str:

@@ -11,8 +11,8 @@ with their resolution in every stage, and their annotations under pseudonyms, in
   (pseudonyms stable within one release; identities never leave the database);
 * the kind's own layout (``releases.layouts``), e.g. ExpliCa's CSV for ratings;
 * ``README.md`` — the datasheet (``render_datasheet``): counts of people by role, items in and
-  out of every stage, agreement per stage with its CI (latest ``AgreementSnapshot``), license,
-  citation;
+  out of every stage, agreement per stage with its CI computed during the build over exactly
+  the released items (``_agreement``; its UTC time stated), license, citation;
 * ``manifest.json`` and ``SHA256SUMS`` — SHA-256 and size of every file;
 
 zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
@@ -48,7 +48,6 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
-from agreement.selectors import latest_snapshots
 from annotation import services
 from annotation.errors import ApplicationError, Conflict
 from annotation.kinds import KINDS
@@ -64,6 +63,7 @@ from releases.writers import (
     FileEntry,
     Manifest,
     build_zip,
+    csv_timestamp,
     iter_jsonl,
     release_diff,
     write_csv,
@@ -81,7 +81,10 @@ STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes",
                 "adjudicated"]  # fmt: skip
 ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
                       "created_at", "item_version"]  # fmt: skip
-METRIC_PREFERENCE = ("krippendorff_alpha", "fleiss_kappa", "cohen_kappa", "icc",
+#: The agreement figure a datasheet leads with, first found (``stage_agreement``'s metric
+#: names): κ for categorical stages, α (interval) for numeric ones.
+METRIC_PREFERENCE = ("fleiss_kappa", "cohen_kappa", "krippendorff_alpha_interval",
+                     "krippendorff_alpha_nominal", "krippendorff_alpha_ordinal", "icc",
                      "percent_agreement")  # fmt: skip
 
 
@@ -109,16 +112,12 @@ def release_publish(
             "The notes are too long (5,000 characters at most).", {"notes": 5000}
         )
     releases = Release.objects.filter(project=locked)
-    building = releases.filter(status=Release.Status.BUILDING).first()
-    if building is not None:
-        raise Conflict(
-            f"v{building.version} of {locked.name} is still being built; wait until it is "
-            f"published or has failed.",
-            {"version": building.version},
-        )
+    refusal = release_publish_refusal(locked)
+    if refusal is not None:
+        raise refusal
     last = releases.order_by("-version").first()
     retry = last if last is not None and last.status == Release.Status.FAILED else None
-    next_version = (last.version if retry is None else last.version - 1) + 1 if last else 1
+    next_version = release_next_version(locked)
     if version is not None and version != next_version:
         if releases.filter(version=version, status=Release.Status.PUBLISHED).exists():
             raise Conflict(
@@ -129,12 +128,6 @@ def release_publish(
         raise ApplicationError(
             f"The next version of {locked.name} is v{next_version}, not v{version}.",
             {"version": version, "next_version": next_version},
-        )
-    if not Item.objects.filter(project=locked, status__in=RELEASED_STATUSES).exists():
-        raise ApplicationError(
-            f"{locked.name} has no finished items yet (accepted or kept-rejected); a release "
-            f"would be empty.",
-            {"items": 0},
         )
     if retry is not None:
         release = retry
@@ -164,6 +157,134 @@ def release_publish(
 
     services.enqueue_on_commit(build_release, release.pk)
     return release
+
+
+def release_next_version(project: Project) -> int:
+    """The number the next publish takes: one after the last version, or the last one again
+    when its build failed (a failed version's number is reused)."""
+    last = Release.objects.filter(project=project).order_by("-version").first()
+    if last is None:
+        return 1
+    return last.version if last.status == Release.Status.FAILED else last.version + 1
+
+
+def release_publish_refusal(project: Project) -> ApplicationError | None:
+    """Why ``project`` cannot publish now (another version still building, no finished items),
+    or None: the one check behind ``release_publish`` and its confirmation page."""
+    building = Release.objects.filter(project=project, status=Release.Status.BUILDING).first()
+    if building is not None:
+        return Conflict(
+            f"v{building.version} of {project.name} is still being built; wait until it is "
+            f"published or has failed.",
+            {"version": building.version},
+        )
+    if not Item.objects.filter(project=project, status__in=RELEASED_STATUSES).exists():
+        return ApplicationError(
+            f"{project.name} has no finished items yet (accepted or kept-rejected); a release "
+            f"would be empty.",
+            {"items": 0},
+        )
+    return None
+
+
+def release_publish_preview(project: Project) -> dict[str, Any]:
+    """What publishing now would release, for the confirmation page: the version, the items
+    by status, the annotations of those items (as ``release_annotation_rows`` selects them),
+    the files (the standard ones, and the benchmark layout's as the last published version
+    had them), the version its diff is taken against, and ``refusal`` (an ApplicationError)
+    when it cannot be published now. Counts are as of this moment; the build reads them again
+    in one snapshot."""
+    released = Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
+    by_status = dict(released.values_list("status").annotate(count=Count("pk")))
+    annotations = Annotation.objects.filter(
+        item_stage__stage__project=project, item_stage__item__status__in=RELEASED_STATUSES
+    ).count()
+    previous = (
+        Release.objects.filter(project=project, status=Release.Status.PUBLISHED)
+        .order_by("-version")
+        .first()
+    )
+    layout_files = []
+    if layout_for_kind(project.kind) is not None and previous is not None:
+        layout_files = sorted(
+            entry["name"]
+            for entry in (previous.manifest or {}).get("files", [])
+            if entry["name"] not in STANDARD_FILES
+        )
+    return {
+        "version": release_next_version(project),
+        "items": sum(by_status.values()),
+        "items_by_status": {
+            "accepted": by_status.get(Item.Status.ACCEPTED, 0),
+            "rejected and kept": by_status.get(Item.Status.REJECTED, 0),
+        },
+        "annotations": annotations,
+        "files": [
+            "items.jsonl",
+            "items.csv",
+            "annotations.jsonl",
+            "annotations.csv",
+            "README.md",
+            "manifest.json",
+            "SHA256SUMS",
+        ],  # fmt: skip  (every one of STANDARD_FILES, in reading order)
+        "has_layout": layout_for_kind(project.kind) is not None,
+        "layout_files": layout_files,
+        "previous": previous,
+        "refusal": release_publish_refusal(project),
+    }
+
+
+def release_earlier_versions(release: Release) -> list[int]:
+    """The published versions before ``release``, newest first: what it can be compared with."""
+    return list(
+        Release.objects.filter(
+            project_id=release.project_id,
+            status=Release.Status.PUBLISHED,
+            version__lt=release.version,
+        )
+        .order_by("-version")
+        .values_list("version", flat=True)
+    )
+
+
+def release_compare(*, release: Release, against: Any) -> dict[str, Any]:
+    """The diff of a published release against an earlier published version of its project
+    (``against``: its number, as typed), read from both archives' items.jsonl
+    (``release_diff``: memory one digest per item); the same shape as the diff a build stores
+    against the previous version, which is returned as stored. ApplicationError naming the
+    versions there are otherwise."""
+    if release.status != Release.Status.PUBLISHED or not release.archive:
+        raise Conflict(f"v{release.version} is not published; only published releases compare.")
+    earlier = release_earlier_versions(release)
+    text = str(against).strip().lstrip("vV")
+    if not text.isdigit() or int(text) not in earlier:
+        raise ApplicationError(
+            f"Compare v{release.version} with one of its earlier published versions"
+            f" ({', '.join(f'v{number}' for number in earlier) or 'there is none'}).",
+            {"against": str(against)[:20]},
+        )
+    stored = (release.stats or {}).get("diff")
+    if stored is not None and stored.get("previous_version") == int(text):
+        return stored
+    previous = Release.objects.get(project_id=release.project_id, version=int(text))
+    changes = release_diff(release_archive_rows(previous), release_archive_rows(release))
+    return _diff_summary(previous.version, changes)
+
+
+def _diff_summary(previous_version: int, changes) -> dict[str, Any]:
+    return {
+        "previous_version": previous_version,
+        "added": len(changes.added),
+        "removed": len(changes.removed),
+        "changed": len(changes.changed),
+        "unchanged": changes.unchanged,
+        "ids": {
+            "added": changes.added[:DIFF_IDS_KEPT],
+            "removed": changes.removed[:DIFF_IDS_KEPT],
+            "changed": changes.changed[:DIFF_IDS_KEPT],
+        },
+    }
 
 
 # --- Rows ---------------------------------------------------------------------------------
@@ -301,7 +422,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "value": kind.vote(payload) if kind is not None else payload_path(payload, "value"),
                 "payload": payload,
                 "seconds_spent": seconds,
-                "created_at": created.isoformat(),
+                "created_at": csv_timestamp(created),
                 "item_version": version,
             }
         last = chunk[-1][0]
@@ -359,7 +480,9 @@ def item_csv_columns(project: Project, stages: list[Stage]) -> list[str]:
 # --- Datasheet figures --------------------------------------------------------------------
 
 
-def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]]:
+def _stage_figures(
+    project: Project, stages: list[Stage], *, computed_at: datetime
+) -> list[dict[str, Any]]:
     counts = {
         row["stage_id"]: row
         for row in ItemStage.objects.filter(stage__project=project)
@@ -383,41 +506,57 @@ def _stage_figures(project: Project, stages: list[Stage]) -> list[dict[str, Any]
                 "overlap": stage.overlap,
                 "items_in": row.get("items_in", 0),
                 "items_out": row.get("items_out", 0),
-                "agreement": _agreement(stage),
+                "agreement": _agreement(stage, computed_at=computed_at),
             }
         )
     return figures
 
 
-def _agreement(stage: Stage) -> dict[str, Any] | None:
-    """The latest snapshot of the stage's preferred metric (see METRIC_PREFERENCE), with the
-    latest value of every other metric (``agreement.selectors.latest_snapshots``)."""
-    latest = latest_snapshots(stage)
-    if not latest:
+def _agreement(stage: Stage, *, computed_at: datetime) -> dict[str, Any] | None:
+    """The stage's agreement over exactly the released items, computed now (inside the build's
+    snapshot): the stage's votes (``agreement.selectors.stage_votes``: completed item stages,
+    the last phase's annotations) restricted to the item stages of released items, through the
+    same figures the agreement app stores (``agreement.stage_statistics.stage_agreement``).
+    The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values, and when
+    and over what it was computed. None when the stage's kind has no agreement figures or no
+    released item has votes in it. Never a stored snapshot: those cover other items (open,
+    discarded) and another moment."""
+    import numpy as np
+
+    from agreement.selectors import stage_votes
+    from agreement.stage_statistics import stage_agreement
+
+    votes = stage_votes(stage)
+    if not len(votes):
+        return None
+    released = ItemStage.objects.filter(stage=stage, item__status__in=RELEASED_STATUSES)
+    ids = np.fromiter(released.values_list("pk", flat=True).iterator(), dtype=np.int64)
+    scoped = votes.only_items(ids)
+    if not scoped.voted.any():
+        return None
+    results = [result for result in stage_agreement(scoped) if result.defined]
+    if not results:
         return None
     ranked = sorted(
-        latest.values(),
-        key=lambda s: (
-            METRIC_PREFERENCE.index(s.metric) if s.metric in METRIC_PREFERENCE else 99,
-            -s.computed_at.timestamp(),
-            s.metric,
+        results,
+        key=lambda r: (
+            METRIC_PREFERENCE.index(r.metric) if r.metric in METRIC_PREFERENCE else 99,
+            r.metric,
         ),
     )
-    chosen = ranked[0]
+    chosen = ranked[0].to_dict()
     return {
-        "metric": chosen.metric,
-        "value": chosen.value,
-        "ci_low": chosen.ci_low,
-        "ci_high": chosen.ci_high,
-        "ci_level": (chosen.details or {}).get("confidence", 0.95),
-        "n_items": chosen.n_items,
-        "n_annotators": chosen.n_annotators,
-        "computed_at": chosen.computed_at.isoformat(),
-        "others": {
-            metric: snapshot.value
-            for metric, snapshot in sorted(latest.items())
-            if snapshot is not chosen
-        },
+        "metric": chosen["metric"],
+        "value": chosen["value"],
+        "ci_low": chosen["ci_low"],
+        "ci_high": chosen["ci_high"],
+        "ci_level": chosen["confidence"],
+        "n_items": chosen["n_items"],
+        "n_annotators": chosen["n_raters"] or 0,
+        "n_annotations": chosen["n_annotations"],
+        "computed_at": csv_timestamp(computed_at.replace(microsecond=0)),
+        "scope": "released items",
+        "others": {result.metric: result.to_dict()["value"] for result in ranked[1:]},
     }
 
 
@@ -709,20 +848,9 @@ def _write_files(release: Release, workdir: Path):
     previous = _previous(release)
     if previous is not None and previous.archive:
         changes = release_diff(release_archive_rows(previous), iter_jsonl(files / "items.jsonl"))
-        diff = {
-            "previous_version": previous.version,
-            "added": len(changes.added),
-            "removed": len(changes.removed),
-            "changed": len(changes.changed),
-            "unchanged": changes.unchanged,
-            "ids": {
-                "added": changes.added[:DIFF_IDS_KEPT],
-                "removed": changes.removed[:DIFF_IDS_KEPT],
-                "changed": changes.changed[:DIFF_IDS_KEPT],
-            },
-        }
+        diff = _diff_summary(previous.version, changes)
     now = timezone.now()
-    stage_figures = _stage_figures(project, stages)
+    stage_figures = _stage_figures(project, stages, computed_at=now)
     span = Annotation.objects.filter(item_stage__stage__project=project).aggregate(
         first=Min("created_at"), last=Max("created_at")
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
@@ -39,23 +39,38 @@ def _context(request, project, **extra):
 def release_list(request, slug: str):
     project = access_project(request.user, slug, MONITOR)
     releases = Paginator(selectors.releases(project), PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "releases/releases.html", _context(request, project, releases=releases))
+    context = _context(
+        request, project, releases=releases, next_version=services.release_next_version(project)
+    )
+    return render(request, "releases/releases.html", context)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @page
 def release_publish(request, slug: str):
+    """Publishing takes two steps: the form (or a GET) shows the confirmation page, which
+    states what would be published (``services.release_publish_preview``); only its POST, with
+    ``confirm`` and the version it showed, publishes."""
     project = access_project(request.user, slug, MANAGE)
+    notes = request.POST.get("notes", "")
+    if request.method == "GET" or request.POST.get("confirm") != "publish":
+        preview = services.release_publish_preview(project)
+        context = _context(request, project, preview=preview, notes=notes)
+        return render(request, "releases/publish.html", context)
+    try:
+        version = int(request.POST.get("version", ""))
+    except ValueError:
+        raise ApplicationError(
+            "Confirm a version to publish.", {"version": request.POST.get("version", "")[:20]}
+        ) from None
     try:
         release = services.release_publish(
-            project=project, user=request.user, notes=request.POST.get("notes", "")
+            project=project, user=request.user, notes=notes, version=version
         )
     except ApplicationError as error:
-        releases = Paginator(selectors.releases(project), PAGE_SIZE).get_page(1)
-        context = _context(
-            request, project, releases=releases, error=error, notes=request.POST.get("notes", "")
-        )
-        return render(request, "releases/releases.html", context, status=error.status)
+        preview = services.release_publish_preview(project)
+        context = _context(request, project, preview=preview, notes=notes, error=error)
+        return render(request, "releases/publish.html", context, status=error.status)
     messages.success(request, f"v{release.version} is being built; this page updates itself.")
     return redirect("releases:release", slug=project.slug, version=release.version)
 
@@ -65,12 +80,22 @@ def release_publish(request, slug: str):
 def release_detail(request, slug: str, version: int):
     project = access_project(request.user, slug, MONITOR)
     release = access_release(request.user, project, version)
+    diff = (release.stats or {}).get("diff")
+    against = request.GET.get("against", "")
+    if against:
+        diff = services.release_compare(release=release, against=against)
+    earlier = (
+        services.release_earlier_versions(release)
+        if release.status == Release.Status.PUBLISHED
+        else []
+    )
     context = _context(
         request,
         project,
         release=release,
         datasheet=services.release_datasheet(release),
-        diff=(release.stats or {}).get("diff"),
+        diff=diff,
+        earlier=earlier,
         files=(release.manifest or {}).get("files", []),
     )
     if request.htmx:

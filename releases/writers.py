@@ -22,7 +22,9 @@ two complementary ways, chosen per column by the caller:
 
 Scalars: ``None`` is an empty cell, booleans ``true``/``false`` (as in JSON), numbers via
 ``repr``-exact ``json.dumps``, strings as they are except that a string a spreadsheet would run
-as a formula gets a leading single quote (``spreadsheet_safe``; numbers are never touched). A
+as a formula gets a leading single quote (``spreadsheet_safe``; numbers are never touched),
+timestamps in ISO 8601, in UTC, with their offset (``csv_timestamp``: the one spelling of a time in
+every CSV the project writes, releases and downloads alike; a naive one is taken as UTC). A
 row holding a key that no column covers raises ``ValueError`` (``extra="error"``, the default)
 so data are never dropped silently; pass ``extra="ignore"`` to drop them on purpose. ``columns_from_rows`` proposes a column list.
 """
@@ -38,6 +40,7 @@ import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -168,6 +171,16 @@ def spreadsheet_safe(text: str) -> str:
     return text
 
 
+def csv_timestamp(value: datetime) -> str:
+    """A timestamp as every CSV (and release row) of the project spells it: ISO 8601 in UTC with
+    an explicit offset, ``2026-11-25T19:45:55.123456+00:00`` (PostgreSQL's ``to_json`` spelling
+    under ``TimeZone=UTC``, which the COPY export uses). Naive datetimes are taken as UTC, as
+    the database stores them (``USE_TZ``)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
 def _cell(value: Any) -> str:
     kind = type(value)
     if kind is str:
@@ -180,6 +193,8 @@ def _cell(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return spreadsheet_safe(str(value))
+    if isinstance(value, datetime):
+        return csv_timestamp(value)
     return _compact_json(value)
 
 

@@ -86,6 +86,29 @@ print(verify.pk, project.stages.get(slug="label").pk, stage.pk)
     env["SCREENSHOT_STAGES"] = out.stdout.strip().splitlines()[-1]
 
 
+def publish_demo_versions(env: dict[str, str]) -> None:
+    """Three published versions of the demo project (items marked finished by hand between
+    them), for the release pages: the confirmation of v4 and v3 compared with v1."""
+    script = """
+from annotation.models import Item, Project, Role
+from django.contrib.auth import get_user_model
+from releases.services import release_publish
+
+project = Project.objects.get(slug="demo")
+admin = get_user_model().objects.get(username="admin")
+items = list(Item.objects.filter(project=project).order_by("pk")[:9])
+for batch, note in ((items[:4], "First cut."), (items[4:7], "More pairs."), (items[7:], "Fixes.")):
+    Item.objects.filter(pk__in=[item.pk for item in batch]).update(status="accepted")
+    if note == "Fixes.":
+        Item.objects.filter(pk=items[0].pk).update(version=2)
+    release_publish(project=project, user=admin, notes=note)
+"""
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=REPO, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
 def expire_assignment(env: dict[str, str], username: str) -> None:
     """Make the user's active lease expire and its item close (so a submit gets a 409)."""
     script = f"""
@@ -308,8 +331,20 @@ def main() -> None:
             page.goto(base + "/projects/new/")
             shot(page, "40-studio-new", full_page=True)
             page.goto(base + "/projects/meter-demo/setup/")
-            page.click("#pipeline summary >> nth=1")
+            page.click("#pipeline .studio-stage > summary >> nth=1")
             shot(page, "41-studio-setup", full_page=True)
+            # The stage form at 1366 and 390 px, and a refused save with its inline error.
+            page.set_viewport_size({"width": 1366, "height": 850})
+            shot(page, "41b-studio-stage-form", full_page=True)
+            page.fill("#pipeline .studio-stage[open] input[name=overlap]", "0")
+            page.click("#pipeline .studio-stage[open] button:has-text('Save')")
+            page.wait_for_selector(".field-error")
+            shot(page, "41c-studio-stage-error", full_page=True)
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(base + "/projects/meter-demo/setup/")
+            page.click("#pipeline .studio-stage > summary >> nth=0")
+            shot(page, "41d-studio-stage-form-phone", full_page=True)
+            page.set_viewport_size({"width": 1280, "height": 800})
             page.click("button:has-text('Create a link')")
             invite = page.locator("#invites input[readonly]").first.input_value()
             context.close()
@@ -318,6 +353,26 @@ def main() -> None:
             page.goto(invite)
             shot(page, "42-studio-join", full_page=True)
             context.close()
+            if not only or only & {
+                "43-release-confirm",
+                "43b-release-confirm-phone",
+                "44-release-compare",
+                "44b-release-compare-phone",
+            }:
+                publish_demo_versions(env)
+                context, page = session("admin")
+                page.set_viewport_size({"width": 1366, "height": 850})
+                page.goto(base + "/projects/demo/releases/")
+                page.fill("#id_notes", "Adds the reviewed pairs.")
+                page.click("button:has-text('before publishing')")
+                shot(page, "43-release-confirm", full_page=True)
+                page.goto(base + "/projects/demo/releases/v3/?against=1")
+                shot(page, "44-release-compare", full_page=True)
+                page.set_viewport_size({"width": 390, "height": 844})
+                shot(page, "44b-release-compare-phone", full_page=True)
+                page.goto(base + "/projects/demo/releases/publish/")
+                shot(page, "43b-release-confirm-phone", full_page=True)
+                context.close()
             context, page = session("admin")
             page.goto(base + "/admin/")
             shot(page, "17-admin-index")

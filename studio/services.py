@@ -115,7 +115,104 @@ def stage_edit(*, stage: Stage, data: dict[str, Any]) -> Stage:
     for name in JSON_SETTINGS:
         if name in data:
             changes[name] = parse_json_setting(name, data[name])
+    if data.get("stage_form"):
+        changes.update(_stage_form_settings(stage, data))
     return engine.stage_update(stage=stage, **changes)
+
+
+def _stage_form_settings(stage: Stage, data: dict[str, Any]) -> dict[str, Any]:
+    """The settings the stage form posts field by field (studio.stage_form): the policy's
+    options and tie default, and a route per outcome of the policy chosen in the same form
+    (routes of outcomes it does not decide are dropped with it)."""
+    from annotation.policies import get_policy
+    from studio import stage_form
+
+    def get(name: str, default: str = "") -> str:
+        return str(data.get(name, default))
+
+    rows = _whole("option-rows", data.get("option-rows", "0"), 0, 50)
+    policy = get_policy(str(data.get("resolution_policy") or stage.resolution_policy))
+    return {
+        "policy_options": stage_form.options_from_form(get, rows),
+        "tie_default": stage_form.typed_value(get("tie_default")),
+        "routes": stage_form.routes_from_form(get, policy.outcomes),
+    }
+
+
+def _pipeline_check(project: Project) -> None:
+    """Every stage's settings checked again in the pipeline's current order and membership
+    (``engine.stage_settings_clean``), after a stage moved or went: a 'back' route now
+    pointing forward, a route or a rule naming a removed stage, raise ApplicationError naming
+    the stage and the setting; the caller's transaction then leaves everything as it was."""
+    for stage in project.stages.order_by("position"):
+        try:
+            engine.stage_settings_clean(
+                project=project,
+                slug=stage.slug,
+                kind=stage.kind,
+                overlap=stage.overlap,
+                settings={key: getattr(stage, key) for key in engine.STAGE_SETTINGS},
+            )
+        except ApplicationError as error:
+            raise ApplicationError(
+                f"{stage.name}: {error.message} Change that stage's settings first.",
+                {f"{stage.slug}.{key}": value for key, value in error.extra.items()},
+                status=error.status,
+            ) from None
+
+
+@transaction.atomic
+def stage_move(*, stage: Stage, direction: str) -> Stage:
+    """Swap ``stage`` with its neighbour (``direction`` "up" or "down"), then check every
+    stage in the new order; refused (nothing moved) when a setting no longer works, e.g. a
+    'back' route that would point to a later stage."""
+    if direction not in ("up", "down"):
+        raise ApplicationError("Move a stage up or down.", {"direction": direction[:10]})
+    project = Project.objects.select_for_update().get(pk=stage.project_id)
+    stages = list(project.stages.select_for_update().order_by("position"))
+    index = next(n for n, other in enumerate(stages) if other.pk == stage.pk)
+    neighbour_index = index - 1 if direction == "up" else index + 1
+    if not 0 <= neighbour_index < len(stages):
+        raise ApplicationError(
+            f"{stage.name} is already the {'first' if direction == 'up' else 'last'} stage.",
+            {"direction": direction},
+        )
+    moving, neighbour = stages[index], stages[neighbour_index]
+    spare = max(other.position for other in stages) + 1  # (project, position) is unique
+    first, second = moving.position, neighbour.position
+    Stage.objects.filter(pk=moving.pk).update(position=spare)
+    Stage.objects.filter(pk=neighbour.pk).update(position=first)
+    Stage.objects.filter(pk=moving.pk).update(position=second)
+    _pipeline_check(project)
+    moving.refresh_from_db()
+    return moving
+
+
+@transaction.atomic
+def stage_remove(*, stage: Stage) -> None:
+    """Delete a stage no item has entered yet (one with items is closed instead: its work is
+    kept), then check the others without it: a route or a rule that names it refuses the
+    removal and names itself."""
+    from django.db.models import ProtectedError
+
+    from annotation.models import ItemStage
+
+    locked = Stage.objects.select_for_update().get(pk=stage.pk)
+    if ItemStage.objects.filter(stage=locked).exists():
+        raise Conflict(
+            f"Items have entered {locked.name}; close it (Open for work: Closed) instead of "
+            f"removing it, so that their work is kept.",
+            {"stage": locked.slug},
+        )
+    project = locked.project
+    try:
+        locked.delete()
+    except ProtectedError:
+        raise Conflict(
+            f"{locked.name} is used elsewhere (a crowd study runs on it); remove that first.",
+            {"stage": locked.slug},
+        ) from None
+    _pipeline_check(project)
 
 
 @transaction.atomic

@@ -9,6 +9,26 @@ urlpatterns = [
     path("projects/<slug:slug>/setup/", views.setup, name="setup"),
     path("projects/<slug:slug>/setup/stages/new/", views.stage_add, name="stage_add"),
     path("projects/<slug:slug>/setup/stages/<int:stage_id>/", views.stage_edit, name="stage_edit"),
+    path(
+        "projects/<slug:slug>/setup/stages/<int:stage_id>/move/",
+        views.stage_move,
+        name="stage_move",
+    ),
+    path(
+        "projects/<slug:slug>/setup/stages/<int:stage_id>/remove/",
+        views.stage_remove,
+        name="stage_remove",
+    ),
+    path(
+        "projects/<slug:slug>/setup/stages/<int:stage_id>/policy/",
+        views.stage_policy,
+        name="stage_policy",
+    ),
+    path(
+        "projects/<slug:slug>/setup/guidelines/preview/",
+        views.guidelines_preview,
+        name="guidelines_preview",
+    ),
     path("projects/<slug:slug>/setup/members/", views.member_add, name="member_add"),
     path("projects/<slug:slug>/setup/members/remove/", views.member_remove, name="member_remove"),
     path("projects/<slug:slug>/setup/invites/", views.invite_create, name="invite_create"),

@@ -3,14 +3,12 @@ the setup page of a project (its admins: pipeline, members, invites), and invite
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import MANAGE, access_project
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
@@ -20,17 +18,31 @@ from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
 from annotation.resolution import TIE_POLICIES
 from annotation.views import page
-from studio import services
+from studio import services, stage_form
 from studio.models import Invite
 
 
-def _setup_context(request, project, **extra):
+def _setup_context(request, project, *, error=None, posted=None, **extra):
+    """The setup page's context; after a refused stage form, that stage's form shows what was
+    posted, with the error beside the field it names (``stage_form.field_errors``)."""
     stages = list(project.stages.order_by("position"))
-    for stage in stages:
-        stage.json_settings = [
-            (name, json.dumps(getattr(stage, name), indent=1, ensure_ascii=False))
-            for name in services.JSON_SETTINGS
-        ]
+    posted_stage = (posted or {}).get("stage", "")
+    errors = (
+        stage_form.field_errors(error.extra, error.message)
+        if error is not None and posted_stage
+        else {}
+    )
+    stage_forms = [
+        stage_form.stage_view(
+            stage,
+            stages,
+            kinds=KINDS,
+            policies=POLICIES,
+            posted=posted if posted_stage == str(stage.pk) else None,
+            errors=errors if posted_stage == str(stage.pk) else None,
+        )
+        for stage in stages
+    ]
     members = (
         Membership.objects.filter(project=project)
         .select_related("user")
@@ -40,13 +52,15 @@ def _setup_context(request, project, **extra):
         "project": project,
         "project_tabs": project_tabs(project, project.user_roles),
         "stages": stages,
+        "stage_forms": stage_forms,
         "kinds": sorted((key, kind.label) for key, kind in KINDS.items()),
-        "policies": sorted(POLICIES),
         "tie_policies": TIE_POLICIES,
         "members": members,
         "roles": Role.choices,
         "invites": Invite.objects.filter(project=project)[:50],
         "invite_base": request.build_absolute_uri(reverse("studio:join", args=["TOKEN"])),
+        "error": error,
+        "posted": posted or {},
         **extra,
     }
 
@@ -98,12 +112,76 @@ def _setup_action(request, slug: str, action, success: str):
 @page
 def stage_edit(request, slug: str, stage_id: int):
     def act(project):
-        stage = project.stages.filter(pk=stage_id).first()
-        if stage is None:  # unknown and other projects' ids answer alike
-            raise NotFound("There is no such stage in this project.")
-        services.stage_edit(stage=stage, data=request.POST.dict())
+        services.stage_edit(stage=_project_stage(project, stage_id), data=request.POST.dict())
 
     return _setup_action(request, slug, act, "Stage saved.")
+
+
+def _project_stage(project, stage_id: int):
+    stage = project.stages.filter(pk=stage_id).first()
+    if stage is None:  # unknown and other projects' ids answer alike
+        raise NotFound("There is no such stage in this project.")
+    return stage
+
+
+@require_POST
+@page
+def stage_move(request, slug: str, stage_id: int):
+    direction = request.POST.get("direction", "")
+
+    def act(project):
+        services.stage_move(stage=_project_stage(project, stage_id), direction=direction)
+
+    return _setup_action(request, slug, act, f"Stage moved {direction}.")
+
+
+@require_POST
+@page
+def stage_remove(request, slug: str, stage_id: int):
+    def act(project):
+        services.stage_remove(stage=_project_stage(project, stage_id))
+
+    return _setup_action(request, slug, act, "Stage removed.")
+
+
+@require_GET
+@page
+def stage_policy(request, slug: str, stage_id: int):
+    """The policy's parameters and a route per outcome, for the policy chosen in the stage form
+    (htmx swaps them in when the select changes, sending the form's fields so that the
+    options and the routes of outcomes both policies decide keep what was typed; nothing is
+    saved)."""
+    project = access_project(request.user, slug, MANAGE)
+    stage = _project_stage(project, stage_id)
+    chosen = request.GET.get("resolution_policy", "")
+    view = stage_form.stage_view(
+        stage,
+        list(project.stages.order_by("position")),
+        kinds=KINDS,
+        policies=POLICIES,
+        # The form's fields as they stand (htmx includes them), so nothing typed is lost.
+        posted=request.GET if request.GET.get("stage_form") else None,
+        policy_override=chosen if chosen in POLICIES else None,
+    )
+    context = {"project": project, "form": view, "tie_policies": TIE_POLICIES}
+    return render(request, "studio/setup.html#policy", context)
+
+
+@require_POST
+@page
+def guidelines_preview(request, slug: str):
+    """Guidelines as annotators will see them: the item screen's own renderer and sanitiser
+    (the ``guidelines`` filter of annotation_ui), nothing stored."""
+    project = access_project(request.user, slug, MANAGE)
+    text = request.POST.get("instructions", "")
+    context = {
+        "project": project,
+        "text": text,
+        "project_tabs": project_tabs(project, project.user_roles),
+    }
+    if request.htmx:
+        return render(request, "studio/setup.html#preview", context)
+    return render(request, "studio/preview.html", context)
 
 
 @require_POST

@@ -331,6 +331,20 @@ def test_csv_tables_hold_what_the_pages_show(study):
     assert {row["annotator"] for row in disagreements} == {"ann0", "ann1", "ann2"}
 
 
+def test_every_timestamp_in_the_csv_downloads_states_its_time_zone(study):
+    """The agreement history and the progress series: ISO 8601, UTC, with the offset."""
+    from datetime import datetime, timedelta
+
+    client = client_for(study.researcher)
+    slug, stage = study.project.slug, study.stage.slug
+    for table, column in (("agreement", "computed_at"), ("progress", "bucket_start")):
+        rows = read_csv(client.get(reverse("agreement:csv", args=[slug, stage, table])))
+        assert rows, table
+        for row in rows:
+            assert "T" in row[column] and row[column].endswith("+00:00"), (table, row[column])
+            assert datetime.fromisoformat(row[column]).utcoffset() == timedelta(0)
+
+
 HYPERLINK = '=HYPERLINK("http://x")'
 
 
@@ -481,3 +495,18 @@ def test_annotations_are_untouched_by_every_page(study):
     for url in research_urls(study):
         client.get(url)
     assert list(Annotation.objects.order_by("pk").values_list("pk", "payload")) == before
+
+
+def test_csv_response_spells_every_datetime_in_utc_with_its_offset():
+    """The one CSV download helper (agreement.views.csv_response, used by every app's
+    downloads): naive times (SQLite's) are taken as UTC, aware ones converted to UTC."""
+    from datetime import datetime, timedelta, timezone
+
+    from agreement.views import csv_response
+
+    rows = [
+        [datetime(2026, 3, 1, 12, 0)],
+        [datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))],
+    ]
+    cells = [row["at"] for row in read_csv(csv_response("t.csv", ["at"], rows))]
+    assert cells == ["2026-03-01T12:00:00+00:00", "2026-03-01T12:00:00+00:00"]

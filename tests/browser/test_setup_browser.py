@@ -36,7 +36,7 @@ def test_template_stage_invite_import_and_a_first_item_by_the_invited_person(
     admin.select_option("#new-kind", "verify")
     admin.fill("#new-overlap", "1")
     admin.click("button:has-text('Add the stage')")
-    expect(admin.locator(".studio-stage summary")).to_contain_text("Verify sentences")
+    expect(admin.locator(".studio-stage > summary")).to_contain_text("Verify sentences")
 
     admin.select_option("#invite-role", "annotator")
     admin.click("button:has-text('Create a link')")
@@ -67,3 +67,71 @@ def test_template_stage_invite_import_and_a_first_item_by_the_invited_person(
     project = Project.objects.get(slug="pilot")
     annotation = Annotation.objects.get(item_stage__stage__project=project)
     assert annotation.annotator.username == "newcomer" and annotation.payload["value"] == "keep"
+
+
+def test_a_stage_is_edited_with_the_form_and_its_guidelines_previewed_live(live_server, browser):
+    """Template → Setup → a stage's form: overlap, a route per outcome (the reason field shows
+    only for discard), guidelines previewed as typed (the item screen's rendering) → a refused
+    save puts the error beside the field and keeps the rest → saved."""
+    from annotation.models import Stage
+
+    base = live_server.url
+    make_user("boss", is_staff=True)
+    admin = browser.new_context(viewport={"width": 1366, "height": 850}).new_page()
+    admin.set_default_timeout(10_000)
+    sign_in_with_the_keyboard(admin, base, "boss")
+    admin.goto(base + reverse("studio:new"))
+    admin.check("input[value=meter]")
+    admin.fill("#id_name", "Pairs study")
+    admin.fill("#id_slug", "pairs")
+    admin.click("button:has-text('Create the project')")
+    expect(admin).to_have_url(re.compile(r"/projects/pairs/setup/$"))
+    stage = Stage.objects.get(project__slug="pairs", slug="verify")
+    pk, template_guidelines = stage.pk, stage.instructions
+
+    admin.locator(f"#stage-{pk} > summary").focus()
+    admin.keyboard.press("Enter")  # opens the stage's form
+    overlap = admin.locator(f"#overlap-{pk}")
+    expect(overlap).to_be_visible()
+    overlap.fill("0")
+    reject = admin.locator(f"#stage-{pk} select[name=route-reject]")
+    reason = admin.locator(f"#stage-{pk} input[name=route-reject-reason]")
+    reject.select_option("discard")
+    expect(reason).to_be_visible()
+    reason.fill("not a causal pair")
+    # Another policy: its parameters (ties) come in, the typed route stays.
+    expect(admin.locator(f"#tie-{pk}")).to_have_count(0)
+    admin.select_option(f"#policy-{pk}", "majority")
+    expect(admin.locator(f"#tie-{pk}")).to_be_visible()
+    expect(admin.locator(f"#stage-{pk} input[name=route-reject-reason]")).to_have_value(
+        "not a causal pair"
+    )
+    guidelines = admin.locator(f"#instructions-{pk}")
+    guidelines.fill("")
+    guidelines.press_sequentially("Keep **causal** pairs only.", delay=5)
+    preview = admin.locator(f"#preview-{pk}")
+    expect(preview.locator("strong")).to_have_text("causal")
+    admin.click(f"#stage-{pk} button:has-text('Save')")
+
+    # Refused: the stage's error takes the focus (read out first), the field's own message
+    # sits beside it, and what was typed is still there.
+    expect(admin.locator(f"#stage-{pk} [data-stage-error]")).to_be_focused()
+    expect(admin.locator(f"#overlap-{pk}-error")).to_be_visible()
+    expect(admin.locator(f"#overlap-{pk}")).to_have_attribute("aria-invalid", "true")
+    expect(admin.locator(f"#stage-{pk} input[name=route-reject-reason]")).to_have_value(
+        "not a causal pair"
+    )
+    expect(admin.locator(f"#preview-{pk} strong")).to_have_text("causal")
+    stage.refresh_from_db()
+    assert stage.overlap != 0 and stage.instructions == template_guidelines
+
+    admin.fill(f"#overlap-{pk}", "2")
+    admin.locator(f"#stage-{pk} select[name=route-reject]").select_option("escalate")
+    expect(admin.locator(f"#stage-{pk} input[name=route-reject-reason]")).to_be_hidden()
+    admin.locator(f"#stage-{pk} button:has-text('Save')").focus()
+    admin.keyboard.press("Enter")
+    expect(admin.locator("main")).to_contain_text("Stage saved")
+    stage.refresh_from_db()
+    assert stage.overlap == 2 and stage.resolution_policy == "majority"
+    assert stage.routes["reject"] == {"action": "escalate"}
+    assert stage.instructions == "Keep **causal** pairs only."

@@ -80,7 +80,7 @@ def test_pages_follow_roles(team):
         browser(people["admin"])
         .get("/projects/team/releases/")
         .content.decode()
-        .count("Publish v2")
+        .count("Review v2 before publishing")
         == 1
     )
     assert researcher.post("/projects/team/releases/publish/").status_code == 403
@@ -135,14 +135,20 @@ def test_publishing_over_the_api_and_the_page(team, django_capture_on_commit_cal
     assert detail["download_url"] == "/api/projects/team/releases/2/download/"
     page = browser(people[Role.ADMIN])
     with django_capture_on_commit_callbacks(execute=True):
-        posted = page.post("/projects/team/releases/publish/", {"notes": "Third."})
+        posted = page.post(
+            "/projects/team/releases/publish/",
+            {"notes": "Third.", "confirm": "publish", "version": "3"},
+        )
     assert posted.status_code == 302 and posted["Location"] == "/projects/team/releases/v3/"
     shown = page.get("/projects/team/releases/v3/").content.decode()
     assert "Changes since v2" in shown and "README.md" in shown and "Third." in shown
-    building = page.post("/projects/team/releases/publish/")  # v4 stays building (no commit)
+    confirmed = {"confirm": "publish", "version": "4"}
+    building = page.post("/projects/team/releases/publish/", confirmed)  # stays building
     assert building.status_code == 302
-    conflict = page.post("/projects/team/releases/publish/")
+    conflict = page.post("/projects/team/releases/publish/", {**confirmed, "version": "5"})
     assert conflict.status_code == 409 and "still being built" in conflict.content.decode()
+    refused = page.get("/projects/team/releases/publish/").content.decode()
+    assert "cannot be published now" in refused and 'value="publish"' not in refused
     polled = page.get("/projects/team/releases/v4/", headers={"HX-Request": "true"})
     assert 'hx-trigger="every 1s"' in polled.content.decode()
     assert "<html" not in polled.content.decode()
@@ -270,3 +276,84 @@ def test_unknown_api_urls_answer_in_the_error_format(team):
     _, people, _ = team
     response = api(people[Role.ADMIN]).get("/api/assignments/abc/skip/")
     assert response.status_code == 404 and response.json()["message"].startswith("There is no API")
+
+
+def test_publishing_asks_for_confirmation_stating_what_it_publishes(
+    team, django_capture_on_commit_callbacks
+):
+    """The form, or a GET, shows the confirmation page (version, items, annotations, files);
+    nothing is published before its own POST with the version it stated."""
+    project, people, _ = team
+    page = browser(people[Role.ADMIN])
+    for response in (
+        page.get("/projects/team/releases/publish/"),
+        page.post("/projects/team/releases/publish/", {"notes": "Second cut."}),
+    ):
+        text = response.content.decode()
+        assert response.status_code == 200 and "Publish v2?" in text
+        assert 'data-fact="items">3 (3 accepted, 0 rejected and kept)' in text
+        assert 'data-fact="annotations">0,' in text
+        for name in ("items.jsonl", "items.csv", "annotations.csv", "README.md", "SHA256SUMS"):
+            assert f"<code>{name}</code>" in text
+        assert 'name="version" value="2"' in text and 'value="publish"' in text
+    assert "Second cut." in text
+    assert Release.objects.filter(project=project).count() == 1  # nothing published yet
+    stale = page.post("/projects/team/releases/publish/", {"confirm": "publish", "version": "1"})
+    assert stale.status_code == 409 and "already published" in stale.content.decode()
+    no_version = page.post("/projects/team/releases/publish/", {"confirm": "publish"})
+    assert no_version.status_code == 400
+    assert Release.objects.filter(project=project).count() == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        done = page.post(
+            "/projects/team/releases/publish/",
+            {"confirm": "publish", "version": "2", "notes": "Second cut."},
+        )
+    assert done.status_code == 302 and done["Location"] == "/projects/team/releases/v2/"
+    assert Release.objects.get(project=project, version=2).notes == "Second cut."
+    researcher = browser(people[Role.RESEARCHER])
+    assert researcher.get("/projects/team/releases/publish/").status_code == 403
+
+
+def test_a_release_is_compared_with_any_earlier_version(team, django_capture_on_commit_callbacks):
+    """v3 against v1 (chosen) differs from v3 against v2 (stored at build); a version that is
+    not an earlier published one is refused, naming the ones there are."""
+    project, people, _ = team
+    admin = people[Role.ADMIN]
+
+    def publish():
+        with django_capture_on_commit_callbacks(execute=True):
+            release = release_publish(project=project, user=admin)
+        release.refresh_from_db()
+        assert release.status == "published", release.message
+
+    Item.objects.filter(project=project, external_id="item-00003").update(status="accepted")
+    publish()  # v2: one item added
+    Item.objects.filter(project=project, external_id="item-00004").update(status="accepted")
+    Item.objects.filter(project=project, external_id="item-00000").update(version=2)
+    publish()  # v3: one more added, one changed
+    page = browser(people[Role.RESEARCHER])
+    stored = page.get("/projects/team/releases/v3/").content.decode()
+    assert "Changes since v2" in stored and '<option value="1">v1</option>' in stored
+    chosen = page.get("/projects/team/releases/v3/", {"against": "1"})
+    text = chosen.content.decode()
+    assert chosen.status_code == 200 and "Changes since v1" in text
+    assert chosen.context["diff"]["added"] == 2 and chosen.context["diff"]["changed"] == 1
+    assert chosen.context["diff"]["ids"]["added"] == ["item-00003", "item-00004"]
+    assert '<option value="1" selected>v1</option>' in text
+    for bad in ("3", "9", "x"):
+        refused = page.get("/projects/team/releases/v3/", {"against": bad})
+        assert refused.status_code == 400 and "v2, v1" in refused.content.decode()
+    over_api = api(people[Role.RESEARCHER]).get("/api/projects/team/releases/3/?against=1")
+    assert over_api.status_code == 200
+    assert over_api.json()["compared_with"] == chosen.context["diff"]
+    assert over_api.json()["stats"]["diff"]["previous_version"] == 2
+    wrong = api(people[Role.RESEARCHER]).get("/api/projects/team/releases/3/?against=3")
+    assert wrong.status_code == 400 and wrong.json()["extra"] == {"against": "3"}
+
+
+def test_the_confirmation_lists_every_standard_file():
+    from releases.layouts import STANDARD_FILES
+    from releases.services import release_publish_preview
+
+    project = make_project(slug="empty")
+    assert set(release_publish_preview(project)["files"]) == STANDARD_FILES

@@ -9,6 +9,7 @@ import io
 import json
 import tracemalloc
 import zipfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,17 @@ def test_publish_builds_an_immutable_checksummed_release(
     assert "# Pairs — release v1" in readme and "First cut." in readme
     assert "| annotator | 3 |" in readme and "| **total** | 3 |" in readme
     assert "| Verify | verify | 3 | 6 | 4 | 66.7 % |" in readme
-    assert "Fleiss' κ | 0.410 | [0.120, 0.700] (95 %)" in readme
+    # κ over the 4 released items (kept: 3-0, 3-0, 2-1, 2-1) is −0.200; the stored snapshot
+    # (0.41) and the 6 items with the 2 discarded ones (κ 0.000) are other scopes.
+    computed = release.stats["stages"][0]["agreement"]
+    assert computed["metric"] == "fleiss_kappa" and computed["scope"] == "released items"
+    assert computed["value"] == pytest.approx(-0.2) and computed["n_items"] == 4
+    stamp = datetime.fromisoformat(computed["computed_at"])
+    assert stamp.utcoffset() == timedelta(0)
+    assert abs(stamp - release.published_at) < timedelta(minutes=1)
+    assert "| Verify | Fleiss' κ | -0.200 | " in readme and "0.410" not in readme
+    assert f"Computed at {computed['computed_at']} (UTC), when this release was built" in readme
+    assert "over the annotations of exactly the items it holds" in readme
     assert "CC-BY-4.0" in readme and "@article{pairs2026" in readme
     assert release.stats["diff"] is None
 
@@ -382,6 +393,23 @@ def test_the_annotation_files_carry_exactly_the_rows(finished, tmp_path):
     table = list(csv.DictReader(io.StringIO((tmp_path / "a.csv").read_text("utf-8"))))
     assert [row["rater"] for row in table] == [row["rater"] for row in rows]
     assert [row["value"] for row in table] == [row["value"] for row in rows]
+
+
+def test_every_timestamp_of_the_annotation_files_states_its_time_zone(finished, tmp_path):
+    """created_at in annotations.csv/.jsonl is ISO 8601 in UTC with an explicit offset, on
+    PostgreSQL (COPY) and on SQLite (Python) alike: a spreadsheet or pandas reads one moment."""
+    from datetime import datetime, timedelta
+
+    project, *_ = finished
+    release_services.release_annotations_csv(project, tmp_path / "a.csv")
+    release_services.release_annotations_jsonl(project, tmp_path / "a.jsonl")
+    table = list(csv.DictReader(io.StringIO((tmp_path / "a.csv").read_text("utf-8"))))
+    lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text("utf-8").splitlines()]
+    stamps = [row["created_at"] for row in table] + [row["created_at"] for row in lines]
+    assert len(stamps) == 24
+    for stamp in stamps:
+        assert "T" in stamp and stamp.endswith("+00:00"), stamp
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
 
 
 HYPERLINK = '=HYPERLINK("http://x")'

@@ -25,7 +25,7 @@ from releases import (
     write_csv,
     write_jsonl,
 )
-from releases.writers import write_blocks
+from releases.writers import csv_timestamp, write_blocks
 
 ROWS = [
     {
@@ -362,6 +362,24 @@ def test_datasheet_renders_every_section_from_plain_data():
     assert "| License | CC-BY-4.0 |" in text
 
 
+def test_datasheet_states_when_agreement_was_computed():
+    """Figures of one build: the moment once, above the table; figures of other moments (or
+    scopes): a Computed column per stage."""
+    at = "2026-03-01T12:00:00+00:00"
+    built = {"metric": "fleiss_kappa", "value": 0.5, "computed_at": at, "scope": "released items"}
+    one = render_datasheet(
+        {"name": "x", "version": "1", "stages": [{"name": "A", "agreement": built}]}
+    )
+    assert f"Computed at {at} (UTC), when this release was built" in one
+    assert "| Computed |" not in one
+    other = {**built, "computed_at": "2026-02-01T08:00:00+00:00", "scope": ""}
+    two = render_datasheet(
+        {"name": "x", "version": "1", "stages": [{"name": "A", "agreement": built},
+                                                 {"name": "B", "agreement": other}]}
+    )  # fmt: skip
+    assert "| Computed |" in two and "| 2026-02-01T08:00:00+00:00 |" in two
+
+
 def test_datasheet_says_not_recorded_for_missing_sections():
     text = render_datasheet({"name": "x", "version": "0.1"})
     assert text.count("Not recorded.") == 7
@@ -383,3 +401,20 @@ def test_datasheet_never_takes_identities(bad):
 def test_datasheet_is_a_pure_function_of_its_input():
     assert render_datasheet(DATASHEET) == render_datasheet(json.loads(json.dumps(DATASHEET)))
     io.StringIO(render_datasheet(DATASHEET))  # plain text, nothing else
+
+
+def test_csv_timestamps_are_iso_8601_in_utc_with_the_offset(tmp_path):
+    """The one spelling of a time in every CSV: aware times converted to UTC, naive ones taken
+    as UTC (the database's), never a bare local time a spreadsheet would misread."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    paris = timezone(timedelta(hours=1))
+    assert csv_timestamp(datetime(2026, 3, 1, 13, 30, tzinfo=paris)) == "2026-03-01T12:30:00+00:00"
+    assert csv_timestamp(datetime(2026, 3, 1, 12, 30, 5)) == "2026-03-01T12:30:05+00:00"
+    rows = [
+        {"at": datetime(2026, 3, 1, 12, 30, 0, 250, tzinfo=UTC)},
+        {"at": datetime(2026, 3, 1, 23, 0, tzinfo=paris)},
+    ]
+    write_csv(rows, tmp_path / "t.csv", columns=["at"])
+    cells = [row["at"] for row in csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text()))]
+    assert cells == ["2026-03-01T12:30:00.000250+00:00", "2026-03-01T22:00:00+00:00"]

@@ -4,7 +4,9 @@ through the services' checks, members by name and invite links."""
 from __future__ import annotations
 
 import html
+import json
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -235,3 +237,283 @@ def test_another_projects_stage_answers_like_an_unknown_one(client, project, sta
     assert client.post(unknown, {"name": "x"}).status_code == 404
     foreign.refresh_from_db()
     assert foreign.name != "Taken over"
+
+
+@pytest.fixture
+def two_stages(project):
+    from tests.factories import make_label_stage, make_verify_stage
+
+    return make_verify_stage(project), make_label_stage(project)
+
+
+def stage_form_data(stage, **fields):
+    """The stage form as the page posts it, with the stage's current values."""
+    data = {
+        "stage": str(stage.pk),
+        "stage_form": "1",
+        "name": stage.name,
+        "overlap": str(stage.overlap),
+        "lease_seconds": str(stage.lease_seconds),
+        "is_active": "1",
+        "resolution_policy": stage.resolution_policy,
+        "tie_policy": stage.tie_policy,
+        "tie_default": "",
+        "option-rows": "2",
+        "instructions": stage.instructions,
+        "config": json.dumps(stage.config),
+        "phases": json.dumps(stage.phases),
+        "eligibility": json.dumps(stage.eligibility),
+    }
+    data.update(fields)
+    return data
+
+
+def test_the_stage_form_sets_policy_parameters_and_routes_field_by_field(client, two_stages):
+    verify, label = two_stages
+    edit = reverse("studio:stage_edit", args=[verify.project.slug, verify.pk])
+    page = client.get(reverse("studio:setup", args=[verify.project.slug])).content.decode()
+    assert 'name="route-accept"' in page and f'value="back:{verify.slug}"' in page
+    assert "Default: the next stage" in page and "Escalate to a reviewer" in page
+    response = client.post(
+        edit,
+        stage_form_data(
+            verify,
+            **{
+                "tie_policy": "default",
+                "tie_default": "keep",
+                "route-accept": "stage:label",
+                "route-reject": "back:verify",
+                "route-reject-loops": "2",
+                "route-reject-otherwise": "discard",
+                "route-reject-otherwise-reason": "never agreed",
+                "instructions": "Keep **causal** pairs.",
+            },
+        ),
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    verify.refresh_from_db()
+    assert (verify.tie_policy, verify.tie_default) == ("default", "keep")
+    assert verify.routes == {
+        "accept": {"action": "stage", "stage": "label"},
+        "reject": {
+            "action": "back", "stage": "verify", "max_loops": 2,
+            "otherwise": {"action": "discard", "reason": "never agreed"},
+        },
+    }  # fmt: skip
+    assert verify.instructions == "Keep **causal** pairs."
+    page = client.get(reverse("studio:setup", args=[verify.project.slug])).content.decode()
+    assert 'value="stage:label" selected' in page and 'value="never agreed"' in page
+
+
+def test_a_refused_stage_form_keeps_what_was_typed_and_names_the_field(client, two_stages):
+    verify, label = two_stages
+    edit = reverse("studio:stage_edit", args=[verify.project.slug, verify.pk])
+    before = (verify.routes, verify.overlap, verify.name)
+    forward = client.post(edit, stage_form_data(verify, **{"route-reject": "back:label"}))
+    assert forward.status_code == 400  # not offered by the form; refused by the engine anyway
+    assert "'back' goes to this stage or an earlier one" in html.unescape(forward.content.decode())
+    loops = client.post(
+        edit,
+        stage_form_data(
+            verify, **{"name": "Renamed", "route-reject": "back:verify", "route-reject-loops": "11"}
+        ),
+    )
+    assert loops.status_code == 400
+    text = html.unescape(loops.content.decode())
+    assert "routes.reject: max_loops must be a whole number from 1 to 10" in text
+    assert (
+        f'id="route-{verify.pk}-1" name="route-reject" class="route-target" aria-invalid="true"'
+        in text
+    )
+    assert f'<p class="field-error wide" id="route-{verify.pk}-1-error">' in text
+    assert 'value="Renamed"' in text and 'value="back:verify" selected' in text
+    assert 'name="route-reject-loops" min="1" max="10" value="11"' in text
+    zero = client.post(edit, stage_form_data(verify, overlap="0"))
+    assert zero.status_code == 400
+    assert f'aria-describedby="overlap-{verify.pk}-error"' in zero.content.decode()
+    unknown = client.post(
+        edit, stage_form_data(verify, **{"option-name-0": "wobble", "option-value-0": "1"})
+    )
+    assert unknown.status_code == 400 and "wobble" in unknown.content.decode()
+    assert f'id="policy-{verify.pk}-error"' in unknown.content.decode()
+    nameless = client.post(edit, stage_form_data(verify, **{"option-value-1": "3"}))
+    assert nameless.status_code == 400
+    assert f'id="options-{verify.pk}-error"' in nameless.content.decode()
+    verify.refresh_from_db()
+    assert (verify.routes, verify.overlap, verify.name) == before
+
+
+def test_policy_options_are_typed_and_checked_by_the_policy(client, project):
+    from annotation import services as engine
+
+    stage = engine.stage_create(project=project, slug="rate", name="Rate", kind="rate", overlap=2)
+    edit = reverse("studio:stage_edit", args=[project.slug, stage.pk])
+    ok = client.post(
+        edit,
+        stage_form_data(stage, **{"option-name-0": "accept_threshold", "option-value-0": "5.5"}),
+    )
+    assert ok.status_code == 302, html.unescape(ok.content.decode())[:3000]
+    stage.refresh_from_db()
+    assert stage.policy_options == {"accept_threshold": 5.5}
+    page = client.get(reverse("studio:setup", args=[project.slug])).content.decode()
+    assert 'value="accept_threshold"' in page and 'value="5.5"' in page
+    assert 'name="tie_policy" value=' in page  # mean has no ties: no tie select shown
+
+
+def test_changing_the_policy_redraws_its_parameters_and_routes(client, two_stages):
+    verify, _ = two_stages
+    verify.routes = {"reject": {"action": "keep"}}
+    verify.save(update_fields=["routes"])
+    url = reverse("studio:stage_policy", args=[verify.project.slug, verify.pk])
+    part = client.get(url, {"resolution_policy": "unanimity_keep"}, headers={"HX-Request": "true"})
+    text = part.content.decode()
+    assert part.status_code == 200 and "<html" not in text
+    assert f'id="policy-fields-{verify.pk}"' in text and 'name="route-reject"' in text
+    assert 'value="keep" selected' in text  # the stored route of an outcome both decide
+    assert 'name="tie_policy" value=' in text  # unanimity_keep has no ties
+    majority = client.get(url, {"resolution_policy": "majority"}).content.decode()
+    assert f'id="tie-{verify.pk}"' in majority
+    typed = client.get(
+        url,
+        {
+            "stage_form": "1", "resolution_policy": "majority", "route-reject": "discard",
+            "route-reject-reason": "typed, not saved", "option-rows": "1",
+            "option-name-0": "x", "option-value-0": "1",
+        },
+    ).content.decode()  # fmt: skip
+    assert 'value="typed, not saved"' in typed and 'value="x"' in typed
+    verify.refresh_from_db()
+    assert verify.routes == {"reject": {"action": "keep"}}  # nothing saved
+
+
+def test_the_guidelines_preview_is_the_item_screens_rendering(client, project):
+    from annotation.templatetags.annotation_ui import guidelines
+
+    text = "Keep **causal** pairs.\n\n- one\n- two <script>alert(1)</script>"
+    url = reverse("studio:guidelines_preview", args=[project.slug])
+    part = client.post(url, {"instructions": text}, headers={"HX-Request": "true"})
+    body = part.content.decode()
+    assert part.status_code == 200 and "<html" not in body
+    assert str(guidelines(text)) in body
+    assert "<strong>causal</strong>" in body and "<script>" not in body
+    assert "&lt;script&gt;" in body
+    full = client.post(url, {"instructions": text})
+    assert full.status_code == 200 and "Guidelines preview" in full.content.decode()
+    assert "<strong>causal</strong>" in full.content.decode()
+
+
+def test_stages_move_and_go_only_when_the_pipeline_still_holds(
+    client, two_stages, django_capture_on_commit_callbacks
+):
+    verify, label = two_stages
+    slug = verify.project.slug
+    move = reverse("studio:stage_move", args=[slug, label.pk])
+    order = lambda: list(verify.project.stages.order_by("position").values_list("slug", flat=True))  # noqa: E731
+    assert client.post(move, {"direction": "up"}).status_code == 302
+    assert order() == ["label", "verify"]
+    assert client.post(move, {"direction": "up"}).status_code == 400  # already first
+    assert client.post(move, {"direction": "down"}).status_code == 302
+    assert order() == ["verify", "label"]
+    # label sends items back to verify: moving verify after label would make it point forward
+    label.routes = {"reject": {"action": "back", "stage": "verify", "max_loops": 1}}
+    label.save(update_fields=["routes"])
+    refused = client.post(
+        reverse("studio:stage_move", args=[slug, verify.pk]), {"direction": "down"}
+    )
+    assert refused.status_code == 400 and "Label:" in html.unescape(refused.content.decode())
+    assert order() == ["verify", "label"]
+    # Removing verify is refused while label's route names it; label itself can go.
+    remove_verify = reverse("studio:stage_remove", args=[slug, verify.pk])
+    assert client.post(remove_verify).status_code == 400
+    assert order() == ["verify", "label"]
+    assert client.post(reverse("studio:stage_remove", args=[slug, label.pk])).status_code == 302
+    assert order() == ["verify"]
+    # A stage items have entered is closed, not removed.
+    from tests.factories import make_items
+
+    make_items(verify.project, 2)
+    kept = client.post(remove_verify)
+    assert kept.status_code == 409 and "close it" in kept.content.decode()
+    assert order() == ["verify"]
+
+
+class _FormFields(HTMLParser):
+    """The fields a browser would submit from each form with a given action (inputs, checked
+    boxes, selected options, textareas), as posted without any change."""
+
+    def __init__(self, action: str):
+        super().__init__()
+        self.action, self.inside, self.fields = action, False, {}
+        self._select = self._textarea = None
+        self._first_option = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.inside = attrs.get("action") == self.action
+        if not self.inside:
+            return
+        name = attrs.get("name")
+        if tag == "input" and name and "disabled" not in attrs:
+            if attrs.get("type") in ("checkbox", "radio") and "checked" not in attrs:
+                return
+            if attrs.get("type") != "submit":
+                self.fields[name] = attrs.get("value", "")
+        elif tag == "select" and name:
+            self._select, self._first_option = name, None
+        elif tag == "option" and self._select:
+            if self._first_option is None:
+                self._first_option = attrs.get("value", "")
+                self.fields.setdefault(self._select, self._first_option)
+            if "selected" in attrs:
+                self.fields[self._select] = attrs.get("value", "")
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.fields[name] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.inside = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.fields[self._textarea] += data
+
+
+@pytest.mark.parametrize("workflow", ["meter", "ratings", "causalt5k", "carlgt"])
+def test_every_templates_stage_form_posted_as_drawn_changes_nothing(client, staff, workflow):
+    """The form draws every stored setting (routes of every kind, options, ties) so that
+    saving a stage untouched keeps it exactly as it was."""
+    from annotation.services import STAGE_SETTINGS
+    from annotation.workflows import WORKFLOWS
+
+    if workflow == "causalt5k":  # no template (its items come from a release): its pipeline
+        from annotation.services import membership_add
+        from review.causalt5k.pipeline import causalt5k_project_create
+
+        project = causalt5k_project_create(slug="t", name="T")
+        membership_add(project=project, user=staff, role=Role.ADMIN)
+    else:
+        assert WORKFLOWS[workflow].create is not None
+        assert create(client, workflow=workflow, slug="t", name="T").status_code == 302
+        project = Project.objects.get(slug="t")
+    assert any(stage.routes for stage in project.stages.all()) or workflow != "causalt5k"
+    page = client.get(reverse("studio:setup", args=["t"])).content.decode()
+    for stage in project.stages.order_by("position"):
+        before = {key: getattr(stage, key) for key in (*STAGE_SETTINGS, "name", "overlap")}
+        action = reverse("studio:stage_edit", args=["t", stage.pk])
+        parser = _FormFields(action)
+        parser.feed(page)
+        assert parser.fields.get("stage_form") == "1", stage.slug
+        response = client.post(action, parser.fields)
+        assert response.status_code == 302, (
+            stage.slug,
+            html.unescape(response.content.decode())[:500],
+        )
+        stage.refresh_from_db()
+        after = {key: getattr(stage, key) for key in before}
+        assert after == before, stage.slug
