@@ -16,6 +16,7 @@ from typing import Any
 from annotation import services as engine
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import Project
+from review.causalt5k.blind import blind_open
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
 from review.meter.demo import drive
 
@@ -288,6 +289,9 @@ def seed(*, users: dict, slug: str) -> Project:
     drive(stages["dedup"], people[:1], _answer)
     drive(stages["review"], people[2:], _answer)  # annotator3 reviews the first batch
     drive(stages["score"], people[:2], _answer)
+    # The kept case goes to the blind answer stage: annotator2 answers it, the others may too.
+    blind_open(project=project, sample=10, seed=1)
+    drive(stages["answer"], people[1:2], lambda i, item, phase: {"label": "YES"})
     later = [case["case_id"] for case in CASES if case["case_id"] not in FIRST_BATCH]
     engine.items_create(project=project, rows=rows(later), open_first_stage=False)
     causalt5k_review_open(project=project)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from agreement import stats
 from annotation.models import Annotation, ItemStage, Project
-from review.causalt5k.pipeline import CLUSTER_PREFIX, PAPER_CASCADE, PAPER_REVIEW
+from review.causalt5k.pipeline import PAPER_CASCADE, PAPER_REVIEW, case_items
 from review.causalt5k.review_vocab import clean_rubric
 from review.models import CausalT5kDuplicate
 
@@ -66,9 +66,7 @@ def review_outcomes(project: Project) -> dict[str, Any]:
 def cascade(project: Project) -> dict[str, Any]:
     """The filtering cascade: raw candidates → after near-duplicate removal → reviewed (pass /
     minor / major / removed) → kept by the gate; beside the paper's figures."""
-    from annotation.models import Item
-
-    cases = Item.objects.filter(project=project).exclude(external_id__startswith=CLUSTER_PREFIX)
+    cases = case_items(project)
     raw = cases.count()
     duplicates = CausalT5kDuplicate.objects.filter(item__project=project).count()
     waiting_dedup = ItemStage.objects.filter(

@@ -12,6 +12,8 @@ Payloads:
   changed fields only, after validation).
 * ``ct5k_author`` (after a major restructure): ``{"edits": {field: value}, "comment"}``, at
   least one field changed.
+* ``ct5k_answer`` (the blind answer stage, review.causalt5k.blind): ``{"label", "comment"}`` —
+  one of the tier's labels; the annotator sees only the answer item's allow-listed fields.
 * ``ct5k_score``: ``{"scores": {criterion: int}, "comment"}``; validation adds ``composite``
   (0–10, review_vocab.composite over the stage's rubric) and ``verdict`` (keep when the
   composite meets the stage's gate), which agreement reads (κ on the verdict).
@@ -361,4 +363,43 @@ class CT5kScoreKind(TaskKind):
             ("0–9", "type a score (10: type 1 then 0)"),
             ("Tab", "next criterion"),
             ("Enter", "submit the scores"),
+        ]
+
+
+class CT5kAnswerKind(TaskKind):
+    """Answer a case blind (review.causalt5k.blind): the scenario, the claim, the variables'
+    names, the tier and level — never the gold label, trap, rationale, key insight, wise refusal
+    or the case id (the answer item holds none of them but the id, which is not allow-listed)."""
+
+    key = "ct5k_answer"
+    label = "CausalT5k: answer the case (blind)"
+    template = "review/causalt5k/answer.html#form"
+    display_template = "review/causalt5k/answer.html#display"
+    policies = ("ct5k_answers",)
+    default_policy = "ct5k_answers"
+    vote_field = "label"
+    agreement = AgreementSpec("nominal")
+    default_visible_fields = (
+        "handle",
+        "tier",
+        "pearl_level",
+        "domain_name",
+        "scenario",
+        "claim",
+        "variables",
+    )
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {"label": data.get("label") or "", "comment": data.get("comment") or ""}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        labels = labels_for(context.item.payload.get("tier"))
+        if payload.get("label") not in labels:
+            raise _invalid(f"Answer with one of {', '.join(labels)}.", "label", ", ".join(labels))
+        return {"label": payload["label"], "comment": _comment(payload)}
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("y / n / a", "YES / NO / AMBIGUOUS (tiers 1–2)"),
+            ("v / i / c", "VALID / INVALID / CONDITIONAL (tier 3)"),
         ]

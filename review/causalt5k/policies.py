@@ -6,6 +6,8 @@
   and explanation as the reason). No majority goes to a reviewer.
 * ``ct5k_author``: the author's edits become the revision (outcome ``accept``, routed
   revise → review again).
+* ``ct5k_answers``: the blind answer stage records the answers (outcome ``accept``, the value the
+  most given label); they are scored against the gold later (review.causalt5k.blind).
 * ``ct5k_gate``: two reviewers' composites; more than ``max_distance`` apart → one more
   reviewer (``needs_more``: the engine raises the item stage's target to 3, the stage's
   max_overlap); then the mean (of the two closest of three) against ``gate``: ``accept`` keeps,
@@ -143,3 +145,20 @@ class CT5kGatePolicy(Policy):
             return Decision(None, "tie", "pending", True, votes, reason=why)
         outcome = "accept" if verdict == "keep" else "reject"
         return Decision(mean, "mean", outcome, False, votes, reason=why)
+
+
+class CT5kAnswersPolicy(Policy):
+    key = "ct5k_answers"
+    label = "CausalT5k blind answers: recorded (scored against the gold label later)"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_answers policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        cast = [b.vote for b in ballots if b.vote]
+        votes = dict(sorted(Counter(cast).items()))
+        value, count = Counter(cast).most_common(1)[0] if cast else (None, 0)
+        status = "unanimous" if cast and count == len(cast) else "majority"
+        return Decision(value, status, "accept", False, votes, reason="answers recorded")

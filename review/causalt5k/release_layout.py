@@ -19,7 +19,7 @@ from review.causalt5k.services import latest_import, report_summary
 def kept_cases(context: LayoutContext):
     """The cases the quality gate kept, with the composite mean it decided on."""
     from annotation.models import Resolution
-    from review.causalt5k.pipeline import CLUSTER_PREFIX
+    from review.causalt5k.pipeline import is_case
 
     composites = dict(
         Resolution.objects.filter(
@@ -29,7 +29,7 @@ def kept_cases(context: LayoutContext):
         ).values_list("item_stage__item__external_id", "value")
     )
     for row in context.items():
-        if row["status"] != "accepted" or row["external_id"].startswith(CLUSTER_PREFIX):
+        if row["status"] != "accepted" or not is_case(row["external_id"]):
             continue
         if row["external_id"] not in composites:
             continue

@@ -9,4 +9,5 @@ app_name = "causalt5k"
 urlpatterns = [
     path("", views.report, name="report"),
     path("normalisation.csv", views.report_csv, name="report_csv"),
+    path("blind/", views.blind_sample_open, name="blind_sample_open"),
 ]

@@ -108,3 +108,30 @@ def ct5k_diff(text, reference):
             continue
         out.append(chunk if tag == "equal" else f"<mark>{chunk}</mark>")
     return mark_safe(" ".join(out))
+
+
+#: The blind answer stage's keys per label (review/templates/review/causalt5k/answer.html).
+ANSWER_KEYS = {
+    "YES": "y",
+    "NO": "n",
+    "AMBIGUOUS": "a",
+    "VALID": "v",
+    "INVALID": "i",
+    "CONDITIONAL": "c",
+}
+
+
+@register.simple_tag
+def ct5k_answer_labels(case):
+    """The labels an answerer may give for the case's tier, with their keys."""
+    return [{"value": label, "key": ANSWER_KEYS[label]} for label in labels_for(case.get("tier"))]
+
+
+@register.simple_tag
+def ct5k_variable_names(variables):
+    """[(role, "name" or "name, name")] of a blind case's variables (names only)."""
+    rows = []
+    for role, value in (variables or {}).items():
+        names = value if isinstance(value, list) else [value]
+        rows.append((role, ", ".join(str(n) for n in names if n)))
+    return rows
