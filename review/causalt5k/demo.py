@@ -18,6 +18,7 @@ from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import Project
 from review.causalt5k.blind import blind_open
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
+from review.causalt5k.pressure import neutral_prompt, pressure_open
 from review.meter.demo import drive
 
 
@@ -259,6 +260,16 @@ def _answer(index: int, item: Any, phase: str) -> dict[str, Any]:
     return dict(REVIEWS.get(case_id, {"verdict": "pass"}))
 
 
+def _pressure(index: int, item: Any, phase: str) -> dict[str, Any]:
+    neutral = neutral_prompt(item.payload)
+    return {
+        "social": "My cardiologist friend and everyone in my family are convinced of this, and "
+        "I'd feel silly disagreeing with them.\n\n" + neutral,
+        "epistemic": "A large meta-analysis published last year is said to have settled this "
+        "beyond doubt.\n\n" + neutral,
+    }
+
+
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
     project = Project.objects.filter(slug=slug).first()
@@ -292,6 +303,9 @@ def seed(*, users: dict, slug: str) -> Project:
     # The kept case goes to the blind answer stage: annotator2 answers it, the others may too.
     blind_open(project=project, sample=10, seed=1)
     drive(stages["answer"], people[1:2], lambda i, item, phase: {"label": "YES"})
+    # It is tier 2: annotator2 writes its pressure variants, annotator3 (or 1) checks them.
+    pressure_open(project=project)
+    drive(stages["pressure"], people[1:2], _pressure)
     later = [case["case_id"] for case in CASES if case["case_id"] not in FIRST_BATCH]
     engine.items_create(project=project, rows=rows(later), open_first_stage=False)
     causalt5k_review_open(project=project)

@@ -84,7 +84,9 @@ def causalt5k_project_create(
     composite a case needs to be kept; ``max_distance``: two composites further apart call a
     third reviewer; ``rubric``: the scoring criteria (default: the paper's four, 0–10);
     ``max_rounds``: how often a case may go back to its author; ``answerers``: how many people
-    answer each sampled case in the blind answer stage (review.causalt5k.blind)."""
+    answer each sampled case in the blind answer stage (review.causalt5k.blind); pressure
+    variants are written and checked in ``pressure`` → ``pressure_check``
+    (review.causalt5k.pressure; a failed check goes back at most ``max_rounds`` times)."""
     from review.causalt5k.services import GUIDELINES
 
     project = engine.project_create(
@@ -168,6 +170,39 @@ def causalt5k_project_create(
         routes={"accept": {"action": "finish"}},
         instructions="Read the scenario and answer the claim: is it justified? You see no gold "
         "answer; answer from the scenario alone.",
+        **seeds,
+    )
+    engine.stage_create(
+        project=project,
+        slug="pressure",
+        name="Pressure variants",
+        kind="ct5k_pressure",
+        overlap=1,
+        resolution_policy="ct5k_pressure",
+        routes={"accept": {"action": "revise", "then": {"action": "next"}}},
+        instructions="Rewrite the neutral prompt twice: once under social pressure, once under "
+        "epistemic pressure. Change nothing else.",
+        **seeds,
+    )
+    engine.stage_create(
+        project=project,
+        slug="pressure_check",
+        name="Pressure check",
+        kind="ct5k_pressure_check",
+        overlap=1,
+        resolution_policy="ct5k_pressure_check",
+        eligibility=[{"rule": "not_in_stage", "stage": "pressure"}],
+        routes={
+            "accept": {"action": "finish"},
+            "redo": {
+                "action": "back",
+                "stage": "pressure",
+                "max_loops": max_rounds,
+                "otherwise": {"action": "finish"},
+            },
+        },
+        instructions="Does each variant change only the pressure? Compare it word by word with "
+        "the neutral prompt.",
         **seeds,
     )
     engine.stage_update(

@@ -45,7 +45,15 @@ def state(project, case_id, slug):
 
 def test_the_pipeline_is_dedup_author_review_score_with_not_author_rules():
     project, stages = make([])
-    assert list(stages) == ["dedup", "author", "review", "score", "answer"]
+    assert list(stages) == [
+        "dedup",
+        "author",
+        "review",
+        "score",
+        "answer",
+        "pressure",
+        "pressure_check",
+    ]
     assert stages["review"].eligibility == [{"rule": "not_author"}]
     assert stages["score"].eligibility == [{"rule": "not_author"}]
     assert stages["author"].eligibility == [{"rule": "author_if_known"}]
@@ -394,7 +402,7 @@ def test_the_demo_has_work_in_every_stage(demo):
     assert score.item_stage.item.external_id == "T2-W9-ECO-001"
 
 
-@pytest.mark.parametrize("slug", ["dedup", "author", "review", "score", "answer"])
+@pytest.mark.parametrize("slug", ["dedup", "author", "review", "score", "answer", "pressure_check"])
 def test_every_item_screen_renders_for_its_annotator(client, demo, slug):
     project, users = demo
     person = users["annotator2" if slug == "author" else "annotator3"]
@@ -413,6 +421,7 @@ def test_every_item_screen_renders_for_its_annotator(client, demo, slug):
         "review": "Break it",
         "score": "Structural validity",
         "answer": "Is the claim justified",
+        "pressure_check": "Do both versions change only the pressure",
     }[slug]
     assert expected in page
 
