@@ -399,6 +399,8 @@ def main() -> None:
             context, page = session("researcher")
             page.goto(f"{base}/projects/causalt5k-demo/causalt5k/")
             shot(page, "45-causalt5k-tab", full_page=True)
+            page.goto(f"{base}/projects/causalt5k-demo/causalt5k/human-floor/")
+            shot(page, "48-causalt5k-human-floor", full_page=True)
             context.close()
 
             # Crowd (crowd/): the researcher's tab and study page, a participant's path.

@@ -200,6 +200,21 @@ CASES = [
     ),
 ]
 
+#: Who wrote the demo cases, as a release's provenance fields would say (the human floor page);
+#: the cases authored by a demo annotator count as human-written anyway.
+PROVENANCE = {
+    "T1-W7-MED-001": "llm",
+    "T1-W7-MED-002": "llm",
+    "T2-S1-MED-001": "human",
+    "T2-W9-ECO-001": "llm",
+    "T2-W2-MKT-001": "human",
+    "T2-W2-MKT-002": "llm",
+    "T1-S2-ENV-001": "llm",
+}
+for _case_dict in CASES:
+    if _case_dict["case_id"] in PROVENANCE:
+        _case_dict["provenance"] = PROVENANCE[_case_dict["case_id"]]
+
 FIRST_BATCH = (
     "T1-W7-MED-001",
     "T1-W7-MED-002",

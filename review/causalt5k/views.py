@@ -13,7 +13,7 @@ from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.views import page
-from review.causalt5k import blind, figures, plots, services
+from review.causalt5k import blind, figures, floor, plots, services
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 
 
@@ -81,3 +81,36 @@ def blind_sample_open(request, slug: str):
         request, f"Opened {opened} kept case{pluralize(opened)} in the blind answer stage."
     )
     return redirect("causalt5k:report", slug=project.slug)
+
+
+@require_GET
+@page
+def human_floor(request, slug: str):
+    """The trap × domain grid of human-written shares, cells below the floor flagged
+    (``?threshold=0.3&basis=known`` change the floor and the basis; review.causalt5k.floor)."""
+    project = _project(request, slug)
+    figures = floor.human_floor(
+        project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
+    )
+    return render(
+        request,
+        "review/causalt5k/human_floor.html",
+        {
+            "project": project,
+            "project_tabs": project_tabs(project, project.user_roles),
+            "floor": figures,
+            "percent": round(100 * figures["settings"]["threshold"], 1),
+        },
+    )
+
+
+@require_GET
+@page
+def human_floor_csv(request, slug: str):
+    project = _project(request, slug)
+    figures = floor.human_floor(
+        project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
+    )
+    return csv_response(
+        f"{project.slug}-human-floor.csv", floor.CSV_COLUMNS, floor.csv_rows(figures)
+    )

@@ -137,3 +137,18 @@ def test_import_writes_one_item_per_case_the_report_page_and_a_safe_csv(client):
     assert figures["raw"] == 8671 and figures["clusters_waiting"] == counts["clusters"]
     page = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
     assert "8,671" in page and "7,609" in page
+
+
+def test_who_wrote_each_case_is_read_from_the_provenance_fields(release):
+    """The human floor's input (review.causalt5k.vocab.provenance_value): most of the release
+    does not say who wrote a case; where it does, mostly an LLM."""
+    from collections import Counter
+
+    cases, report = release
+    assert Counter(c.get("provenance") for c in cases) == {None: 7093, "llm": 1449, "human": 129}
+    final = [c for c in cases if any(s.startswith("final_dataset/D") for s in c["sources"])]
+    assert Counter(c.get("provenance") for c in final) == {None: 5567, "llm": 1152, "human": 12}
+    spellings = {k[1]: n for k, n in report.mappings.items() if k[0] == "provenance"}
+    assert spellings["generator=llm_draft_human_verified"] == 1424
+    assert spellings["generator=human"] == 125 and spellings["generator=human_revised"] == 4
+    assert spellings["provenance.generator_model"] == 716
