@@ -13,7 +13,7 @@ from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.views import page
-from review.causalt5k import blind, figures, floor, plots, services
+from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 
 
@@ -42,6 +42,7 @@ def report(request, slug: str):
             "cascade_svg": plots.cascade_svg(cascade["steps"]),
             "scores": figures.score_agreement(project),
             "threshold": (project.settings or {}).get("neardup_threshold"),
+            "historic": historic.historic_summary(project),
             "blind": blind.blind_accuracy(project),
             "blind_progress": blind.blind_progress(project),
             "has_blind": project.stages.filter(kind=blind.BLIND_KIND).exists(),
