@@ -160,6 +160,27 @@ def render(project: Project) -> str:
         ]
     else:
         lines.append("No case has two scores yet.")
+    from review.causalt5k.historic import historic_summary
+
+    past = historic_summary(project)
+    if past is not None:
+        a = past["agreement"]
+        lines += [
+            "",
+            "## The historic phase: the source release's own two reviewers",
+            "",
+            f"{past['cases']:,} cases with the release's scores ({past['two_scores']:,} with both "
+            f"rounds); {past['kept']:,} reach a mean of {past['gate']:g}.",
+        ]
+        if a.get("n_items"):
+            lines += [
+                "",
+                "| Round 1 against round 2 | Value | 95 % CI | Cases |",
+                "|---|---:|---:|---:|",
+                _stat_row("Fleiss' κ, keep/drop at the gate", a.get("kappa")),
+                _stat_row("Krippendorff's α (interval), score", a.get("alpha")),
+                _stat_row("ICC(1,1), score", a.get("icc")),
+            ]
     lines += ["", "## Blind answers (human baseline)", ""]
     if blind:
         lines += ["| Level | Cases | Answers | Accuracy | 95 % CI |", "|---|---:|---:|---:|---:|"]

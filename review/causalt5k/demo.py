@@ -17,6 +17,7 @@ from annotation import services as engine
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import Project
 from review.causalt5k.blind import blind_open
+from review.causalt5k.historic import historic_scores_import
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
 from review.causalt5k.pressure import neutral_prompt, pressure_open
 from review.meter.demo import drive
@@ -211,9 +212,23 @@ PROVENANCE = {
     "T2-W2-MKT-002": "llm",
     "T1-S2-ENV-001": "llm",
 }
+#: The release reviewers' two rounds of 0–10 scores (the historic phase on the tab).
+HISTORIC = {
+    "T1-W7-MED-001": (9.5, 9.0),
+    "T1-W7-MED-002": (9.0, 9.5),
+    "T2-S1-MED-001": (10.0, 9.5),
+    "T2-W9-ECO-001": (8.0, 9.5),
+    "T2-W2-MKT-001": (7.5, 8.0),
+    "T2-W2-MKT-002": (9.0, 8.5),
+}
 for _case_dict in CASES:
     if _case_dict["case_id"] in PROVENANCE:
         _case_dict["provenance"] = PROVENANCE[_case_dict["case_id"]]
+    if _case_dict["case_id"] in HISTORIC:
+        _case_dict["reviews"] = [
+            {"round": n, "reviewer": f"release-reviewer-{n}", "score": score, "rubric": None}
+            for n, score in enumerate(HISTORIC[_case_dict["case_id"]], start=1)
+        ]
 
 FIRST_BATCH = (
     "T1-W7-MED-001",
@@ -324,4 +339,5 @@ def seed(*, users: dict, slug: str) -> Project:
     later = [case["case_id"] for case in CASES if case["case_id"] not in FIRST_BATCH]
     engine.items_create(project=project, rows=rows(later), open_first_stage=False)
     causalt5k_review_open(project=project)
+    historic_scores_import(project=project)
     return project

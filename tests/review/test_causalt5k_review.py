@@ -495,11 +495,26 @@ def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, de
         reverse("agreement:dashboard", args=[project.slug]),
         *[
             reverse("agreement:stage", args=[project.slug, slug])
-            for slug in ("dedup", "author", "review", "score")
+            for slug in (
+                "dedup",
+                "author",
+                "review",
+                "score",
+                "answer",
+                "pressure",
+                "pressure_check",
+                "historic",
+            )
         ],
         reverse("causalt5k:report", args=[project.slug]),
+        reverse("causalt5k:human_floor", args=[project.slug]),
+        reverse("causalt5k:human_floor_csv", args=[project.slug]),
     ]
     for url in urls:
         assert client.get(url).status_code == 200, url
+    tab = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
+    assert 'id="historic-agreement"' in tab and 'id="blind-accuracy"' in tab
+    floor_page = client.get(reverse("causalt5k:human_floor", args=[project.slug])).content.decode()
+    assert "below the floor" in floor_page
     client.force_login(users["reviewer"])
     assert client.get(reverse("agreement:adjudication", args=[project.slug])).status_code == 200
