@@ -390,6 +390,9 @@ def main() -> None:
             page.goto(f"{base}/annotate/{ct5k['pressure_check']}/")
             start(page)
             shot(page, "47-causalt5k-pressure-check", full_page=True)
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{base}/annotate/{ct5k['answer']}/")
+            shot(page, "46-causalt5k-blind-answer-phone", full_page=True)
             context.close()
             context, page = session("annotator2")
             page.goto(f"{base}/annotate/{ct5k['author']}/")
@@ -401,6 +404,9 @@ def main() -> None:
             shot(page, "45-causalt5k-tab", full_page=True)
             page.goto(f"{base}/projects/causalt5k-demo/causalt5k/human-floor/")
             shot(page, "48-causalt5k-human-floor", full_page=True)
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{base}/projects/causalt5k-demo/causalt5k/human-floor/")
+            shot(page, "48-causalt5k-human-floor-phone", full_page=True)
             context.close()
 
             # Crowd (crowd/): the researcher's tab and study page, a participant's path.
