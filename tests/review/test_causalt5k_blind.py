@@ -150,6 +150,13 @@ def test_pages_and_api_show_no_gold_field_and_no_canonical_id(client):
         ).status_code in (200, 201)
         seen_api += 1
     assert seen_pages == len(CASES) and seen_api == len(CASES)
+    # The item list and item detail (which hold the case id) are not for annotators.
+    answer_item = Item.objects.filter(project=project, external_id__startswith="answer/").first()
+    assert api.get(f"/api/projects/{project.slug}/items/").status_code in (403, 404)
+    assert api.get(f"/api/projects/{project.slug}/items/{answer_item.pk}/").status_code in (
+        403,
+        404,
+    )
 
 
 def test_authors_never_answer_their_own_case_and_labels_follow_the_tier():
