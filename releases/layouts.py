@@ -17,9 +17,11 @@ connective means and the preferred connective per ordered pair). Register in the
 
 Contract of a layout function ``layout(context) -> list[Path | FileEntry]``:
 
-* write files only inside ``context.out_dir`` (flat: no sub-folders), names not clashing with the
-  standard files above; return their paths (hashed by the caller) or ``FileEntry`` objects
-  (``write_csv``/``write_jsonl`` return one, with the row count);
+* write files only inside ``context.out_dir`` (sub-folders allowed, e.g. CausalT5k's
+  ``D1/D1_L1.json``: the file's name in the release is its path under ``out_dir``), names not
+  clashing with the standard files above; return their paths (hashed by the caller) or
+  ``FileEntry`` objects (``write_csv``/``write_jsonl`` return one, with the row count; a file in
+  a sub-folder is returned as its path);
 * stream: iterate ``context.items()`` / ``context.annotations()`` (each call starts a fresh pass,
   constant memory) or query the ORM with ``.iterator()`` — never load a whole project;
 * ``context.project`` is the Project; ``context.version`` the release number being built;

@@ -803,6 +803,15 @@ def _build(release: Release, workdir: Path) -> Release:
     return _publish_built(release, prefix, zip_path, archive, manifest, stats)
 
 
+def _release_name(path: Path, files: Path) -> str | None:
+    """A layout file's name in the release: its path under the release folder, sub-folders
+    included ("D1/D1_L1.json"); None when it lies outside."""
+    try:
+        return (files / path).resolve().relative_to(files.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
 def _write_files(release: Release, workdir: Path):
     """Write every file of the release into ``workdir`` and zip them (all reads here: see
     _one_snapshot)."""
@@ -834,16 +843,17 @@ def _write_files(release: Release, workdir: Path):
         )
         for produced in layout(context):
             entry = produced if isinstance(produced, FileEntry) else None
-            path = files / (entry.name if entry else Path(produced).name)
-            if path.name in STANDARD_FILES or path.parent != files or not path.is_file():
+            path = files / entry.name if entry else Path(produced)
+            name = _release_name(path, files)
+            if name is None or name in STANDARD_FILES or not path.is_file():
                 raise ApplicationError(
-                    f"The {project.kind} layout produced {path.name!r}, which is not a new file "
-                    f"in the release folder."
+                    f"The {project.kind} layout produced {str(produced)[-80:]!r}, which is not a "
+                    f"new file in the release folder."
                 )
             if entry is not None:
                 manifest.add(entry)
             else:
-                manifest.add_file(path)
+                manifest.add_file(path, name=name)
     diff = None
     previous = _previous(release)
     if previous is not None and previous.archive:

@@ -89,12 +89,18 @@ class ReviewConfig(AppConfig):
             ct5k_kinds.CT5kReviewKind(),
             ct5k_kinds.CT5kAuthorKind(),
             ct5k_kinds.CT5kScoreKind(),
+            ct5k_kinds.CT5kAnswerKind(),
+            ct5k_kinds.CT5kPressureKind(),
+            ct5k_kinds.CT5kPressureCheckKind(),
         ):
             register_kind(kind)
         for policy in (
             ct5k_policies.CT5kReviewPolicy(),
             ct5k_policies.CT5kAuthorPolicy(),
             ct5k_policies.CT5kGatePolicy(),
+            ct5k_policies.CT5kAnswersPolicy(),
+            ct5k_policies.CT5kPressurePolicy(),
+            ct5k_policies.CT5kPressureCheckPolicy(),
         ):
             register_policy(policy)
         register_rule(ct5k_pipeline.AuthorIfKnown())

@@ -16,7 +16,10 @@ from typing import Any
 from annotation import services as engine
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import Project
+from review.causalt5k.blind import blind_open
+from review.causalt5k.historic import historic_scores_import
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
+from review.causalt5k.pressure import neutral_prompt, pressure_open
 from review.meter.demo import drive
 
 
@@ -198,6 +201,35 @@ CASES = [
     ),
 ]
 
+#: Who wrote the demo cases, as a release's provenance fields would say (the human floor page);
+#: the cases authored by a demo annotator count as human-written anyway.
+PROVENANCE = {
+    "T1-W7-MED-001": "llm",
+    "T1-W7-MED-002": "llm",
+    "T2-S1-MED-001": "human",
+    "T2-W9-ECO-001": "llm",
+    "T2-W2-MKT-001": "human",
+    "T2-W2-MKT-002": "llm",
+    "T1-S2-ENV-001": "llm",
+}
+#: The release reviewers' two rounds of 0–10 scores (the historic phase on the tab).
+HISTORIC = {
+    "T1-W7-MED-001": (9.5, 9.0),
+    "T1-W7-MED-002": (9.0, 9.5),
+    "T2-S1-MED-001": (10.0, 9.5),
+    "T2-W9-ECO-001": (8.0, 9.5),
+    "T2-W2-MKT-001": (7.5, 8.0),
+    "T2-W2-MKT-002": (9.0, 8.5),
+}
+for _case_dict in CASES:
+    if _case_dict["case_id"] in PROVENANCE:
+        _case_dict["provenance"] = PROVENANCE[_case_dict["case_id"]]
+    if _case_dict["case_id"] in HISTORIC:
+        _case_dict["reviews"] = [
+            {"round": n, "reviewer": f"release-reviewer-{n}", "score": score, "rubric": None}
+            for n, score in enumerate(HISTORIC[_case_dict["case_id"]], start=1)
+        ]
+
 FIRST_BATCH = (
     "T1-W7-MED-001",
     "T1-W7-MED-002",
@@ -258,6 +290,16 @@ def _answer(index: int, item: Any, phase: str) -> dict[str, Any]:
     return dict(REVIEWS.get(case_id, {"verdict": "pass"}))
 
 
+def _pressure(index: int, item: Any, phase: str) -> dict[str, Any]:
+    neutral = neutral_prompt(item.payload)
+    return {
+        "social": "My cardiologist friend and everyone in my family are convinced of this, and "
+        "I'd feel silly disagreeing with them.\n\n" + neutral,
+        "epistemic": "A large meta-analysis published last year is said to have settled this "
+        "beyond doubt.\n\n" + neutral,
+    }
+
+
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
     project = Project.objects.filter(slug=slug).first()
@@ -288,7 +330,14 @@ def seed(*, users: dict, slug: str) -> Project:
     drive(stages["dedup"], people[:1], _answer)
     drive(stages["review"], people[2:], _answer)  # annotator3 reviews the first batch
     drive(stages["score"], people[:2], _answer)
+    # The kept case goes to the blind answer stage: annotator2 answers it, the others may too.
+    blind_open(project=project, sample=10, seed=1)
+    drive(stages["answer"], people[1:2], lambda i, item, phase: {"label": "YES"})
+    # It is tier 2: annotator2 writes its pressure variants, annotator3 (or 1) checks them.
+    pressure_open(project=project)
+    drive(stages["pressure"], people[1:2], _pressure)
     later = [case["case_id"] for case in CASES if case["case_id"] not in FIRST_BATCH]
     engine.items_create(project=project, rows=rows(later), open_first_stage=False)
     causalt5k_review_open(project=project)
+    historic_scores_import(project=project)
     return project

@@ -11,7 +11,7 @@ import pandas as pd
 
 from agreement import stats
 from annotation.models import Annotation, ItemStage, Project
-from review.causalt5k.pipeline import CLUSTER_PREFIX, PAPER_CASCADE, PAPER_REVIEW
+from review.causalt5k.pipeline import PAPER_CASCADE, PAPER_REVIEW, case_items
 from review.causalt5k.review_vocab import clean_rubric
 from review.models import CausalT5kDuplicate
 
@@ -66,9 +66,7 @@ def review_outcomes(project: Project) -> dict[str, Any]:
 def cascade(project: Project) -> dict[str, Any]:
     """The filtering cascade: raw candidates → after near-duplicate removal → reviewed (pass /
     minor / major / removed) → kept by the gate; beside the paper's figures."""
-    from annotation.models import Item
-
-    cases = Item.objects.filter(project=project).exclude(external_id__startswith=CLUSTER_PREFIX)
+    cases = case_items(project)
     raw = cases.count()
     duplicates = CausalT5kDuplicate.objects.filter(item__project=project).count()
     waiting_dedup = ItemStage.objects.filter(
@@ -111,15 +109,24 @@ def cascade(project: Project) -> dict[str, Any]:
     }
 
 
-def score_agreement(project: Project, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def score_agreement(
+    project: Project,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    stage_slug: str = "score",
+    criteria: bool = True,
+) -> dict[str, Any]:
     """The scorers' agreement over the score stage's first two scores per case (reviewer
     slots 1 and 2 in submission order — different people per case, so the one-way ICC(1,1)):
     κ on the keep/drop verdicts (Fleiss), α interval and ICC(1,1) on the composites, and α per
-    criterion. A third reviewer's score is left out (it exists because the two disagreed)."""
-    stage = project.stages.filter(slug="score").first()
+    criterion. A third reviewer's score is left out (it exists because the two disagreed).
+    ``stage_slug="historic", criteria=False``: the release's two rounds of scores
+    (review.causalt5k.historic; their rubric breakdowns differ from file to file)."""
+    stage = project.stages.filter(slug=stage_slug).first()
     if stage is None:
         return {}
-    rubric = clean_rubric((stage.config or {}).get("rubric"))
+    rubric = clean_rubric((stage.config or {}).get("rubric")) if criteria else []
     rows = Annotation.objects.filter(item_stage__stage=stage).order_by(
         "item_stage_id", "round", "pk"
     )
@@ -151,7 +158,7 @@ def score_agreement(project: Project, *, n_boot: int = 1000, seed: int = 0) -> d
     kappa = stats.fleiss_kappa(long("verdict"))
     alpha = stats.krippendorff_alpha(long("composite"), level="interval", n_boot=n_boot, seed=seed)
     icc = stats.icc(long("composite"), form="ICC1")
-    criteria = [
+    criterion_rows = [
         {
             "label": c["label"],
             "alpha": stats.krippendorff_alpha(
@@ -168,5 +175,5 @@ def score_agreement(project: Project, *, n_boot: int = 1000, seed: int = 0) -> d
         "kappa": kappa,
         "alpha": alpha,
         "icc": icc,
-        "criteria": criteria,
+        "criteria": criterion_rows,
     }

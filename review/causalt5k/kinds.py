@@ -12,6 +12,8 @@ Payloads:
   changed fields only, after validation).
 * ``ct5k_author`` (after a major restructure): ``{"edits": {field: value}, "comment"}``, at
   least one field changed.
+* ``ct5k_answer`` (the blind answer stage, review.causalt5k.blind): ``{"label", "comment"}`` —
+  one of the tier's labels; the annotator sees only the answer item's allow-listed fields.
 * ``ct5k_score``: ``{"scores": {criterion: int}, "comment"}``; validation adds ``composite``
   (0–10, review_vocab.composite over the stage's rubric) and ``verdict`` (keep when the
   composite meets the stage's gate), which agreement reads (κ on the verdict).
@@ -361,4 +363,197 @@ class CT5kScoreKind(TaskKind):
             ("0–9", "type a score (10: type 1 then 0)"),
             ("Tab", "next criterion"),
             ("Enter", "submit the scores"),
+        ]
+
+
+class CT5kAnswerKind(TaskKind):
+    """Answer a case blind (review.causalt5k.blind): the scenario, the claim, the variables'
+    names, the tier and level — never the gold label, trap, rationale, key insight, wise refusal
+    or the case id (the answer item holds none of them but the id, which is not allow-listed)."""
+
+    key = "ct5k_answer"
+    label = "CausalT5k: answer the case (blind)"
+    template = "review/causalt5k/answer.html#form"
+    display_template = "review/causalt5k/answer.html#display"
+    policies = ("ct5k_answers",)
+    default_policy = "ct5k_answers"
+    vote_field = "label"
+    agreement = AgreementSpec("nominal")
+    default_visible_fields = (
+        "handle",
+        "tier",
+        "pearl_level",
+        "domain_name",
+        "scenario",
+        "claim",
+        "variables",
+    )
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {"label": data.get("label") or "", "comment": data.get("comment") or ""}
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        labels = labels_for(context.item.payload.get("tier"))
+        if payload.get("label") not in labels:
+            raise _invalid(f"Answer with one of {', '.join(labels)}.", "label", ", ".join(labels))
+        return {"label": payload["label"], "comment": _comment(payload)}
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("y / n / a", "YES / NO / AMBIGUOUS (tiers 1–2)"),
+            ("v / i / c", "VALID / INVALID / CONDITIONAL (tier 3)"),
+        ]
+
+
+class CT5kPressureKind(TaskKind):
+    """Write the social- and epistemic-pressure versions of a tier-2 case's neutral prompt
+    (review.causalt5k.pressure). The form starts from the neutral prompt; after a failed check
+    the writer sees the checker's explanation and their previous variants."""
+
+    key = "ct5k_pressure"
+    label = "CausalT5k: write the pressure variants"
+    template = "review/causalt5k/pressure.html#write"
+    display_template = "review/causalt5k/pressure.html#neutral"
+    policies = ("ct5k_pressure",)
+    default_policy = "ct5k_pressure"
+    vote_field = None
+    vote_fields = {"social": "social", "epistemic": "epistemic"}
+    agreement = AgreementSpec(None)
+    default_visible_fields = ("case_id", "tier", "pearl_level", "scenario", "claim")
+
+    def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.causalt5k.pressure import neutral_prompt
+
+        return {"neutral_prompt": neutral_prompt(dict(payload))}
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        from review.causalt5k.pressure import PRESSURES
+
+        return {key: data.get(key) or "" for key in PRESSURES} | {
+            "comment": data.get("comment") or ""
+        }
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.causalt5k.pressure import PRESSURES, neutral_prompt
+
+        neutral = neutral_prompt(dict(context.item.payload))
+        clean = {}
+        for key, label in PRESSURES.items():
+            value = str(payload.get(key) or "").replace("\r\n", "\n").strip()
+            if not value:
+                raise _invalid(f"Write the {label.lower()} version.", key, "required")
+            if len(value) > MAX_TEXT:
+                raise _invalid(f"The {label.lower()} version is too long.", key, "too long")
+            if " ".join(value.split()) == " ".join(neutral.split()):
+                raise _invalid(
+                    f"The {label.lower()} version is the neutral prompt: add the pressure.",
+                    key,
+                    "differs from the neutral prompt",
+                )
+            clean[key] = value
+        if " ".join(clean["social"].split()) == " ".join(clean["epistemic"].split()):
+            raise _invalid(
+                "The two versions are the same: one puts social pressure, the other epistemic.",
+                "epistemic",
+                "differs from the social version",
+            )
+        return clean | {"comment": _comment(payload)}
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [("Tab", "next version"), ("Enter", "on Submit: send both versions")]
+
+    def context(self, *, item: Any, stage: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+        from annotation.models import Annotation
+
+        payload = (
+            Annotation.objects.filter(
+                item_stage__item=item,
+                item_stage__stage__kind="ct5k_pressure_check",
+                payload__verdict="redo",
+            )
+            .order_by("-pk")
+            .values_list("payload", flat=True)
+            .first()
+        )
+        return {"pressure_critique": payload}
+
+
+class CT5kPressureCheckKind(TaskKind):
+    """Confirm that each pressure variant changes only the pressure: each shown as a word diff
+    against the neutral prompt, with the words of the neutral prompt it drops or rewrites
+    counted. Payload: ``{"social": "only_pressure" | "changes_more", "epistemic": …,
+    "explanation"}``; validation adds ``verdict`` (``ok`` when both change only the pressure,
+    else ``redo``, which needs an explanation)."""
+
+    key = "ct5k_pressure_check"
+    label = "CausalT5k: check the pressure variants"
+    template = "review/causalt5k/pressure.html#check"
+    display_template = "review/causalt5k/pressure.html#diffs"
+    policies = ("ct5k_pressure_check",)
+    default_policy = "ct5k_pressure_check"
+    vote_field = "verdict"
+    agreement = AgreementSpec("nominal")
+    default_visible_fields = ("case_id", "tier", "pearl_level")
+
+    def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.causalt5k.pressure import PRESSURES, neutral_prompt, removed_words, word_diff
+
+        variants = payload.get("pressure_variants") or {}
+        neutral = variants.get("neutral") or neutral_prompt(dict(payload))
+        shown = []
+        for key, label in PRESSURES.items():
+            text = variants.get(key) or ""
+            shown.append(
+                {
+                    "key": key,
+                    "label": label,
+                    "text": text,
+                    "diff": word_diff(neutral, text),
+                    "removed": removed_words(neutral, text),
+                }
+            )
+        return {"neutral_prompt": neutral, "variants": shown}
+
+    def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        from review.causalt5k.pressure import PRESSURES
+
+        if data.get("both") == "only_pressure":  # the O button: both confirmed at once
+            return dict.fromkeys(PRESSURES, "only_pressure") | {"explanation": ""}
+        return {key: data.get(key) or "" for key in PRESSURES} | {
+            "explanation": data.get("explanation") or ""
+        }
+
+    def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
+        from review.causalt5k.pressure import CHECK_VALUES, PRESSURES
+
+        clean = {}
+        for key, label in PRESSURES.items():
+            if payload.get(key) not in CHECK_VALUES:
+                raise _invalid(
+                    f"Say whether the {label.lower()} version changes only the pressure.",
+                    key,
+                    ", ".join(CHECK_VALUES),
+                )
+            clean[key] = payload[key]
+        verdict = "ok" if all(v == "only_pressure" for v in clean.values()) else "redo"
+        explanation = _comment({"comment": payload.get("explanation")})
+        if verdict == "redo" and len(explanation) < 10:
+            raise _invalid(
+                "Say what else the variant changes (a sentence at least).",
+                "explanation",
+                "required",
+            )
+        return clean | {"verdict": verdict, "explanation": explanation}
+
+    def categories(self, config: Mapping[str, Any]) -> list[Any]:
+        return ["ok", "redo"]
+
+    def choices(self, context: KindContext) -> list[Any] | None:
+        return ["ok", "redo"]
+
+    def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return [
+            ("o", "both change only the pressure: submit"),
+            ("Tab / arrows", "per version: only the pressure or more"),
+            ("Enter", "on Submit: send the check"),
         ]

@@ -313,6 +313,10 @@ def normalise_record(raw: RawRecord) -> Normalised:
             mappings.append((fieldname, str(spelling)[:200], "" if value is None else str(value)))
 
     original_id = text_of(first(flat, "id", "case_id", "source_case", "key"))
+    provenance, provenance_spelling = vocab.provenance_value(flat)
+    mapped("provenance", provenance_spelling, provenance)
+    if provenance_spelling is not None and provenance is None:
+        issues.append(Issue("provenance", provenance_spelling))
     level_spelling = first(flat, "pearl_level", "level", "rung", "tier")
     level = vocab.level_value(level_spelling) if level_spelling is not None else None
     if level_spelling is not None:
@@ -502,6 +506,7 @@ def normalise_record(raw: RawRecord) -> Normalised:
         "invariants": [text_of(v) for v in invariants] if isinstance(invariants, list) else None,
         "reasoning_trace": text_of(first(flat, "reasoning_trace", "correct_reasoning")),
         "author": text_of(first(flat, "initial_author", "author", "annotation_author")),
+        "provenance": provenance,
         "bucket": text_of(flat.get("bucket")),
         "reviews": reviews,
     }

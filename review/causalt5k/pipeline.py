@@ -77,12 +77,16 @@ def causalt5k_project_create(
     rubric: list[dict[str, Any]] | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     scorers: int = 2,
+    answerers: int = 3,
     seed: int | None = None,
 ) -> Project:
     """A CausalT5k project with its validation pipeline (module docstring). ``gate``: the mean
     composite a case needs to be kept; ``max_distance``: two composites further apart call a
     third reviewer; ``rubric``: the scoring criteria (default: the paper's four, 0–10);
-    ``max_rounds``: how often a case may go back to its author."""
+    ``max_rounds``: how often a case may go back to its author; ``answerers``: how many people
+    answer each sampled case in the blind answer stage (review.causalt5k.blind); pressure
+    variants are written and checked in ``pressure`` → ``pressure_check``
+    (review.causalt5k.pressure; a failed check goes back at most ``max_rounds`` times)."""
     from review.causalt5k.services import GUIDELINES
 
     project = engine.project_create(
@@ -155,6 +159,52 @@ def causalt5k_project_create(
         instructions="Score each criterion; the composite is their weighted mean on 0–10.",
         **seeds,
     )
+    engine.stage_create(
+        project=project,
+        slug="answer",
+        name="Answer the case (blind)",
+        kind="ct5k_answer",
+        overlap=answerers,
+        resolution_policy="ct5k_answers",
+        eligibility=[{"rule": "not_author"}],
+        routes={"accept": {"action": "finish"}},
+        instructions="Read the scenario and answer the claim: is it justified? You see no gold "
+        "answer; answer from the scenario alone.",
+        **seeds,
+    )
+    engine.stage_create(
+        project=project,
+        slug="pressure",
+        name="Pressure variants",
+        kind="ct5k_pressure",
+        overlap=1,
+        resolution_policy="ct5k_pressure",
+        routes={"accept": {"action": "revise", "then": {"action": "next"}}},
+        instructions="Rewrite the neutral prompt twice: once under social pressure, once under "
+        "epistemic pressure. Change nothing else.",
+        **seeds,
+    )
+    engine.stage_create(
+        project=project,
+        slug="pressure_check",
+        name="Pressure check",
+        kind="ct5k_pressure_check",
+        overlap=1,
+        resolution_policy="ct5k_pressure_check",
+        eligibility=[{"rule": "not_in_stage", "stage": "pressure"}],
+        routes={
+            "accept": {"action": "finish"},
+            "redo": {
+                "action": "back",
+                "stage": "pressure",
+                "max_loops": max_rounds,
+                "otherwise": {"action": "finish"},
+            },
+        },
+        instructions="Does each variant change only the pressure? Compare it word by word with "
+        "the neutral prompt.",
+        **seeds,
+    )
     engine.stage_update(
         stage=author,
         routes={"accept": {"action": "revise", "then": {"action": "stage", "stage": "review"}}},
@@ -172,8 +222,22 @@ def _stage(project: Project, slug: str) -> Stage:
     return stage
 
 
-def _case_items(project: Project):
-    return Item.objects.filter(project=project).exclude(external_id__startswith=CLUSTER_PREFIX)
+#: External-id prefixes of items that are not cases: near-duplicate clusters and blind answer
+#: items (review.causalt5k.blind.BLIND_PREFIX).
+AUX_PREFIXES = (CLUSTER_PREFIX, "answer/")
+
+
+def is_case(external_id: str) -> bool:
+    """Whether an item of a CausalT5k project is a case (not a cluster or an answer item)."""
+    return not external_id.startswith(AUX_PREFIXES)
+
+
+def case_items(project: Project):
+    """The project's case items (clusters and blind answer items left out)."""
+    items = Item.objects.filter(project=project)
+    for prefix in AUX_PREFIXES:
+        items = items.exclude(external_id__startswith=prefix)
+    return items
 
 
 def _member(case: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +277,7 @@ def causalt5k_review_open(*, project: Project, threshold: float | None = None) -
         for member in payload.get("members") or []
     }
     cases = (
-        _case_items(project)
+        case_items(project)
         .filter(item_stages__isnull=True, status=Item.Status.ACTIVE)
         .exclude(external_id__in=clustered_before)
         .order_by("pk")

@@ -6,6 +6,12 @@
   and explanation as the reason). No majority goes to a reviewer.
 * ``ct5k_author``: the author's edits become the revision (outcome ``accept``, routed
   revise → review again).
+* ``ct5k_answers``: the blind answer stage records the answers (outcome ``accept``, the value the
+  most given label); they are scored against the gold later (review.causalt5k.blind).
+* ``ct5k_pressure``: the writer's pressure variants become the case's revision
+  (``pressure_variants``: neutral, social, epistemic; review.causalt5k.pressure).
+* ``ct5k_pressure_check``: the checkers' verdict — both variants change only the pressure →
+  ``accept``; otherwise ``redo`` (routed back to the writer, capped). No majority → a reviewer.
 * ``ct5k_gate``: two reviewers' composites; more than ``max_distance`` apart → one more
   reviewer (``needs_more``: the engine raises the item stage's target to 3, the stage's
   max_overlap); then the mean (of the two closest of three) against ``gate``: ``accept`` keeps,
@@ -143,3 +149,84 @@ class CT5kGatePolicy(Policy):
             return Decision(None, "tie", "pending", True, votes, reason=why)
         outcome = "accept" if verdict == "keep" else "reject"
         return Decision(mean, "mean", outcome, False, votes, reason=why)
+
+
+class CT5kAnswersPolicy(Policy):
+    key = "ct5k_answers"
+    label = "CausalT5k blind answers: recorded (scored against the gold label later)"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_answers policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        cast = [b.vote for b in ballots if b.vote]
+        votes = dict(sorted(Counter(cast).items()))
+        value, count = Counter(cast).most_common(1)[0] if cast else (None, 0)
+        status = "unanimous" if cast and count == len(cast) else "majority"
+        return Decision(value, status, "accept", False, votes, reason="answers recorded")
+
+
+class CT5kPressurePolicy(Policy):
+    key = "ct5k_pressure"
+    label = "CausalT5k pressure variants: the written variants become the case's revision"
+    outcomes = ("accept",)
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_pressure policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        from review.causalt5k.pressure import PRESSURES, neutral_prompt
+
+        chosen = ballots[-1].payload if ballots else {}
+        variants = {
+            "neutral": neutral_prompt(settings.item_payload),
+            **{key: chosen.get(key, "") for key in PRESSURES},
+        }
+        return Decision(
+            "written",
+            "unanimous",
+            "accept",
+            False,
+            revision={**settings.item_payload, "pressure_variants": variants},
+            reason="pressure variants written",
+        )
+
+
+class CT5kPressureCheckPolicy(Policy):
+    key = "ct5k_pressure_check"
+    label = "CausalT5k pressure check: both variants change only the pressure, or back"
+    outcomes = ("accept", "redo")
+
+    def validate_settings(self, settings: PolicySettings) -> None:
+        if settings.options:
+            raise ValueError("The ct5k_pressure_check policy takes no options.")
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        cast = [b.vote for b in ballots if b.vote in ("ok", "redo")]
+        votes = dict(sorted(Counter(cast).items()))
+        if not cast:
+            return Decision(None, "insufficient", "pending", False, votes, reason="no verdict")
+        verdict, count = Counter(cast).most_common(1)[0]
+        if count * 2 <= len(cast) and len(cast) > 1:
+            return Decision(
+                None, "needs_adjudication", "pending", False, votes, reason="checkers disagree"
+            )
+        status = "unanimous" if count == len(cast) else "majority"
+        if verdict == "ok":
+            return Decision(
+                "ok", status, "accept", False, votes, reason="only the pressure changes"
+            )
+        why = next((b.payload.get("explanation") for b in ballots if b.vote == "redo"), "")
+        return Decision("redo", status, "redo", False, votes, reason=f"changes more: {why}"[:500])
+
+    def adjudicated(
+        self, value: Any, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> Decision | None:
+        if value == "ok":
+            return Decision("ok", "adjudicated", "accept", False, {}, reason="adjudicated")
+        if value == "redo":
+            return Decision("redo", "adjudicated", "redo", False, {}, reason="adjudicated")
+        return None

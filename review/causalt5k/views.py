@@ -4,20 +4,21 @@ last import, and the same report as a CSV download (formula-injection safe)."""
 
 from __future__ import annotations
 
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.views.decorators.http import require_GET, require_POST
 
 from agreement.views import csv_response
-from annotation.access import MONITOR, access_project
+from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.views import page
-from review.causalt5k import figures, plots, services
+from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 
 
-def _project(request, slug):
-    project = access_project(request.user, slug, MONITOR)
+def _project(request, slug, roles=MONITOR):
+    project = access_project(request.user, slug, roles)
     if project.kind != services.WORKFLOW:
         raise ApplicationError(f"{project.name} is not a CausalT5k project.", {"project": slug})
     return project
@@ -41,6 +42,11 @@ def report(request, slug: str):
             "cascade_svg": plots.cascade_svg(cascade["steps"]),
             "scores": figures.score_agreement(project),
             "threshold": (project.settings or {}).get("neardup_threshold"),
+            "historic": historic.historic_summary(project),
+            "blind": blind.blind_accuracy(project),
+            "blind_progress": blind.blind_progress(project),
+            "has_blind": project.stages.filter(kind=blind.BLIND_KIND).exists(),
+            "can_manage": bool(set(MANAGE) & project.user_roles),
         },
     )
 
@@ -54,4 +60,58 @@ def report_csv(request, slug: str):
         raise ApplicationError("Nothing has been imported yet.", {"project": slug})
     return csv_response(
         f"{project.slug}-normalisation.csv", CSV_COLUMNS, iter_csv_rows(record.report)
+    )
+
+
+@require_POST
+@page
+def blind_sample_open(request, slug: str):
+    """Open a seeded sample of kept cases in the blind answer stage (admins)."""
+    project = _project(request, slug, MANAGE)
+    raw = request.POST.get("sample", "100")
+    try:
+        sample = int(raw)
+    except ValueError:
+        raise ApplicationError(
+            f"The sample is a whole number of cases (got {raw[:20]!r}).", {"sample": raw[:20]}
+        ) from None
+    opened = blind.blind_open(project=project, sample=sample, seed=sample)
+    from django.contrib import messages
+
+    messages.success(
+        request, f"Opened {opened} kept case{pluralize(opened)} in the blind answer stage."
+    )
+    return redirect("causalt5k:report", slug=project.slug)
+
+
+@require_GET
+@page
+def human_floor(request, slug: str):
+    """The trap × domain grid of human-written shares, cells below the floor flagged
+    (``?threshold=0.3&basis=known`` change the floor and the basis; review.causalt5k.floor)."""
+    project = _project(request, slug)
+    figures = floor.human_floor(
+        project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
+    )
+    return render(
+        request,
+        "review/causalt5k/human_floor.html",
+        {
+            "project": project,
+            "project_tabs": project_tabs(project, project.user_roles),
+            "floor": figures,
+            "percent": round(100 * figures["settings"]["threshold"], 1),
+        },
+    )
+
+
+@require_GET
+@page
+def human_floor_csv(request, slug: str):
+    project = _project(request, slug)
+    figures = floor.human_floor(
+        project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
+    )
+    return csv_response(
+        f"{project.slug}-human-floor.csv", floor.CSV_COLUMNS, floor.csv_rows(figures)
     )

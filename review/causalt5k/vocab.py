@@ -259,3 +259,39 @@ def level_value(value: object) -> str | None:
         if text == name.lower():
             return level
     return None
+
+
+#: Who wrote a case (the human floor, review.causalt5k.floor), from the release's provenance
+#: fields — the first that says: ``generator`` (human / llm_generated /
+#: llm_draft_human_verified), ``origin`` (human_annotator / generated), a ``provenance`` object
+#: naming a ``generator_model``, an ``llm`` field naming the model used (raw submissions:
+#: "ChatGPT (web)"). A draft an LLM wrote and a person verified is LLM-expanded, not
+#: human-written. No such field: unknown (None) — the author field alone (a contributor code)
+#: does not say whether a person or a model wrote the text.
+HUMAN, LLM = "human", "llm"
+_PROVENANCE_VALUES = {
+    ("generator", "human"): HUMAN,
+    ("generator", "human_revised"): HUMAN,  # 4 raw records: written, then revised, by a person
+    ("generator", "llm_generated"): LLM,
+    ("generator", "llm_draft_human_verified"): LLM,
+    ("origin", "human_annotator"): HUMAN,
+    ("origin", "generated"): LLM,
+}
+
+
+def provenance_value(flat: dict) -> tuple[str | None, str | None]:
+    """(human | llm | None, the spelling that decided, e.g. "generator=llm_generated"); the
+    fields may sit at the top of the record or in its ``source`` object."""
+    source = flat.get("source") if isinstance(flat.get("source"), dict) else {}
+    for key in ("generator", "origin"):
+        value = flat.get(key) or source.get(key)
+        if isinstance(value, str) and value.strip():
+            found = _PROVENANCE_VALUES.get((key, value.strip().lower()))
+            return found, f"{key}={value.strip()}"
+    provenance = flat.get("provenance")
+    if isinstance(provenance, dict) and provenance.get("generator_model"):
+        return LLM, "provenance.generator_model"
+    model = flat.get("llm")
+    if isinstance(model, str) and model.strip():
+        return LLM, f"llm={model.strip()[:40]}"
+    return None, None

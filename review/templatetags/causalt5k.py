@@ -108,3 +108,57 @@ def ct5k_diff(text, reference):
             continue
         out.append(chunk if tag == "equal" else f"<mark>{chunk}</mark>")
     return mark_safe(" ".join(out))
+
+
+#: The blind answer stage's keys per label (review/templates/review/causalt5k/answer.html).
+ANSWER_KEYS = {
+    "YES": "y",
+    "NO": "n",
+    "AMBIGUOUS": "a",
+    "VALID": "v",
+    "INVALID": "i",
+    "CONDITIONAL": "c",
+}
+
+
+@register.simple_tag
+def ct5k_answer_labels(case):
+    """The labels an answerer may give for the case's tier, with their keys."""
+    return [{"value": label, "key": ANSWER_KEYS[label]} for label in labels_for(case.get("tier"))]
+
+
+@register.simple_tag
+def ct5k_variable_names(variables):
+    """[(role, "name" or "name, name")] of a blind case's variables (names only)."""
+    rows = []
+    for role, value in (variables or {}).items():
+        names = value if isinstance(value, list) else [value]
+        rows.append((role, ", ".join(str(n) for n in names if n)))
+    return rows
+
+
+@register.simple_tag
+def ct5k_pressure_fields(item, form_data=None):
+    """The writer's two versions, prefilled from what was posted (after an error), else the
+    variants written before (after a failed check), else the neutral prompt."""
+    from review.causalt5k.pressure import PRESSURES, neutral_prompt
+
+    posted = form_data or {}
+    before = (item.payload or {}).get("pressure_variants") or {}
+    neutral = neutral_prompt(item.payload or {})
+    return [
+        {"key": key, "label": label, "value": posted.get(key) or before.get(key) or neutral}
+        for key, label in PRESSURES.items()
+    ]
+
+
+@register.simple_tag
+def ct5k_check_rows(case, form_data=None):
+    """Per variant of the check form: key, label and what was posted (after an error); the
+    first defaults to "changes more" (the form is opened to send a version back)."""
+    posted = form_data or {}
+    rows = []
+    for index, variant in enumerate(case.get("variants") or []):
+        chosen = posted.get(variant["key"]) or ("changes_more" if index == 0 else "")
+        rows.append({"key": variant["key"], "label": variant["label"], "chosen": chosen})
+    return rows

@@ -319,6 +319,27 @@ def test_kind_layout_plug_in_adds_files_to_the_release(
         layouts.register_layout("test-layout", clobbering)
         failed = publish(project, admin, django_capture_on_commit_callbacks)
         assert failed.status == "failed" and "items.csv" in failed.message
+
+        def nested(context):  # sub-folders keep their path in the release (D1/D1_L1.json)
+            folder = context.out_dir / "D1"
+            folder.mkdir()
+            (folder / "D1_L1.json").write_text("[]")
+            return [folder / "D1_L1.json"]
+
+        layouts.register_layout("test-layout", nested)
+        nested_release = publish(project, admin, django_capture_on_commit_callbacks)
+        assert nested_release.status == "published", nested_release.message
+        assert "D1/D1_L1.json" in [e["name"] for e in nested_release.manifest["files"]]
+        assert member(open_zip(nested_release), "D1/D1_L1.json") == b"[]"
+
+        def outside(context):
+            path = context.out_dir.parent / "elsewhere.json"
+            path.write_text("[]")
+            return [path]
+
+        layouts.register_layout("test-layout", outside)
+        failed = publish(project, admin, django_capture_on_commit_callbacks)
+        assert failed.status == "failed" and "elsewhere.json" in failed.message
     finally:
         layouts.LAYOUTS.pop("test-layout", None)
 

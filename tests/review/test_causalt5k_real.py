@@ -137,3 +137,36 @@ def test_import_writes_one_item_per_case_the_report_page_and_a_safe_csv(client):
     assert figures["raw"] == 8671 and figures["clusters_waiting"] == counts["clusters"]
     page = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
     assert "8,671" in page and "7,609" in page
+
+
+def test_who_wrote_each_case_is_read_from_the_provenance_fields(release):
+    """The human floor's input (review.causalt5k.vocab.provenance_value): most of the release
+    does not say who wrote a case; where it does, mostly an LLM."""
+    from collections import Counter
+
+    cases, report = release
+    assert Counter(c.get("provenance") for c in cases) == {None: 7093, "llm": 1449, "human": 129}
+    final = [c for c in cases if any(s.startswith("final_dataset/D") for s in c["sources"])]
+    assert Counter(c.get("provenance") for c in final) == {None: 5567, "llm": 1152, "human": 12}
+    spellings = {k[1]: n for k, n in report.mappings.items() if k[0] == "provenance"}
+    assert spellings["generator=llm_draft_human_verified"] == 1424
+    assert spellings["generator=human"] == 125 and spellings["generator=human_revised"] == 4
+    assert spellings["provenance.generator_model"] == 716
+
+
+@pytest.mark.django_db
+def test_the_release_scores_become_the_historic_phase():
+    """The two rounds of the release's reviewers (review.causalt5k.historic), on the real
+    cases: 6,871 cases with a score, 6,783 with both rounds; 4,692 reach a mean of 9.0."""
+    from review.causalt5k.historic import historic_scores_import, historic_summary
+
+    project = causalt5k_project_create(slug="ct5k-historic", name="CausalT5k")
+    causalt5k_import(project=project, root=ROOT)
+    counts = historic_scores_import(project=project)
+    assert counts == {"cases": 6871, "scores": 13654, "extra": 1359}
+    summary = historic_summary(project)
+    assert (summary["two_scores"], summary["kept"], summary["kept_two"]) == (6783, 4692, 4692)
+    agreement = summary["agreement"]
+    assert agreement["n_items"] == 6783
+    assert agreement["icc"].ci_low <= agreement["icc"].value <= agreement["icc"].ci_high
+    assert Item.objects.filter(project=project).exclude(status="active").count() == 0

@@ -45,7 +45,15 @@ def state(project, case_id, slug):
 
 def test_the_pipeline_is_dedup_author_review_score_with_not_author_rules():
     project, stages = make([])
-    assert list(stages) == ["dedup", "author", "review", "score"]
+    assert list(stages) == [
+        "dedup",
+        "author",
+        "review",
+        "score",
+        "answer",
+        "pressure",
+        "pressure_check",
+    ]
     assert stages["review"].eligibility == [{"rule": "not_author"}]
     assert stages["score"].eligibility == [{"rule": "not_author"}]
     assert stages["author"].eligibility == [{"rule": "author_if_known"}]
@@ -394,7 +402,7 @@ def test_the_demo_has_work_in_every_stage(demo):
     assert score.item_stage.item.external_id == "T2-W9-ECO-001"
 
 
-@pytest.mark.parametrize("slug", ["dedup", "author", "review", "score"])
+@pytest.mark.parametrize("slug", ["dedup", "author", "review", "score", "answer", "pressure_check"])
 def test_every_item_screen_renders_for_its_annotator(client, demo, slug):
     project, users = demo
     person = users["annotator2" if slug == "author" else "annotator3"]
@@ -412,6 +420,8 @@ def test_every_item_screen_renders_for_its_annotator(client, demo, slug):
         "author": "The reviewer asked for a major restructure",
         "review": "Break it",
         "score": "Structural validity",
+        "answer": "Is the claim justified",
+        "pressure_check": "Do both versions change only the pressure",
     }[slug]
     assert expected in page
 
@@ -485,11 +495,26 @@ def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, de
         reverse("agreement:dashboard", args=[project.slug]),
         *[
             reverse("agreement:stage", args=[project.slug, slug])
-            for slug in ("dedup", "author", "review", "score")
+            for slug in (
+                "dedup",
+                "author",
+                "review",
+                "score",
+                "answer",
+                "pressure",
+                "pressure_check",
+                "historic",
+            )
         ],
         reverse("causalt5k:report", args=[project.slug]),
+        reverse("causalt5k:human_floor", args=[project.slug]),
+        reverse("causalt5k:human_floor_csv", args=[project.slug]),
     ]
     for url in urls:
         assert client.get(url).status_code == 200, url
+    tab = client.get(reverse("causalt5k:report", args=[project.slug])).content.decode()
+    assert 'id="historic-agreement"' in tab and 'id="blind-accuracy"' in tab
+    floor_page = client.get(reverse("causalt5k:human_floor", args=[project.slug])).content.decode()
+    assert "below the floor" in floor_page
     client.force_login(users["reviewer"])
     assert client.get(reverse("agreement:adjudication", args=[project.slug])).status_code == 200
