@@ -73,6 +73,12 @@ class Study(models.Model):
         blank=True, help_text="Platform ids refused entry, one a line (earlier participants)."
     )
     is_open = models.BooleanField(default=True)
+    signed_links = models.BooleanField(
+        default=False,
+        help_text="Prolific only: every entry must carry Prolific's signed token (JWT), checked "
+        "against the key set in PROLIFIC_JWKS (crowd/signing.py); unsigned or badly signed "
+        "entries are refused.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     synced_at = models.DateTimeField(null=True, blank=True)
 

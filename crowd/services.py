@@ -98,14 +98,29 @@ def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
                     f"{name} must be one of {', '.join(choices)}.", {name: data[name]}
                 )
             clean[name] = data[name]
-    if "is_open" in data:
-        clean["is_open"] = bool(data["is_open"]) and data["is_open"] not in ("0", "false", "off")
+    for flag in ("is_open", "signed_links"):
+        if flag in data:
+            clean[flag] = bool(data[flag]) and data[flag] not in ("0", "false", "off")
     required = ("name", "consent_text", "completion_code")
     missing = [name for name in required if (name in clean or not partial) and not clean.get(name)]
     if missing:
         name = missing[0]
         raise ApplicationError(f"Give the study's {name.replace('_', ' ')}.", {name: "required"})
     return clean
+
+
+def _check_signing(study: Study) -> None:
+    """Signed links are Prolific's option, and need the key set that verifies them."""
+    if not study.signed_links:
+        return
+    if study.platform != Study.Platform.PROLIFIC:
+        raise ApplicationError(
+            "Signed links are Prolific's option: turn them off for this platform.",
+            {"signed_links": "prolific only"},
+        )
+    from crowd.signing import key_set
+
+    key_set()  # KeySetMissing (503) names PROLIFIC_JWKS when the site cannot check signatures
 
 
 def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> Stage | None:
@@ -160,6 +175,7 @@ def study_create(
         token=secrets.token_urlsafe(12),
         **_clean_fields(data, partial=False),
     )
+    _check_signing(study)
     study.save()
     _prepare_stages(study)
     return study
@@ -176,6 +192,7 @@ def study_update(*, study: Study, **data: Any) -> Study:
         )
     for name, value in clean.items():
         setattr(locked, name, value)
+    _check_signing(locked)
     locked.save()
     _prepare_stages(locked)
     return locked

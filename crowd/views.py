@@ -31,6 +31,7 @@ from crowd import selectors, services
 from crowd.entry import BadEntry, parse_entry
 from crowd.gate import SESSION_KEY, next_url, session_participant
 from crowd.models import Participant, Study
+from crowd.signing import KeySetMissing, audiences
 
 MTURK_FRAME = {"frame-ancestors": list(settings.CROWD_MTURK_SUBMIT_HOSTS)}
 
@@ -63,8 +64,8 @@ def enter(request, token: str):
         if participant is not None and participant.study_id == study.pk:
             return redirect(next_url(services.participant_refresh(participant=participant)))
     try:
-        entry = parse_entry(study, query)
-    except BadEntry as error:
+        entry = parse_entry(study, query, audience=audiences(request))
+    except (BadEntry, KeySetMissing) as error:
         return _refused(request, error, study)
     if entry.preview:
         return _preview(request, study)
@@ -290,6 +291,7 @@ def study_detail(request, slug: str, study_id: int):
         error=error,
         can_sync=bool(settings.PROLIFIC_TOKEN) and study.platform == Study.Platform.PROLIFIC,
         rejection_message=REJECTION_MESSAGE,
+        jwt_param=settings.PROLIFIC_JWT_PARAM,
     )
     return render(request, "crowd/study.html", context, status=error.status if error else 200)
 
