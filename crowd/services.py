@@ -26,6 +26,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotation import services as engine
@@ -346,6 +347,24 @@ def practice_left(participant: Participant) -> int:
         status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED),
     ).count()
     return max(total - handled, 0)
+
+
+def free_items_exist(participant: Participant, *, practice: bool) -> bool:
+    """Whether an open item of the participant's current work (practice items, or the study's
+    other items) has a free slot and was never held by them: what the candidate search would
+    hand out, were its row not locked at this moment."""
+    study = participant.study
+    stage_id = (study.practice_stage_id or study.stage_id) if practice else study.stage_id
+    items = ItemStage.objects.filter(
+        stage_id=stage_id,
+        state=ItemStage.State.OPEN,
+        submitted_count__lt=F("target_count") - F("leased_count"),
+    ).exclude(assignments__annotator_id=participant.user_id)
+    if practice:
+        items = items.filter(item__purpose=Item.Purpose.PRACTICE)
+    else:
+        items = items.exclude(item__purpose=Item.Purpose.PRACTICE)
+    return items.exists()
 
 
 @transaction.atomic
