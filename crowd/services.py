@@ -399,12 +399,35 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
     return locked
 
 
-def _leave(
-    participant: Participant, status: str, reason: str, *, withdraw: bool = False
-) -> Participant:
+#: Statuses of a participant who left without finishing: their leases go back, their place
+#: reopens, and the study's ``on_return`` decides whether their annotations stay.
+LEFT_STATUSES = (
+    Participant.Status.RETURNED,
+    Participant.Status.TIMED_OUT,
+    Participant.Status.REJECTED,
+)
+
+
+def _withdraws(participant: Participant, status: str) -> bool:
+    """The withdrawal rule, in one place: a participant who leaves as returned, timed out or
+    rejected — wherever that is learnt (declined consent, the time limit here, Prolific's
+    sync, the researcher's rejection) — has their annotations withdrawn when the study says
+    ``withdraw`` at that moment, once (a participant already withdrawn keeps what is left;
+    changing the setting later changes nothing for people who already left). Completed and
+    screened-out participants keep their work."""
+    return (
+        status in LEFT_STATUSES
+        and participant.study.on_return == Study.OnReturn.WITHDRAW
+        and participant.withdrawn_at is None
+    )
+
+
+def _leave(participant: Participant, status: str, reason: str) -> Participant:
     """End a locked participant's session: status, reason, leases released, annotations
-    withdrawn when asked. The caller holds the participant's row lock and a transaction."""
+    withdrawn by the rule (_withdraws). The caller holds the participant's row lock and a
+    transaction."""
     study = participant.study
+    withdraw = _withdraws(participant, status)
     participant.status = status
     participant.reason = reason[:300]
     participant.finished_at = participant.finished_at or timezone.now()
@@ -427,19 +450,14 @@ def _leave(
 @transaction.atomic
 def participant_leave(*, participant: Participant, status: str, reason: str) -> Participant:
     """A participant who returned, timed out or was rejected on their platform: their leases
-    go back, and their annotations are withdrawn when the study says so (withdrawal only
-    applies once: a participant already withdrawn keeps what is left)."""
-    if status not in (
-        Participant.Status.RETURNED,
-        Participant.Status.TIMED_OUT,
-        Participant.Status.REJECTED,
-    ):
+    go back, and their annotations are withdrawn by the rule (_withdraws). Leaving again in
+    the same status changes nothing."""
+    if status not in LEFT_STATUSES:
         raise ApplicationError(f"A participant cannot leave as {status!r}.", {"status": status})
     locked = _locked_participant(participant)
-    withdraw = locked.study.on_return == Study.OnReturn.WITHDRAW and locked.withdrawn_at is None
-    if locked.status == status and not withdraw:
+    if locked.status == status:
         return locked
-    return _leave(locked, status, reason, withdraw=withdraw)
+    return _leave(locked, status, reason)
 
 
 def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
