@@ -337,6 +337,8 @@ PROLIFIC_JWT_AUDIENCE = tuple(
     if value.strip()
 )
 PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+#: Seconds before the first retry of a bonus set-up Prolific could not take (doubling, ≤ 600).
+CROWD_BONUS_RETRY_SECONDS = float(os.environ.get("CROWD_BONUS_RETRY_SECONDS", "30"))
 #: The turkSubmitTo hosts an MTurk entry may name (the live site and the sandbox).
 CROWD_MTURK_SUBMIT_HOSTS = tuple(
     host.strip().rstrip("/")
