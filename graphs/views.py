@@ -32,6 +32,7 @@ def _context(project, **extra):
         "project": project,
         "project_tabs": project_tabs(project, project.user_roles),
         "scores": services.project_scores(project),
+        "agreement": services.project_agreement(project),
         "counts": services.question_counts(project),
         "can_manage": bool(set(MANAGE) & project.user_roles),
         **extra,
