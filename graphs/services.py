@@ -21,6 +21,10 @@ from graphs.dsep import GraphInvalid, dsep_questions, edges_of, parse_edge_list
 WORKFLOW = "carlgt"
 KIND = "graph_question"
 SMALL_GRAPH_MAX_NODES = 10
+#: Bounds of a generation request (the Graphs tab's form and the API).
+MAX_EDGE_LIST_BYTES = 1 << 20
+MAX_GIVEN = 3
+MAX_QUESTIONS = 5000
 GUIDELINES = """Each question is about a causal graph or about data generated from one.
 
 * Yes / no questions (d-separation, conditional independence, causal direction): press y or n.
@@ -115,6 +119,11 @@ def carlgt_import(*, project: Project, directory: str | Path) -> ImportReport:
     return report
 
 
+def generated_id(graph_name: str, number: int) -> str:
+    """The external id of the ``number``-th question generated on a graph."""
+    return f"gen-{graph_name}-{number}"
+
+
 def dsep_generate(
     *,
     project: Project,
@@ -149,7 +158,7 @@ def dsep_generate(
     ):
         rows.append(
             {
-                "external_id": f"gen-{name}-{number}",
+                "external_id": generated_id(name, number),
                 "group": f"d_separation-{name}",
                 "source": "generated",
                 "payload": {
