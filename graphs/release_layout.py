@@ -13,7 +13,8 @@ releases/layouts.py asks):
   prediction file would be: the majority ``yes`` / ``no`` (``tie`` when split evenly), or the
   mean of the numbers given; ``NA`` where nobody answered;
 * ``carlgt_files.csv`` — which file holds which task and graph, its graph size, the benchmark
-  file it came from and its line count;
+  file it came from, its line count and a note (the intervention questions' pairing: see
+  graphs/README.md, "Which intervention file pairs with which");
 * ``carlgt_human_answers.csv`` — every answer: question, rater (the release's pseudonym, as in
   annotations.csv), answer, the truth, correct or absolute error, seconds;
 * ``carlgt_scores.csv`` — the Graphs tab's scores per task and graph size (accuracy, F1,
@@ -37,6 +38,11 @@ from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+SHARED_INTERVENTION_NOTE = (
+    "questions from the shared table/intervention_questions.txt, line k with line k of "
+    "table/intervention_<graph>_gt.txt: the intervened variable and value are certain, the "
+    "target is our reading (contradicted on graph 5, line 32)"
+)
 
 
 def _line(row: dict[str, Any]) -> int:
@@ -125,6 +131,9 @@ def carlgt_layout(context: LayoutContext) -> list[Path | FileEntry]:
                 "human_file": f"{stem}_human.txt",
                 "source_file": first.get("source_file", "generated"),
                 "lines": len(entries),
+                "note": SHARED_INTERVENTION_NOTE
+                if first.get("source_file", "").endswith("intervention_questions.txt")
+                else "",
             }
         )
     files.append(
@@ -140,6 +149,7 @@ def carlgt_layout(context: LayoutContext) -> list[Path | FileEntry]:
                 "human_file",
                 "source_file",
                 "lines",
+                "note",
             ],
         )  # fmt: skip
     )

@@ -82,6 +82,8 @@ def test_the_benchmarks_files_come_back_line_aligned(released):
     assert (row["source_file"], row["lines"], row["graph_size"]) == (
         "graph/1_questions.txt", "2", "large",
     )  # fmt: skip
+    assert "target is our reading" in index["carlgt_intervention_1_questions.txt"]["note"]
+    assert row["note"] == ""
     # the engine's files and the datasheet are there too
     assert {"items.jsonl", "annotations.csv", "README.md", "manifest.json"} <= set(contents)
 
