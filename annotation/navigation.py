@@ -11,7 +11,9 @@ slug as the only argument (so a tab can be registered before its view exists).
 
 Work gates (``register_work_gate``) let a plug-in send an annotator elsewhere instead of the item
 screen: the crowd app ends a participant's session when their quota is met; progress caps
-(``register_progress_cap``) bound the "left for you" count the item screen shows.
+(``register_progress_cap``) bound the "left for you" count the item screen shows; pending-work
+hooks (``register_work_pending``) tell an annotator who still owes work but got no item this
+moment to wait and try again, instead of the end-of-stage screen.
 """
 
 from __future__ import annotations
@@ -129,3 +131,29 @@ def items_left(request, stage, left: int) -> int:
         if limit is not None:
             left = min(left, max(limit, 0))
     return left
+
+
+#: A pending-work hook is called as ``hook(request, stage)`` when the item screen has no item
+#: for an annotator and would show its end-of-stage screen ("All done"). It returns a message
+#: when the annotator still has work to do in that stage although none was handed out this
+#: moment (a crowd participant's practice item held by someone else's transaction), so the
+#: screen asks them to wait and try again instead; None otherwise. Called only then, never on
+#: the way to an item.
+WorkPending = Callable[[Any, Any], "str | None"]
+WORK_PENDING: list[WorkPending] = []
+
+
+def register_work_pending(hook: WorkPending) -> WorkPending:
+    """Add a pending-work hook (see WORK_PENDING); registering the same function twice keeps one."""
+    if hook not in WORK_PENDING:
+        WORK_PENDING.append(hook)
+    return hook
+
+
+def work_pending(request, stage) -> str | None:
+    """The first message a registered hook gives, or None."""
+    for hook in WORK_PENDING:
+        message = hook(request, stage)
+        if message:
+            return message
+    return None

@@ -30,7 +30,13 @@ from annotation.access import (
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
-from annotation.navigation import items_left, project_tabs, register_project_tab, work_gate
+from annotation.navigation import (
+    items_left,
+    project_tabs,
+    register_project_tab,
+    work_gate,
+    work_pending,
+)
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
 
@@ -267,8 +273,11 @@ def _item_response(
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
     elif not context["ready"] and not gone:
-        # The done screen leads to the next stage with work for this annotator.
-        context["next_stage"] = selectors.next_stage_with_work(request.user, stage)
+        # Work still owed here (a plug-in says so): wait and try again, never "All done".
+        context["pending"] = work_pending(request, stage)
+        if not context["pending"]:
+            # The done screen leads to the next stage with work for this annotator.
+            context["next_stage"] = selectors.next_stage_with_work(request.user, stage)
     status = error.status if error is not None else 200
     if request.htmx:
         return render(request, "annotation/stage.html#item", context, status=status)

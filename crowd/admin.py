@@ -4,7 +4,7 @@ change only through the services (entry, refresh, leave, sync)."""
 
 from django.contrib import admin
 
-from crowd.models import Participant, Study
+from crowd.models import BonusPayment, Participant, Study
 
 
 @admin.register(Study)
@@ -25,6 +25,20 @@ class ParticipantAdmin(admin.ModelAdmin):
     list_display = ["pk", "study", "status", "platform_status", "started_at", "finished_at"]
     list_filter = ["status", "study"]
     search_fields = ["platform_id", "session_id"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(BonusPayment)
+class BonusPaymentAdmin(admin.ModelAdmin):
+    """Bonus payments are made on the study page and sent by crowd.tasks.pay_bonus: read only."""
+
+    list_display = ["pk", "study", "status", "total", "prolific_id", "attempts", "created_at"]
+    list_filter = ["status", "study"]
 
     def has_add_permission(self, request):
         return False

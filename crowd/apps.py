@@ -16,13 +16,15 @@ class CrowdConfig(AppConfig):
             register_progress_cap,
             register_project_tab,
             register_work_gate,
+            register_work_pending,
         )
         from crowd.eligibility import CrowdParticipantRule
-        from crowd.gate import crowd_progress_cap, crowd_work_gate
+        from crowd.gate import crowd_progress_cap, crowd_work_gate, crowd_work_pending
 
         register_rule(CrowdParticipantRule())
         register_work_gate(crowd_work_gate)
         register_progress_cap(crowd_progress_cap)
+        register_work_pending(crowd_work_pending)
         register_project_tab("Crowd", "crowd:studies", roles=MANAGE, order=85)
 
     def seed_demo(self, *, users) -> None:

@@ -88,6 +88,7 @@ def seed(*, users: dict[str, Any]) -> Study | None:
         stage=stage,
         name="Causal relations pilot",
         platform="prolific",
+        platform_study_id="5" * 24,  # the STUDY_ID of the demo link in README.md
         places=PLACES,
         quota=len(PAIRS) + 1,
         time_limit_minutes=30,

@@ -5,12 +5,15 @@ written (a bad or forged entry is a 400 and leaves the database as it was).
 - MTurk ExternalQuestion: ``?workerId=…&assignmentId=…&hitId=…&turkSubmitTo=…``, or the preview
   (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``);
 - plain link: ``?pid=…``.
+
+A Prolific study with ``signed_links`` also needs Prolific's signed token on the URL (the
+parameter ``PROLIFIC_JWT_PARAM``), verified by crowd/signing.py before anything else happens.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -21,6 +24,7 @@ PROLIFIC_ID = re.compile(r"^[0-9a-f]{24}$")
 MTURK_ID = re.compile(r"^[A-Z0-9]{8,64}$")
 LINK_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+PROLIFIC_PARAMETERS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
 class BadEntry(ApplicationError):
@@ -50,14 +54,23 @@ def _field(query: Mapping[str, str], name: str, pattern: re.Pattern, what: str) 
     return value
 
 
-def parse_entry(study, query: Mapping[str, str]) -> Entry:
-    """The participant's ids from the study URL's query, or BadEntry (400) naming the field."""
+def parse_entry(study, query: Mapping[str, str], *, audience: Sequence[str] = ()) -> Entry:
+    """The participant's ids from the study URL's query, or BadEntry (400) naming the field.
+    ``audience``: the ``aud`` values a signed token may carry (crowd.signing.audiences)."""
     if study.platform == "prolific":
         entry = Entry(
             platform_id=_field(query, "PROLIFIC_PID", PROLIFIC_ID, "Prolific"),
             platform_study_id=_field(query, "STUDY_ID", PROLIFIC_ID, "Prolific"),
             session_id=_field(query, "SESSION_ID", PROLIFIC_ID, "Prolific"),
         )
+        if study.signed_links:
+            from crowd.signing import verify_prolific_token
+
+            verify_prolific_token(
+                (query.get(settings.PROLIFIC_JWT_PARAM) or "").strip(),
+                ids={name: (query.get(name) or "").strip() for name in PROLIFIC_PARAMETERS},
+                audience=audience,
+            )
     elif study.platform == "mturk":
         assignment = (query.get("assignmentId") or "").strip()
         if assignment == MTURK_PREVIEW:

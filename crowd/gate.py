@@ -84,3 +84,40 @@ def crowd_progress_cap(request, stage) -> int | None:
     if participant.practice_done_at is None:
         return services.practice_left(participant) + quota_left
     return quota_left
+
+
+#: What a participant who owes work but got no item is told (crowd_work_pending).
+BUSY_MESSAGE = (
+    "Your next item is being handed to another participant at this very moment. "
+    "Try again in a few seconds."
+)
+HELD_MESSAGE = (
+    "No item is free for you at the moment: other participants hold the remaining ones, and "
+    "they come back if their time runs out. Try again in a few minutes; if none comes, message "
+    "the researcher through your platform."
+)
+
+
+def crowd_work_pending(request, stage) -> str | None:
+    """The item screen found no item for a participant who still owes practice items or items
+    of their quota in this stage: never "All done" (they have no code yet) but "try again".
+    BUSY_MESSAGE when items with a free slot they never held exist (the candidate search skipped
+    them because another transaction held their rows: a practice item or check is shared by
+    everyone), HELD_MESSAGE when the stage's remaining slots are all leased or filled."""
+    participant = session_participant(request)
+    if participant is None or participant.status != Participant.Status.ACTIVE:
+        return None
+    if stage.pk != work_stage_id(participant) or step_url(participant):
+        return None
+    practising = participant.practice_done_at is None
+    if practising:
+        owed = services.practice_left(participant)
+    else:
+        owed = participant.study.quota - services.items_done(participant)
+    if owed <= 0:
+        return None
+    return (
+        BUSY_MESSAGE
+        if services.free_items_exist(participant, practice=practising)
+        else HELD_MESSAGE
+    )

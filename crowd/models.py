@@ -73,6 +73,12 @@ class Study(models.Model):
         blank=True, help_text="Platform ids refused entry, one a line (earlier participants)."
     )
     is_open = models.BooleanField(default=True)
+    signed_links = models.BooleanField(
+        default=False,
+        help_text="Prolific only: every entry must carry Prolific's signed token (JWT), checked "
+        "against the key set in PROLIFIC_JWKS (crowd/signing.py); unsigned or badly signed "
+        "entries are refused.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     synced_at = models.DateTimeField(null=True, blank=True)
 
@@ -144,3 +150,39 @@ class Participant(models.Model):
 
     def __str__(self) -> str:
         return f"participant {self.pk} of {self.study_id} ({self.status})"
+
+
+class BonusPayment(models.Model):
+    """Bonuses a researcher pays to chosen participants of a Prolific study, sent the way
+    Prolific documents it: set up (one bulk payment) then pay (crowd.services.bonus_payment_send,
+    run by the task crowd.tasks.pay_bonus). ``bonuses`` holds ``[platform id, amount]`` pairs
+    (amounts as strings with two decimals, in the study's currency); platform ids stay here, for
+    payment only, like the participants'."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to be set up"
+        SET_UP = "set_up", "Set up on Prolific"
+        PAYING = "paying", "Payment sent"
+        PAID = "paid", "Paid"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="bonus_payments")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    bonuses = models.JSONField()
+    total = models.DecimalField(max_digits=12, decimal_places=2)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    prolific_id = models.CharField(
+        max_length=100, blank=True, help_text="The bulk bonus payment's id on Prolific."
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"bonus payment {self.pk} of {self.study_id} ({self.status})"

@@ -13,12 +13,15 @@ PROLIFIC_API_URL); every request sends ``Authorization: Token <token>`` and JSON
   bulk payment's id; ``bonus_pay(id)``: POST ``bulk-bonus-payments/{id}/pay/`` (not idempotent
   on Prolific's side: call it once per bulk payment).
 
-Errors (HTTP ≥ 400, network) raise ProlificError with Prolific's answer.
+Errors (HTTP ≥ 400, network) raise ProlificError with Prolific's answer (``extra["status"]``:
+the HTTP status; absent when Prolific could not be reached). Every call is logged (logger
+``crowd.prolific``): method, URL, status or error; never the token.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -46,6 +49,8 @@ REJECTION_CATEGORIES = (
     "OTHER",
 )
 MIN_REJECTION_MESSAGE = 100
+
+logger = logging.getLogger(__name__)
 
 
 class ProlificError(ApplicationError):
@@ -86,13 +91,16 @@ class ProlificClient:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
+                logger.info("Prolific %s %s -> %s", method, url, response.status)
         except urllib.error.HTTPError as error:
             detail = error.read()[:2000].decode("utf-8", "replace")
+            logger.warning("Prolific %s %s -> %s: %s", method, url, error.code, detail[:300])
             raise ProlificError(
                 f"Prolific answered {error.code} to {method} {url}: {detail}",
                 {"status": error.code},
             ) from None
         except (urllib.error.URLError, TimeoutError, OSError) as error:
+            logger.warning("Prolific %s %s -> unreachable: %s", method, url, error)
             raise ProlificError(f"Prolific could not be reached ({error}).") from None
         if not raw:
             return None
@@ -169,3 +177,12 @@ class ProlificClient:
         return self._request(
             "POST", f"bulk-bonus-payments/{self._id(bulk_payment_id, 'bonus payment')}/pay/", {}
         )
+
+
+def retryable(error: ProlificError) -> bool:
+    """Whether a failed call may be sent again: Prolific was not reached, was busy (429) or
+    failed on its side (5xx); a 4xx answer is final."""
+    if error.status != ProlificError.status:  # refused here, before anything was sent
+        return False
+    status = (error.extra or {}).get("status")
+    return not isinstance(status, int) or status == 429 or status >= 500

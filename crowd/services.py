@@ -13,19 +13,25 @@
   released, annotations kept or withdrawn by the study's setting.
 - ``participants_time_out``: the beat sweep of sessions past their time limit.
 - ``study_sync_prolific``: submission statuses from Prolific's API.
+- ``bonus_payment_create``, ``bonus_payment_send``: bonuses to chosen participants of a
+  Prolific study, set up then paid through Prolific's API (the task crowd.tasks.pay_bonus).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import math
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotation import services as engine
@@ -34,7 +40,7 @@ from annotation.inputs import clean_text
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project, Role, Stage
 from crowd.entry import Entry
-from crowd.models import Participant, Study
+from crowd.models import BonusPayment, Participant, Study
 
 logger = logging.getLogger(__name__)
 
@@ -98,14 +104,29 @@ def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
                     f"{name} must be one of {', '.join(choices)}.", {name: data[name]}
                 )
             clean[name] = data[name]
-    if "is_open" in data:
-        clean["is_open"] = bool(data["is_open"]) and data["is_open"] not in ("0", "false", "off")
+    for flag in ("is_open", "signed_links"):
+        if flag in data:
+            clean[flag] = bool(data[flag]) and data[flag] not in ("0", "false", "off")
     required = ("name", "consent_text", "completion_code")
     missing = [name for name in required if (name in clean or not partial) and not clean.get(name)]
     if missing:
         name = missing[0]
         raise ApplicationError(f"Give the study's {name.replace('_', ' ')}.", {name: "required"})
     return clean
+
+
+def _check_signing(study: Study) -> None:
+    """Signed links are Prolific's option, and need the key set that verifies them."""
+    if not study.signed_links:
+        return
+    if study.platform != Study.Platform.PROLIFIC:
+        raise ApplicationError(
+            "Signed links are Prolific's option: turn them off for this platform.",
+            {"signed_links": "prolific only"},
+        )
+    from crowd.signing import key_set
+
+    key_set()  # KeySetMissing (503) names PROLIFIC_JWKS when the site cannot check signatures
 
 
 def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> Stage | None:
@@ -160,6 +181,7 @@ def study_create(
         token=secrets.token_urlsafe(12),
         **_clean_fields(data, partial=False),
     )
+    _check_signing(study)
     study.save()
     _prepare_stages(study)
     return study
@@ -176,6 +198,7 @@ def study_update(*, study: Study, **data: Any) -> Study:
         )
     for name, value in clean.items():
         setattr(locked, name, value)
+    _check_signing(locked)
     locked.save()
     _prepare_stages(locked)
     return locked
@@ -331,6 +354,24 @@ def practice_left(participant: Participant) -> int:
     return max(total - handled, 0)
 
 
+def free_items_exist(participant: Participant, *, practice: bool) -> bool:
+    """Whether an open item of the participant's current work (practice items, or the study's
+    other items) has a free slot and was never held by them: what the candidate search would
+    hand out, were its row not locked at this moment."""
+    study = participant.study
+    stage_id = (study.practice_stage_id or study.stage_id) if practice else study.stage_id
+    items = ItemStage.objects.filter(
+        stage_id=stage_id,
+        state=ItemStage.State.OPEN,
+        submitted_count__lt=F("target_count") - F("leased_count"),
+    ).exclude(assignments__annotator_id=participant.user_id)
+    if practice:
+        items = items.filter(item__purpose=Item.Purpose.PRACTICE)
+    else:
+        items = items.exclude(item__purpose=Item.Purpose.PRACTICE)
+    return items.exists()
+
+
 @transaction.atomic
 def participant_refresh(*, participant: Participant, now: Any = None) -> Participant:
     """Bring a participant's session up to date after an item: past the time limit → timed
@@ -363,12 +404,35 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
     return locked
 
 
-def _leave(
-    participant: Participant, status: str, reason: str, *, withdraw: bool = False
-) -> Participant:
+#: Statuses of a participant who left without finishing: their leases go back, their place
+#: reopens, and the study's ``on_return`` decides whether their annotations stay.
+LEFT_STATUSES = (
+    Participant.Status.RETURNED,
+    Participant.Status.TIMED_OUT,
+    Participant.Status.REJECTED,
+)
+
+
+def _withdraws(participant: Participant, status: str) -> bool:
+    """The withdrawal rule, in one place: a participant who leaves as returned, timed out or
+    rejected — wherever that is learnt (declined consent, the time limit here, Prolific's
+    sync, the researcher's rejection) — has their annotations withdrawn when the study says
+    ``withdraw`` at that moment, once (a participant already withdrawn keeps what is left;
+    changing the setting later changes nothing for people who already left). Completed and
+    screened-out participants keep their work."""
+    return (
+        status in LEFT_STATUSES
+        and participant.study.on_return == Study.OnReturn.WITHDRAW
+        and participant.withdrawn_at is None
+    )
+
+
+def _leave(participant: Participant, status: str, reason: str) -> Participant:
     """End a locked participant's session: status, reason, leases released, annotations
-    withdrawn when asked. The caller holds the participant's row lock and a transaction."""
+    withdrawn by the rule (_withdraws). The caller holds the participant's row lock and a
+    transaction."""
     study = participant.study
+    withdraw = _withdraws(participant, status)
     participant.status = status
     participant.reason = reason[:300]
     participant.finished_at = participant.finished_at or timezone.now()
@@ -391,19 +455,14 @@ def _leave(
 @transaction.atomic
 def participant_leave(*, participant: Participant, status: str, reason: str) -> Participant:
     """A participant who returned, timed out or was rejected on their platform: their leases
-    go back, and their annotations are withdrawn when the study says so (withdrawal only
-    applies once: a participant already withdrawn keeps what is left)."""
-    if status not in (
-        Participant.Status.RETURNED,
-        Participant.Status.TIMED_OUT,
-        Participant.Status.REJECTED,
-    ):
+    go back, and their annotations are withdrawn by the rule (_withdraws). Leaving again in
+    the same status changes nothing."""
+    if status not in LEFT_STATUSES:
         raise ApplicationError(f"A participant cannot leave as {status!r}.", {"status": status})
     locked = _locked_participant(participant)
-    withdraw = locked.study.on_return == Study.OnReturn.WITHDRAW and locked.withdrawn_at is None
-    if locked.status == status and not withdraw:
+    if locked.status == status:
         return locked
-    return _leave(locked, status, reason, withdraw=withdraw)
+    return _leave(locked, status, reason)
 
 
 def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
@@ -496,3 +555,187 @@ def study_apply_suggestions(*, study: Study, client: Any, message: str) -> dict[
             participant_leave(participant=participant, status="rejected", reason=row["reason"])
             counts["rejected"] += 1
     return counts
+
+
+# --- Bonuses ---------------------------------------------------------------------------------
+
+#: The largest bonus one participant may get in one payment (in the study's currency): a typo
+#: guard (Prolific reads "30" as 30.00), not Prolific's limit.
+MAX_BONUS = Decimal("100.00")
+#: Participants in one payment: Prolific recommends at most 200 per bulk payment.
+MAX_BONUSES = 200
+
+
+def _bonus_amount(text: str, where: str) -> Decimal:
+    raw = str(text or "").strip()
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite():
+        raise ApplicationError(
+            f"{where}: {raw!r} is not an amount; write it like 1.50 (no currency sign).",
+            {"amount": where},
+        )
+    if value <= 0 or value > MAX_BONUS:
+        raise ApplicationError(
+            f"{where}: a bonus must be more than 0 and at most {MAX_BONUS}.", {"amount": where}
+        )
+    if value != value.quantize(Decimal("0.01")):
+        raise ApplicationError(f"{where}: {raw} has more than two decimals.", {"amount": where})
+    return value.quantize(Decimal("0.01"))
+
+
+def bonus_rows(
+    *, study: Study, amounts: Mapping[int | str, str], csv_text: str = ""
+) -> list[tuple[str, Decimal]]:
+    """The bonuses a researcher asked for: ``amounts`` by participant pk (the study page's
+    inputs; empty ones skipped) and ``csv_text`` (``participant id,amount`` a line, an optional
+    header). Each participant of the study once, every amount valid, or ApplicationError naming
+    the line or participant; nothing is written."""
+    participants = {p.pk: p.platform_id for p in Participant.objects.filter(study=study)}
+    known = set(participants.values())
+    rows: list[tuple[str, Decimal]] = []
+    seen: dict[str, str] = {}
+
+    def add(platform_id: str, amount: str, where: str) -> None:
+        if platform_id not in known:
+            raise ApplicationError(
+                f"{where}: {platform_id!r} is not a participant of this study.",
+                {"participant": where},
+            )
+        if platform_id in seen:
+            raise ApplicationError(
+                f"{where}: {platform_id} already has a bonus in this payment ({seen[platform_id]}).",
+                {"participant": where},
+            )
+        rows.append((platform_id, _bonus_amount(amount, where)))
+        seen[platform_id] = where
+
+    lines = list(csv.reader(io.StringIO(csv_text or "")))
+    asked = sum(1 for amount in amounts.values() if str(amount or "").strip()) + sum(
+        1 for line in lines if any(cell.strip() for cell in line)
+    )
+    if asked > MAX_BONUSES + 1:  # one line may be the header
+        raise ApplicationError(
+            f"{asked} bonuses: at most {MAX_BONUSES} in one payment, as Prolific "
+            "recommends. Pay the rest in another.",
+            {"bonuses": asked},
+        )
+    for key, amount in amounts.items():
+        if str(amount or "").strip():
+            pk = int(key) if str(key).isdigit() else None
+            if pk not in participants:
+                raise ApplicationError(
+                    "Unknown participant in the bonus form.", {"participant": key}
+                )
+            add(participants[pk], amount, f"participant {participants[pk]}")
+    for number, line in enumerate(lines, start=1):
+        cells = [cell.strip() for cell in line]
+        if not any(cells):
+            continue
+        if number == 1 and len(cells) == 2 and cells[0].lower() in HEADER_NAMES:
+            continue
+        if len(cells) != 2:
+            raise ApplicationError(
+                f"CSV line {number}: write participant id,amount (two columns).",
+                {"csv": number},
+            )
+        add(cells[0], cells[1], f"CSV line {number}")
+    if not rows:
+        raise ApplicationError(
+            "Choose at least one participant and an amount.", {"bonuses": "empty"}
+        )
+    if len(rows) > MAX_BONUSES:
+        raise ApplicationError(
+            f"{len(rows)} bonuses: at most {MAX_BONUSES} in one payment, as Prolific "
+            "recommends. Pay the rest in another.",
+            {"bonuses": len(rows)},
+        )
+    return rows
+
+
+HEADER_NAMES = {"participant_id", "pid", "prolific_pid", "participant"}
+
+
+@transaction.atomic
+def bonus_payment_create(
+    *, study: Study, requested_by: Any, amounts: Mapping[int | str, str], csv_text: str = ""
+) -> BonusPayment:
+    """A bonus payment of a Prolific study (see bonus_rows), sent by the task
+    crowd.tasks.pay_bonus once the transaction commits."""
+
+    if study.platform != Study.Platform.PROLIFIC or not study.platform_study_id:
+        raise ApplicationError(
+            "Bonuses are paid through Prolific: the study needs its Prolific STUDY_ID.",
+            {"platform_study_id": "required"},
+        )
+    rows = bonus_rows(study=study, amounts=amounts, csv_text=csv_text)
+    payment = BonusPayment.objects.create(
+        study=study,
+        requested_by=requested_by,
+        bonuses=[[pid, str(amount)] for pid, amount in rows],
+        total=sum((amount for _, amount in rows), Decimal("0.00")),
+    )
+    from crowd.tasks import pay_bonus
+
+    engine.enqueue_on_commit(pay_bonus, payment.pk)
+    return payment
+
+
+def bonus_payment_send(*, bonus_id: int, client: Any) -> str:
+    """Send one bonus payment to Prolific (``client``: crowd.prolific.ProlificClient): set it
+    up (POST submissions/bonus-payments/), then pay it (POST bulk-bonus-payments/{id}/pay/).
+    Returns the payment's status. Safe to run twice and concurrently: each step runs under the
+    payment's row lock and only from its state; set-up errors raise ProlificError (the task
+    retries those Prolific may answer later, crowd.prolific.retryable) after recording them.
+    Paying is not idempotent on Prolific's side, so the payment is marked ``paying`` before the
+    call and never sent again: a failed pay call leaves it ``failed`` with the error, for the
+    researcher to check on Prolific."""
+    from crowd.prolific import ProlificError, retryable
+
+    failure: ProlificError | None = None
+    pay_now = False
+    with transaction.atomic():
+        payment = BonusPayment.objects.select_for_update().select_related("study").get(pk=bonus_id)
+        if payment.status == BonusPayment.Status.PENDING:
+            payment.attempts += 1
+            try:
+                bulk_id = client.bonus_create(
+                    payment.study.platform_study_id, [tuple(row) for row in payment.bonuses]
+                )
+            except ProlificError as error:
+                failure = error
+                payment.error = error.message[:2000]
+                if not retryable(error):
+                    payment.status = BonusPayment.Status.FAILED
+                payment.save(update_fields=["attempts", "error", "status"])
+            else:
+                payment.prolific_id = bulk_id
+                payment.status = BonusPayment.Status.SET_UP
+                payment.error = ""
+                payment.save(update_fields=["attempts", "prolific_id", "status", "error"])
+        if failure is None and payment.status == BonusPayment.Status.SET_UP:
+            # marked (and committed) before the call: whatever happens next, never sent twice
+            payment.status = BonusPayment.Status.PAYING
+            payment.save(update_fields=["status"])
+            pay_now = True
+    if failure is not None and retryable(failure):
+        raise failure  # recorded above; the task retries it
+    if not pay_now:
+        return payment.status
+    try:
+        client.bonus_pay(payment.prolific_id)
+    except ProlificError as error:
+        BonusPayment.objects.filter(pk=bonus_id).update(
+            status=BonusPayment.Status.FAILED,
+            error=(
+                f"{error.message} The payment was not sent again (Prolific's pay call is not "
+                "idempotent): check the study's bonuses on Prolific."
+            )[:2000],
+        )
+        return BonusPayment.Status.FAILED
+    BonusPayment.objects.filter(pk=bonus_id).update(
+        status=BonusPayment.Status.PAID, paid_at=timezone.now()
+    )
+    return BonusPayment.Status.PAID

@@ -48,3 +48,29 @@ def sync_prolific_studies() -> int:
         except Exception:
             logger.exception("Prolific sync of study %s failed", study_id)
     return synced
+
+
+def _backoff(retries: int) -> float:
+    """Seconds before the next retry of a bonus set-up: CROWD_BONUS_RETRY_SECONDS, doubling
+    with each retry, at most 10 minutes."""
+    return min(settings.CROWD_BONUS_RETRY_SECONDS * 2**retries, 600)
+
+
+@shared_task(bind=True, name="crowd.tasks.pay_bonus", max_retries=6)
+def pay_bonus(self, bonus_id: int) -> str:
+    """Set up and pay one bonus payment on Prolific (crowd.services.bonus_payment_send). A
+    set-up that Prolific may accept later (unreachable, 429, 5xx) is retried with a growing
+    delay; a refused one, or one failing after the last retry, is left ``failed``."""
+    from crowd.models import BonusPayment
+    from crowd.prolific import ProlificClient, ProlificError
+
+    try:
+        return services.bonus_payment_send(bonus_id=bonus_id, client=ProlificClient())
+    except ProlificError as error:
+        if self.request.retries >= self.max_retries:
+            BonusPayment.objects.filter(pk=bonus_id, status=BonusPayment.Status.PENDING).update(
+                status=BonusPayment.Status.FAILED
+            )
+            logger.error("Bonus payment %s failed after retries: %s", bonus_id, error.message)
+            return BonusPayment.Status.FAILED
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from None

@@ -21,4 +21,7 @@ urlpatterns = [
     path(
         "projects/<slug:slug>/crowd/<int:study_id>/decide/", views.study_decide, name="study_decide"
     ),
+    path(
+        "projects/<slug:slug>/crowd/<int:study_id>/bonuses/", views.study_bonus, name="study_bonus"
+    ),
 ]

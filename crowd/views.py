@@ -31,6 +31,7 @@ from crowd import selectors, services
 from crowd.entry import BadEntry, parse_entry
 from crowd.gate import SESSION_KEY, next_url, session_participant
 from crowd.models import Participant, Study
+from crowd.signing import KeySetMissing, audiences
 
 MTURK_FRAME = {"frame-ancestors": list(settings.CROWD_MTURK_SUBMIT_HOSTS)}
 
@@ -63,8 +64,8 @@ def enter(request, token: str):
         if participant is not None and participant.study_id == study.pk:
             return redirect(next_url(services.participant_refresh(participant=participant)))
     try:
-        entry = parse_entry(study, query)
-    except BadEntry as error:
+        entry = parse_entry(study, query, audience=audiences(request))
+    except (BadEntry, KeySetMissing) as error:
         return _refused(request, error, study)
     if entry.preview:
         return _preview(request, study)
@@ -279,7 +280,20 @@ def study_detail(request, slug: str, study_id: int):
         else:
             messages.success(request, "Study saved.")
             return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+    return _study_page(request, project, study, error=error)
+
+
+def _study_page(request, project, study: Study, *, error=None, bonus_error=None, posted=None):
+    """The study page; ``error``: a refused settings change, ``bonus_error``: a refused bonus
+    payment (shown at its form, with what was typed: ``posted``)."""
     rows = selectors.participant_rows(study)
+    for row in rows:
+        row["bonus"] = (posted or {}).get(f"bonus-{row['participant'].pk}", "")
+    can_pay = (
+        bool(settings.PROLIFIC_TOKEN)
+        and study.platform == Study.Platform.PROLIFIC
+        and bool(study.platform_study_id)
+    )
     context = _tab_context(
         request,
         project,
@@ -290,8 +304,15 @@ def study_detail(request, slug: str, study_id: int):
         error=error,
         can_sync=bool(settings.PROLIFIC_TOKEN) and study.platform == Study.Platform.PROLIFIC,
         rejection_message=REJECTION_MESSAGE,
+        jwt_param=settings.PROLIFIC_JWT_PARAM,
+        bonus_payments=study.bonus_payments.all()[:20],
+        can_pay=can_pay,
+        bonus_error=bonus_error,
+        max_bonus=services.MAX_BONUS,
+        posted=posted or {},
     )
-    return render(request, "crowd/study.html", context, status=error.status if error else 200)
+    failure = error or bonus_error
+    return render(request, "crowd/study.html", context, status=failure.status if failure else 200)
 
 
 @require_GET
@@ -357,5 +378,51 @@ def study_decide(request, slug: str, study_id: int):
         request,
         f"Sent to Prolific: {counts['approved']} approved, {counts['rejected']} rejected"
         f" ({counts['skipped']} already decided).",
+    )
+    return redirect("crowd:study", slug=project.slug, study_id=study.pk)
+
+
+#: The largest bonus CSV accepted from the study page.
+BONUS_CSV_MAX_BYTES = 1 << 20
+
+
+@require_POST
+@page
+def study_bonus(request, slug: str, study_id: int):
+    """Pay bonuses to chosen participants: the amounts typed in the participant table and the
+    lines of a ``participant id,amount`` CSV (typed or uploaded); sent to Prolific by a task
+    (see crowd.services.bonus_payment_create). Bad input re-renders the page naming the line
+    or participant, and nothing is written."""
+    project = access_project(request.user, slug, MANAGE)
+    study = _study(project, study_id)
+    amounts = {
+        key.removeprefix("bonus-"): value
+        for key, value in request.POST.items()
+        if key.startswith("bonus-")
+    }
+    csv_text = request.POST.get("bonus_csv", "")
+    upload = request.FILES.get("bonus_file")
+    try:
+        if upload is not None:
+            if upload.size > BONUS_CSV_MAX_BYTES:
+                raise ApplicationError(
+                    "The bonus CSV is larger than 1 MiB.", {"bonus_file": "size"}
+                )
+            try:
+                csv_text = upload.read().decode("utf-8-sig") + "\n" + csv_text
+            except UnicodeDecodeError:
+                raise ApplicationError(
+                    "The bonus CSV is not UTF-8 text.", {"bonus_file": "encoding"}
+                ) from None
+        payment = services.bonus_payment_create(
+            study=study, requested_by=request.user, amounts=amounts, csv_text=csv_text
+        )
+    except ApplicationError as error:
+        return _study_page(request, project, study, bonus_error=error, posted=request.POST)
+    count = len(payment.bonuses)
+    messages.success(
+        request,
+        f"Paying {count} bonus{'es' if count != 1 else ''} ({payment.total} in total) "
+        "through Prolific: their status is below.",
     )
     return redirect("crowd:study", slug=project.slug, study_id=study.pk)

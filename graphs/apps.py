@@ -21,6 +21,8 @@ class GraphsConfig(AppConfig):
         from annotation.policies import register_policy
         from annotation.workflows import Workflow, register_workflow
         from graphs import kinds, policies, services
+        from graphs.release_layout import carlgt_layout
+        from releases.layouts import register_layout
 
         register_kind(kinds.GraphQuestionKind())
         register_policy(policies.GraphRecordPolicy())
@@ -34,6 +36,7 @@ class GraphsConfig(AppConfig):
                 create=services.carlgt_project_create,
             )
         )
+        register_layout(services.WORKFLOW, carlgt_layout)
         register_project_tab(
             "Graphs",
             "graphs:scores",

@@ -15,12 +15,16 @@ from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
 from graphs import scoring
-from graphs.carlgt import NUMBER_TASKS, TASKS, Reading, read_carlgt
+from graphs.carlgt import NUMBER_TASKS, TASKS, YES_NO_TASKS, Reading, read_carlgt
 from graphs.dsep import GraphInvalid, dsep_questions, edges_of, parse_edge_list
 
 WORKFLOW = "carlgt"
 KIND = "graph_question"
 SMALL_GRAPH_MAX_NODES = 10
+#: Bounds of a generation request (the Graphs tab's form and the API).
+MAX_EDGE_LIST_BYTES = 1 << 20
+MAX_GIVEN = 3
+MAX_QUESTIONS = 5000
 GUIDELINES = """Each question is about a causal graph or about data generated from one.
 
 * Yes / no questions (d-separation, conditional independence, causal direction): press y or n.
@@ -115,6 +119,11 @@ def carlgt_import(*, project: Project, directory: str | Path) -> ImportReport:
     return report
 
 
+def generated_id(graph_name: str, number: int) -> str:
+    """The external id of the ``number``-th question generated on a graph."""
+    return f"gen-{graph_name}-{number}"
+
+
 def dsep_generate(
     *,
     project: Project,
@@ -149,7 +158,7 @@ def dsep_generate(
     ):
         rows.append(
             {
-                "external_id": f"gen-{name}-{number}",
+                "external_id": generated_id(name, number),
                 "group": f"d_separation-{name}",
                 "source": "generated",
                 "payload": {
@@ -248,3 +257,49 @@ def question_counts(project: Project) -> list[dict[str, Any]]:
             counts.items(), key=lambda c: (order.index(c[0][0]) if c[0][0] in order else 99, c[0])
         )
     ]
+
+
+def agreement_rows(answers) -> list[dict[str, Any]]:
+    """Fleiss' κ with its 95 % interval (agreement.stats.fleiss_kappa: Gwet's analytic SE, his
+    generalisation when questions have different numbers of answers) among the people who
+    answered the same yes / no questions, per task and graph size and over every yes / no
+    question ("all"), from the same (item id, item payload, annotation payload) triples as
+    score_rows. κ is undefined (None, with the reason) while no question has two answers or
+    every answer is the same."""
+    import pandas as pd
+
+    from agreement.stats import fleiss_kappa
+
+    groups: dict[tuple[str, str], list[tuple[Any, str]]] = defaultdict(list)
+    for item_id, item_payload, payload in answers:
+        value = (payload or {}).get("value")
+        task = item_payload.get("task")
+        if task not in YES_NO_TASKS or value not in ("yes", "no"):
+            continue
+        groups[(task, item_payload.get("graph_size", "?"))].append((item_id, value))
+        groups[("all", "all")].append((item_id, value))
+    order = [*YES_NO_TASKS, "all"]
+    rows = []
+    for (task, size), pairs in sorted(
+        groups.items(), key=lambda g: (order.index(g[0][0]), g[0][1])
+    ):
+        frame = pd.DataFrame(pairs, columns=["item", "value"])
+        result = fleiss_kappa(frame, categories=["no", "yes"])
+        rows.append(
+            {
+                "task": task,
+                "task_label": TASKS.get(task, "every yes / no question"),
+                "graph_size": size,
+                "kappa": result.value,
+                "low": result.ci_low,
+                "high": result.ci_high,
+                "items": int((frame.groupby("item").size() >= 2).sum()),
+                "answers": len(frame),
+                "note": result.note or "",
+            }
+        )
+    return rows
+
+
+def project_agreement(project: Project) -> list[dict[str, Any]]:
+    return agreement_rows(_answers(project))

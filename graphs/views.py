@@ -15,7 +15,7 @@ from annotation.navigation import project_tabs
 from annotation.views import page
 from graphs import services
 
-MAX_EDGE_LIST_BYTES = 1 << 20
+MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
 
 
 def _project(request, roles):
@@ -32,6 +32,7 @@ def _context(project, **extra):
         "project": project,
         "project_tabs": project_tabs(project, project.user_roles),
         "scores": services.project_scores(project),
+        "agreement": services.project_agreement(project),
         "counts": services.question_counts(project),
         "can_manage": bool(set(MANAGE) & project.user_roles),
         **extra,
@@ -77,8 +78,8 @@ def generate(request, slug: str):
             data=upload.read(),
             filename=upload.name,
             graph_name=request.POST.get("graph_name", ""),
-            max_given=_int(request.POST.get("max_given", "1"), "max_given", 0, 3),
-            limit=_int(request.POST.get("limit", "20"), "limit", 1, 5000),
+            max_given=_int(request.POST.get("max_given", "1"), "max_given", 0, services.MAX_GIVEN),
+            limit=_int(request.POST.get("limit", "20"), "limit", 1, services.MAX_QUESTIONS),
             seed=_int(request.POST.get("seed", "0"), "seed", 0, 2**31),
         )
     except ApplicationError as error:

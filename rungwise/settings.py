@@ -328,6 +328,21 @@ PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/
 PROLIFIC_COMPLETE_URL = os.environ.get(
     "PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )
+#: Signed Prolific study links (crowd/signing.py): the key set that verifies Prolific's tokens
+#: (a JWKS document as JSON, or the path of a file holding one; Prolific publishes it at
+#: https://api.prolific.com/.well-known/study/jwks.json), the query parameter that carries the
+#: token, the audiences accepted (comma-separated; empty: this site's host) and, when set, the
+#: workspace the token's ``prolific`` claim must name.
+PROLIFIC_JWKS = os.environ.get("PROLIFIC_JWKS", "")
+PROLIFIC_JWT_PARAM = os.environ.get("PROLIFIC_JWT_PARAM", "PROLIFIC_JWT")
+PROLIFIC_JWT_AUDIENCE = tuple(
+    value.strip()
+    for value in os.environ.get("PROLIFIC_JWT_AUDIENCE", "").split(",")
+    if value.strip()
+)
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+#: Seconds before the first retry of a bonus set-up Prolific could not take (doubling, ≤ 600).
+CROWD_BONUS_RETRY_SECONDS = float(os.environ.get("CROWD_BONUS_RETRY_SECONDS", "30"))
 #: The turkSubmitTo hosts an MTurk entry may name (the live site and the sandbox).
 CROWD_MTURK_SUBMIT_HOSTS = tuple(
     host.strip().rstrip("/")

@@ -22,6 +22,7 @@ urlpatterns = [
     ),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path("api/projects/<slug:slug>/graphs/", include("graphs.api_urls")),
     path("api/", include("api.urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("projects/<slug:slug>/meter/", include("review.urls")),

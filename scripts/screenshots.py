@@ -202,6 +202,9 @@ def main() -> None:
         DATABASE_URL="",
         CELERY_BROKER_URL="",
         DJANGO_SETTINGS_MODULE="rungwise.settings",
+        # Shows the crowd study page's Prolific tools (sync, decisions, bonuses); no page
+        # visited here calls Prolific.
+        PROLIFIC_TOKEN="screenshots-only",
     )
     prepare_database(env)
     verify_id, label_id, pilot_id = env["SCREENSHOT_STAGES"].split()
@@ -484,6 +487,9 @@ def main() -> None:
             shot(page, "50-crowd-tab", full_page=True)
             page.click("text=Causal relations pilot")
             shot(page, "51-crowd-study", full_page=True)
+            page.fill("#bonus_csv", "000000000000000000000001,1.505")
+            page.click("button:has-text('Pay bonuses')")
+            shot(page, "57-crowd-bonus-refused", full_page=True)
             context.close()
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             page = context.new_page()

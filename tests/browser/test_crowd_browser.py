@@ -68,3 +68,50 @@ def test_a_prolific_participant_goes_from_the_study_url_to_the_completion_redire
     assert participant.status == "completed"
     assert [s[:2] for s in seen] == ["p-", "p-", "r-", "r-", "r-"]
     assert Annotation.objects.filter(annotator=participant.user).count() == 5
+
+
+def test_a_participant_with_quota_left_but_no_free_item_waits_then_goes_on(live_server, page):
+    """The last free item goes to this participant while another holds the only other one: the
+    item screen says to wait and try again (never "All done"); once the other participant
+    leaves, Enter on "Try again" hands the item out and the quota ends at Prolific."""
+    from crowd import services
+    from tests.crowd.test_services import enter, next_item, ready
+
+    study = make_crowd_study(regular=2, practice=0, checks=0, quota=2, overlap=1)
+    holder = ready(enter(study, 1))
+    assert next_item(holder) is not None  # holds one of the two items
+    page.route(
+        "https://app.prolific.com/**",
+        lambda route: route.fulfill(
+            status=200, content_type="text/html", body="<h1>Prolific: completed</h1>"
+        ),
+    )
+    page.goto(
+        live_server.url
+        + reverse("crowd:enter", args=[study.token])
+        + "?"
+        + urlencode(prolific_ids(2))
+    )
+    page.wait_for_url(f"**{reverse('crowd:consent', args=[study.token])}")
+    page.locator("#agree").check()
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**{reverse('crowd:instructions', args=[study.token])}")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#annotate[data-ready]", state="attached")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".item-form")
+    page.keyboard.press("1")
+    page.wait_for_selector("[data-waiting]")
+    text = page.locator("#annotate").inner_text()
+    assert "All done" not in text and "Try again" in text and "message the researcher" in text
+    page.screenshot(path="/tmp/crowd-waiting.png", full_page=True)
+
+    services.participant_leave(participant=holder, status="returned", reason="Prolific: RETURNED")
+    page.wait_for_selector("#annotate[data-ready]", state="attached")
+    page.keyboard.press("Enter")  # Try again
+    page.wait_for_selector(".item-form")
+    page.keyboard.press("1")
+    page.wait_for_function("() => document.body.innerText.includes('Prolific: completed')")
+    assert (
+        Participant.objects.get(platform_id=prolific_ids(2)["PROLIFIC_PID"]).status == "completed"
+    )

@@ -28,6 +28,12 @@ class FakeProlific(BaseHTTPRequestHandler):
     submissions: list[dict] = []
     calls: list[tuple[str, str, object]] = []
     page_size = 2
+    #: participant ids that took part (bonus set-up refuses others with 400); None: anyone
+    participants: set[str] | None = None
+    #: statuses the next set-up calls answer with before succeeding (503: Prolific is down)
+    setup_failures: list[int] = []
+    bulk: dict[str, dict] = {}
+    paid: list[str] = []
 
     def log_message(self, *args):  # quiet
         pass
@@ -74,9 +80,25 @@ class FakeProlific(BaseHTTPRequestHandler):
             status = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}[body["action"]]
             return self._send(200, {"id": self.path.split("/")[4], "status": status})
         if self.path == "/api/v1/submissions/bonus-payments/":
-            return self._send(201, {"id": "bulk-1", "study": body["study_id"], "amount": 1.0})
-        if self.path == "/api/v1/bulk-bonus-payments/bulk-1/pay/":
-            return self._send(202, "Bulk bonus payment with ID bulk-1 is being processed.")
+            if self.setup_failures:
+                return self._send(self.setup_failures.pop(0), {"error": {"detail": "Try later."}})
+            lines = [line.split(",") for line in body["csv_bonuses"].split("\n")]
+            unknown = [pid for pid, _ in lines if self.participants is not None
+                       and pid not in self.participants]  # fmt: skip
+            if body.get("study_id") != STUDY or unknown:
+                detail = f"Invalid participant ids: {', '.join(unknown)}" if unknown else "study"
+                return self._send(400, {"error": {"detail": detail}})
+            bulk_id = f"bulk-{len(self.bulk) + 1}"
+            cents = round(sum(float(amount) for _, amount in lines) * 100)
+            self.bulk[bulk_id] = {"id": bulk_id, "study": STUDY, "amount": cents,
+                                  "total_amount": cents}  # fmt: skip
+            return self._send(201, self.bulk[bulk_id])
+        if self.path.startswith("/api/v1/bulk-bonus-payments/") and self.path.endswith("/pay/"):
+            bulk_id = self.path.split("/")[4]
+            if bulk_id not in self.bulk:
+                return self._send(404, {"error": {"detail": "Not found."}})
+            self.paid.append(bulk_id)  # not idempotent: a second call pays again
+            return self._send(202, f"Bulk bonus payment with ID {bulk_id} is being processed.")
         self._send(404, {"error": {"detail": "Not found."}})
 
 
@@ -84,6 +106,10 @@ class FakeProlific(BaseHTTPRequestHandler):
 def prolific(settings):
     FakeProlific.submissions = []
     FakeProlific.calls = []
+    FakeProlific.participants = None
+    FakeProlific.setup_failures = []
+    FakeProlific.bulk = {}
+    FakeProlific.paid = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProlific)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -347,3 +347,78 @@ def test_the_platform_is_fixed_once_people_entered():
     enter(study, 1)
     with pytest.raises(ApplicationError, match="platform cannot change"):
         services.study_update(study=study, platform="link")
+
+
+@pytest.mark.parametrize("on_return", ["keep", "withdraw"])
+@pytest.mark.parametrize("how", ["sweep", "refresh"])
+def test_a_session_timed_out_here_follows_the_studys_withdrawal_rule(on_return, how):
+    study = make_crowd_study(
+        regular=6, practice=0, checks=0, quota=4, overlap=5, on_return=on_return,
+        time_limit_minutes=10,
+    )  # fmt: skip
+    participant = ready(enter(study, 1))
+    for _ in range(2):
+        answer(participant, next_item(participant))
+    held = next_item(participant)
+    later = timezone.now() + timedelta(minutes=11)
+    if how == "sweep":
+        assert services.participants_time_out(now=later) == 1
+    else:
+        services.participant_refresh(participant=participant, now=later)
+    participant.refresh_from_db()
+    assert participant.status == Participant.Status.TIMED_OUT
+    assert ItemStage.objects.get(pk=held.item_stage_id).leased_count == 0
+    kept = Annotation.objects.filter(annotator=participant.user).count()
+    assert kept == (2 if on_return == "keep" else 0)
+    assert participant.withdrawn == (0 if on_return == "keep" else 2)
+    assert engine.item_stage_counters_repair() == 0
+    # Prolific reports the same time-out later: nothing changes, nothing is withdrawn twice
+    services.participant_leave(participant=participant, status="timed_out", reason="Prolific")
+    participant.refresh_from_db()
+    assert participant.withdrawn == (0 if on_return == "keep" else 2)
+
+
+def test_the_setting_when_a_participant_leaves_decides_not_a_later_change():
+    study = make_crowd_study(regular=4, practice=0, checks=0, quota=3, overlap=5)
+    participant = ready(enter(study, 1))
+    answer(participant, next_item(participant))
+    services.participant_leave(participant=participant, status="returned", reason="Prolific")
+    services.study_update(study=study, on_return="withdraw")
+    services.participant_leave(participant=participant, status="returned", reason="Prolific")
+    assert Annotation.objects.filter(annotator=participant.user).count() == 1
+
+
+def test_withdrawn_annotations_leave_the_counts_and_the_slot_goes_to_someone_else():
+    study = make_crowd_study(
+        regular=1, practice=0, checks=0, quota=1, overlap=2, places=5, on_return="withdraw"
+    )
+    first = ready(enter(study, 1))
+    answer(first, next_item(first))
+    item_stage = ItemStage.objects.get(stage=study.stage)
+    assert item_stage.submitted_count == 1
+    services.participant_leave(participant=first, status="returned", reason="Prolific")
+    item_stage.refresh_from_db()
+    assert item_stage.submitted_count == 0 and item_stage.state == ItemStage.State.OPEN
+    # both slots are free again: two newcomers get the item, the one who left never again
+    second, third = ready(enter(study, 2)), ready(enter(study, 3))
+    assert next_item(second) is not None and next_item(third) is not None
+    assert Assignment.objects.filter(
+        annotator=first.user, status=Assignment.Status.REVOKED
+    ).exists()
+
+
+def test_screened_out_and_completed_participants_keep_their_work():
+    study = make_crowd_study(
+        regular=1, practice=0, checks=1, quota=2, overlap=5, on_return="withdraw",
+        max_check_failures=0,  # quota 2 = both items: everyone meets the check
+    )  # fmt: skip
+    careless = ready(enter(study, 1))
+    while careless.status == "active":
+        careless = answer(careless, next_item(careless), "temporal")
+    careful = ready(enter(study, 2))
+    while careful.status == "active":
+        careful = answer(careful, next_item(careful))
+    assert (careless.status, careful.status) == ("screened_out", "completed")
+    assert Annotation.objects.filter(annotator=careless.user).exists()
+    assert Annotation.objects.filter(annotator=careful.user).count() == 2
+    assert careless.withdrawn == careful.withdrawn == 0
