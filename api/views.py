@@ -137,6 +137,12 @@ class SubmitInSerializer(serializers.Serializer):
     payload = serializers.JSONField()
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
     client_info = serializers.JSONField(required=False)
+    next = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also lease the next item of the stage and return it as `next` (null when "
+        "none is left): one request per item, as the item screen does.",
+    )
 
     def validate_payload(self, value):
         if not isinstance(value, dict):
@@ -148,6 +154,21 @@ class AnnotationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Annotation
         fields = ["id", "assignment", "payload", "seconds_spent", "created_at"]
+
+
+class SubmittedSerializer(AnnotationSerializer):
+    """A submit's answer: the annotation, and with ``"next": true`` the next lease."""
+
+    next = AssignmentSerializer(
+        read_only=True,
+        allow_null=True,
+        required=False,
+        help_text="Only when the submit asked for it: the next item leased to you in this "
+        "stage (the one you already hold, if any), or null when none is left for you.",
+    )
+
+    class Meta(AnnotationSerializer.Meta):
+        fields = [*AnnotationSerializer.Meta.fields, "next"]
 
 
 class SkipInSerializer(serializers.Serializer):
@@ -172,7 +193,10 @@ class NextItemView(APIView):
 
 
 class SubmitView(APIView):
-    """Submit the annotation of a leased item. Retrying returns the stored annotation (200)."""
+    """Submit the annotation of a leased item. Retrying returns the stored annotation (200).
+    With ``"next": true`` the answer also carries the next lease of the same stage (what
+    ``POST /api/stages/<id>/next/`` would return), saving the client a request per item; a
+    retried submit then returns the lease it already got."""
 
     # Throttled per user through the cache: no SQL is added to the hot path.
     throttle_classes = [ScopedThrottle]
@@ -180,8 +204,8 @@ class SubmitView(APIView):
 
     @extend_schema(
         request=SubmitInSerializer,
-        responses={201: AnnotationSerializer, 200: AnnotationSerializer},
-        summary="Submit an annotation",
+        responses={201: SubmittedSerializer, 200: SubmittedSerializer},
+        summary="Submit an annotation (and lease the next item)",
         tags=["annotate"],
     )
     def post(self, request, assignment_id: int):
@@ -194,10 +218,14 @@ class SubmitView(APIView):
             seconds_spent=body.validated_data.get("seconds_spent"),
             client_info=body.validated_data.get("client_info") or {},
         )
-        return Response(
-            annotation_out(annotation),
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
+        answer = annotation_out(annotation)
+        if body.validated_data["next"]:
+            stage = access_stage_for_annotator(
+                user=request.user, stage_id=annotation.assignment.stage_id
+            )
+            following = services.assignment_next(annotator=request.user, stage=stage)
+            answer["next"] = assignment_out(following) if following is not None else None
+        return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class SkipView(APIView):

@@ -163,11 +163,23 @@ def setup_project(k_annotators: int, items: int, overlap: int, via: str = "impor
 
 
 def annotator(
-    port: int, token: str, stage_id: int, deadline: float, out: dict, think: float = 0.0
+    port: int,
+    token: str,
+    stage_id: int,
+    deadline: float,
+    out: dict,
+    think: float = 0.0,
+    loop: str = "next-submit",
 ) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     latencies, statements, submitted, errors = [], [], 0, 0
+    if loop == "submit-next":
+        _submit_next_loop(conn, headers, stage_id, deadline, think, latencies, statements)
+        submitted = len(statements)
+        conn.close()
+        out.update(latencies=latencies, statements=statements, submitted=submitted, errors=0)
+        return
     while time.monotonic() < deadline:
         started = time.perf_counter()
         conn.request("POST", f"/api/stages/{stage_id}/next/", body=b"", headers=headers)
@@ -198,6 +210,34 @@ def annotator(
             errors += 1
     conn.close()
     out.update(latencies=latencies, statements=statements, submitted=submitted, errors=errors)
+
+
+def _submit_next_loop(conn, headers, stage_id, deadline, think, latencies, statements) -> None:
+    """One request per item: each submit carries ``"next": true`` and returns the next lease
+    (as the browser's item screen does), after one next/ to start."""
+    started = time.perf_counter()
+    conn.request("POST", f"/api/stages/{stage_id}/next/", body=b"", headers=headers)
+    response = conn.getresponse()
+    body = response.read()
+    latencies.append(time.perf_counter() - started)
+    assignment = json.loads(body) if response.status == 200 else None
+    while assignment is not None and time.monotonic() < deadline:
+        if think:
+            time.sleep(think)
+        payload = json.dumps(
+            {"payload": {"value": "keep"}, "seconds_spent": 3.2, "next": True}
+        ).encode()
+        started = time.perf_counter()
+        conn.request(
+            "POST", f"/api/assignments/{assignment['id']}/submit/", body=payload, headers=headers
+        )
+        response = conn.getresponse()
+        body = response.read()
+        latencies.append(time.perf_counter() - started)
+        if response.status != 201:
+            raise RuntimeError(f"submit answered {response.status}: {body[:200]!r}")
+        statements.append(int(response.getheader("X-SQL-Statements", "-1")))
+        assignment = json.loads(body)["next"]
 
 
 def cpu_split(before: dict[str, float], after: dict[str, float], annotations: int) -> str:
@@ -353,7 +393,7 @@ def run_once(args, k: int, run_name: str) -> dict:
         threads = [
             threading.Thread(
                 target=annotator,
-                args=(port, token, stage.pk, deadline, result, args.think_ms / 1000),
+                args=(port, token, stage.pk, deadline, result, args.think_ms / 1000, args.loop),
             )
             for token, result in zip(tokens, results, strict=True)
         ]
@@ -408,6 +448,13 @@ def main() -> None:
         "--fast", action="store_true", help="PostgreSQL with durability off (the test suite's)"
     )
     parser.add_argument("--reuse", action="store_true", help="one database for every run")
+    parser.add_argument(
+        "--loop",
+        choices=("next-submit", "submit-next"),
+        default="next-submit",
+        help="two requests per item (next, then submit), or one (submit with next: true, as "
+        "the item screen does)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per K")
     parser.add_argument(
         "--items-via",
@@ -445,7 +492,7 @@ def main() -> None:
         f"{connection.pg_version // 10000} (fsync {fsync}, synchronous_commit {sync}); "
         f"{os.cpu_count()} cores; {args.seconds:.0f} s per run; think time {args.think_ms:.0f} ms; "
         + ("one database reused" if args.reuse else "a fresh database per run")
-        + f", items loaded via {args.items_via}"
+        + f", items loaded via {args.items_via}; loop {args.loop}"
     )
     print(
         f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "

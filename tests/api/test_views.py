@@ -100,3 +100,46 @@ def test_next_plus_submit_stays_within_eight_queries(postgres):
     assert len(statements(leasing)) <= 4, statements(leasing)
     assert len(statements(submitting)) <= 3, statements(submitting)
     assert len(statements(leasing)) + len(statements(submitting)) <= 8
+
+
+def test_submit_with_next_returns_the_next_lease_and_a_retry_the_same_one():
+    """``"next": true`` on a submit: the answer carries the next lease of the stage (as
+    POST next/ would), a retried submit returns the lease it already got, and null comes back
+    when nothing is left for the annotator."""
+    _, verify, _, (alice, *_) = pipeline(overlap=1, items=2)
+    api = client_for(alice)
+    first = api.post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{first['id']}/submit/"
+    submitted = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
+    assert submitted.status_code == 201
+    body = submitted.json()
+    assert body["assignment"] == first["id"] and body["payload"]["value"] == "keep"
+    following = body["next"]
+    assert following["id"] != first["id"] and following["stage"] == verify.pk
+    assert following["item"]["id"] != first["item"]["id"]
+    assert following["item"]["payload"]["text"].startswith("Sentence")
+    retried = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
+    assert retried.status_code == 200 and retried.json()["next"]["id"] == following["id"]
+    last = api.post(
+        f"/api/assignments/{following['id']}/submit/",
+        {"payload": {"value": "reject"}, "next": True},
+        format="json",
+    )
+    assert last.status_code == 201 and last.json()["next"] is None
+    plain = api.post(url, {"payload": {"value": "keep"}}, format="json").json()
+    assert "next" not in plain
+    assert Annotation.objects.filter(annotator=alice).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submit_with_next_costs_less_than_submit_then_next(postgres):
+    """One request per item: the token is read once, so submit-with-next stays within the
+    budget of next + submit minus one statement."""
+    _, verify, _, (alice, *_) = pipeline(overlap=3, items=20)
+    api = client_for(alice)
+    first = api.post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{first['id']}/submit/"
+    with CaptureQueriesContext(connection) as both:
+        answer = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
+    assert answer.status_code == 201 and answer.json()["next"]["id"] != first["id"]
+    assert len(statements(both)) <= 7, statements(both)
