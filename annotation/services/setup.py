@@ -204,7 +204,8 @@ def annotations_withdraw(
             ):
                 kept += 1
                 continue
-            Annotation.objects.filter(pk=pk).delete()
+            # Every version of the answer (a changed answer keeps its earlier ones).
+            Annotation.all_versions.filter(assignment_id=assignment_id).delete()
             Assignment.objects.filter(pk=assignment_id).update(
                 status=Assignment.Status.REVOKED, skip_reason=reason[:300]
             )
