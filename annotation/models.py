@@ -442,11 +442,12 @@ class Annotation(models.Model):
     class Meta:
         indexes = [models.Index(fields=["annotator", "created_at"])]
         constraints = [
-            # An imported rater (ratings' historic files) rates an item stage once; anonymous
-            # imported ratings (no rater) are guarded by the file checksum instead.
+            # An imported rater (ratings' historic files) rates an item stage once (their
+            # current answer); anonymous imported ratings (no rater) are guarded by the file
+            # checksum instead.
             models.UniqueConstraint(
                 fields=["item_stage", "external_rater"],
-                condition=Q(assignment__isnull=True) & ~Q(external_rater=""),
+                condition=Q(assignment__isnull=True, is_current=True) & ~Q(external_rater=""),
                 name="annotation_external_rater_once",
             ),
             # One current answer per lease: a retried submit or a concurrent change collides
