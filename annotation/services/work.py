@@ -646,9 +646,12 @@ def _annotation_revise(
             {"current": current.pk if current else None},
         )
     refusal = change_refusal(base, item_stage, stage)
-    if refusal is None and not Membership.objects.filter(
-        project_id=stage.project_id, user_id=annotator.pk, role=Role.ANNOTATOR, is_paused=False
-    ).exists():
+    if (
+        refusal is None
+        and not Membership.objects.filter(
+            project_id=stage.project_id, user_id=annotator.pk, role=Role.ANNOTATOR, is_paused=False
+        ).exists()
+    ):
         refusal = "You are no longer an annotator of this project, so nothing was changed."
     if refusal is not None:
         raise Conflict(refusal, {"state": item_stage.state})
