@@ -437,7 +437,7 @@ class Annotation(models.Model):
     )
 
     objects = CurrentAnnotations()
-    all_versions = models.Manager()
+    all_versions = models.Manager()  # noqa: DJ012 (a manager, which ruff takes for a field)
 
     class Meta:
         indexes = [models.Index(fields=["annotator", "created_at"])]
