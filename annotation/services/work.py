@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation import sql
-from annotation.access import NO_SUCH_ASSIGNMENT
+from annotation.access import NO_SUCH_ANSWER, NO_SUCH_ASSIGNMENT
 from annotation.eligibility import conditions as eligibility_conditions
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info, clean_text
@@ -559,9 +559,6 @@ def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bo
 
 
 # --- Changing an answer -----------------------------------------------------------------------
-
-#: The one answer for an annotation id that is unknown or someone else's (both 404).
-NO_SUCH_ANSWER = "There is no such answer among yours."
 
 
 def annotation_revise(
