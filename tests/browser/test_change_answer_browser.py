@@ -9,16 +9,16 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Annotation
-from tests.browser.test_annotator_flow import (  # noqa: F401 (stage_with_pairs: a fixture)
-    progress,
-    sign_in_with_the_keyboard,
-    stage_with_pairs,
-)
+from tests.browser import test_annotator_flow as flow
+from tests.browser.test_annotator_flow import progress, sign_in_with_the_keyboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 #: Where the test leaves its screenshots when asked (RUNGWISE_TEST_SHOTS=/some/dir).
 SHOTS = os.environ.get("RUNGWISE_TEST_SHOTS")
+
+#: The annotator flow's project (five pairs, overlap 2) and its annotator "ada".
+pairs = flow.stage_with_pairs
 
 
 def shot(page, name: str) -> None:
@@ -31,9 +31,9 @@ def wait_until_ready(page) -> None:
 
 
 def test_an_annotator_goes_back_with_backspace_changes_the_answer_and_carries_on(
-    live_server, page, stage_with_pairs
+    live_server, page, pairs
 ):
-    stage, annotator = stage_with_pairs
+    stage, annotator = pairs
     sign_in_with_the_keyboard(page, live_server.url, "ada")
     page.goto(live_server.url + reverse("annotation:stage", args=[stage.pk]))
     page.keyboard.press("Enter")
