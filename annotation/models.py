@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
 
 class Role(models.TextChoices):
@@ -370,6 +371,16 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.status})"
+
+
+#: The order answers were first given in: a changed answer keeps its place (its lease's
+#: submission time), imported ones (no lease) go by their own time. Ballots and the earlier
+#: answers a phase shows are numbered in this order.
+SUBMISSION_ORDER = (
+    Coalesce("assignment__finished_at", "created_at").asc(),
+    "assignment_id",
+    "pk",
+)
 
 
 class CurrentAnnotations(models.Manager):

@@ -13,6 +13,7 @@ from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, 
 
 from annotation.kinds import KindContext, get_kind
 from annotation.models import (
+    SUBMISSION_ORDER,
     Annotation,
     Assignment,
     Item,
@@ -261,7 +262,7 @@ def annotations_shown(assignment: Assignment) -> list[dict[str, Any]]:
         return []
     rows = Annotation.objects.filter(
         item_stage_id=item_stage.pk, round=assignment.round, phase__in=indices
-    ).order_by("pk")
+    ).order_by(*SUBMISSION_ORDER)
     return [
         {
             "phase": phases[phase].name,

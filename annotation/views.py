@@ -206,6 +206,9 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
 def stage_answers(request, stage_id: int):
     """My recent answers in a stage: the latest ones, each with a link to change it while its
     item is undecided, or the reason it can no longer change."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
     answers = selectors.annotator_recent_answers(request.user, stage)
     context = {
@@ -223,6 +226,9 @@ def stage_answers(request, stage_id: int):
 def stage_answer_last(request, stage_id: int):
     """The Backspace key of the item screen: the change page of the annotator's latest answer
     in the stage (the list when they have none yet)."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
     stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
     latest = selectors.annotator_latest_answer(request.user, stage)
     if latest is None:
@@ -240,6 +246,10 @@ def answer_change(request, annotation_id: int):
     retried POST stores one version."""
     answer = access_own_answer(request.user, annotation_id)
     stage = answer.item_stage.stage
+    # A work gate (a crowd participant whose session ended, say) sends them on from here too.
+    gate = work_gate(request, stage.pk)
+    if gate:
+        return _leave_for(request, gate)
     if request.method == "GET":
         return _change_response(request, answer)
     data = request.POST.copy()

@@ -248,3 +248,16 @@ def test_a_change_racing_the_resolution_is_either_counted_or_refused(postgres, m
         "keep": 2,
         "reject": 1,
     }
+
+
+def test_a_changed_answer_keeps_its_place_among_the_ballots():
+    from annotation.kinds import get_kind
+    from annotation.services.outcomes import _ballots
+
+    _, verify, _, (alice, bob, _) = pipeline(overlap=3, items=1)
+    first = answer(alice, verify, "keep")
+    answer(bob, verify, "keep")
+    change(alice, first, "reject")
+    item_stage = ItemStage.objects.get(pk=first.item_stage_id)
+    ballots = _ballots(item_stage, get_kind("verify"))
+    assert [(ballot.vote, ballot.annotator) for ballot in ballots] == [("reject", 1), ("keep", 2)]
