@@ -382,11 +382,14 @@ def annotator_recent_answers(
     return rows
 
 
-def annotator_latest_answer(user: AbstractBaseUser, stage: Stage) -> Annotation | None:
-    """The annotator's latest answer in `stage` (current version), or None."""
-    return (
-        Annotation.objects.filter(annotator=user, item_stage__stage=stage, assignment__isnull=False)
-        .order_by("-assignment_id")
-        .only("pk")
-        .first()
+def annotator_latest_answer(
+    user: AbstractBaseUser, stage: Stage, *, before: Annotation | None = None
+) -> Annotation | None:
+    """The annotator's latest answer in `stage` (current version), or the one given just
+    before `before`; None when there is none."""
+    answers = Annotation.objects.filter(
+        annotator=user, item_stage__stage=stage, assignment__isnull=False
     )
+    if before is not None:
+        answers = answers.filter(assignment_id__lt=before.assignment_id)
+    return answers.order_by("-assignment_id").only("pk").first()

@@ -305,6 +305,8 @@ def _change_response(
             "answer": answer,
             "vote": get_kind(stage.kind).vote(answer.payload),
             "refusal": refusal,
+            # Backspace again goes one answer further back.
+            "earlier": selectors.annotator_latest_answer(request.user, stage, before=answer),
         },
     )
 

@@ -643,16 +643,21 @@ def _annotation_revise(
             {"current": current.pk if current else None},
         )
     refusal = change_refusal(base, item_stage, stage)
-    if (
-        refusal is None
-        and not Membership.objects.filter(
-            project_id=stage.project_id, user_id=annotator.pk, role=Role.ANNOTATOR, is_paused=False
-        ).exists()
-    ):
-        refusal = "You are no longer an annotator of this project, so nothing was changed."
+    if refusal is None:
+        paused = (
+            Membership.objects.filter(
+                project_id=stage.project_id, user_id=annotator.pk, role=Role.ANNOTATOR
+            )
+            .values_list("is_paused", flat=True)
+            .first()
+        )
+        if paused is None:
+            refusal = "You are no longer an annotator of this project, so nothing was changed."
+        elif paused:
+            refusal = "Your annotation in this project is paused, so nothing was changed."
     if refusal is not None:
         raise Conflict(refusal, {"state": item_stage.state})
-    clean = get_kind(stage.kind).validate(
+    clean = kind.validate(
         payload if isinstance(payload, Mapping) else {},
         KindContext(stage=stage, item_stage=item_stage, annotator_id=annotator.pk),
     )

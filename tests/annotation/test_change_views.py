@@ -120,3 +120,16 @@ def test_a_resent_submit_with_another_answer_says_how_to_change_it(client):
     client.post(submit_url(assignment), {"value": "keep"}, **HTMX)
     html = client.post(submit_url(assignment), {"value": "reject"}, **HTMX).content.decode()
     assert "was kept" in html and "Change previous answer" in html
+
+
+def test_backspace_on_the_change_page_goes_one_answer_further_back(client):
+    _, stage, (alice, *_) = pair_project()
+    first = answer_first_item(client, stage, alice, "keep")
+    assignment = Assignment.objects.get(annotator=alice, stage=stage, status="active")
+    client.post(submit_url(assignment), {"value": "reject"}, **HTMX)
+    second = Annotation.objects.get(assignment=assignment)
+    page = client.get(reverse("annotation:answer", args=[second.pk])).content.decode()
+    earlier = reverse("annotation:answer", args=[first.pk])
+    assert f'href="{earlier}" data-key="Backspace"' in page
+    oldest = client.get(earlier).content.decode()
+    assert "data-earlier-answer" not in oldest

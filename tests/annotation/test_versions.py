@@ -261,3 +261,12 @@ def test_a_changed_answer_keeps_its_place_among_the_ballots():
     item_stage = ItemStage.objects.get(pk=first.item_stage_id)
     ballots = _ballots(item_stage, get_kind("verify"))
     assert [(ballot.vote, ballot.annotator) for ballot in ballots] == [("reject", 1), ("keep", 2)]
+
+
+def test_a_paused_annotator_cannot_change_an_answer():
+    project, verify, _, (alice, *_) = pipeline(overlap=3)
+    first = answer(alice, verify, "keep")
+    services.membership_set_paused(project=project, user_id=alice.pk, paused=True, reason="check")
+    with pytest.raises(Conflict, match="paused"):
+        change(alice, first, "reject")
+    assert Annotation.all_versions.filter(assignment=first.assignment_id).count() == 1
