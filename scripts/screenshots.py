@@ -270,6 +270,8 @@ def main() -> None:
             shot(page, "11-all-done")
             page.goto(f"{base}/annotate/{pilot_id}/answers/")
             shot(page, "11b-recent-answers-decided")
+            page.goto(f"{base}/annotate/{pilot_id}/answers/last/")
+            shot(page, "11c-change-refused")
             page.goto(base + "/projects/nope/")
             shot(page, "12-not-found")
             page.goto(base + "/accounts/password/")
