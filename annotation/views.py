@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import wraps
+from typing import TYPE_CHECKING
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -30,10 +31,13 @@ from annotation.access import (
 )
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
-from annotation.models import Annotation, Assignment, Role, Stage
+from annotation.models import Assignment, Role, Stage
 from annotation.navigation import items_left, project_tabs, register_project_tab, work_gate
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
+
+if TYPE_CHECKING:
+    from annotation.models import Annotation
 
 register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 
