@@ -324,7 +324,7 @@ def _votes_by_copy(
                    {value_sql},
                    COALESCE(a.seconds_spent, 'NaN'::float8)
             FROM {annotation} a JOIN {item_stage} s ON s.id = a.item_stage_id
-            WHERE s.stage_id = %(stage)s AND s.state <> %(open)s{filters}
+            WHERE s.stage_id = %(stage)s AND s.state <> %(open)s AND a.is_current{filters}
         ) TO STDOUT (FORMAT binary)
     """
     with transaction.atomic(), connection.cursor() as cursor:

@@ -12,11 +12,13 @@ from django.db import connection
 
 from annotation import sql
 from annotation.errors import Conflict, NotFound, PermissionDenied
-from annotation.models import Assignment, Membership, Project, Role, Stage
+from annotation.models import Annotation, Assignment, Membership, Project, Role, Stage
 
 #: The one answer for an assignment id that is unknown or someone else's (both 404), so that
 #: trying ids reveals nothing, not even which ones exist.
 NO_SUCH_ASSIGNMENT = "There is no such assignment among yours; ask for your next item."
+#: The same for an answer (annotation) id.
+NO_SUCH_ANSWER = "There is no such answer among yours."
 
 #: Who may do what. Admins may do everything in their project; superusers everywhere.
 ANNOTATE = (Role.ANNOTATOR,)
@@ -118,6 +120,27 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     return stage
 
 
+def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
+    """The user's own answer (its current version, if `annotation_id` names an earlier one),
+    with its item stage, item, stage and project; an unknown id and someone else's get the same
+    404. Not on the hot path: the change page and its form only."""
+    found = None
+    if sql.in_range(Annotation, annotation_id):
+        found = (
+            Annotation.all_versions.filter(pk=annotation_id, annotator_id=user.pk)
+            .exclude(assignment=None)
+            .only("pk", "assignment_id", "is_current")
+            .first()
+        )
+    if found is None:
+        raise NotFound(NO_SUCH_ANSWER)
+    return (
+        Annotation.objects.select_related("item_stage__item", "item_stage__stage__project")
+        .select_related("assignment")
+        .get(assignment_id=found.assignment_id)
+    )
+
+
 def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
     """The user's own assignment; an unknown id and someone else's get the same 404."""
     assignment = (
@@ -137,6 +160,7 @@ __all__ = [
     "MONITOR",
     "Conflict",
     "access_assignment",
+    "access_own_answer",
     "access_project",
     "access_stage",
     "access_stage_for_annotator",

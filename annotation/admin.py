@@ -356,13 +356,27 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(Annotation)
 class AnnotationAdmin(ReadOnlyAdmin):
-    """Annotations are immutable: submitted once, never edited."""
+    """Annotations are immutable: submitted once, never edited. A changed answer is a newer
+    version (services.annotation_revise); every version is listed here."""
 
-    list_display = ["id", "annotator_name", "item", "stage", "value", "seconds_spent", "created_at"]
-    list_filter = ["item_stage__stage__project", "item_stage__stage", "created_at"]
+    list_display = [
+        "id",
+        "annotator_name",
+        "item",
+        "stage",
+        "value",
+        "version",
+        "is_current",
+        "seconds_spent",
+        "created_at",
+    ]
+    list_filter = ["item_stage__stage__project", "item_stage__stage", "is_current", "created_at"]
     search_fields = ["annotator__username", "external_rater", "item_stage__item__external_id"]
     list_select_related = ["annotator", "item_stage__item", "item_stage__stage__project"]
     date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return Annotation.all_versions.get_queryset()
 
     @admin.display(description="annotator", ordering="annotator__username")
     def annotator_name(self, obj):

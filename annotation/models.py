@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
 
 class Role(models.TextChoices):
@@ -372,14 +373,42 @@ class Assignment(models.Model):
         return f"assignment {self.pk} ({self.status})"
 
 
+#: The order answers were first given in: a changed answer keeps its place (its lease's
+#: submission time), imported ones (no lease) go by their own time. Ballots and the earlier
+#: answers a phase shows are numbered in this order.
+SUBMISSION_ORDER = (
+    Coalesce("assignment__finished_at", "created_at").asc(),
+    "assignment_id",
+    "pk",
+)
+
+
+class CurrentAnnotations(models.Manager):
+    """``Annotation.objects``: the current version of every answer, the only rows resolution,
+    agreement, exports, releases, the API and dashboards read. Superseded versions (an answer an
+    annotator changed, services.annotation_revise) are reached through
+    ``Annotation.all_versions`` (history pages, the admin, withdrawals)."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(is_current=True)
+
+
 class Annotation(models.Model):
-    """One immutable submission. Live annotations belong to an assignment (one each); imported
-    historic annotations have none and name an external rater instead."""
+    """One immutable submission. Live annotations belong to an assignment; imported historic
+    annotations have none and name an external rater instead.
+
+    Versions: an annotator may change their answer while its item stage is still undecided
+    (annotation.services.annotation_revise). The new answer is a new row of the same assignment
+    with ``supersedes`` pointing at the one it replaces and ``version`` one higher; the replaced
+    row keeps its payload and only loses ``is_current``. One current row per assignment (a
+    partial unique constraint), so counters, policies and exports count each annotator once.
+    Readers that are not ``Annotation.objects`` (hand-written SQL, COPY) filter
+    ``is_current`` themselves."""
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="annotations")
     # PROTECT twice: deleting an assignment or a person never deletes what they submitted.
-    assignment = models.OneToOneField(
-        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="annotation"
+    assignment = models.ForeignKey(
+        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="annotations"
     )
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -401,21 +430,48 @@ class Annotation(models.Model):
         "before versions were recorded, and for imported ratings).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # db_default on the version columns: the submit statement and bulk loaders (COPY, raw
+    # INSERTs) write first versions without naming them.
+    supersedes = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        # RESTRICT: an earlier version is never deleted on its own, only together with the
+        # answer (its item stage, a withdrawal of the whole assignment).
+        on_delete=models.RESTRICT,
+        related_name="superseded_by",
+        help_text="The version of this answer that this one replaced.",
+    )
+    version = models.PositiveSmallIntegerField(default=1, db_default=1)
+    is_current = models.BooleanField(
+        default=True, db_default=True, help_text="False once a newer version replaced it."
+    )
+
+    objects = CurrentAnnotations()
+    all_versions = models.Manager()  # noqa: DJ012 (a manager, which ruff takes for a field)
 
     class Meta:
         indexes = [models.Index(fields=["annotator", "created_at"])]
         constraints = [
-            # An imported rater (ratings' historic files) rates an item stage once; anonymous
-            # imported ratings (no rater) are guarded by the file checksum instead.
+            # An imported rater (ratings' historic files) rates an item stage once (their
+            # current answer); anonymous imported ratings (no rater) are guarded by the file
+            # checksum instead.
             models.UniqueConstraint(
                 fields=["item_stage", "external_rater"],
-                condition=Q(assignment__isnull=True) & ~Q(external_rater=""),
+                condition=Q(assignment__isnull=True, is_current=True) & ~Q(external_rater=""),
                 name="annotation_external_rater_once",
+            ),
+            # One current answer per lease: a retried submit or a concurrent change collides
+            # here at the latest.
+            models.UniqueConstraint(
+                fields=["assignment"],
+                condition=Q(is_current=True),
+                name="annotation_one_current_per_assignment",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"annotation {self.pk}"
+        return f"annotation {self.pk}" + (f" v{self.version}" if self.version > 1 else "")
 
 
 class Resolution(models.Model):

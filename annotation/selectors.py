@@ -13,6 +13,7 @@ from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, 
 
 from annotation.kinds import KindContext, get_kind
 from annotation.models import (
+    SUBMISSION_ORDER,
     Annotation,
     Assignment,
     Item,
@@ -261,7 +262,7 @@ def annotations_shown(assignment: Assignment) -> list[dict[str, Any]]:
         return []
     rows = Annotation.objects.filter(
         item_stage_id=item_stage.pk, round=assignment.round, phase__in=indices
-    ).order_by("pk")
+    ).order_by(*SUBMISSION_ORDER)
     return [
         {
             "phase": phases[phase].name,
@@ -354,3 +355,41 @@ def project_stages_with_counts(project: Project) -> QuerySet[Stage]:
         )
         .order_by("position")
     )
+
+
+#: How many of their latest answers an annotator sees in a stage's "My recent answers".
+RECENT_ANSWERS = 20
+
+
+def annotator_recent_answers(
+    user: AbstractBaseUser, stage: Stage, *, limit: int = RECENT_ANSWERS
+) -> list[Annotation]:
+    """The annotator's latest answers in `stage` (current versions, newest lease first: one
+    lease at a time per stage, so lease order is answer order), each with its item stage and
+    item, `vote` (the kind's) and `refusal`: why it can no longer be changed, None while it can
+    (annotation.versions). Two queries."""
+    from annotation.versions import change_refusal
+
+    kind = get_kind(stage.kind)
+    rows = list(
+        Annotation.objects.filter(annotator=user, item_stage__stage=stage, assignment__isnull=False)
+        .select_related("item_stage__item")
+        .order_by("-assignment_id")[:limit]
+    )
+    for annotation in rows:
+        annotation.vote = kind.vote(annotation.payload)
+        annotation.refusal = change_refusal(annotation, annotation.item_stage, stage)
+    return rows
+
+
+def annotator_latest_answer(
+    user: AbstractBaseUser, stage: Stage, *, before: Annotation | None = None
+) -> Annotation | None:
+    """The annotator's latest answer in `stage` (current version), or the one given just
+    before `before`; None when there is none."""
+    answers = Annotation.objects.filter(
+        annotator=user, item_stage__stage=stage, assignment__isnull=False
+    )
+    if before is not None:
+        answers = answers.filter(assignment_id__lt=before.assignment_id)
+    return answers.order_by("-assignment_id").only("pk").first()

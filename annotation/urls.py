@@ -14,4 +14,7 @@ urlpatterns = [
         name="submit",
     ),
     path("annotate/assignments/<int:assignment_id>/skip/", views.assignment_skip, name="skip"),
+    path("annotate/<int:stage_id>/answers/", views.stage_answers, name="answers"),
+    path("annotate/<int:stage_id>/answers/last/", views.stage_answer_last, name="answer_last"),
+    path("annotate/answers/<int:annotation_id>/", views.answer_change, name="answer"),
 ]

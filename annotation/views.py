@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import wraps
+from typing import TYPE_CHECKING
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
@@ -23,6 +24,7 @@ from annotation import selectors, services
 from annotation.access import (
     ANY_ROLE,
     access_assignment,
+    access_own_answer,
     access_project,
     access_stage_for_annotator,
     user_roles,
@@ -39,6 +41,9 @@ from annotation.navigation import (
 )
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
+
+if TYPE_CHECKING:
+    from annotation.models import Annotation
 
 register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 
@@ -164,7 +169,9 @@ def assignment_submit(request, assignment_id: int):
         # A second send (back button, a double click) with another answer: say which counts.
         notice = (
             f"Your first answer to {assignment.item_stage.item.external_id} "
-            f"({kind.vote(stored.payload)}) was kept: an answer cannot be changed once it is sent."
+            f"({kind.vote(stored.payload)}) was kept: sending the form again does not change "
+            "it. To change it, use “Change previous answer” (Backspace) while the item is "
+            "undecided."
         )
     return _after_finishing(request, stage, notice=notice)
 
@@ -201,6 +208,119 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     return _item_response(request, stage, assignment, notice=notice)
 
 
+# --- Changing an answer -------------------------------------------------------------------
+
+
+@require_GET
+@page
+def stage_answers(request, stage_id: int):
+    """My recent answers in a stage: the latest ones, each with a link to change it while its
+    item is undecided, or the reason it can no longer change."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    answers = selectors.annotator_recent_answers(request.user, stage)
+    context = {
+        "stage": stage,
+        "project": stage.project,
+        "answers": answers,
+        "limit": selectors.RECENT_ANSWERS,
+        "project_tabs": project_tabs(stage.project, user_roles(request.user, stage.project)),
+    }
+    return render(request, "annotation/answers.html", context)
+
+
+@require_GET
+@page
+def stage_answer_last(request, stage_id: int):
+    """The Backspace key of the item screen: the change page of the annotator's latest answer
+    in the stage (the list when they have none yet)."""
+    gate = work_gate(request, stage_id)
+    if gate:
+        return _leave_for(request, gate)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    latest = selectors.annotator_latest_answer(request.user, stage)
+    if latest is None:
+        messages.info(request, "You have no answers in this stage yet.")
+        return redirect("annotation:answers", stage_id=stage.pk)
+    return redirect("annotation:answer", annotation_id=latest.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def answer_change(request, annotation_id: int):
+    """Change one's own answer: GET shows the item with the answer filled in (or why it can no
+    longer change); POST stores the change as a new version (services.annotation_revise) and
+    goes back to the item screen with "Saved". The URL names the version being replaced, so a
+    retried POST stores one version."""
+    answer = access_own_answer(request.user, annotation_id)
+    stage = answer.item_stage.stage
+    # A work gate (a crowd participant whose session ended, say) sends them on from here too.
+    gate = work_gate(request, stage.pk)
+    if gate:
+        return _leave_for(request, gate)
+    if request.method == "GET":
+        return _change_response(request, answer)
+    data = request.POST.copy()
+    for field in META_FIELDS:
+        data.pop(field, None)
+    kind = get_kind(stage.kind)
+    payload = kind.parse_form(data)
+    seconds_spent, timing = _seconds_spent(request.POST.get("seconds_spent"), answer.assignment)
+    try:
+        stored, created = services.annotation_revise(
+            annotation_id=annotation_id,
+            annotator=request.user,
+            payload=payload,
+            seconds_spent=seconds_spent if timing == "client" else None,
+            client_info={"via": "change", "timing": timing},
+        )
+    except ApplicationError as error:
+        return _change_response(request, answer, error=error, form_data=data)
+    item = answer.item_stage.item.external_id
+    vote = kind.vote(stored.payload)
+    if created:
+        messages.success(request, f"Saved: your answer to {item} is now {vote}.")
+    else:
+        messages.success(request, f"Saved: your answer to {item} stays {vote}.")
+    return redirect("annotation:stage", stage_id=stage.pk)
+
+
+def _change_response(
+    request, answer: Annotation, *, error: ApplicationError | None = None, form_data=None
+):
+    """The item screen in change mode: the answered item, its form filled with the current
+    answer and posting to the change page; the refusal instead of a form once it is decided."""
+    from annotation.versions import change_refusal
+
+    item_stage = answer.item_stage
+    stage = item_stage.stage
+    refusal = change_refusal(answer, item_stage, stage)
+    assignment = answer.assignment
+    assignment.item_stage, assignment.stage = item_stage, stage
+    filled = {
+        key: ("1" if value is True else "" if value in (False, None) else str(value))
+        if not isinstance(value, list | dict)
+        else value
+        for key, value in (answer.payload or {}).items()
+    }
+    return _item_response(
+        request,
+        stage,
+        assignment,
+        error=error,
+        form_data=form_data if form_data is not None else filled,
+        changing={
+            "answer": answer,
+            "vote": get_kind(stage.kind).vote(answer.payload),
+            "refusal": refusal,
+            # Backspace again goes one answer further back.
+            "earlier": selectors.annotator_latest_answer(request.user, stage, before=answer),
+        },
+    )
+
+
 def _leave_for(request, url: str):
     """Send the annotator to a work gate's URL: the whole page, also from an htmx request."""
     if request.htmx:
@@ -230,16 +350,20 @@ def _item_response(
     form_data=None,
     waiting: bool = False,
     notice: str | None = None,
+    changing: dict | None = None,
 ):
-    """Render the item screen (the whole page, or its #item partial for htmx)."""
+    """Render the item screen (the whole page, or its #item partial for htmx). ``changing``:
+    the change mode of an answered item ({"answer", "vote", "refusal"}, see _change_response)."""
     project = stage.project
     kind = get_kind(stage.kind)
     done, left = selectors.annotator_stage_progress(request.user, stage)
     left = items_left(request, stage, left)
     # A 409 (expired lease taken by others, already skipped) leaves nothing to submit here.
-    gone = error is not None and error.status == 409
+    gone = changing is None and error is not None and error.status == 409
     open_statuses = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)
-    if assignment is not None and (gone or assignment.status not in open_statuses):
+    if changing is None and (
+        assignment is not None and (gone or assignment.status not in open_statuses)
+    ):
         assignment = None
     item = assignment.item_stage.item if assignment is not None else None
     phase = phase_of(stage, assignment.item_stage if assignment is not None else None)
@@ -269,6 +393,7 @@ def _item_response(
         "skip_reasons": SKIP_REASONS,
         "next_url": reverse("annotation:stage", args=[stage.pk]),
         "notice": notice,
+        "changing": changing,
     }
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))

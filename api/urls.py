@@ -26,6 +26,7 @@ urlpatterns = [
     path("stages/<int:stage_id>/next/", api.NextItemView.as_view(), name="next"),
     path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
     path("assignments/<int:assignment_id>/skip/", api.SkipView.as_view(), name="skip"),
+    path("annotations/<int:annotation_id>/revise/", api.ReviseView.as_view(), name="revise"),
     # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
     re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
 ]

@@ -130,6 +130,8 @@ def annotation_out(annotation: Annotation) -> dict:
         "payload": annotation.payload,
         "seconds_spent": annotation.seconds_spent,
         "created_at": _datetime.to_representation(annotation.created_at),
+        "version": annotation.version,
+        "supersedes": annotation.supersedes_id,
     }
 
 
@@ -153,7 +155,15 @@ class SubmitInSerializer(serializers.Serializer):
 class AnnotationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Annotation
-        fields = ["id", "assignment", "payload", "seconds_spent", "created_at"]
+        fields = [
+            "id",
+            "assignment",
+            "payload",
+            "seconds_spent",
+            "created_at",
+            "version",
+            "supersedes",
+        ]
 
 
 class SubmittedSerializer(AnnotationSerializer):
@@ -226,6 +236,37 @@ class SubmitView(APIView):
             following = services.assignment_next(annotator=request.user, stage=stage)
             answer["next"] = assignment_out(following) if following is not None else None
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ReviseView(APIView):
+    """Change one's own answer while its item is undecided: a new version superseding the
+    annotation named in the URL (services.annotation_revise). 201 with the new version; 200
+    when this change was already stored (a retry) or the answer is unchanged; 409 once the
+    item is decided, or when the named version was already replaced by another answer."""
+
+    throttle_classes = [ScopedThrottle]
+    throttle_scope = "submit"
+
+    @extend_schema(
+        request=SubmitInSerializer,
+        responses={201: AnnotationSerializer, 200: AnnotationSerializer},
+        summary="Change an annotation (a new version)",
+        tags=["annotate"],
+    )
+    def post(self, request, annotation_id: int):
+        body = SubmitInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        annotation, created = services.annotation_revise(
+            annotation_id=annotation_id,
+            annotator=request.user,
+            payload=body.validated_data["payload"],
+            seconds_spent=body.validated_data.get("seconds_spent"),
+            client_info=body.validated_data.get("client_info") or {},
+        )
+        return Response(
+            annotation_out(annotation),
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
 
 class SkipView(APIView):

@@ -544,11 +544,12 @@ class Soak:
         checks.append(("over-assigned slots", sql(
             "SELECT count(*) FROM annotation_itemstage s WHERE s.submitted_count + s.leased_count"
             " > s.target_count OR (SELECT count(*) FROM annotation_annotation a WHERE "
-            "a.item_stage_id = s.id AND a.round = s.round AND a.phase = s.phase) > s.target_count"
+            "a.item_stage_id = s.id AND a.is_current AND a.round = s.round AND a.phase = s.phase)"
+            " > s.target_count"
         )))  # fmt: skip
         checks.append(("duplicate annotations", sql(
             "SELECT count(*) FROM (SELECT item_stage_id, annotator_id FROM annotation_annotation "
-            "GROUP BY 1, 2 HAVING count(*) > 1) d"
+            "WHERE is_current GROUP BY 1, 2 HAVING count(*) > 1) d"
         )))  # fmt: skip
         stored = set(Annotation.objects.values_list("assignment_id", "pk"))
         acknowledged = set(self.log.acknowledged.items())
@@ -571,7 +572,7 @@ class Soak:
         checks.append(("counters differ from a recount", sql(
             "SELECT count(*) FROM annotation_itemstage s WHERE s.state IN ('open', 'resolving') "
             "AND (s.submitted_count <> (SELECT count(*) FROM annotation_annotation a WHERE "
-            "a.item_stage_id = s.id AND a.round = s.round AND a.phase = s.phase) OR "
+            "a.item_stage_id = s.id AND a.is_current AND a.round = s.round AND a.phase = s.phase) OR "
             "s.leased_count <> (SELECT count(*) FROM annotation_assignment l WHERE "
             "l.item_stage_id = s.id AND l.round = s.round AND l.phase = s.phase AND "
             "l.status = 'active'))"

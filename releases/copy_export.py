@@ -120,7 +120,9 @@ def _stage_votes(stages: list[Stage], params: dict[str, Any]) -> str:
 
 
 def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
-    """``output`` for every annotation of the project's released items, in id order. The
+    """``output`` for every current annotation (``is_current``: superseded versions of changed
+    answers are left out, as in ``release_annotation_rows``) of the project's released items,
+    in id order. The
     parameters are bound by psycopg on the client (COPY takes none of its own).
 
     The parts of a row are computed in a subquery kept apart by ``OFFSET 0``: merged into the
@@ -134,7 +136,7 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
         FROM {annotation} a
         JOIN {item_stage} s ON s.id = a.item_stage_id
         JOIN {item} i ON i.id = s.item_id
-        WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s)"""
+        WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s) AND a.is_current"""
     vote = _stage_votes(stages, params)
     code = pseudonym_sql(person="annotator_id IS NOT NULL", number="number")
     return f"""
@@ -163,7 +165,7 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
             LEFT JOIN raters p ON p.annotator_id = a.annotator_id
             LEFT JOIN raters e ON a.annotator_id IS NULL AND e.annotator_id IS NULL
                               AND e.external_rater = a.external_rater
-            WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s)
+            WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s) AND a.is_current
             OFFSET 0
         ) x
         ORDER BY x.id"""

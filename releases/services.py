@@ -369,7 +369,8 @@ def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 
 def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """Every annotation of the released items, in submission (id) order, raters as pseudonyms
+    """Every current annotation of the released items (a changed answer as changed: superseded
+    versions are history, not released), in id order, raters as pseudonyms
     (``releases.pseudonyms``: ``R0001`` for people in the order they first appear, ``E0001``
     for imported raters), the vote as the stage's kind declares it (``TaskKind.vote``).
 
@@ -394,7 +395,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
         JOIN {item_stage_table} s ON s.id = a.item_stage_id
         JOIN {item_table} i ON i.id = s.item_id
         WHERE s.stage_id IN ({", ".join(["%s"] * len(stages)) or "NULL"})
-          AND i.status IN ({placeholders}) AND a.id > %s
+          AND i.status IN ({placeholders}) AND a.is_current AND a.id > %s
         ORDER BY a.id
         LIMIT %s"""
     loads = json.loads

@@ -72,7 +72,8 @@ def revision_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
 
 def item_history(project: Project, item_id: int) -> dict[str, Any]:
     """One item: its fields, revisions (with diffs), and per stage its state, resolution and
-    annotations (who, when, what, in which phase, round and item version)."""
+    annotations (who, when, what, in which phase, round and item version), every version of a
+    changed answer included (``answer_version``; ``current`` False on replaced ones)."""
     item = Item.objects.filter(project=project, pk=item_id).first()
     if item is None:
         raise NotFound("There is no such item in this project.")
@@ -81,7 +82,7 @@ def item_history(project: Project, item_id: int) -> dict[str, Any]:
         ItemStage.objects.filter(item=item).select_related("stage").order_by("stage__position")
     ):
         annotations = (
-            Annotation.objects.filter(item_stage=item_stage)
+            Annotation.all_versions.filter(item_stage=item_stage)
             .select_related("annotator")
             .order_by("pk")
         )
@@ -96,6 +97,8 @@ def item_history(project: Project, item_id: int) -> dict[str, Any]:
                         "phase": a.phase,
                         "round": a.round,
                         "version": a.item_version,
+                        "answer_version": a.version,
+                        "current": a.is_current,
                         "payload": json.dumps(a.payload, ensure_ascii=False),
                         "seconds": a.seconds_spent,
                     }

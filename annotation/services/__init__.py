@@ -6,7 +6,7 @@ re-exported here, so callers write ``from annotation import services`` and
 - ``common``: side effects after commit (enqueue_on_commit), planner statistics;
 - ``setup``: projects, memberships and people, stages (settings checked together), items and
   revisions, the slot-counter repair;
-- ``work``: next item, leases, skip, submit (the hot path);
+- ``work``: next item, leases, skip, submit (the hot path), changing one's answer;
 - ``outcomes``: resolution, phases, routes, adjudication.
 """
 
@@ -35,6 +35,7 @@ from annotation.services.setup import (
     user_remove,
 )
 from annotation.services.work import (
+    annotation_revise,
     annotation_submit,
     assignment_next,
     assignment_skip,
@@ -43,6 +44,7 @@ from annotation.services.work import (
 
 __all__ = [
     "STAGE_SETTINGS",
+    "annotation_revise",
     "annotation_submit",
     "annotations_withdraw",
     "assignments_release",

@@ -17,6 +17,7 @@ from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
 from annotation.kinds import KindContext, get_kind
 from annotation.models import (
+    SUBMISSION_ORDER,
     Annotation,
     Item,
     ItemStage,
@@ -40,7 +41,7 @@ def _ballots(item_stage: ItemStage, kind: Any) -> list[Ballot]:
     payloads and phases, annotators numbered 1, 2, … in the order they submitted."""
     rows = (
         Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
-        .order_by("pk")
+        .order_by(*SUBMISSION_ORDER)
         .values_list("payload", "phase", "annotator_id", "external_rater")
     )
     numbers: dict[Any, int] = {}

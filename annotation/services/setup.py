@@ -196,7 +196,7 @@ def annotations_withdraw(
     withdrawn = kept = 0
     for item_stage_id in sorted({row[1] for row in rows}):
         item_stage = ItemStage.objects.select_for_update().filter(pk=item_stage_id).first()
-        for pk, _, assignment_id, round_, phase in (row for row in rows if row[1] == item_stage_id):
+        for _, _, assignment_id, round_, phase in (row for row in rows if row[1] == item_stage_id):
             if (
                 item_stage is None
                 or item_stage.state != ItemStage.State.OPEN
@@ -204,7 +204,8 @@ def annotations_withdraw(
             ):
                 kept += 1
                 continue
-            Annotation.objects.filter(pk=pk).delete()
+            # Every version of the answer (a changed answer keeps its earlier ones).
+            Annotation.all_versions.filter(assignment_id=assignment_id).delete()
             Assignment.objects.filter(pk=assignment_id).update(
                 status=Assignment.Status.REVOKED, skip_reason=reason[:300]
             )

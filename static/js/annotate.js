@@ -150,6 +150,21 @@
   // htmx moves the focus to the new #item-card as soon as it swaps (it keeps the focused id),
   // but the new form is wired up only when the swap settles (htmx:load, ~20 ms later); keys
   // pressed in between are ignored. #annotate[data-ready] marks the moment keys work again.
+  // Changing an answer: the choice button of the current answer is marked (the form carries
+  // data-current, the answer as text); forms with fields are filled in by the server.
+  function markCurrentAnswer() {
+    var form = document.querySelector("#item-card form[data-current]");
+    if (!form) return;
+    var current = form.getAttribute("data-current");
+    form.querySelectorAll("button[name][value]").forEach(function (button) {
+      if (button.value === current) {
+        button.classList.add("is-current");
+        button.setAttribute("aria-current", "true");
+      }
+    });
+  }
+  markCurrentAnswer();
+
   function ready() {
     var region = document.getElementById("annotate");
     if (region) region.setAttribute("data-ready", "");

@@ -226,6 +226,87 @@ def test_data_api_permission_matrix(client, data_world, endpoint, role, expected
         assert set(response.json()) == {"message", "extra"}
 
 
+# Changing an answer: the owner's submitted answer (see `answered`).
+CHANGE_ENDPOINTS = {
+    "answers": ("get", lambda w: reverse("annotation:answers", args=[w["stage"].pk]), {}),
+    "answer_last": ("get", lambda w: reverse("annotation:answer_last", args=[w["stage"].pk]), {}),
+    "answer": ("get", lambda w: reverse("annotation:answer", args=[w["answer"].pk]), {}),
+    "answer_change": (
+        "post",
+        lambda w: reverse("annotation:answer", args=[w["answer"].pk]),
+        {"data": {"value": "reject"}},
+    ),
+    "api_revise": (
+        "post",
+        lambda w: reverse("api:revise", args=[w["answer"].pk]),
+        {"data": {"payload": {"value": "reject"}}, "content_type": "application/json"},
+    ),
+}
+CHANGE_EXPECTED = {
+    "answers": [302, 404, 200, 200, 403, 403, 403, 403],
+    # the owner goes to the change page of their answer, another annotator to their empty list
+    "answer_last": [302, 404, 302, 302, 403, 403, 403, 403],
+    # someone else's answer: the 404 an unknown id gets, superusers included
+    "answer": [302, 404, 200, 404, 404, 404, 404, 404],
+    "answer_change": [302, 404, 302, 404, 404, 404, 404, 404],
+    "api_revise": [403, 404, 201, 404, 404, 404, 404, 404],
+}
+
+
+@pytest.fixture
+def answered(world):
+    owner = world["users"]["owner"]
+    answer, _ = services.annotation_submit(
+        assignment_id=world["assignment"].pk, annotator=owner, payload={"value": "keep"}
+    )
+    return {**world, "answer": answer}
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "role", "expected"),
+    [
+        pytest.param(endpoint, role, CHANGE_EXPECTED[endpoint][index], id=f"{endpoint}-{role}")
+        for endpoint in CHANGE_ENDPOINTS
+        for index, role in enumerate(ROLES)
+    ],
+)
+def test_change_permission_matrix(client, answered, endpoint, role, expected):
+    method, url_for, kwargs = CHANGE_ENDPOINTS[endpoint]
+    client = _client_for(client, answered, role)
+    response = getattr(client, method)(url_for(answered), **kwargs)
+    assert response.status_code == expected, response.content.decode()[:500]
+    versions = Annotation.all_versions.filter(assignment=answered["assignment"].pk).count()
+    changed = role == "owner" and endpoint in {"answer_change", "api_revise"}
+    assert versions == (2 if changed else 1)
+
+
+def test_guessing_answer_ids_never_reveals_another_annotators_answer(client, answered):
+    bob, alice = answered["users"]["owner"], answered["users"]["other_annotator"]
+    services.annotation_revise(
+        annotation_id=answered["answer"].pk,
+        annotator=bob,
+        payload={"value": "reject", "comment": "BOB-PRIVATE-COMMENT"},
+    )
+    ids = list(Annotation.all_versions.filter(annotator=bob).values_list("pk", flat=True))
+    assert client.login(username=alice.get_username(), password=PASSWORD)
+    for annotation_id in [*ids, max(ids) + 1, max(ids) + 1000]:
+        attempts = [
+            client.get(reverse("annotation:answer", args=[annotation_id])),
+            client.post(reverse("annotation:answer", args=[annotation_id]), {"value": "keep"}),
+            client.post(
+                reverse("api:revise", args=[annotation_id]),
+                {"payload": {"value": "keep"}},
+                content_type="application/json",
+            ),
+        ]
+        for response in attempts:
+            body = response.content.decode()
+            assert response.status_code == 404, (annotation_id, body[:300])
+            assert "no such answer among yours" in body
+            assert "BOB-PRIVATE-COMMENT" not in body and "reject" not in body
+    assert Annotation.all_versions.filter(annotator=bob).count() == 2
+
+
 def test_the_matrix_covers_every_url_of_the_annotator_loop():
     """A new annotation page or API endpoint must be added to the matrix."""
     from django.urls import get_resolver
@@ -243,6 +324,10 @@ def test_the_matrix_covers_every_url_of_the_annotator_loop():
         "api:next",
         "api:submit",
         "api:skip",
+        "annotation:answers",
+        "annotation:answer_last",
+        "annotation:answer",
+        "api:revise",
         *API_ENDPOINTS,
         "api:token",  # public by design: exchanges credentials for a token (throttled)
         "api:unknown",  # the catch-all that answers 404 in the API's error format

@@ -143,3 +143,44 @@ def test_submit_with_next_costs_less_than_submit_then_next(postgres):
         answer = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
     assert answer.status_code == 201 and answer.json()["next"]["id"] != first["id"]
     assert len(statements(both)) <= 7, statements(both)
+
+
+def test_an_annotator_changes_their_answer_through_the_api_once_and_not_after_the_decision(
+    django_capture_on_commit_callbacks,
+):
+    _, verify, _, (alice, bob, carol) = pipeline(overlap=3, items=1)
+    api = client_for(alice)
+    lease = api.post(f"/api/stages/{verify.pk}/next/").json()
+    first = api.post(
+        f"/api/assignments/{lease['id']}/submit/", {"payload": {"value": "keep"}}, format="json"
+    ).json()
+    url = f"/api/annotations/{first['id']}/revise/"
+    changed = api.post(url, {"payload": {"value": "reject"}}, format="json")
+    assert changed.status_code == 201
+    body = changed.json()
+    assert (body["version"], body["supersedes"], body["payload"]["value"]) == (
+        2,
+        first["id"],
+        "reject",
+    )
+    retried = api.post(url, {"payload": {"value": "reject"}}, format="json")
+    assert retried.status_code == 200 and retried.json()["id"] == body["id"]
+    stale = api.post(url, {"payload": {"value": "keep"}}, format="json")
+    assert stale.status_code == 409 and "changed since" in stale.json()["message"]
+    assert (
+        client_for(bob).post(url, {"payload": {"value": "keep"}}, format="json").status_code == 404
+    )
+    for person in (bob, carol):
+        other = client_for(person)
+        held = other.post(f"/api/stages/{verify.pk}/next/").json()
+        with django_capture_on_commit_callbacks(execute=True):  # the last one resolves the item
+            other.post(
+                f"/api/assignments/{held['id']}/submit/",
+                {"payload": {"value": "keep"}},
+                format="json",
+            )
+    late = api.post(
+        f"/api/annotations/{body['id']}/revise/", {"payload": {"value": "keep"}}, format="json"
+    )
+    assert late.status_code == 409 and "decided" in late.json()["message"]
+    assert Annotation.objects.filter(assignment=lease["id"]).get().pk == body["id"]

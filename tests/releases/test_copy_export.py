@@ -518,3 +518,38 @@ def test_the_copy_leaves_the_callers_settings_as_they_were(tricky, tmp_path):
         assert cursor.fetchone() == before and before[0] == "3"
     stamps = [row["created_at"] for row in parsed_jsonl(tmp_path / "a.jsonl")]
     assert all(stamp.endswith("+00:00") for stamp in stamps)
+
+
+def supersede(annotation: Annotation, payload: dict) -> Annotation:
+    """A newer version of `annotation` (what annotation.services.annotation_revise stores)."""
+    Annotation.all_versions.filter(pk=annotation.pk).update(is_current=False)
+    return Annotation.all_versions.create(
+        item_stage_id=annotation.item_stage_id,
+        assignment_id=annotation.assignment_id,
+        annotator_id=annotation.annotator_id,
+        external_rater=annotation.external_rater,
+        payload=payload,
+        seconds_spent=annotation.seconds_spent,
+        supersedes=annotation,
+        version=annotation.version + 1,
+    )
+
+
+def test_both_export_paths_write_current_versions_only(tricky, tmp_path):
+    """A changed answer is exported once, as changed: neither path writes superseded rows."""
+    released = Annotation.objects.filter(
+        item_stage__item__project=tricky, item_stage__item__status__in=RELEASED_STATUSES
+    ).order_by("pk")
+    changed = [supersede(annotation, {"value": "CHANGED"}) for annotation in released[:4]]
+    rows = list(release_annotation_rows(tricky))
+    copied = copy_annotations_jsonl(tricky, tmp_path / "copy.jsonl", statuses=RELEASED_STATUSES)
+    assert copied.rows == len(rows) == released_count(tricky) == 27
+    parsed = parsed_jsonl(tmp_path / "copy.jsonl")
+    assert [comparable(row) for row in parsed] == [comparable(row) for row in rows]
+    assert sum(row["payload"] == {"value": "CHANGED"} for row in parsed) == len(changed)
+    python = write_csv(rows, tmp_path / "python.csv", columns=ANNOTATION_COLUMNS)
+    copy_csv = copy_annotations_csv(
+        tricky, tmp_path / "copy.csv", statuses=RELEASED_STATUSES, columns=ANNOTATION_COLUMNS
+    )
+    assert python.rows == copy_csv.rows == 27
+    assert_same_csv(tmp_path / "copy.csv", tmp_path / "python.csv", rows)

@@ -217,6 +217,28 @@ def test_the_item_browser_searches_filters_and_shows_an_items_history(
     assert client.get(reverse("studio:item", args=[project.slug, first.pk])).status_code == 403
 
 
+def test_the_item_history_shows_every_version_of_a_changed_answer(client):
+    from annotation import services as engine
+    from annotation.access import access_stage_for_annotator
+    from tests.factories import pipeline
+
+    project, verify, _, (alice, *_) = pipeline(overlap=3, items=1)
+    assignment = engine.assignment_next(
+        annotator=alice, stage=access_stage_for_annotator(user=alice, stage_id=verify.pk)
+    )
+    first, _ = engine.annotation_submit(
+        assignment_id=assignment.pk, annotator=alice, payload={"value": "keep"}
+    )
+    engine.annotation_revise(annotation_id=first.pk, annotator=alice, payload={"value": "reject"})
+    client.force_login(make_member(project, role=Role.REVIEWER))
+    detail = client.get(
+        reverse("studio:item", args=[project.slug, first.item_stage.item_id])
+    ).content.decode()
+    assert detail.count(alice.username) == 2
+    assert "replaced" in detail and "changed · v2" in detail
+    assert detail.index("keep") < detail.index("reject")
+
+
 def test_a_revision_of_nested_content_lists_only_the_changed_leaves():
     from studio.selectors import revision_changes
 
