@@ -40,6 +40,12 @@ class Rule:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: True when the condition counts the annotator's own leases or answers in the stage (a
+    #: quota). The search reads them as of the moment its statement starts, so two requests of
+    #: one annotator must not search at once (the second could miss the lease the first takes
+    #: and answers meanwhile, and both would pass a limit only one may): for such a rule the
+    #: engine serialises an annotator's searches in a stage (see annotation.sql.annotator_lock).
+    counts_own_work: ClassVar[bool] = False
 
     def clean(self, spec: Mapping[str, Any], *, stage_slugs: Sequence[str]) -> dict[str, Any]:
         return {"rule": self.name}
@@ -165,6 +171,11 @@ def validate_rules(rules: Any, *, stage_slugs: Sequence[str]) -> list[dict[str, 
             )
         clean.append(RULES[name].clean(spec, stage_slugs=stage_slugs))
     return clean
+
+
+def counts_own_work(rules: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether one of a stage's (cleaned) rules counts the annotator's own work (a quota)."""
+    return any(RULES[spec["rule"]].counts_own_work for spec in rules)
 
 
 def conditions(rules: Sequence[Mapping[str, Any]], *, tables: Mapping[str, str]) -> list[Condition]:

@@ -112,3 +112,17 @@ def lock(*aliases: str, skip_locked: bool = False) -> str:
     if aliases:
         clause += " OF " + ", ".join(aliases)
     return clause + (" SKIP LOCKED" if skip_locked else "")
+
+
+def annotator_lock(stage_id: int, annotator_id: int) -> None:
+    """Hold, until the transaction ends, a lock on (stage, annotator) on PostgreSQL: the
+    annotator's next search in this stage waits for the one under way (nothing on SQLite, whose
+    writers are serialised). The ORM has no advisory locks; the single 64-bit key space used
+    here never meets the two-key locks of agreement.services."""
+    if connection.vendor != "postgresql":
+        return
+    with cursor() as handle:
+        handle.execute(
+            "SELECT pg_advisory_xact_lock(%(key)s)",
+            {"key": ((stage_id % 2**31) << 32) | (annotator_id % 2**32)},
+        )

@@ -11,9 +11,11 @@ participant gets an item only
 - after it: no practice items, only items of the study's stage, and only while their items
   (leased + submitted, practice items not counted) stay below the study's quota.
 
-The quota is counted from the rows inside the candidate search, which holds the one active
-lease a person may have per stage (a unique constraint), so two requests of one participant can
-never both pass it: the quota is never exceeded.
+The quota is counted from the rows inside the candidate search. That count is what the search's
+statement sees when it starts, so two requests of one participant (two tabs, a double click)
+could both pass it if the first leased and answered an item while the second's statement ran:
+the rule declares ``counts_own_work``, and the engine makes a participant's searches in a stage
+wait for each other (annotation.sql.annotator_lock), so the quota is never exceeded.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def _table(model) -> str:
 class CrowdParticipantRule(Rule):
     name = "crowd"
     description = "crowd participants: consent, practice first, at most their study's quota"
+    counts_own_work = True  # the quota: a participant's searches in the stage run one at a time
 
     def condition(self, spec, *, prefix, tables):
         from crowd.models import Participant, Study

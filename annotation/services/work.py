@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation import sql
 from annotation.access import NO_SUCH_ANSWER, NO_SUCH_ASSIGNMENT
 from annotation.eligibility import conditions as eligibility_conditions
+from annotation.eligibility import counts_own_work
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info, clean_text
 from annotation.kinds import KindContext, get_kind
@@ -205,6 +206,8 @@ def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment 
 
 @transaction.atomic
 def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
+    if stage.eligibility and counts_own_work(stage.eligibility):
+        sql.annotator_lock(stage.pk, annotator.pk)  # a quota: one search at a time per person
     now = timezone.now()
     current_id = getattr(stage, "current_assignment_id", None)
     if current_id is not None:

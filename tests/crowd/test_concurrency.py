@@ -17,7 +17,7 @@ from annotation.models import Annotation, Assignment, ItemStage
 from crowd import services
 from crowd.entry import parse_entry
 from crowd.models import Participant
-from tests.crowd.test_services import answer, next_item
+from tests.crowd.test_services import answer, enter, next_item, ready
 from tests.factories import make_crowd_study, prolific_ids
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -99,3 +99,62 @@ def test_64_participants_joining_at_once_never_exceed_places_or_quota(postgres):
         Annotation.objects.values("item_stage", "annotator").annotate(n=Count("pk")).filter(n__gt=1)
     )
     assert not twice.exists()
+
+
+def test_a_participants_second_request_cannot_pass_the_quota_while_the_first_answers(
+    postgres, monkeypatch
+):
+    """The race the 64-participant test met once under load: request B of a participant has
+    counted their items (one below the quota) and chosen a candidate, and before B stores its
+    lease, request A of the same participant leases and answers another item. Both would pass
+    the quota. The crowd rule declares ``counts_own_work``, so A's search waits for B's
+    transaction and then finds the quota reached."""
+    from annotation.services import work
+
+    study = make_crowd_study(regular=12, practice=0, checks=0, overlap=1, places=5, quota=2)
+    person = enter(study, 1)
+    person = ready(person)
+    first = next_item(person)
+    person = answer(person, first)  # one of two done
+
+    insert_lease = work._insert_lease
+    b_chose, release_b = threading.Event(), threading.Event()
+    results: dict[str, object] = {}
+
+    def held_insert(assignment):
+        if threading.current_thread().name == "B":
+            b_chose.set()
+            release_b.wait(10)
+        return insert_lease(assignment)
+
+    monkeypatch.setattr(work, "_insert_lease", held_insert)
+
+    def request_b():
+        try:
+            results["B"] = next_item(person)
+        finally:
+            connection.close()
+
+    def request_a():
+        try:
+            got = next_item(person)
+            if got is not None:
+                answer(person, got)
+            results["A"] = got
+        finally:
+            connection.close()
+
+    b = threading.Thread(target=request_b, name="B")
+    b.start()
+    assert b_chose.wait(10)
+    a = threading.Thread(target=request_a, name="A")
+    a.start()
+    a.join(1.5)  # without the per-person lock A leases and answers here, past B's count
+    release_b.set()
+    b.join(10)
+    a.join(10)
+    taken = Assignment.objects.filter(
+        annotator=person.user, status__in=("active", "submitted")
+    ).count()
+    assert taken <= 2, results
+    assert results["B"] is not None and results["A"] is None
