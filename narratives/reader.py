@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# One "file:line: message" problem type for the benchmark readers (CARL-GT's and this one).
+from graphs.carlgt import Problem
+
 DIRECTIONS = ("forward", "reverse")
 _FOLDER = re.compile(r"^(?P<source>[a-z_]+?)_(?P<direction>forward|reverse)$")
 _SIZE = re.compile(r"size=(\d+)")
@@ -78,17 +81,6 @@ class Narrative:
         size = _SIZE.search(Path(self.file).name)
         part = f"-size{size.group(1)}" if size else ""
         return f"{stem}{part}-l{self.line}"
-
-
-@dataclass(frozen=True)
-class Problem:
-    file: str
-    line: int | None
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.message}"
 
 
 @dataclass
