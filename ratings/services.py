@@ -266,7 +266,7 @@ def pairs_import(
     setup = _setup(project)
     connective_set = connective_set_from_json(setup.connective_set)
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
         parsed = importing.parse_pairs(
             rows,
             connective_set,
@@ -281,7 +281,7 @@ def pairs_import(
         singles=parsed.singles,
         filename=filename,
         sha256=_sha256(content),
-        file_format=importing.detect_format(filename, importing.decode(content)),
+        file_format=rows.fmt,
         user=user,
         open_for_rating=open_for_rating,
     )
@@ -501,7 +501,7 @@ def historic_ratings_import(
     connective_set = connective_set_from_json(setup.connective_set)
     known = _regular_item_ids(project)
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
         ratings = importing.parse_ratings(
             rows,
             connective_set,
@@ -712,7 +712,7 @@ def model_run_import(
     ordered pair; -1 or empty = no answer) for comparison with the human labels."""
     setup = _setup(project)
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
     except ImportRejected as error:
         raise _rejected(error) from None
     return model_run_create(
