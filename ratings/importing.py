@@ -30,6 +30,7 @@ holds as written, text without NUL or unpaired surrogates, each refused naming l
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
@@ -121,6 +122,7 @@ class _Errors:
 # --------------------------------------------------------------------------- reading
 
 
+@functools.lru_cache(maxsize=1024)
 def _normalise_header(name: str) -> str:
     """A column name or JSON key as ratings reads it: lower case, runs of anything but letters
     and digits as one ``_``, and the aliases of ``_HEADER_ALIASES`` ("Pair ID" → ``pair_id``)."""
