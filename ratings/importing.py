@@ -1,7 +1,11 @@
-"""Reading and checking ratings import files (pure Python + pandas-free; no Django).
+"""Checking ratings import files (pure Python + pandas-free; no Django).
 
-Three kinds of file, each CSV (comma or tab, sniffed from the header), TSV or JSONL (one JSON
-object per line), UTF-8 with or without a byte-order mark:
+Files are read by the engine's import core, ``imports.core.readers.RecordReader``, one record at
+a time (``Rows``): CSV (comma, semicolon or tab, sniffed from the header), TSV, JSON Lines (one
+JSON object per line) or a JSON array, UTF-8 with or without a byte-order mark. A ``.json`` file
+may hold either JSON form; other names are read by their extension, else by their content. What
+this module adds is the ratings rules: column names normalised (``"Pair ID"`` → ``pair_id``,
+aliases ``id``/``pair``, ``a``/``b``), and three kinds of file parsed:
 
 **Pairs** — one row per sentence pair, expanded into one item per connective and order::
 
@@ -24,6 +28,9 @@ empty cell means no answer.
 Every problem is reported as an ``imports.core.report.RowError`` (the one row-error type of every
 importer) with its line number (1 = the header of a CSV, the first line of a JSONL file; 0 = the
 file as a whole) and field ("" = the whole row); a file with any error is rejected as a whole.
+Reading problems (encoding, JSON syntax, CSV quoting and cell counts) carry the core reader's
+messages, which lead with their place ("line 4, column 12: …"); a file that cannot be read is
+reported with those alone, before the rules below are applied.
 Values meet the limits of ``imports.core.values``: JSON nested at most 64 levels, numbers Python
 holds as written, text without NUL or unpaired surrogates, each refused naming line and field.
 """

@@ -1,4 +1,4 @@
-"""Import a pairs file (CSV/TSV/JSONL) into a ratings project."""
+"""Import a pairs file (CSV/TSV/JSONL/JSON array) into a ratings project."""
 
 from __future__ import annotations
 

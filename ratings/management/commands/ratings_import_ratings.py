@@ -1,4 +1,4 @@
-"""Import historic ratings (CSV/TSV/JSONL) of a ratings project's items."""
+"""Import historic ratings (CSV/TSV/JSONL/JSON array) of a ratings project's items."""
 
 from __future__ import annotations
 
