@@ -116,7 +116,7 @@ class _Errors:
         if len(self.items) < MAX_ERRORS:
             self.items.append(row_error(line, field_name, message, code))
 
-    def items_add(self, error: RowError) -> None:
+    def add_error(self, error: RowError) -> None:
         self.count += 1
         if len(self.items) < MAX_ERRORS:
             self.items.append(error)
@@ -228,11 +228,14 @@ class Rows:
             for record in self._reader:
                 records += 1
                 if record.error is not None:
-                    errors.items_add(_core_error(record.error))
+                    errors.add_error(_core_error(record.error))
                     continue
                 data = record.data
                 if not isinstance(data, dict):
-                    errors.add(record.line, "", "each line must be a JSON object", "not_an_object")
+                    where = "line" if record.index is None else "element of the array"
+                    errors.add(
+                        record.line, "", f"each {where} must be a JSON object", "not_an_object"
+                    )
                     continue
                 if record.text_values and not any(cell.strip() for cell in data.values()):
                     continue
@@ -242,7 +245,7 @@ class Rows:
                     yield record.line, row
         except ImportFileError as error:
             for problem in error.errors:
-                errors.items_add(_core_error(problem))
+                errors.add_error(_core_error(problem))
         finally:
             self._reader.finish()
         if not records and not errors.count:

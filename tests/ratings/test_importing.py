@@ -76,6 +76,11 @@ def test_a_json_file_may_hold_a_json_array_or_json_lines():
     assert [row["pair_id"] for _, row in as_array] == [1, 2] and as_array.fmt == "json"
     as_lines = importing.Rows(json.dumps(good) + "\n" + json.dumps(good) + "\n", "pairs.json")
     assert [line for line, _ in as_lines] == [1, 2] and as_lines.fmt == "jsonl"
+    with pytest.raises(ImportRejected) as caught:
+        importing.read_rows('[{"pair_id": 1},\n 2]', "pairs.json")
+    [error] = caught.value.errors
+    assert (error.line, error.field, error.code) == (2, "", "not_an_object")
+    assert error.message == "each element of the array must be a JSON object"
 
 
 def test_unnamed_columns_short_rows_and_blank_rows_of_a_spreadsheet_export_are_read():
