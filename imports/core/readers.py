@@ -624,7 +624,7 @@ class RecordReader:
                     "line of a CSV file must name the columns.",
                 )
             )
-        delimiter = _guess_delimiter(first)
+        delimiter = guess_delimiter(first)
         chained = _chain_first(first, lines)
         previous_limit = csv.field_size_limit(CSV_FIELD_LIMIT)
         try:
@@ -712,8 +712,9 @@ def _chain_first(first: str, rest: Iterator[str]) -> Iterator[str]:
     yield from rest
 
 
-def _guess_delimiter(header_line: str) -> str:
-    """Comma unless the header has more semicolons or tabs than commas (outside quotes)."""
+def guess_delimiter(header_line: str) -> str:
+    """Comma unless the header has more semicolons or tabs than commas (outside quotes). The
+    one delimiter rule of the project: ``ratings.explica`` uses it for ExpliCa's files too."""
     unquoted = re.sub(r'"[^"]*"', "", header_line)
     counts = {delimiter: unquoted.count(delimiter) for delimiter in (",", ";", "\t")}
     best = max(counts, key=lambda delimiter: counts[delimiter])
