@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from imports.core.readers import guess_delimiter
 from ratings.connectives import EXPLICA_CONNECTIVES, ConnectiveSet, variant_key
 from ratings.stats import UNRELATED
 
@@ -88,11 +89,13 @@ def _normalise(text: pd.Series) -> pd.Series:
 
 
 def _read_table(path: Path | str) -> pd.DataFrame:
+    """A released ExpliCa table as a typed frame: pandas' C parser reads it (these are the
+    project's own analysis inputs, read whole to be grouped), with the import core's delimiter
+    rule (``imports.core.readers.guess_delimiter``) on its first line."""
     path = Path(path)
     with path.open(encoding="utf-8") as handle:
         header = handle.readline()
-    separator = "\t" if header.count("\t") > header.count(",") else ","
-    return pd.read_csv(path, sep=separator, encoding="utf-8")
+    return pd.read_csv(path, sep=guess_delimiter(header), encoding="utf-8")
 
 
 def read_ordered_pairs(path: Path | str) -> pd.DataFrame:

@@ -1,7 +1,11 @@
-"""Reading and checking ratings import files (pure Python + pandas-free; no Django).
+"""Checking ratings import files (pure Python + pandas-free; no Django).
 
-Three kinds of file, each CSV (comma or tab, sniffed from the header), TSV or JSONL (one JSON
-object per line), UTF-8 with or without a byte-order mark:
+Files are read by the engine's import core, ``imports.core.readers.RecordReader``, one record at
+a time (``Rows``): CSV (comma, semicolon or tab, sniffed from the header), TSV, JSON Lines (one
+JSON object per line) or a JSON array, UTF-8 with or without a byte-order mark. A ``.json`` file
+may hold either JSON form; other names are read by their extension, else by their content. What
+this module adds is the ratings rules: column names normalised (``"Pair ID"`` → ``pair_id``,
+aliases ``id``/``pair``, ``a``/``b``), and three kinds of file parsed:
 
 **Pairs** — one row per sentence pair, expanded into one item per connective and order::
 
@@ -24,24 +28,27 @@ empty cell means no answer.
 Every problem is reported as an ``imports.core.report.RowError`` (the one row-error type of every
 importer) with its line number (1 = the header of a CSV, the first line of a JSONL file; 0 = the
 file as a whole) and field ("" = the whole row); a file with any error is rejected as a whole.
+Reading problems (encoding, JSON syntax, CSV quoting and cell counts) carry the core reader's
+messages, which lead with their place ("line 4, column 12: …"); a file that cannot be read is
+reported with those alone, before the rules below are applied.
 Values meet the limits of ``imports.core.values``: JSON nested at most 64 levels, numbers Python
 holds as written, text without NUL or unpaired surrogates, each refused naming line and field.
 """
 
 from __future__ import annotations
 
-import csv
+import functools
 import io
-import json
+import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import IO, Any
 
-from imports.core.readers import CSV_FIELD_LIMIT
+from imports.core.readers import UTF8_BOM, ImportFileError, RecordReader
 from imports.core.report import RowError
-from imports.core.values import InvalidNumber, NestingTooDeep, loads, value_problem
+from imports.core.values import InvalidNumber, value_problem
 from ratings.connectives import SENTENCE_ORDERS, ConnectiveSet, variant_key
 
 #: Error lists stop growing here; the count of all errors is still reported.
@@ -61,7 +68,6 @@ PAIR_FIELDS = (
     "expected_max",
     "feedback",
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _FLAG_SPLIT = re.compile(r"[;|]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _HEADER_ALIASES = {"pair_id": ("pairid", "pair", "id"), "sentence_a": ("a",), "sentence_b": ("b",)}
@@ -74,11 +80,14 @@ def row_error(line: int, field_name: str, message: str, code: str = "invalid_val
 
 
 def describe(error: RowError) -> str:
-    """``"line 3, pair_id: missing pair id"`` (``"file: …"`` for the file as a whole)."""
+    """``"line 3, pair_id: missing pair id"`` (``"file: …"`` for the file as a whole). The
+    core readers' messages already lead with their place ("line 3, column 7: …") and are kept
+    as they are."""
+    if error.message.startswith("line "):
+        return error.message.rstrip(".")
     where = f"line {error.line}" if error.line else "file"
-    return (
-        f"{where}, {error.field}: {error.message}" if error.field else f"{where}: {error.message}"
-    )
+    message = error.message.rstrip(".")
+    return f"{where}, {error.field}: {message}" if error.field else f"{where}: {message}"
 
 
 class ImportRejected(ValueError):
@@ -107,6 +116,11 @@ class _Errors:
         if len(self.items) < MAX_ERRORS:
             self.items.append(row_error(line, field_name, message, code))
 
+    def add_error(self, error: RowError) -> None:
+        self.count += 1
+        if len(self.items) < MAX_ERRORS:
+            self.items.append(error)
+
     def raise_if_any(self, what: str) -> None:
         if self.count:
             raise ImportRejected(self.items, self.count, what)
@@ -115,7 +129,10 @@ class _Errors:
 # --------------------------------------------------------------------------- reading
 
 
+@functools.lru_cache(maxsize=1024)
 def _normalise_header(name: str) -> str:
+    """A column name or JSON key as ratings reads it: lower case, runs of anything but letters
+    and digits as one ``_``, and the aliases of ``_HEADER_ALIASES`` ("Pair ID" → ``pair_id``)."""
     key = re.sub(r"[^0-9a-z]+", "_", str(name).strip().lower()).strip("_")
     for canonical, aliases in _HEADER_ALIASES.items():
         if key in aliases:
@@ -123,90 +140,135 @@ def _normalise_header(name: str) -> str:
     return key
 
 
-def detect_format(filename: str, text: str) -> str:
-    """ "jsonl" or "csv" from the file name, else from the first non-blank character."""
-    lower = filename.lower()
-    if lower.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if lower.endswith((".csv", ".tsv", ".txt")):
-        return "csv"
-    return "jsonl" if text.lstrip().startswith("{") else "csv"
+def _header_problems(columns: list[str]) -> list[RowError]:
+    """The CSV header check handed to the core reader: two columns that normalise to the same
+    name ("pair_id" and "Pair ID") are refused, one error per name."""
+    names = [_normalise_header(name) for name in columns if name]
+    if not any(names):
+        return [row_error(1, "", "the header row is empty", "csv_header")]
+    duplicates = sorted({name for name in names if name and names.count(name) > 1})
+    return [row_error(1, name, "this column appears twice", "csv_header") for name in duplicates]
 
 
-def decode(content: bytes | str) -> str:
-    """UTF-8 text of an upload (a byte-order mark is dropped); other encodings, and text holding
-    unpaired surrogates, are rejected."""
-    if isinstance(content, str):
-        # Text handed over by Python callers may hold what UTF-8 bytes cannot: a surrogate.
-        surrogate = _SURROGATE.search(content)
-        if surrogate is not None:
-            line = content.count("\n", 0, surrogate.start()) + 1
-            raise ImportRejected(
-                [
-                    row_error(
-                        line,
-                        "",
-                        f"an unpaired surrogate (U+{ord(surrogate.group()):04X}) is not valid "
-                        f"Unicode; save the file as UTF-8",
-                        "encoding",
-                    )
-                ]
-            )
-        return content.removeprefix("\ufeff")
+def _core_error(error: RowError) -> RowError:
+    """A core reader's error in ratings' shape: ``field`` "" (not None) for the whole row."""
+    return error if error.field is not None else replace(error, field="")
+
+
+def _binary(content: bytes | str | IO[bytes]) -> IO[bytes]:
+    """A binary file object over an upload. Text handed over by Python callers is encoded as
+    UTF-8; text holding what UTF-8 cannot encode (an unpaired surrogate) is refused naming its
+    line."""
+    if isinstance(content, bytes | bytearray):
+        return io.BytesIO(content)
+    if not isinstance(content, str):
+        return content
     try:
-        return content.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = content[: error.start].count(b"\n") + 1
+        return io.BytesIO(content.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        line = content.count("\n", 0, error.start) + 1
         raise ImportRejected(
             [
                 row_error(
                     line,
                     "",
-                    f"not UTF-8 text (byte {error.start}); save the file as UTF-8",
+                    f"an unpaired surrogate (U+{ord(content[error.start]):04X}) is not valid "
+                    f"Unicode; save the file as UTF-8",
                     "encoding",
                 )
             ]
         ) from None
 
 
-def read_rows(content: bytes | str, filename: str = "") -> list[tuple[int, dict[str, Any]]]:
-    """(line number, row) pairs of a CSV/TSV or JSONL file, with normalised lower-case keys.
+_NOT_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
 
-    Blank lines are skipped. Raises ImportRejected for malformed JSON lines, a CSV without a
-    header, or rows with more cells than the header.
+
+class Rows:
+    """The rows of one ratings file, read by the import core as they are consumed.
+
+    ``Rows(content, filename)`` accepts bytes, text or a binary file object. Iterating yields
+    ``(line, row)`` pairs — ``line`` where the record starts (``RawRecord.line``), ``row`` a
+    dict with keys normalised by ``_normalise_header`` — one record at a time: the file is never
+    decoded or split whole (``imports.core.readers``). Blank lines and CSV rows whose cells are
+    all blank are skipped; a CSV row shorter than the header is read with empty trailing cells.
+
+    Reading problems (not UTF-8, bad JSON on a line, a line that is not an object, a CSV row
+    with more cells than the header, a broken quote, a value that cannot be stored) are raised
+    as one ``ImportRejected`` when iteration ends — or at once for a problem after which
+    nothing can be read (the core's ``ImportFileError``); the parsers' own findings are then
+    not reported, as a file that cannot be read is fixed first. ``fmt`` is the format read
+    ("csv", "jsonl" or "json", a JSON array); ``sha256`` covers the whole file once iterated.
     """
-    text = decode(content)
-    if not text.strip():
-        raise ImportRejected([row_error(0, "", "the file is empty", "empty_file")])
-    if detect_format(filename, text) == "jsonl":
-        return _read_jsonl(text)
-    return _read_csv(text)
 
-
-def _read_jsonl(text: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    errors = _Errors()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    def __init__(self, content: bytes | str | IO[bytes], filename: str = "") -> None:
+        fileobj = _binary(content)
+        if isinstance(content, bytes | bytearray | str) and _is_blank(content):
+            raise ImportRejected([row_error(0, "", "the file is empty", "empty_file")])
         try:
-            value = loads(line)
-        except NestingTooDeep as error:
-            errors.add(number, "", f"{error.args[0]} (column {error.pos + 1})", "too_deep")
-            continue
-        except json.JSONDecodeError as error:
-            errors.add(
-                number, "", f"not valid JSON ({error.msg} at column {error.colno})", "json_syntax"
+            self._reader = RecordReader(
+                fileobj,
+                # ".json" files have always been JSON Lines here: let the content say which.
+                filename=None if filename.lower().endswith(".json") else filename or None,
+                header_check=_header_problems,
+                unnamed_columns="ignore",
+                pad_short_rows=True,
             )
-            continue
-        if not isinstance(value, dict):
-            errors.add(number, "", "each line must be a JSON object", "not_an_object")
-            continue
-        row = {_normalise_header(key): item for key, item in value.items()}
-        if _storable(number, row, errors):
-            rows.append((number, row))
-    errors.raise_if_any("file")
-    return rows
+        except ImportFileError as error:
+            raise ImportRejected([_core_error(problem) for problem in error.errors]) from None
+        self.fmt = self._reader.fmt
+
+    @property
+    def sha256(self) -> str:
+        return self._reader.sha256
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        errors = _Errors()
+        records = 0
+        try:
+            for record in self._reader:
+                records += 1
+                if record.error is not None:
+                    errors.add_error(_core_error(record.error))
+                    continue
+                data = record.data
+                if not isinstance(data, dict):
+                    where = "line" if record.index is None else "element of the array"
+                    errors.add(
+                        record.line, "", f"each {where} must be a JSON object", "not_an_object"
+                    )
+                    continue
+                if record.text_values and not any(cell.strip() for cell in data.values()):
+                    continue
+                row = {_normalise_header(key): value for key, value in data.items()}
+                row.pop("", None)
+                if _storable(record.line, row, errors):
+                    yield record.line, row
+        except ImportFileError as error:
+            for problem in error.errors:
+                errors.add_error(_core_error(problem))
+        finally:
+            self._reader.finish()
+        if not records and not errors.count:
+            errors.add(0, "", "the file is empty", "empty_file")
+        errors.raise_if_any("file")
+
+
+def _is_blank(content: bytes | bytearray | str) -> bool:
+    """Whether a whole upload holds nothing but whitespace (after a byte-order mark); scanned,
+    not copied."""
+    if isinstance(content, str):
+        return not content.removeprefix("\ufeff").strip()
+    start = len(UTF8_BOM) if content.startswith(UTF8_BOM) else 0
+    return _NOT_BLANK.search(content, start) is None
+
+
+def read_rows(
+    content: bytes | str | IO[bytes], filename: str = ""
+) -> list[tuple[int, dict[str, Any]]]:
+    """Every ``(line, row)`` of a file as a list (``Rows`` read to the end); raises
+    ImportRejected for any reading problem. The services iterate ``Rows`` instead, so that a
+    file is never held as rows."""
+    return list(Rows(content, filename))
 
 
 def _storable(line: int, row: Mapping[str, Any], errors: _Errors) -> bool:
@@ -219,73 +281,6 @@ def _storable(line: int, row: Mapping[str, Any], errors: _Errors) -> bool:
             errors.add(line, name, f"the value {words}", code)
             ok = False
     return ok
-
-
-def _read_csv(text: str) -> list[tuple[int, dict[str, Any]]]:
-    header_line = text.splitlines()[0]
-    delimiter = "\t" if header_line.count("\t") > header_line.count(",") else ","
-    previous_limit = csv.field_size_limit(CSV_FIELD_LIMIT)
-    try:
-        return _read_csv_cells(text, delimiter)
-    finally:
-        csv.field_size_limit(previous_limit)
-
-
-def _read_csv_cells(text: str, delimiter: str) -> list[tuple[int, dict[str, Any]]]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ImportRejected(
-            [row_error(1, "", "the file has no header row", "csv_header")]
-        ) from None
-    except csv.Error as error:
-        raise _csv_rejected(error, 1) from None
-    names = [_normalise_header(name) for name in header]
-    if not any(names):
-        raise ImportRejected([row_error(1, "", "the header row is empty", "csv_header")])
-    duplicates = sorted({name for name in names if name and names.count(name) > 1})
-    if duplicates:
-        raise ImportRejected(
-            [row_error(1, name, "this column appears twice", "csv_header") for name in duplicates]
-        )
-    rows = []
-    errors = _Errors()
-    previous_end = reader.line_num
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as error:
-            raise _csv_rejected(error, previous_end + 1) from None
-        line = previous_end + 1
-        previous_end = reader.line_num
-        if not any(cell.strip() for cell in cells):
-            continue
-        if len(cells) > len(names):
-            errors.add(
-                line, "", f"{len(cells)} cells but the header has {len(names)} columns", "csv_cells"
-            )
-            continue
-        row = {name: cells[index] if index < len(cells) else "" for index, name in enumerate(names)}
-        row = {name: value for name, value in row.items() if name}
-        if _storable(line, row, errors):
-            rows.append((line, row))
-    errors.raise_if_any("file")
-    return rows
-
-
-def _csv_rejected(error: csv.Error, line: int) -> ImportRejected:
-    reason = str(error)
-    if "field larger than field limit" in reason:
-        message = (
-            f"a cell of the row starting here is longer than {CSV_FIELD_LIMIT:,} characters: a "
-            f"quoted cell is probably never closed; add the missing double quote"
-        )
-    else:
-        message = f"the CSV cannot be read ({reason})"
-    return ImportRejected([row_error(line, "", message, "csv_syntax")])
 
 
 # --------------------------------------------------------------------------- cells
@@ -633,18 +628,27 @@ def parse_model_answers(
     unrelated_values: Sequence[str] = ("unrelated", "none", "other"),
 ) -> ParsedModelAnswers:
     """Check a model's answers: ratings per item (``rating`` column) or a chosen connective per
-    ordered pair (``choice`` column). ``-1`` or empty = no answer. Raise ImportRejected."""
-    rows = list(rows)
+    ordered pair (``choice`` column). ``-1`` or empty = no answer. Raise ImportRejected.
+
+    Rows are consumed as they come: the first row that has a ``rating`` key (or else a
+    ``choice`` key) decides the kind — every row of a CSV has the header's columns — and only
+    the rows before it are held."""
     errors = _Errors()
-    if not rows:
+    remaining = iter(rows)
+    held: list[tuple[int, Mapping[str, Any]]] = []
+    answer_kind = ""
+    for line, row in remaining:
+        held.append((line, row))
+        if "rating" in row:
+            answer_kind = "ratings"
+            break
+        if "choice" in row:
+            answer_kind = "choices"
+            break
+    if not held:
         errors.add(0, "", "the file has no rows")
         errors.raise_if_any("model file")
-    columns = set().union(*(row.keys() for _, row in rows))
-    if "rating" in columns:
-        answer_kind = "ratings"
-    elif "choice" in columns:
-        answer_kind = "choices"
-    else:
+    if not answer_kind:
         errors.add(
             1, "rating", "the file needs a 'rating' column (per item) or 'choice' (per pair)"
         )
@@ -653,7 +657,7 @@ def parse_model_answers(
     lines: dict[str, int] = {}
     low, high = scale
     unrelated = {value.lower() for value in unrelated_values}
-    for line, row in rows:
+    for line, row in itertools.chain(held, remaining):
         if answer_kind == "ratings":
             key = _item_key(line, row, connective_set, errors, known_items)
             raw = row.get("rating")

@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
@@ -92,9 +92,18 @@ def _rejected(error: ImportRejected) -> ApplicationError:
     )
 
 
-def _sha256(content: bytes | str) -> str:
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    return hashlib.sha256(data).hexdigest()
+def _sha256(content: bytes | str | IO[bytes]) -> str:
+    """SHA-256 of an upload; a file object is hashed in chunks and rewound for reading."""
+    if isinstance(content, str):
+        return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    if isinstance(content, bytes | bytearray):
+        return hashlib.sha256(content).hexdigest()
+    digest = hashlib.sha256()
+    content.seek(0)
+    while chunk := content.read(1 << 20):
+        digest.update(chunk)
+    content.seek(0)
+    return digest.hexdigest()
 
 
 def label_rule_from_json(data: Mapping[str, Any] | None) -> LabelRule:
@@ -254,19 +263,21 @@ class PairsImportResult:
 def pairs_import(
     *,
     project: Project,
-    content: bytes | str,
+    content: bytes | str | IO[bytes],
     filename: str,
     user: AbstractBaseUser | None = None,
     open_for_rating: bool = True,
 ) -> PairsImportResult:
-    """Import a pairs file (CSV/TSV/JSONL, see ratings.importing) into a ratings project.
+    """Import a pairs file (CSV/TSV/JSONL/JSON array, read by imports.core; see
+    ratings.importing) into a ratings project. ``content`` may be bytes, text or a binary file
+    object (an upload), which is read one row at a time.
 
     Raises ApplicationError with ``extra["errors"]`` = [{"line", "field", "message"}, …] when
     any row is bad; nothing is written then."""
     setup = _setup(project)
     connective_set = connective_set_from_json(setup.connective_set)
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
         parsed = importing.parse_pairs(
             rows,
             connective_set,
@@ -280,8 +291,8 @@ def pairs_import(
         pairs=parsed.pairs,
         singles=parsed.singles,
         filename=filename,
-        sha256=_sha256(content),
-        file_format=importing.detect_format(filename, importing.decode(content)),
+        sha256=rows.sha256,
+        file_format=rows.fmt,
         user=user,
         open_for_rating=open_for_rating,
     )
@@ -465,13 +476,13 @@ HISTORIC_OPTIONS = {"ratings": "historic"}
 def historic_ratings_import(
     *,
     project: Project,
-    content: bytes | str,
+    content: bytes | str | IO[bytes],
     filename: str,
     user: AbstractBaseUser | None = None,
     allow_duplicate_file: bool = False,
 ) -> int:
-    """Import historic ratings (CSV/TSV/JSONL, see ratings.importing) of a project's items as
-    external annotations. Returns the number of ratings stored; a bad row rejects the file.
+    """Import historic ratings (CSV/TSV/JSONL/JSON array, read by imports.core; see
+    ratings.importing) of a project's items as external annotations. Returns the number of ratings stored; a bad row rejects the file.
 
     Imported once: a file whose SHA-256 was already imported into the project is refused
     (naming the earlier import) unless ``allow_duplicate_file``; a named rater who already
@@ -501,7 +512,7 @@ def historic_ratings_import(
     connective_set = connective_set_from_json(setup.connective_set)
     known = _regular_item_ids(project)
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
         ratings = importing.parse_ratings(
             rows,
             connective_set,
@@ -703,16 +714,18 @@ def model_run_import(
     *,
     project: Project,
     name: str,
-    content: bytes | str,
+    content: bytes | str | IO[bytes],
     filename: str,
     user: AbstractBaseUser | None = None,
     replace: bool = False,
 ) -> ModelRun:
-    """Store a model's answers (CSV/TSV/JSONL: ratings per item, or a chosen connective per
-    ordered pair; -1 or empty = no answer) for comparison with the human labels."""
+    """Store a model's answers (CSV/TSV/JSONL/JSON array: ratings per item, or a chosen
+    connective per ordered pair; -1 or empty = no answer) for comparison with the human labels.
+    ``content`` may be bytes, text or a binary file object (hashed, rewound, then streamed)."""
     setup = _setup(project)
+    sha256 = _sha256(content)  # before reading: hashing a file object rewinds it
     try:
-        rows = importing.read_rows(content, filename)
+        rows = importing.Rows(content, filename)
     except ImportRejected as error:
         raise _rejected(error) from None
     return model_run_create(
@@ -720,7 +733,7 @@ def model_run_import(
         name=name,
         rows=rows,
         filename=filename,
-        sha256=_sha256(content),
+        sha256=sha256,
         user=user,
         replace=replace,
         setup=setup,

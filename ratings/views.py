@@ -246,7 +246,8 @@ def _upload(request, field: str = "file"):
             f"The file is {upload.size / 1e6:.1f} MB; at most {MAX_UPLOAD_BYTES // 10**6} MB.",
             {field: "too large"},
         )
-    return upload.name, upload.read()
+    # The upload itself (in memory or a temporary file), read by the services as a stream.
+    return upload.name, upload
 
 
 @require_POST

@@ -503,6 +503,12 @@ class RecordReader:
     ``array_key`` names the key of a top-level object whose array holds the records (default:
     the first of ``WRAPPER_KEYS`` whose value is an array). ``header_check(columns)`` may
     return errors that stop reading a CSV right after its header.
+
+    Two CSV leniencies, off by default (the engine's imports want every cell accounted for):
+    ``unnamed_columns="ignore"`` drops columns whose header cell is blank (pandas writes its
+    index column that way) instead of refusing the header; ``pad_short_rows`` reads a row with
+    fewer cells than the header as if the missing trailing cells were empty (a row with more
+    cells is still an error).
     """
 
     def __init__(
@@ -514,7 +520,13 @@ class RecordReader:
         array_key: str | None = None,
         header_check: Callable[[list[str]], list[RowError]] | None = None,
         chunk_size: int = CHUNK_SIZE,
+        unnamed_columns: str = "reject",
+        pad_short_rows: bool = False,
     ) -> None:
+        if unnamed_columns not in ("reject", "ignore"):
+            raise ValueError(
+                f"unnamed_columns must be 'reject' or 'ignore', not {unnamed_columns!r}"
+            )
         self._source = HashingReader(fileobj)
         self.fmt = fmt or detect_format(filename, self._source.peek(SNIFF_SIZE))
         if self.fmt not in FORMATS:
@@ -522,6 +534,8 @@ class RecordReader:
         self.array_key = array_key
         self.header_check = header_check
         self.chunk_size = chunk_size
+        self.unnamed_columns = unnamed_columns
+        self.pad_short_rows = pad_short_rows
         self.columns: list[str] = []
         self.wrapper_key: str | None = None
         self.metadata: dict[str, Any] = {}
@@ -610,7 +624,7 @@ class RecordReader:
                     "line of a CSV file must name the columns.",
                 )
             )
-        delimiter = _guess_delimiter(first)
+        delimiter = guess_delimiter(first)
         chained = _chain_first(first, lines)
         previous_limit = csv.field_size_limit(CSV_FIELD_LIMIT)
         try:
@@ -621,6 +635,7 @@ class RecordReader:
             if problems:
                 raise ImportFileError(*problems)
             width = len(header)
+            unnamed = "" in header
             while True:
                 start_line = reader.line_num + 1
                 try:
@@ -633,6 +648,8 @@ class RecordReader:
                     ) from None
                 if not cells or (len(cells) == 1 and not cells[0].strip() and width > 1):
                     continue
+                if len(cells) < width and self.pad_short_rows:
+                    cells += [""] * (width - len(cells))
                 if len(cells) != width:
                     yield RawRecord(
                         None,
@@ -641,7 +658,10 @@ class RecordReader:
                         error=_csv_width_error(cells, width, start_line, delimiter),
                     )
                     continue
-                yield RawRecord(dict(zip(header, cells, strict=True)), start_line, text_values=True)
+                data = dict(zip(header, cells, strict=True))
+                if unnamed:
+                    del data[""]
+                yield RawRecord(data, start_line, text_values=True)
         finally:
             csv.field_size_limit(previous_limit)
 
@@ -653,6 +673,8 @@ class RecordReader:
         names = [name.strip() for name in header]
         seen: dict[str, int] = {}
         for position, name in enumerate(names, start=1):
+            if not name and self.unnamed_columns == "ignore":
+                continue
             if not name:
                 raise ImportFileError(
                     RowError(
@@ -690,8 +712,9 @@ def _chain_first(first: str, rest: Iterator[str]) -> Iterator[str]:
     yield from rest
 
 
-def _guess_delimiter(header_line: str) -> str:
-    """Comma unless the header has more semicolons or tabs than commas (outside quotes)."""
+def guess_delimiter(header_line: str) -> str:
+    """Comma unless the header has more semicolons or tabs than commas (outside quotes). The
+    one delimiter rule of the project: ``ratings.explica`` uses it for ExpliCa's files too."""
     unquoted = re.sub(r'"[^"]*"', "", header_line)
     counts = {delimiter: unquoted.count(delimiter) for delimiter in (",", ";", "\t")}
     best = max(counts, key=lambda delimiter: counts[delimiter])

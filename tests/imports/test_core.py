@@ -359,6 +359,29 @@ def test_csv_duplicate_header():
     assert "columns 2 and 3" in report.errors[0].message
 
 
+def test_csv_unnamed_columns_are_refused_by_default_and_dropped_when_asked():
+    data = b",id,text,\n0,r1,a,\n1,r2,b,x\n"
+    with pytest.raises(ImportFileError) as caught:
+        read_all(data, "csv")
+    assert caught.value.error.code == "csv_header" and "column 1" in caught.value.error.message
+    records = read_all(data, "csv", unnamed_columns="ignore")
+    assert [(record.line, record.data) for record in records] == [
+        (2, {"id": "r1", "text": "a"}),
+        (3, {"id": "r2", "text": "b"}),
+    ]
+    with pytest.raises(ValueError):
+        read_all(data, "csv", unnamed_columns="drop")
+
+
+def test_csv_short_rows_are_errors_by_default_and_padded_when_asked():
+    data = b"id,text,note\nr1,a\nr2,b,c,d\n"
+    [short, long] = read_all(data, "csv")
+    assert (short.line, short.error.code, short.error.found) == (2, "csv_cells", "2 cells")
+    [padded, long] = read_all(data, "csv", pad_short_rows=True)
+    assert padded.error is None and padded.data == {"id": "r1", "text": "a", "note": ""}
+    assert (long.line, long.error.code, long.error.found) == (3, "csv_cells", "4 cells")
+
+
 def test_csv_multiline_cell_keeps_physical_line_numbers():
     data = b'id,text\nr1,"two\nlines"\nr2,\n'
     report = check(data, "csv")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -67,6 +68,50 @@ def test_rows_longer_than_the_header_and_duplicate_columns_are_errors():
     assert errors_of(lambda: importing.read_rows("pair_id,Pair ID\n1,2\n", "p.csv")) == [
         (1, "pair_id")
     ]
+
+
+def test_a_json_file_may_hold_a_json_array_or_json_lines():
+    good = {"pair_id": 1, "sentence_a": "A.", "sentence_b": "B."}
+    as_array = importing.Rows(json.dumps([good, {**good, "pair_id": 2}]), "pairs.json")
+    assert [row["pair_id"] for _, row in as_array] == [1, 2] and as_array.fmt == "json"
+    as_lines = importing.Rows(json.dumps(good) + "\n" + json.dumps(good) + "\n", "pairs.json")
+    assert [line for line, _ in as_lines] == [1, 2] and as_lines.fmt == "jsonl"
+    with pytest.raises(ImportRejected) as caught:
+        importing.read_rows('[{"pair_id": 1},\n 2]', "pairs.json")
+    [error] = caught.value.errors
+    assert (error.line, error.field, error.code) == (2, "", "not_an_object")
+    assert error.message == "each element of the array must be a JSON object"
+
+
+def test_unnamed_columns_short_rows_and_blank_rows_of_a_spreadsheet_export_are_read():
+    # pandas' to_csv writes its index as a column without a name; spreadsheets drop trailing
+    # empty cells and leave rows of empty cells at the end.
+    text = ",pair_id,sentence_a,sentence_b\n0,1,A.,B.\n1,2,A.\n,,,\n"
+    assert importing.read_rows(text, "p.csv") == [
+        (2, {"pair_id": "1", "sentence_a": "A.", "sentence_b": "B."}),
+        (3, {"pair_id": "2", "sentence_a": "A.", "sentence_b": ""}),
+    ]
+
+
+def test_rows_are_read_as_they_are_consumed_not_the_whole_file_first():
+    body = b"".join(b"%d,A sentence.,B sentence.\n" % number for number in range(200_000))
+    upload = io.BytesIO(b"pair_id,sentence_a,sentence_b\n" + body)
+    rows = iter(importing.Rows(upload, "pairs.csv"))
+    assert next(rows) == (
+        2,
+        {"pair_id": "0", "sentence_a": "A sentence.", "sentence_b": "B sentence."},
+    )
+    assert upload.tell() < len(upload.getvalue()) // 10
+    assert sum(1 for _ in rows) == 199_999
+
+
+def test_a_reading_problem_late_in_the_file_rejects_it_naming_the_line():
+    text = "pair_id,sentence_a,sentence_b\n" + "1,A.,B.\n" * 3 + '4,"A.,B.\n'
+    with pytest.raises(ImportRejected) as caught:
+        pairs(text)
+    [error] = caught.value.errors
+    assert (error.line, error.field, error.code) == (5, "", "csv_syntax")
+    assert "never closed" in error.message and "line 5: a quoted cell" in str(caught.value)
 
 
 # --- Pairs ------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ and the engine's random order spreading the variants of a pair."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from collections import defaultdict
 
@@ -287,6 +289,38 @@ def test_a_ratings_file_with_a_bad_row_keeps_nothing(ratings_project):
     ) == [(3, "connective"), (4, "rating"), (5, "pair_id")]
     assert counts(ratings_project) == before
     assert RatingsSetup.objects.get(project=ratings_project).historic_stage is None
+
+
+def test_uploads_are_streamed_from_file_objects_and_hashed_whole(ratings_project):
+    # The pages hand the services the upload itself (a file object), not its bytes.
+    content = ratings_csv([["p1", "AB", "so", "r1", "9"], ["p1", "BA", "so", "r1", "3"]])
+    data = content.encode("utf-8")
+    stored = services.historic_ratings_import(
+        project=ratings_project, content=io.BytesIO(data), filename="old.csv"
+    )
+    assert stored == 2
+    batch = ImportBatch.objects.get(project=ratings_project, filename="old.csv")
+    assert batch.sha256 == hashlib.sha256(data).hexdigest()
+    with pytest.raises(Conflict, match="already imported"):
+        services.historic_ratings_import(
+            project=ratings_project, content=io.BytesIO(data), filename="again.csv"
+        )
+    answers = csv_text(
+        ["pair_id", "order", "connective", "rating"],
+        [["p1", "AB", "so", "9"], ["p1", "AB", "because", "-1"]],
+    ).encode("utf-8")
+    run = services.model_run_import(
+        project=ratings_project, name="m", content=io.BytesIO(answers), filename="m.csv"
+    )
+    assert run.answers == {"p1:AB:so": 9.0, "p1:AB:because": None}
+    assert run.sha256 == hashlib.sha256(answers).hexdigest()
+    pairs = pairs_csv([("s1", "A one.", "B one.", "", "", "")]).encode("utf-8")
+    result = services.pairs_import(
+        project=ratings_project, content=io.BytesIO(pairs), filename="more.csv"
+    )
+    assert result.pairs == 1
+    assert result.import_batch.sha256 == hashlib.sha256(pairs).hexdigest()
+    assert result.import_batch.format == "csv"
 
 
 # --- Live ratings and the spread order --------------------------------------------------------

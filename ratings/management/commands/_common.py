@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from django.core.management.base import CommandError
 
 from annotation.errors import ApplicationError
 from annotation.models import Project
+from imports.core.report import RowError
+from ratings.importing import describe
 
 
 def project_by_slug(slug: str) -> Project:
@@ -17,11 +22,15 @@ def project_by_slug(slug: str) -> Project:
     return project
 
 
-def read_file(path: str) -> tuple[str, bytes]:
+@contextmanager
+def open_file(path: str) -> Iterator[tuple[str, IO[bytes]]]:
+    """``(name, binary file)`` of a file to import, closed afterwards: the services read it a
+    row at a time (``ratings.importing.Rows``) rather than whole."""
     file = Path(path)
     if not file.is_file():
         raise CommandError(f"{path} is not a file.")
-    return file.name, file.read_bytes()
+    with file.open("rb") as handle:
+        yield file.name, handle
 
 
 def command_error(error: ApplicationError) -> CommandError:
@@ -29,9 +38,7 @@ def command_error(error: ApplicationError) -> CommandError:
     lines = [error.message]
     extra = error.extra if isinstance(error.extra, dict) else {}
     for row in extra.get("errors", [])[:50]:
-        where = f"line {row['line']}" if row.get("line") else "file"
-        field = f", {row['field']}" if row.get("field") else ""
-        lines.append(f"  {where}{field}: {row['message']}")
+        lines.append(f"  {describe(RowError.from_dict(row))}")
     count = extra.get("error_count")
     if count and count > 50:
         lines.append(f"  … and {count - 50} more")

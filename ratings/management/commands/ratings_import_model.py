@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.errors import ApplicationError
 from ratings import services
-from ratings.management.commands._common import command_error, project_by_slug, read_file
+from ratings.management.commands._common import command_error, open_file, project_by_slug
 
 
 class Command(BaseCommand):
@@ -23,13 +23,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, name, file, replace, **options):
         project = project_by_slug(slug)
-        filename, content = read_file(file)
-        try:
-            run = services.model_run_import(
-                project=project, name=name, content=content, filename=filename, replace=replace
-            )
-        except ApplicationError as error:
-            raise command_error(error) from None
+        with open_file(file) as (filename, content):
+            try:
+                run = services.model_run_import(
+                    project=project, name=name, content=content, filename=filename, replace=replace
+                )
+            except ApplicationError as error:
+                raise command_error(error) from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"Stored {run.name}: {run.n_answers:,} answers, {run.n_no_answer:,} without one."

@@ -1,4 +1,4 @@
-"""Import a pairs file (CSV/TSV/JSONL) into a ratings project."""
+"""Import a pairs file (CSV/TSV/JSONL/JSON array) into a ratings project."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.errors import ApplicationError
 from ratings import services
-from ratings.management.commands._common import command_error, project_by_slug, read_file
+from ratings.management.commands._common import command_error, open_file, project_by_slug
 
 
 class Command(BaseCommand):
@@ -27,14 +27,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, file, no_rating, **options):
         project = project_by_slug(slug)
-        filename, content = read_file(file)
-        start = time.perf_counter()
-        try:
-            result = services.pairs_import(
-                project=project, content=content, filename=filename, open_for_rating=not no_rating
-            )
-        except ApplicationError as error:
-            raise command_error(error) from None
+        with open_file(file) as (filename, content):
+            start = time.perf_counter()
+            try:
+                result = services.pairs_import(
+                    project=project,
+                    content=content,
+                    filename=filename,
+                    open_for_rating=not no_rating,
+                )
+            except ApplicationError as error:
+                raise command_error(error) from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.import_batch.message} ({time.perf_counter() - start:.2f} s)"

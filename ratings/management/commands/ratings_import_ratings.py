@@ -1,4 +1,4 @@
-"""Import historic ratings (CSV/TSV/JSONL) of a ratings project's items."""
+"""Import historic ratings (CSV/TSV/JSONL/JSON array) of a ratings project's items."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.errors import ApplicationError
 from ratings import services
-from ratings.management.commands._common import command_error, project_by_slug, read_file
+from ratings.management.commands._common import command_error, open_file, project_by_slug
 
 
 class Command(BaseCommand):
@@ -28,17 +28,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, file, allow_duplicate_file=False, **options):
         project = project_by_slug(slug)
-        filename, content = read_file(file)
-        start = time.perf_counter()
-        try:
-            count = services.historic_ratings_import(
-                project=project,
-                content=content,
-                filename=filename,
-                allow_duplicate_file=allow_duplicate_file,
-            )
-        except ApplicationError as error:
-            raise command_error(error) from None
+        with open_file(file) as (filename, content):
+            start = time.perf_counter()
+            try:
+                count = services.historic_ratings_import(
+                    project=project,
+                    content=content,
+                    filename=filename,
+                    allow_duplicate_file=allow_duplicate_file,
+                )
+            except ApplicationError as error:
+                raise command_error(error) from None
         self.stdout.write(
             self.style.SUCCESS(f"Imported {count:,} ratings ({time.perf_counter() - start:.2f} s).")
         )
