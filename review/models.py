@@ -39,8 +39,11 @@ class CausalT5kDuplicate(models.Model):
     cluster = models.ForeignKey(
         "annotation.Item", on_delete=models.CASCADE, related_name="causalt5k_discards"
     )
+    # CASCADE, not SET_NULL: the record describes a discard within one project's items, which
+    # go together; and Django sends a SET_NULL over all deleted items in one statement, past
+    # the 65,535 parameters PostgreSQL binds (tests/test_database_backend.py).
     survivor = models.ForeignKey(
-        "annotation.Item", null=True, on_delete=models.SET_NULL, related_name="+"
+        "annotation.Item", null=True, on_delete=models.CASCADE, related_name="+"
     )
     reason = models.CharField(max_length=500)
     created_at = models.DateTimeField(auto_now_add=True)
