@@ -96,10 +96,11 @@ def test_a_participant_with_quota_left_but_no_free_item_waits_then_goes_on(live_
     page.locator("#agree").check()
     page.keyboard.press("Enter")
     page.wait_for_url(f"**{reverse('crowd:instructions', args=[study.token])}")
-    page.keyboard.press("Enter")
+    # Enter on the Start button itself (its autofocus may land after the load event).
+    page.get_by_role("button", name="Start").press("Enter")
     page.wait_for_selector("#annotate[data-ready]", state="attached")
     page.keyboard.press("Enter")
-    page.wait_for_selector(".item-form")
+    page.wait_for_selector("#annotate[data-ready] .item-form", state="attached")
     page.keyboard.press("1")
     page.wait_for_selector("[data-waiting]")
     text = page.locator("#annotate").inner_text()
@@ -109,7 +110,8 @@ def test_a_participant_with_quota_left_but_no_free_item_waits_then_goes_on(live_
     services.participant_leave(participant=holder, status="returned", reason="Prolific: RETURNED")
     page.wait_for_selector("#annotate[data-ready]", state="attached")
     page.keyboard.press("Enter")  # Try again
-    page.wait_for_selector(".item-form")
+    # The new item's screen, once its keys are bound (the waiting screen was ready too).
+    page.wait_for_selector("#annotate[data-ready] .item-form", state="attached")
     page.keyboard.press("1")
     page.wait_for_function("() => document.body.innerText.includes('Prolific: completed')")
     assert (
