@@ -139,17 +139,23 @@ class SubmitInSerializer(serializers.Serializer):
     payload = serializers.JSONField()
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0)
     client_info = serializers.JSONField(required=False)
+
+    def validate_payload(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return value
+
+
+class SubmitNextInSerializer(SubmitInSerializer):
+    """A submit's body: the annotation, and whether to lease the next item in the same call
+    (a revision takes SubmitInSerializer: it has no next item)."""
+
     next = serializers.BooleanField(
         required=False,
         default=False,
         help_text="Also lease the next item of the stage and return it as `next` (null when "
         "none is left): one request per item, as the item screen does.",
     )
-
-    def validate_payload(self, value):
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("must be a JSON object")
-        return value
 
 
 class AnnotationSerializer(serializers.ModelSerializer):
@@ -213,13 +219,13 @@ class SubmitView(APIView):
     throttle_scope = "submit"
 
     @extend_schema(
-        request=SubmitInSerializer,
+        request=SubmitNextInSerializer,
         responses={201: SubmittedSerializer, 200: SubmittedSerializer},
         summary="Submit an annotation (and lease the next item)",
         tags=["annotate"],
     )
     def post(self, request, assignment_id: int):
-        body = SubmitInSerializer(data=request.data)
+        body = SubmitNextInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         annotation, created = services.annotation_submit(
             assignment_id=assignment_id,

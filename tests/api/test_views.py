@@ -128,6 +128,8 @@ def test_submit_with_next_returns_the_next_lease_and_a_retry_the_same_one():
     assert last.status_code == 201 and last.json()["next"] is None
     plain = api.post(url, {"payload": {"value": "keep"}}, format="json").json()
     assert "next" not in plain
+    unclear = api.post(url, {"payload": {"value": "keep"}, "next": "perhaps"}, format="json")
+    assert unclear.status_code == 400 and "next" in unclear.json()["extra"]
     assert Annotation.objects.filter(annotator=alice).count() == 2
 
 
