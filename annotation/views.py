@@ -55,7 +55,7 @@ SKIP_REASONS = (
 )
 #: Form fields of the item screen that are not part of the kind's payload.
 META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
-MAX_SECONDS = 7 * 24 * 3600
+MAX_SECONDS = services.work.MAX_SECONDS_SPENT
 
 
 def page(view):

@@ -407,6 +407,18 @@ def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: 
 # --- Submit -----------------------------------------------------------------------------------
 
 
+#: The longest time an answer may say it took (the item screen clamps the browser's figure to it).
+MAX_SECONDS_SPENT = 7 * 24 * 3600
+
+
+def _check_seconds_spent(seconds_spent: float | None) -> None:
+    """One rule for a submit and a change: a time spent, if given, is within a week."""
+    if seconds_spent is not None and not (0 <= seconds_spent < MAX_SECONDS_SPENT):
+        raise ApplicationError(
+            "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
+        )
+
+
 def annotation_submit(
     *,
     assignment_id: int,
@@ -462,10 +474,7 @@ def _annotation_submit(
         payload if isinstance(payload, Mapping) else {},
         KindContext(stage=stage, item_stage=assignment.item_stage, annotator_id=annotator.pk),
     )
-    if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
-        raise ApplicationError(
-            "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
-        )
+    _check_seconds_spent(seconds_spent)
     item_stage = assignment.item_stage
     holds_slot = assignment.status == Assignment.Status.ACTIVE
     if not holds_slot and (
@@ -593,10 +602,7 @@ def annotation_revise(
     """
     payload = check_payload(payload)
     client_info = clean_client_info(client_info)
-    if seconds_spent is not None and not (0 <= seconds_spent < 7 * 24 * 3600):
-        raise ApplicationError(
-            "seconds_spent must be between 0 and a week.", {"seconds_spent": seconds_spent}
-        )
+    _check_seconds_spent(seconds_spent)
     try:
         return _annotation_revise(annotation_id, annotator, payload, seconds_spent, client_info)
     except IntegrityError:
