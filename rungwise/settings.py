@@ -162,10 +162,14 @@ if DATABASE_URL:
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Parameters bound on the server, so psycopg prepares a statement after a few runs on a
-        # connection and PostgreSQL stops planning the annotator loop's statements on every
-        # request (planning cost more than running them: about 0.5 ms each of 0.7).
-        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
+        # Parameters bound on the server, and psycopg prepares a statement on a connection once
+        # it has run there 5 times (prepare_threshold; Django turns preparing off unless it is
+        # set): PostgreSQL then stops parsing and planning the annotator loop's statements on
+        # every request. Measured: its CPU per next + submit 3.8 ms → 1.7 ms
+        # (benchmarks/README.md). Not for a pooler in transaction mode (none is deployed).
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        options["server_side_binding"] = True
+        options.setdefault("prepare_threshold", 5)
         # Django's backend with batches that fit server-side binding's 65,535 parameters.
         DATABASES["default"]["ENGINE"] = "rungwise.db.postgresql"
 else:

@@ -1,7 +1,10 @@
 """rungwise.db.postgresql: with parameters bound on the server, statements carry at most 65,535
-of them; Django's batches must fit, or large projects cannot be created in bulk or deleted."""
+of them; Django's batches must fit, or large projects cannot be created in bulk or deleted. The
+hot statements are prepared, and a kept connection is checked without a round trip."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from django.db import connection
@@ -24,3 +27,70 @@ def test_a_project_with_more_rows_than_a_statement_can_bind_is_created_and_delet
     project.delete()
     assert not Project.objects.filter(pk=project.pk).exists()
     assert not Item.objects.filter(external_id="x1").exists()
+
+
+def _other_connection():
+    """A second connection to the test database, with the project's settings (a new wrapper:
+    tests may end it without touching the one the test runs in)."""
+    from django.db import connections
+
+    wrapper = connections.create_connection("default")
+    wrapper.ensure_connection()
+    return wrapper
+
+
+def test_the_hot_statements_are_prepared_after_five_runs_on_a_connection(postgres):
+    """prepare_threshold is set (Django turns preparing off unless it is): PostgreSQL stops
+    parsing and planning a statement the connection keeps sending (benchmarks/README.md)."""
+    statement = "SELECT count(*) FROM annotation_item WHERE project_id = %s"
+    other = _other_connection()
+    try:
+        with other.cursor() as cursor:
+            for _ in range(6):
+                cursor.execute(statement, [1])
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ["SELECT count(*) FROM annotation_item WHERE project_id = $1%"],
+            )
+            assert cursor.fetchone()[0] == 1
+    finally:
+        other.close()
+
+
+def test_a_kept_connection_is_checked_without_a_round_trip_and_a_ended_one_is_found(
+    postgres, monkeypatch
+):
+    """The health check before a request reuses a kept connection: a healthy idle session is
+    usable without sending SELECT 1; a session the server ended is unusable (and a request then
+    opens a new connection), so a restart of PostgreSQL costs no failed request."""
+    from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
+
+    other = _other_connection()
+    try:
+        round_trips = []
+        real = DjangoWrapper.is_usable
+
+        def counted(self):
+            round_trips.append(1)
+            return real(self)
+
+        monkeypatch.setattr(DjangoWrapper, "is_usable", counted)
+        assert other.is_usable() and round_trips == []
+        pid = other.connection.info.backend_pid
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            assert cursor.fetchone()[0] is True
+        for _ in range(100):  # until the server's last message reaches the socket
+            if not other.is_usable():
+                break
+            time.sleep(0.02)
+        assert not other.is_usable()
+        assert round_trips  # something was on the socket: the real check ran, and failed
+        other.health_check_enabled, other.health_check_done = True, False
+        other.close_if_health_check_failed()
+        assert other.connection is None
+        with other.cursor() as cursor:  # a new session
+            cursor.execute("SELECT pg_backend_pid()")
+            assert cursor.fetchone()[0] != pid
+    finally:
+        other.close()
