@@ -17,4 +17,7 @@ RUN DEBUG=0 SECRET_KEY=build-only python manage.py collectstatic --noinput \
     && mkdir -p /data/media /data/beat && chown -R rungwise /data
 USER rungwise
 EXPOSE 8000
-CMD ["gunicorn", "rungwise.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4"]
+# The web server (docker-compose.yml's web command, which migrates first): see README, "Running
+# the services". Workers: one per core; blocking threads per worker: requests waiting on the
+# database at once.
+CMD ["granian", "--interface", "wsgi", "rungwise.wsgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--blocking-threads", "4", "--no-ws", "--respawn-failed-workers", "--access-log"]

@@ -1,6 +1,7 @@
-"""Annotator loop over HTTP: K simulated annotators loop next → submit against gunicorn on
-PostgreSQL (loopback) for a fixed time. Prints annotations/s, request latency percentiles, SQL
-statements per next+submit and the CPU each annotation cost in gunicorn's workers, PostgreSQL
+"""Annotator loop over HTTP: K simulated annotators loop next → submit against the web server as
+deployed (granian, tests.processes.web_command; ``--server gunicorn`` for the one deployed before)
+on PostgreSQL (loopback) for a fixed time. Prints annotations/s, request latency percentiles, SQL
+statements per next+submit and the CPU each annotation cost in the web server, PostgreSQL
 and the load generator (from /proc) for each K, then checks the engine's invariants.
 
     .venv/bin/python benchmarks/annotator_loop.py [--seconds 15] [--annotators 1,8,32]
@@ -11,7 +12,7 @@ the items loaded **through the import path** users use (a JSON Lines file, impor
 the crowd arriving at once; PostgreSQL runs with its **durable defaults** (fsync, synchronous
 commit and full-page writes on). ``--fast`` uses the suite's throwaway settings (durability off)
 instead, ``--reuse`` one database for every run. CPU per annotation counts processes that exited
-during the run (PostgreSQL backends, gunicorn workers): a parent's ``cutime``/``cstime`` hold its
+during the run (PostgreSQL backends, web workers): a parent's ``cutime``/``cstime`` hold its
 reaped children's CPU. ``--explain-ms N`` logs, through auto_explain, the plan of every statement
 slower than N ms and prints them after each run.
 
@@ -82,7 +83,7 @@ def children(parent: int) -> list[int]:
 
 
 def cpu_by_part(server_pid: int) -> dict[str, float]:
-    """CPU seconds used so far by the web server (gunicorn's workers), the database (every
+    """CPU seconds used so far by the web server (its workers), the database (every
     PostgreSQL process) and this load generator: where each annotation's CPU goes."""
     web = tree_cpu(server_pid)
     database = 0.0
@@ -103,7 +104,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def fresh_database(name: str) -> str:
     """Create an empty database ``name`` beside the current one, point Django's default
-    connection at it and migrate it; returns its URL (for gunicorn)."""
+    connection at it and migrate it; returns its URL (for the web server)."""
     from django.core.management import call_command
     from django.db import connection
 
@@ -289,11 +290,9 @@ def start_server(args, database_url: str) -> tuple[subprocess.Popen, int]:
         RUNGWISE_THROTTLE_SUBMIT="off",  # measure the loop, not the throttle
     )
     if args.server == "granian":
-        command = [
-            sys.executable, "-m", "granian", "--interface", "wsgi", "rungwise.wsgi:application",
-            "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
-            "--blocking-threads", str(args.threads), "--log-level", "warning", "--no-ws",
-        ]  # fmt: skip
+        from tests.processes import web_command
+
+        command = web_command(port, workers=args.workers, threads=args.threads)
     else:
         command = [
             sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
@@ -440,13 +439,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--annotators", default="1,8,32")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="web server processes (2 as deployed)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
     parser.add_argument(
         "--server",
-        choices=("gunicorn", "granian"),
-        default="gunicorn",
-        help="the WSGI server (gunicorn as deployed; granian: HTTP in Rust, keep-alive)",
+        choices=("granian", "gunicorn"),
+        default="granian",
+        help="the WSGI server (granian as deployed; gunicorn, sync workers with --preload: the "
+        "one deployed before, for comparison)",
     )
     parser.add_argument(
         "--think-ms",

@@ -1,7 +1,7 @@
 """Soak with faults: the whole deployment under simulated annotators while its parts fail.
 
 Starts PostgreSQL and Redis of its own (in a temporary directory, so it can stop and restart
-them), gunicorn, a Celery worker and Celery beat (tests/processes.py); builds a two-stage
+them), the web server (granian), a Celery worker and Celery beat (tests/processes.py); builds a two-stage
 project (verify → label) through the services and imports its items through the import path
 (an upload to the API, imported by the worker). Then N annotators work over HTTP for the run's
 length: think time, skips, retried submits (the same assignment sent again after a lost
@@ -90,7 +90,7 @@ class Client:
                 if self.conn is not None:
                     self.conn.close()
                 self.conn = None
-                # gunicorn closes a keep-alive connection idle for 2 s; a request sent on it as
+                # A server may close a keep-alive connection while idle; a request sent on it as
                 # it closes gets no answer. Like a browser, send it again on a new connection.
                 stale = isinstance(error, (http.client.RemoteDisconnected, ConnectionResetError,
                                            BrokenPipeError))  # fmt: skip
@@ -251,7 +251,7 @@ class Soak:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        self.processes["web"] = processes.start_gunicorn(
+        self.processes["web"] = processes.start_web(
             self.env(), self.port, workers=self.args.web_workers, threads=self.args.threads,
             log=self.work / "web.log",
         )  # fmt: skip
@@ -434,7 +434,7 @@ class Soak:
         print(
             f"soak: {args.annotators} annotators, {args.seconds:.0f} s, {items} items (verify → "
             f"label, overlap 3, lease {self.lease_seconds} s), think {think[0]}–{think[1]} s; "
-            f"gunicorn {args.web_workers} × {args.threads}; worker {args.pool} × "
+            f"granian {args.web_workers} × {args.threads}; worker {args.pool} × "
             f"{args.concurrency}; sweeps every {self.sweep_seconds:g} s, "
             f"grace {self.grace_seconds:g} s; {os.cpu_count()} cores; setup "
             f"{time.monotonic() - started_setup:.0f} s",
@@ -622,8 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=0, help="default: enough for the run")
     parser.add_argument("--think-min", type=float, default=0.3, help="seconds")
     parser.add_argument("--think-max", type=float, default=2.0, help="seconds")
-    parser.add_argument("--web-workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--pool", default="prefork", help="the worker's pool")
     parser.add_argument("--concurrency", type=int, default=2, help="the worker's processes")
     parser.add_argument("--keep", action="store_true", help="keep the logs and data directory")

@@ -1,7 +1,8 @@
-"""WSGI entry point (gunicorn rungwise.wsgi).
+"""WSGI entry point (``granian --interface wsgi rungwise.wsgi:application``, see
+docker-compose.yml; any WSGI server can serve it).
 
 The URLconf, and with it every view module, DRF, drf-spectacular and Celery's task machinery,
-is imported here rather than on the first request: otherwise each gunicorn worker's first
+is imported here rather than on the first request: otherwise each web worker's first
 request pays about a second of imports (seen as p99 spikes in benchmarks/annotator_loop.py).
 """
 

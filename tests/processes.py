@@ -1,6 +1,6 @@
 """The deployment's processes, started natively: PostgreSQL and Redis servers in a directory of
 their own (as scripts/with-services.sh starts them, but stoppable and restartable one by one),
-gunicorn, a Celery worker and Celery beat. Used by tests/test_deployment.py, the worker tests
+the web server (granian, as deployed), a Celery worker and Celery beat. Used by tests/test_deployment.py, the worker tests
 and benchmarks/soak.py; nothing here imports Django, so a script can start the servers before
 it configures Django."""
 
@@ -32,7 +32,7 @@ def process_env(**overrides: str) -> dict[str, str]:
     """The environment for a deployed process: ours, less what only a test session needs
     (the browser tests allow ORM calls beside Playwright's event loop; a deployment never does,
     and `check --deploy` rightly refuses it), with the interpreter's directory first on PATH
-    so that `gunicorn` and `celery` are the virtualenv's."""
+    so that `granian` and `celery` are the virtualenv's."""
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.update(overrides)
@@ -221,13 +221,20 @@ def _log(path: Path | None):
     return open(path, "ab") if path is not None else subprocess.DEVNULL
 
 
-def start_gunicorn(
+def web_command(port: int, *, workers: int = 2, threads: int = 1) -> list[str]:
+    """The web server as docker-compose.yml runs it (granian, WSGI, ``threads`` blocking
+    threads per worker process) on 127.0.0.1:``port``."""
+    return [sys.executable, "-m", "granian", "--interface", "wsgi", "rungwise.wsgi:application",
+            "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+            "--blocking-threads", str(threads), "--no-ws", "--log-level", "warning"]  # fmt: skip
+
+
+def start_web(
     env: dict[str, str], port: int, *, workers: int = 2, threads: int = 1, log: Path | None = None
 ) -> subprocess.Popen:
-    """gunicorn serving rungwise.wsgi on 127.0.0.1:``port``; returns once /healthz answers."""
+    """The web server (web_command) serving rungwise.wsgi; returns once /healthz answers."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "rungwise.wsgi", "-b", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--threads", str(threads), "--log-level", "warning"],
+        web_command(port, workers=workers, threads=threads),
         cwd=REPO, env=env, stdout=_log(log), stderr=subprocess.STDOUT,
     )  # fmt: skip
     wait_http(f"http://127.0.0.1:{port}/healthz", process=process)

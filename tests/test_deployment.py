@@ -1,9 +1,10 @@
 """The deployment's processes, started natively exactly as docker-compose.yml starts them
-(gunicorn web, Celery worker, Celery beat) against real PostgreSQL and Redis, and the embedded
+(granian web, Celery worker, Celery beat) against real PostgreSQL and Redis, and the embedded
 default that `make run` uses."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -85,7 +86,13 @@ def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks
     assert {"postgres-data", "redis-data"} <= set(COMPOSE["volumes"])
     assert compose_command("worker")[:4] == ["celery", "-A", "rungwise", "worker"]
     assert compose_command("beat")[:4] == ["celery", "-A", "rungwise", "beat"]
-    assert "gunicorn rungwise.wsgi" in COMPOSE["services"]["web"]["command"]
+    assert "granian --interface wsgi rungwise.wsgi:application" in COMPOSE["services"]["web"]["command"]
+    # The image's own command (docker run without compose) serves as compose's web does.
+    dockerfile_cmd = next(
+        line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("CMD ")
+    )
+    web_half = compose_command("web")[2].split("&&")[1].split()
+    assert json.loads(dockerfile_cmd[4:]) == web_half
     # throttle counters shared by the web processes (see the native test)
     assert COMPOSE["services"]["web"]["environment"]["CACHE_URL"].startswith("redis://redis:")
 
@@ -130,13 +137,9 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
 
     run(sys.executable, "manage.py", "migrate", "--noinput")
     run(sys.executable, "manage.py", "seed_demo", "--password", "native-demo-pass")
-    web_command = compose_command("web")[2].split("&&")[1].split()  # the gunicorn half
-    web_command = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}") for arg in web_command]
-    web_command = (
-        web_command[: web_command.index("--workers") + 1]
-        + ["2"]
-        + web_command[web_command.index("--workers") + 2 :]
-    )
+    web_command = compose_command("web")[2].split("&&")[1].split()  # the web server's half
+    for option, value in (("--host", "127.0.0.1"), ("--port", str(port)), ("--workers", "2")):
+        web_command[web_command.index(option) + 1] = value
     processes = {
         "web": subprocess.Popen(
             web_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -321,7 +324,7 @@ def test_compose_client_accepts_the_file():
 
 @pytest.mark.postgres
 def test_the_web_answers_after_postgresql_restarts_and_503_while_it_is_down():
-    """gunicorn keeps database connections between requests (conn_max_age); after PostgreSQL
+    """The web server keeps database connections between requests (conn_max_age); after PostgreSQL
     restarts, the first request on each kept connection must reconnect, not fail (the soak saw
     500s from every worker, once per kept connection). One worker, one thread: one connection.
     While the database is down, the API says so with a 503 in its error format, not a 500."""
@@ -333,7 +336,7 @@ def test_the_web_answers_after_postgresql_restarts_and_503_while_it_is_down():
     env = process_env(DATABASE_URL=postgres.url(), DEBUG="0", SECURE_COOKIES="0",
                       WHITENOISE_MANIFEST="0", ALLOWED_HOSTS="127.0.0.1")  # fmt: skip
     env.pop("CELERY_BROKER_URL", None)
-    web = processes.start_gunicorn(env, port, workers=1, threads=1)
+    web = processes.start_web(env, port, workers=1, threads=1)
     try:
         health = f"http://127.0.0.1:{port}/healthz"
         assert requests.get(health, timeout=10).status_code == 200  # the connection is kept
