@@ -7,6 +7,11 @@ app_name = "api"
 project = "projects/<slug:slug>/"
 
 urlpatterns = [
+    # The annotator loop first: URLs are tried in order, and these are most of the API's traffic.
+    path("stages/<int:stage_id>/next/", api.NextItemView.as_view(), name="next"),
+    path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
+    path("assignments/<int:assignment_id>/skip/", api.SkipView.as_view(), name="skip"),
+    path("annotations/<int:annotation_id>/revise/", api.ReviseView.as_view(), name="revise"),
     path("auth/token/", api.TokenView.as_view(), name="token"),
     path("projects/", api.ProjectListView.as_view(), name="projects"),
     path(project, api.ProjectDetailView.as_view(), name="project"),
@@ -23,10 +28,6 @@ urlpatterns = [
         api.ReleaseDownloadView.as_view(),
         name="release-download",
     ),
-    path("stages/<int:stage_id>/next/", api.NextItemView.as_view(), name="next"),
-    path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
-    path("assignments/<int:assignment_id>/skip/", api.SkipView.as_view(), name="skip"),
-    path("annotations/<int:annotation_id>/revise/", api.ReviseView.as_view(), name="revise"),
     # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
     re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
 ]

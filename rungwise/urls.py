@@ -6,6 +6,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from .health import healthz
 
 urlpatterns = [
+    # The API first (tried in order; it takes most requests), its catch-all include last of the four.
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path("api/projects/<slug:slug>/graphs/", include("graphs.api_urls")),
+    path("api/", include("api.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -20,10 +25,6 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
-    path("api/projects/<slug:slug>/graphs/", include("graphs.api_urls")),
-    path("api/", include("api.urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("projects/<slug:slug>/meter/", include("review.urls")),
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),

@@ -93,13 +93,15 @@ def test_next_plus_submit_stays_within_eight_queries(postgres):
         assert api.post(url, {"payload": {"value": "keep"}}, format="json").status_code == 201
     with CaptureQueriesContext(connection) as leasing:
         assert api.post(f"/api/stages/{verify.pk}/next/").status_code == 200
-    # next: token, stage + membership + current lease, the chained candidate searches, lease
-    # insert. submit: token, locked assignment, one statement storing the annotation and moving
-    # the counters.
+    # next: token, stage + membership + current lease, then one statement that searches, locks
+    # the row, takes the slot and inserts the lease (no transaction around it). submit: token,
+    # locked assignment, one statement storing the annotation and moving the counters.
     assert len(statements(renewing)) <= 4, statements(renewing)
-    assert len(statements(leasing)) <= 4, statements(leasing)
+    assert len(statements(leasing)) <= 3, statements(leasing)
+    lease = statements(leasing)[-1]
+    assert "FOR UPDATE SKIP LOCKED" in lease and "INSERT INTO" in lease
     assert len(statements(submitting)) <= 3, statements(submitting)
-    assert len(statements(leasing)) + len(statements(submitting)) <= 8
+    assert len(statements(leasing)) + len(statements(submitting)) <= 6
 
 
 def test_submit_with_next_returns_the_next_lease_and_a_retry_the_same_one():
@@ -144,7 +146,7 @@ def test_submit_with_next_costs_less_than_submit_then_next(postgres):
     with CaptureQueriesContext(connection) as both:
         answer = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
     assert answer.status_code == 201 and answer.json()["next"]["id"] != first["id"]
-    assert len(statements(both)) <= 7, statements(both)
+    assert len(statements(both)) <= 5, statements(both)
 
 
 def test_an_annotator_changes_their_answer_through_the_api_once_and_not_after_the_decision(
