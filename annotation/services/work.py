@@ -429,10 +429,10 @@ def leases_reclaim_expired(
 
 
 @cache
-def _locked_assignment_sql(vendor: str) -> str:
+def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
     """The assignment, its item stage and stage, and whether its annotator may still annotate
     there (an active, unpaused annotator of an active stage of an active project), in one
-    statement; the assignment's and the item stage's rows locked."""
+    statement; the assignment's and the item stage's rows locked unless ``locked`` is False."""
     may_annotate = (
         f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
         f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
@@ -445,16 +445,21 @@ def _locked_assignment_sql(vendor: str) -> str:
         f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
         f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
         f" JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE a.id = %(assignment)s{sql.lock('a', 's')}"
+        f" WHERE a.id = %(assignment)s{sql.lock('a', 's') if locked else ''}"
     )
 
 
-def _locked_assignment(*, assignment_id: int, user: AbstractBaseUser) -> Assignment:
+def _locked_assignment(
+    *, assignment_id: int, user: AbstractBaseUser, locked: bool = True
+) -> Assignment:
     """The user's assignment with its item stage and stage; the assignment's and the item
-    stage's rows locked (one statement). Foreign and unknown ids: the same 404."""
+    stage's rows locked unless ``locked`` is False (one statement). Foreign and unknown ids:
+    the same 404."""
     row = None
     if sql.in_range(Assignment, assignment_id):
-        row = sql.fetchone(_locked_assignment_sql(connection.vendor), {"assignment": assignment_id})
+        row = sql.fetchone(
+            _locked_assignment_sql(connection.vendor, locked), {"assignment": assignment_id}
+        )
     if row is None:
         raise NotFound(NO_SUCH_ASSIGNMENT)
     (assignment, item_stage, stage), extras = sql.unpack(
@@ -523,6 +528,18 @@ def annotation_submit(
     payload = check_payload(payload)
     client_info = clean_client_info(client_info)
     try:
+        if connection.vendor == "postgresql":
+            if not connection.in_atomic_block:
+                stored = _annotation_submit_at_once(
+                    assignment_id, annotator, payload, seconds_spent, client_info
+                )
+            else:
+                with transaction.atomic():  # a savepoint: a failure leaves the caller's intact
+                    stored = _annotation_submit_at_once(
+                        assignment_id, annotator, payload, seconds_spent, client_info
+                    )
+            if stored is not None:
+                return stored, True
         return _annotation_submit(assignment_id, annotator, payload, seconds_spent, client_info)
     except IntegrityError:
         # Two identical submits raced past the status check on different connections before
@@ -531,6 +548,115 @@ def annotation_submit(
         if stored is None:
             raise
         return stored, False
+
+
+def _validated(
+    assignment: Assignment,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None,
+) -> Mapping[str, Any]:
+    """The payload as the stage's kind cleans it (or its error), the time spent checked."""
+    stage = assignment.stage
+    clean = get_kind(stage.kind).validate(
+        payload if isinstance(payload, Mapping) else {},
+        KindContext(stage=stage, item_stage=assignment.item_stage, annotator_id=annotator.pk),
+    )
+    _check_seconds_spent(seconds_spent)
+    return clean
+
+
+def _annotation_submit_at_once(
+    assignment_id: int,
+    annotator: AbstractBaseUser,
+    payload: Mapping[str, Any],
+    seconds_spent: float | None,
+    client_info: Mapping[str, Any] | None,
+) -> Annotation | None:
+    """The common submit on PostgreSQL — a lease still held, by an annotator who may annotate —
+    as one read and one write statement, with no transaction around them: the write marks the
+    assignment submitted only if it is still active (a retry, an expiry or a withdrawal that
+    got there first makes it change nothing), and only then moves the slot and stores the
+    annotation (_submit_sql). Returns None, having stored nothing, in every other case: the
+    caller then takes the locked path (_annotation_submit), which decides each of them."""
+    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator, locked=False)
+    if assignment.status != Assignment.Status.ACTIVE or not assignment.may_annotate:
+        return None
+    clean = _validated(assignment, annotator, payload, seconds_spent)
+    now = timezone.now()
+    json_field = Annotation._meta.get_field("payload")
+    row = sql.fetchone(
+        _submit_sql(connection.vendor),
+        {
+            "assignment": assignment.pk,
+            "active": Assignment.Status.ACTIVE,
+            "submitted": Assignment.Status.SUBMITTED,
+            "resolving": ItemStage.State.RESOLVING,
+            "now": now,
+            "payload": json_field.get_db_prep_save(clean, connection),
+            "seconds": seconds_spent,
+            "client_info": json_field.get_db_prep_save(dict(client_info or {}), connection),
+        },
+    )
+    if row is None:
+        return None
+    annotation_id, complete = row
+    item_stage = assignment.item_stage
+    annotation = Annotation(
+        pk=annotation_id,
+        item_stage=item_stage,
+        assignment=assignment,
+        annotator=annotator,
+        payload=clean,
+        seconds_spent=seconds_spent,
+        client_info=dict(client_info or {}),
+        created_at=now,
+        round=assignment.round,
+        phase=assignment.phase,
+        item_version=assignment.item_version,
+    )
+    annotation._state.adding = False
+    assignment.status, assignment.finished_at = Assignment.Status.SUBMITTED, now
+    if complete:
+        from annotation.tasks import resolve_item_stage
+
+        enqueue_on_commit(resolve_item_stage, item_stage.pk)
+    return annotation
+
+
+@cache
+def _submit_sql(vendor: str) -> str:
+    """The write of _annotation_submit_at_once: ``done`` marks the assignment submitted if it
+    is still active (its row lock makes a concurrent retry, expiry or withdrawal wait, then find
+    it changed); the slot moves from leased to submitted, closing the item stage at its target,
+    and the annotation is inserted only from what ``done`` returned. Returns (annotation id,
+    whether the item stage is now complete), or no row when the assignment was not active."""
+    return f"""
+        WITH done AS (
+            UPDATE {sql.table(Assignment)} SET status = %(submitted)s, finished_at = %(now)s
+            WHERE id = %(assignment)s AND status = %(active)s
+            RETURNING id, item_stage_id, annotator_id, round, phase, item_version
+        ), slot AS (
+            UPDATE {sql.table(ItemStage)} SET
+                submitted_count = submitted_count + 1,
+                leased_count = leased_count - 1,
+                state = CASE WHEN submitted_count + 1 >= target_count
+                        THEN %(resolving)s ELSE state END,
+                completed_at = CASE WHEN submitted_count + 1 >= target_count
+                               THEN %(now)s ELSE completed_at END
+            WHERE id = (SELECT item_stage_id FROM done)
+            RETURNING submitted_count >= target_count AS complete
+        ), stored AS (
+            INSERT INTO {sql.table(Annotation)}
+                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
+                 seconds_spent, client_info, created_at, round, phase, item_version)
+            SELECT item_stage_id, id, annotator_id, '', %(payload)s, %(seconds)s,
+                   %(client_info)s, %(now)s, round, phase, item_version
+            FROM done
+            RETURNING id
+        )
+        SELECT stored.id, slot.complete FROM stored CROSS JOIN slot
+        """
 
 
 @transaction.atomic
@@ -555,12 +681,7 @@ def _annotation_submit(
         raise Conflict(
             "This stage is closed, or you are no longer an annotator here: nothing was saved."
         )
-    stage = assignment.stage
-    clean = get_kind(stage.kind).validate(
-        payload if isinstance(payload, Mapping) else {},
-        KindContext(stage=stage, item_stage=assignment.item_stage, annotator_id=annotator.pk),
-    )
-    _check_seconds_spent(seconds_spent)
+    clean = _validated(assignment, annotator, payload, seconds_spent)
     item_stage = assignment.item_stage
     holds_slot = assignment.status == Assignment.Status.ACTIVE
     if not holds_slot and (
