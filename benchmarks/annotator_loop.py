@@ -95,6 +95,15 @@ def cpu_by_part(server_pid: int) -> dict[str, float]:
     return {"web": web, "database": database, "client": time.process_time()}
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine so far (/proc/stat): whether a run kept
+    the cores busy or left them waiting."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -397,13 +406,13 @@ def run_once(args, k: int, run_name: str) -> dict:
             )
             for token, result in zip(tokens, results, strict=True)
         ]
-        cpu_before = cpu_by_part(server.pid)
+        cpu_before, ticks_before = cpu_by_part(server.pid), machine_ticks()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started
-        cpu_after = cpu_by_part(server.pid)
+        cpu_after, ticks_after = cpu_by_part(server.pid), machine_ticks()
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -430,6 +439,11 @@ def run_once(args, k: int, run_name: str) -> dict:
         "statements": max(statements) if statements else -1,
         "errors": sum(result["errors"] for result in results),
         "cpu": cpu_split(cpu_before, cpu_after, submitted),
+        "busy": 100 * (ticks_after[0] - ticks_before[0]) / max(ticks_after[1] - ticks_before[1], 1),
+        "spread": (
+            min(result["submitted"] for result in results),
+            max(result["submitted"] for result in results),
+        ),
         "invariants": invariants,
         "plans": plans,
     }
@@ -508,7 +522,8 @@ def main() -> None:
     )
     print(
         f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-        f"{'SQL/next+submit':>16} {'errors':>7}  {'CPU ms per annotation':<30} invariants"
+        f"{'SQL/next+submit':>16} {'errors':>7}  {'CPU ms per annotation':<30} "
+        f"{'busy':>5} {'each':>9}  invariants"
     )
     stamp = int(time.time())
     for k in (int(part) for part in args.annotators.split(",")):
@@ -517,7 +532,8 @@ def main() -> None:
             print(
                 f"{row['k']:>3} {row['rate']:>14.1f} {row['p50']:>8.1f} {row['p95']:>8.1f} "
                 f"{row['p99']:>8.1f} {row['statements']:>16} {row['errors']:>7}  "
-                f"{row['cpu']:<30} {row['invariants']}",
+                f"{row['cpu']:<30} {row['busy']:>4.0f}% "
+                f"{row['spread'][0]:>4}–{row['spread'][1]:<4} {row['invariants']}",
                 flush=True,
             )
             for plan in row["plans"]:

@@ -1,0 +1,150 @@
+"""Each lever of the annotator loop measured before and after in one run: one process drives
+next + submit pairs through Django's WSGI handler (as benchmarks/profile_loop.py does) against
+PostgreSQL, in alternating chunks with the lever off and on, and prints the CPU per pair in
+this process and in its PostgreSQL backend for each side, chunk by chunk.
+
+    .venv/bin/python benchmarks/levers.py [--levers prepare,health,lease,submit,publish]
+        [--chunks 10] [--pairs 400]
+
+Why chunks in one process: on a shared VM the CPU a request costs drifts by 15-30 % between
+runs minutes apart (benchmarks/README.md), more than most levers move it; alternating the two
+sides every few seconds in one process puts both under the same drift.
+
+The levers (off = as before the change, on = as now):
+
+- ``prepare``: psycopg's prepare_threshold None (Django's default: nothing prepared) vs 0;
+- ``health``: Django's health check of a kept connection (``SELECT 1`` per request) vs
+  rungwise.db.postgresql's (the socket polled);
+- ``lease``: the lease in a transaction (search, then insert) vs one statement
+  (annotation.services.work._lease_at_once);
+- ``submit``: the submit in a transaction with row locks vs one read and one conditional write
+  (annotation.services.work._annotation_submit_at_once);
+- ``publish``: not a lever but a price: the Celery message sent when an item stage completes,
+  off (not sent) vs on.
+
+Not a test and not a throughput figure (benchmarks/annotator_loop.py is). Run without
+DATABASE_URL it re-runs itself under scripts/with-services.sh with durable PostgreSQL settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+LEVERS = ("prepare", "health", "lease", "submit", "publish")
+
+
+def toggles():
+    """For each lever, a function that sets it off (False) or on (True) in this process."""
+    from django.db import connection, connections
+    from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
+
+    from annotation.services import work
+    from annotation.tasks import resolve_item_stage
+    from rungwise.db.postgresql.base import DatabaseWrapper as OurWrapper
+
+    wrapper = type(connections["default"])
+    lease_at_once, submit_at_once = work._assignment_next, work._annotation_submit_at_once
+    task = getattr(resolve_item_stage, "_get_current_object", lambda: resolve_item_stage)()
+
+    def prepare(on: bool) -> None:
+        connection.connection.prepare_threshold = 0 if on else None
+
+    def health(on: bool) -> None:
+        wrapper.is_usable = OurWrapper.__dict__["is_usable"] if on else DjangoWrapper.is_usable
+
+    def lease(on: bool) -> None:
+        work._assignment_next = lease_at_once if on else work._assignment_next_in_transaction
+
+    def submit(on: bool) -> None:
+        work._annotation_submit_at_once = submit_at_once if on else (lambda *args: None)
+
+    def publish(on: bool) -> None:
+        if on:
+            task.__dict__.pop("delay", None)
+        else:
+            task.delay = lambda *args: None
+
+    return {"prepare": prepare, "health": health, "lease": lease, "submit": submit,
+            "publish": publish}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levers", default=",".join(LEVERS))
+    parser.add_argument("--chunks", type=int, default=10, help="chunks per lever (half on)")
+    parser.add_argument("--pairs", type=int, default=400, help="next + submit pairs per chunk")
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.levers.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(LEVERS))
+    if unknown:
+        parser.error(f"unknown lever(s) {', '.join(unknown)}; choose from {', '.join(LEVERS)}")
+    if not os.environ.get("DATABASE_URL"):
+        env = dict(os.environ, RUNGWISE_PG_DURABLE="1")
+        os.execvpe(
+            str(REPO / "scripts/with-services.sh"),
+            [str(REPO / "scripts/with-services.sh"), sys.executable, *sys.argv],
+            env,
+        )
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
+    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
+    os.environ.setdefault("RUNGWISE_THROTTLE_SUBMIT", "off")
+    import django
+
+    django.setup()
+    from annotator_loop import cpu_seconds, fresh_database, setup_project
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.management import call_command
+    from django.db import connection
+    from profile_loop import loop
+
+    call_command("migrate", verbosity=0)
+    fresh_database(f"levers_{int(time.time())}")
+    pairs_needed = len(chosen) * args.chunks * (args.pairs + 20) + 200
+    stage, tokens = setup_project(32, items=pairs_needed // 3 + 400, overlap=3)
+    handler = WSGIHandler()
+    loop(handler, stage.pk, tokens, 200)  # warm: imports, caches, the connection
+    connection.close_at = None  # one backend for the whole run (CONN_MAX_AGE would replace it)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    setters = toggles()
+    print(
+        f"CPU per next + submit pair (ms), this process / its PostgreSQL backend; "
+        f"{args.chunks} chunks of {args.pairs} pairs per lever, off and on alternating"
+    )
+    for name in chosen:
+        figures: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+        for index in range(args.chunks):
+            on = bool(index % 2)
+            setters[name](on)
+            loop(handler, stage.pk, tokens, 20)  # settle (a statement prepared, a cache filled)
+            cpu, pg = time.process_time(), cpu_seconds(backend)
+            done = loop(handler, stage.pk, tokens, args.pairs)
+            figures[on].append(
+                ((time.process_time() - cpu) * 1000 / done,
+                 (cpu_seconds(backend) - pg) * 1000 / done)
+            )  # fmt: skip
+        setters[name](True)
+        line = [f"{name:<8}"]
+        for on in (False, True):
+            web = [web for web, _ in figures[on]]
+            database = [database for _, database in figures[on]]
+            line.append(
+                f"{'on ' if on else 'off'} web {statistics.mean(web):.2f} "
+                f"[{min(web):.2f}–{max(web):.2f}] PostgreSQL {statistics.mean(database):.2f} "
+                f"[{min(database):.2f}–{max(database):.2f}]"
+            )
+        print("  ".join(line))
+
+
+if __name__ == "__main__":
+    main()
