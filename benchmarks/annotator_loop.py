@@ -456,7 +456,9 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="web server processes (2 as deployed)"
     )
-    parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
+    parser.add_argument(
+        "--threads", type=int, default=4, help="threads per worker process (4 as deployed)"
+    )
     parser.add_argument(
         "--server",
         choices=("granian", "gunicorn"),
