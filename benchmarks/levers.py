@@ -29,7 +29,6 @@ DATABASE_URL it re-runs itself under scripts/with-services.sh with durable Postg
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -87,35 +86,14 @@ def main() -> None:
     unknown = sorted(set(chosen) - set(LEVERS))
     if unknown:
         parser.error(f"unknown lever(s) {', '.join(unknown)}; choose from {', '.join(LEVERS)}")
-    if not os.environ.get("DATABASE_URL"):
-        env = dict(os.environ, RUNGWISE_PG_DURABLE="1")
-        os.execvpe(
-            str(REPO / "scripts/with-services.sh"),
-            [str(REPO / "scripts/with-services.sh"), sys.executable, *sys.argv],
-            env,
-        )
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
-    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
-    os.environ.setdefault("RUNGWISE_THROTTLE_SUBMIT", "off")
-    import django
+    from profile_loop import in_process_loop, loop
 
-    django.setup()
-    from annotator_loop import cpu_seconds, fresh_database, setup_project
-    from django.core.handlers.wsgi import WSGIHandler
-    from django.core.management import call_command
-    from django.db import connection
-    from profile_loop import loop
-
-    call_command("migrate", verbosity=0)
-    fresh_database(f"levers_{int(time.time())}")
     pairs_needed = len(chosen) * args.chunks * (args.pairs + 20) + 200
-    stage, tokens = setup_project(32, items=pairs_needed // 3 + 400, overlap=3)
-    handler = WSGIHandler()
-    loop(handler, stage.pk, tokens, 200)  # warm: imports, caches, the connection
-    connection.close_at = None  # one backend for the whole run (CONN_MAX_AGE would replace it)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        backend = cursor.fetchone()[0]
+    handler, stage, tokens, backend = in_process_loop(
+        f"levers_{int(time.time())}", 32, pairs_needed // 3 + 400
+    )
+    from annotator_loop import cpu_seconds
+
     setters = toggles()
     print(
         f"CPU per next + submit pair (ms), this process / its PostgreSQL backend; "

@@ -81,17 +81,13 @@ def loop(handler, stage_id: int, tokens: list[str], pairs: int) -> int:
     return done
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--annotators", type=int, default=32)
-    parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--sort", default="cumulative")
-    parser.add_argument("--no-profile", action="store_true", help="the CPU figures only")
-    parser.add_argument(
-        "--callers", default="", help="print the callers of functions matching this"
-    )
-    args = parser.parse_args()
+def in_process_loop(name: str, annotators: int, items: int):
+    """What benchmarks/profile_loop.py and benchmarks/levers.py start from: this script re-run
+    under scripts/with-services.sh (durable PostgreSQL) when DATABASE_URL is unset; Django set
+    up as deployed (the submit throttle off); a fresh database ``name`` with ``items`` items
+    imported for ``annotators`` annotators on an overlap-3 stage; the WSGI handler warmed up;
+    one database connection kept for the whole run. Returns (handler, stage, tokens, the
+    PostgreSQL backend's pid)."""
     if not os.environ.get("DATABASE_URL"):
         env = dict(os.environ, RUNGWISE_PG_DURABLE="1")
         os.execvpe(
@@ -105,17 +101,40 @@ def main() -> None:
     import django
 
     django.setup()
-    from annotator_loop import cpu_seconds, fresh_database, setup_project
+    from annotator_loop import fresh_database, setup_project
     from django.core.handlers.wsgi import WSGIHandler
     from django.core.management import call_command
     from django.db import connection
 
     call_command("migrate", verbosity=0)
-    fresh_database(f"profile_{int(time.time())}")
-    items = (args.pairs * 2) // 3 + 200
-    stage, tokens = setup_project(args.annotators, items=items, overlap=3)
+    fresh_database(name)
+    stage, tokens = setup_project(annotators, items=items, overlap=3)
     handler = WSGIHandler()
-    loop(handler, stage.pk, tokens, 200)  # warm: imports, caches, connection
+    loop(handler, stage.pk, tokens, 200)  # warm: imports, caches, the connection
+    # Keep this backend for the whole measurement (CONN_MAX_AGE would replace it mid-loop).
+    connection.close_at = None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    return handler, stage, tokens, backend
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--annotators", type=int, default=32)
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--sort", default="cumulative")
+    parser.add_argument("--no-profile", action="store_true", help="the CPU figures only")
+    parser.add_argument(
+        "--callers", default="", help="print the callers of functions matching this"
+    )
+    args = parser.parse_args()
+    handler, stage, tokens, backend = in_process_loop(
+        f"profile_{int(time.time())}", args.annotators, (args.pairs * 2) // 3 + 200
+    )
+    from annotator_loop import cpu_seconds
+    from django.db import connection
 
     waited = 0.0
 
@@ -127,11 +146,6 @@ def main() -> None:
         finally:
             waited += time.perf_counter() - started
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        backend = cursor.fetchone()[0]
-    # Keep this backend for the whole measurement (CONN_MAX_AGE would replace it mid-loop).
-    connection.close_at = None
     with connection.execute_wrapper(timer):
         cpu0, wall0, pg0 = time.process_time(), time.perf_counter(), cpu_seconds(backend)
         done = loop(handler, stage.pk, tokens, args.pairs)

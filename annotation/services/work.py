@@ -601,10 +601,27 @@ def _annotation_submit_at_once(
     if row is None:
         return None
     annotation_id, complete = row
-    item_stage = assignment.item_stage
-    annotation = Annotation(
-        pk=annotation_id,
-        item_stage=item_stage,
+    annotation = _first_version(assignment, annotator, clean, seconds_spent, client_info, now)
+    annotation.pk, annotation._state.adding = annotation_id, False
+    if complete:
+        from annotation.tasks import resolve_item_stage
+
+        enqueue_on_commit(resolve_item_stage, assignment.item_stage_id)
+    return annotation
+
+
+def _first_version(
+    assignment: Assignment,
+    annotator: AbstractBaseUser,
+    clean: Mapping[str, Any],
+    seconds_spent: float | None,
+    client_info: Mapping[str, Any] | None,
+    now: Any,
+) -> Annotation:
+    """The annotation a submit stores (not saved), and its assignment marked submitted."""
+    assignment.status, assignment.finished_at = Assignment.Status.SUBMITTED, now
+    return Annotation(
+        item_stage=assignment.item_stage,
         assignment=assignment,
         annotator=annotator,
         payload=clean,
@@ -615,13 +632,6 @@ def _annotation_submit_at_once(
         phase=assignment.phase,
         item_version=assignment.item_version,
     )
-    annotation._state.adding = False
-    assignment.status, assignment.finished_at = Assignment.Status.SUBMITTED, now
-    if complete:
-        from annotation.tasks import resolve_item_stage
-
-        enqueue_on_commit(resolve_item_stage, item_stage.pk)
-    return annotation
 
 
 @cache
@@ -694,20 +704,7 @@ def _annotation_submit(
             {"expires_at": assignment.expires_at.isoformat()},
         )
     now = timezone.now()
-    annotation = Annotation(
-        item_stage=item_stage,
-        assignment=assignment,
-        annotator=annotator,
-        payload=clean,
-        seconds_spent=seconds_spent,
-        client_info=dict(client_info or {}),
-        created_at=now,
-        round=assignment.round,
-        phase=assignment.phase,
-        item_version=assignment.item_version,
-    )
-    assignment.status = Assignment.Status.SUBMITTED
-    assignment.finished_at = now
+    annotation = _first_version(assignment, annotator, clean, seconds_spent, client_info, now)
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
     _record_submission(annotation, holds_slot=holds_slot, complete=complete)
     if complete:
