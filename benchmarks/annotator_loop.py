@@ -498,6 +498,12 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per K")
     parser.add_argument(
+        "--record",
+        type=Path,
+        help="append each run's figures as a JSON line to this file (benchmarks/plot_loop.py "
+        "draws them)",
+    )
+    parser.add_argument(
         "--items-via",
         choices=("import", "create"),
         default="import",
@@ -551,6 +557,13 @@ def main() -> None:
                 f"{row['spread'][0]:>4}–{row['spread'][1]:<4} {row['invariants']}",
                 flush=True,
             )
+            if args.record:
+                with args.record.open("a") as handle:
+                    settings = {"server": args.server, "workers": args.workers,
+                                "threads": args.threads, "fsync": fsync, "loop": args.loop,
+                                "items_via": args.items_via, "series": stamp}  # fmt: skip
+                    figures = {key: value for key, value in row.items() if key != "plans"}
+                    handle.write(json.dumps({**settings, **figures, "at": time.time()}) + "\n")
             for plan in row["plans"]:
                 print("    " + plan.replace("\n", "\n    "))
 
