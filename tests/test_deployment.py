@@ -86,7 +86,10 @@ def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks
     assert {"postgres-data", "redis-data"} <= set(COMPOSE["volumes"])
     assert compose_command("worker")[:4] == ["celery", "-A", "rungwise", "worker"]
     assert compose_command("beat")[:4] == ["celery", "-A", "rungwise", "beat"]
-    assert "granian --interface wsgi rungwise.wsgi:application" in COMPOSE["services"]["web"]["command"]
+    assert (
+        "granian --interface wsgi rungwise.wsgi:application"
+        in COMPOSE["services"]["web"]["command"]
+    )
     assert COMPOSE["services"]["web"]["sysctls"] == {"net.ipv4.tcp_migrate_req": 1}
     # The image's own command (docker run without compose) serves as compose's web does.
     dockerfile_cmd = next(
