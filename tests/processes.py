@@ -1,12 +1,13 @@
 """The deployment's processes, started natively: PostgreSQL and Redis servers in a directory of
 their own (as scripts/with-services.sh starts them, but stoppable and restartable one by one),
-the web server (granian, as deployed), a Celery worker and Celery beat. Used by tests/test_deployment.py, the worker tests
-and benchmarks/soak.py; nothing here imports Django, so a script can start the servers before
-it configures Django."""
+the web server (docker-compose.yml's command), a Celery worker and Celery beat. Used by
+tests/test_deployment.py, the worker tests, benchmarks/soak.py and benchmarks/annotator_loop.py;
+nothing here imports Django, so a script can start the servers before it configures Django."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import requests
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -221,12 +223,25 @@ def _log(path: Path | None):
     return open(path, "ab") if path is not None else subprocess.DEVNULL
 
 
-def web_command(port: int, *, workers: int = 2, threads: int = 1) -> list[str]:
-    """The web server as docker-compose.yml runs it (granian, WSGI, ``threads`` blocking
-    threads per worker process) on 127.0.0.1:``port``."""
-    return [sys.executable, "-m", "granian", "--interface", "wsgi", "rungwise.wsgi:application",
-            "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-            "--blocking-threads", str(threads), "--no-ws", "--log-level", "warning"]  # fmt: skip
+def deployed_web_command() -> list[str]:
+    """The web server's command in docker-compose.yml (the part after the migration)."""
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return shlex.split(shlex.split(compose["services"]["web"]["command"])[2].split("&&")[1])
+
+
+def web_command(
+    port: int, *, workers: int | None = 2, threads: int | None = 1, quiet: bool = True
+) -> list[str]:
+    """docker-compose.yml's web server (granian) on 127.0.0.1:``port`` with ``workers``
+    processes of ``threads`` blocking threads (None: as in the compose file), run by this
+    interpreter; ``quiet``: warnings only, no access log."""
+    command = deployed_web_command()
+    for option, value in (("--host", "127.0.0.1"), ("--port", port), ("--workers", workers),
+                          ("--blocking-threads", threads)):  # fmt: skip
+        if value is not None:
+            command[command.index(option) + 1] = str(value)
+    command = [sys.executable, "-m", *command]
+    return [*command, "--no-access-log", "--log-level", "warning"] if quiet else command
 
 
 def start_web(

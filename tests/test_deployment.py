@@ -95,8 +95,7 @@ def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks
     dockerfile_cmd = next(
         line for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("CMD ")
     )
-    web_half = compose_command("web")[2].split("&&")[1].split()
-    assert json.loads(dockerfile_cmd[4:]) == web_half
+    assert json.loads(dockerfile_cmd[4:]) == processes.deployed_web_command()
     # throttle counters shared by the web processes (see the native test)
     assert COMPOSE["services"]["web"]["environment"]["CACHE_URL"].startswith("redis://redis:")
 
@@ -141,10 +140,8 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
 
     run(sys.executable, "manage.py", "migrate", "--noinput")
     run(sys.executable, "manage.py", "seed_demo", "--password", "native-demo-pass")
-    web_command = compose_command("web")[2].split("&&")[1].split()  # the web server's half
-    for option, value in (("--host", "127.0.0.1"), ("--port", str(port)), ("--workers", "2")):
-        web_command[web_command.index(option) + 1] = value
-    processes = {
+    web_command = processes.web_command(port, workers=2, threads=None, quiet=False)
+    running = {
         "web": subprocess.Popen(
             web_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         ),
@@ -171,7 +168,7 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
     }
     try:
         base = f"http://127.0.0.1:{port}"
-        health = wait_http(f"{base}/healthz", process=processes["web"])
+        health = wait_http(f"{base}/healthz", process=running["web"])
         assert health.json() == {
             "status": "ok",
             "database": "ok",
@@ -222,12 +219,12 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
             for _ in range(12)
         ]
         assert answers.count(200) == 5 and answers.count(429) == 7, answers
-        for name, process in processes.items():
+        for name, process in running.items():
             assert process.poll() is None, f"{name} died: {process.stderr.read().decode()[-2000:]}"
     finally:
-        for process in processes.values():
+        for process in running.values():
             process.send_signal(signal.SIGTERM)
-        for process in processes.values():
+        for process in running.values():
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
