@@ -51,17 +51,15 @@ class LayoutContext:
 
 Layout = Callable[[LayoutContext], list[Path | FileEntry]]
 LAYOUTS: dict[str, Layout] = {}
-#: Names every release already uses; a layout must not write these.
-STANDARD_FILES = frozenset(
-    {
-        "items.jsonl",
-        "items.csv",
-        "annotations.jsonl",
-        "annotations.csv",
-        "README.md",
-        "manifest.json",
-        "SHA256SUMS",
-    }
+#: Names every release already uses, in reading order; a layout must not write these.
+STANDARD_FILES = (
+    "items.jsonl",
+    "items.csv",
+    "annotations.jsonl",
+    "annotations.csv",
+    "README.md",
+    "manifest.json",
+    "SHA256SUMS",
 )
 
 

@@ -219,15 +219,7 @@ def release_publish_preview(project: Project) -> dict[str, Any]:
             "rejected and kept": by_status.get(Item.Status.REJECTED, 0),
         },
         "annotations": annotations,
-        "files": [
-            "items.jsonl",
-            "items.csv",
-            "annotations.jsonl",
-            "annotations.csv",
-            "README.md",
-            "manifest.json",
-            "SHA256SUMS",
-        ],  # fmt: skip  (every one of STANDARD_FILES, in reading order)
+        "files": list(STANDARD_FILES),
         "has_layout": layout_for_kind(project.kind) is not None,
         "layout_files": layout_files,
         "previous": previous,

@@ -356,4 +356,4 @@ def test_the_confirmation_lists_every_standard_file():
     from releases.services import release_publish_preview
 
     project = make_project(slug="empty")
-    assert set(release_publish_preview(project)["files"]) == STANDARD_FILES
+    assert release_publish_preview(project)["files"] == list(STANDARD_FILES)
