@@ -54,9 +54,19 @@ class PolicySettings:
     item_payload: Mapping[str, Any] = field(default_factory=dict)
 
 
+def refuse_unknown_options(policy: str, options: Mapping[str, Any], taken: Sequence[str]) -> None:
+    """ValueError naming every option of ``options`` that ``policy`` does not take, and what
+    it takes."""
+    unknown = set(options) - set(taken)
+    if unknown:
+        takes = f"; it takes {' and '.join(taken)}." if taken else "; it takes none."
+        raise ValueError(f"The {policy} policy has no option {', '.join(sorted(unknown))}{takes}")
+
+
 class Policy:
-    """Base class: set ``key`` and ``label``; implement ``decide``; check options in
-    ``validate_settings`` (raise ValueError with a sentence a person can act on)."""
+    """Base class: set ``key`` and ``label``; implement ``decide``; name the options it takes
+    in ``option_names`` (others are refused) and check their values in ``validate_settings``
+    (raise ValueError with a sentence a person can act on)."""
 
     key: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -67,8 +77,13 @@ class Policy:
     #: Whether the policy counts only when every slot is filled (False: decide on what came).
     needs_every_slot: ClassVar[bool] = True
 
+    #: The options the policy takes: any other is refused. None: validate_settings decides.
+    option_names: ClassVar[tuple[str, ...] | None] = None
+
     def validate_settings(self, settings: PolicySettings) -> None:
-        """Raise ValueError when the settings cannot work."""
+        """Raise ValueError when the settings cannot work (here: an option not taken)."""
+        if self.option_names is not None:
+            refuse_unknown_options(self.key, settings.options, self.option_names)
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         raise NotImplementedError
@@ -94,12 +109,9 @@ class _ValuePolicy(Policy):
             required=settings.required,
             accept_threshold=settings.options.get("accept_threshold"),
         )
-        unknown = set(settings.options) - {"accept_threshold"}
-        if unknown:
-            raise ValueError(
-                f"The {self.key} policy has no option {', '.join(sorted(unknown))}"
-                + ("; it takes accept_threshold." if self.key == "mean" else ".")
-            )
+        refuse_unknown_options(
+            self.key, settings.options, ("accept_threshold",) if self.key == "mean" else ()
+        )
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         return decide(

@@ -15,9 +15,7 @@ class GraphRecordPolicy(Policy):
     label = "Record the answers (scored against the computed answer)"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The graph_record policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         truth = settings.item_payload.get("answer")

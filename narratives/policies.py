@@ -17,9 +17,7 @@ class NarrativeRecordPolicy(Policy):
     label = "Record the rebuilt structures (scored against the true chain or graph)"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The narrative_record policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         gold = settings.item_payload.get("gold")

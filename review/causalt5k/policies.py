@@ -64,9 +64,7 @@ class CT5kReviewPolicy(Policy):
     label = "CausalT5k review: the reviewers' verdict (pass / minor / major / remove)"
     outcomes = ("accept", "revise", "major", "remove")
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The ct5k_review policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         cast = [b.vote for b in ballots if b.vote in VERDICTS]
@@ -94,9 +92,7 @@ class CT5kAuthorPolicy(Policy):
     label = "CausalT5k author revision: the author's edits become the case's revision"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The ct5k_author policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         from review.causalt5k.kinds import apply_edits
@@ -119,13 +115,10 @@ class CT5kGatePolicy(Policy):
     label = "CausalT5k quality gate: mean composite ≥ gate (a third reviewer when far apart)"
     outcomes = ("accept", "reject")
 
+    option_names = ("gate", "max_distance")
+
     def validate_settings(self, settings: PolicySettings) -> None:
-        unknown = set(settings.options) - {"gate", "max_distance"}
-        if unknown:
-            raise ValueError(
-                f"The ct5k_gate policy has no option {', '.join(sorted(unknown))}; "
-                "it takes gate and max_distance."
-            )
+        super().validate_settings(settings)
         for name, low, high in (("gate", 0, 10), ("max_distance", 0, 10)):
             value = settings.options.get(name, 0)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -156,9 +149,7 @@ class CT5kAnswersPolicy(Policy):
     label = "CausalT5k blind answers: recorded (scored against the gold label later)"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The ct5k_answers policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         cast = [b.vote for b in ballots if b.vote]
@@ -173,9 +164,7 @@ class CT5kPressurePolicy(Policy):
     label = "CausalT5k pressure variants: the written variants become the case's revision"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The ct5k_pressure policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         from review.causalt5k.pressure import PRESSURES, neutral_prompt
@@ -200,9 +189,7 @@ class CT5kPressureCheckPolicy(Policy):
     label = "CausalT5k pressure check: both variants change only the pressure, or back"
     outcomes = ("accept", "redo")
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The ct5k_pressure_check policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         cast = [b.vote for b in ballots if b.vote in ("ok", "redo")]

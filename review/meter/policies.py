@@ -39,9 +39,7 @@ class MeterVotePolicy(Policy):
     label = "METER vote: the version most voters chose (a split goes to a reviewer)"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The meter_vote policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         found = {c["label"]: c for c in _candidates(ballots, settings)}
@@ -88,9 +86,7 @@ class MeterRecordPolicy(Policy):
     label = "Record the answers (human baseline)"
     outcomes = ("accept",)
 
-    def validate_settings(self, settings: PolicySettings) -> None:
-        if settings.options:
-            raise ValueError("The meter_record policy takes no options.")
+    option_names = ()
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         from review.meter.entries import release_question

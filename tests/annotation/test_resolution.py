@@ -295,3 +295,24 @@ def test_unanimity_keep_names_the_most_common_value_and_breaks_ties_by_text():
     assert (two_reasons.value, two_reasons.outcome) == ("spam", "reject")
     assert (tied_reasons.value, tied_reasons.outcome) == ("reject", "reject")
     assert (tied_keeps.value, tied_keeps.outcome) == ("fine", "accept")
+
+
+@pytest.mark.parametrize(
+    ("key", "options", "message"),
+    [
+        ("meter_vote", {"x": 1}, "The meter_vote policy has no option x; it takes none."),
+        ("narrative_record", {"a": 1, "b": 2}, "has no option a, b; it takes none."),
+        ("ct5k_gate", {"gates": 9}, "has no option gates; it takes gate and max_distance."),
+        ("majority", {"threshold": 3}, "has no option threshold; it takes none."),
+        ("mean", {"threshold": 3}, "has no option threshold; it takes accept_threshold."),
+    ],
+)
+def test_every_policy_refuses_an_option_it_does_not_take_naming_it(key, options, message):
+    """One rule (annotation.policies.refuse_unknown_options) for the engine's and the
+    plug-ins' policies: the unknown option is named, and what the policy takes."""
+    from annotation.policies import PolicySettings, get_policy
+
+    with pytest.raises(ValueError) as refused:
+        get_policy(key).validate_settings(PolicySettings(options=options))
+    assert message in str(refused.value)
+    get_policy(key).validate_settings(PolicySettings())  # no options: fine
