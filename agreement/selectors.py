@@ -35,6 +35,7 @@ from annotation.models import (
     Role,
     Stage,
 )
+from annotation.selectors import annotations_visible, item_stages_with_final_votes
 
 #: Metric names of AgreementSnapshot rows and how dashboards label them.
 METRIC_LABELS = {
@@ -778,12 +779,11 @@ def disagreement_items(stage: Stage, *, show: str = "split") -> QuerySet[ItemSta
     """Item stages of the stage whose votes were not unanimous (or per ``show``), newest
     resolution first, with item and resolution joined."""
     # Never work in progress: an item open again (one more vote asked, or a route sent it
-    # back) is not listed until it is complete, so no vote is read while others still cast.
-    item_stages = (
+    # back) is not listed until its votes are final, so no vote is read while others still
+    # cast or change theirs (the engine's rule, item_stages_with_final_votes).
+    item_stages = item_stages_with_final_votes(
         ItemStage.objects.filter(stage=stage, resolution__isnull=False)
-        .exclude(state=ItemStage.State.OPEN)
-        .select_related("item", "resolution", "resolution__decided_by")
-    )
+    ).select_related("item", "resolution", "resolution__decided_by")
     if show == "ties":
         item_stages = item_stages.filter(
             Q(resolution__status__in=[Resolution.Status.TIE, Resolution.Status.NEEDS_ADJUDICATION])
@@ -807,7 +807,7 @@ def votes_by_item(
     votes: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
     names: dict[int, str] = {}
     for item_stage_id, annotator_id, rater_name, username, payload, seconds in (
-        Annotation.objects.filter(item_stage_id__in=ids)
+        annotations_visible(Annotation.objects.filter(item_stage_id__in=ids), None)
         .values_list(
             "item_stage_id",
             "annotator_id",
@@ -889,7 +889,9 @@ def adjudication_votes(item_stage: ItemStage) -> list[dict[str, Any]]:
     current round's, and on a stage with phases its last phase's (the ones the policy counts;
     the earlier phases' work is the kind's to show, e.g. the edits being voted on)."""
     kind = get_kind(item_stage.stage.kind)
-    annotations = Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
+    annotations = annotations_visible(
+        Annotation.objects.filter(item_stage=item_stage, round=item_stage.round), None
+    )
     phase = last_phase(item_stage.stage)
     if phase is not None:
         annotations = annotations.filter(phase=phase)

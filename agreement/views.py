@@ -42,6 +42,7 @@ from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
+from annotation.selectors import item_stages_with_final_votes
 from annotation.views import page
 from releases.writers import csv_timestamp, spreadsheet_safe
 
@@ -606,12 +607,13 @@ def adjudication_queue(request, slug: str):
 def _adjudication_item(user, project: Project, item_stage_id: int) -> ItemStage:
     """An item stage a reviewer may open: waiting for adjudication, or already decided — never
     one still being annotated (its votes are not final, and showing them would unblind the
-    annotators still at work: the same 404 as an unknown id) — and never one the reviewer
+    annotators still at work: the same 404 as an unknown id; the engine's rule,
+    annotation.selectors.item_stages_with_final_votes) — and never one the reviewer
     annotated (403: nobody judges their own work)."""
     item_stage = (
-        ItemStage.objects.select_related("item", "stage", "resolution")
-        .filter(pk=item_stage_id, stage__project=project)
-        .exclude(state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING])
+        item_stages_with_final_votes(ItemStage.objects.filter(pk=item_stage_id))
+        .select_related("item", "stage", "resolution")
+        .filter(stage__project=project)
         .first()
     )
     if item_stage is None:

@@ -25,6 +25,7 @@ from annotation.models import (
 )
 from annotation.navigation import project_tabs
 from annotation.phases import stage_phases
+from annotation.versions import CHANGEABLE_STATES
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
@@ -232,6 +233,42 @@ def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
     return visible
 
 
+def final_votes() -> Q:
+    """The condition (on Annotation) of a final vote, the complement of an open one. A vote is
+    open while it was given in its item stage's current round and that round still collects or
+    may change answers (state open or resolving: annotation.versions.CHANGEABLE_STATES). Votes
+    of an item stage that is decided, discarded or waiting for a reviewer are final, and so are
+    those of an earlier round (decided before a route sent the item back)."""
+    return ~Q(item_stage__state__in=CHANGEABLE_STATES) | Q(round__lt=F("item_stage__round"))
+
+
+def annotations_visible(
+    annotations: QuerySet[Annotation], viewer: AbstractBaseUser | None
+) -> QuerySet[Annotation]:
+    """`annotations` without the open votes (see final_votes) of anyone but `viewer`: an open
+    vote is seen by its author alone, whatever their role, until its item stage is decided or
+    waits for a reviewer. The one rule for every page, partial, CSV and API response that shows
+    the annotations of an item or item stage (the item browser, the disagreement drill-down and
+    its CSV, the adjudication page); callers check the viewer's role first (access_project)."""
+    shown = final_votes()
+    if viewer is not None and viewer.is_authenticated:
+        shown |= Q(annotator_id=viewer.pk)
+    return annotations.filter(shown)
+
+
+def item_stages_with_final_votes(item_stages: QuerySet[ItemStage]) -> QuerySet[ItemStage]:
+    """`item_stages` whose current votes are final (annotations_visible shows them to every role
+    its page admits): decided, discarded or waiting for a reviewer, never one still collecting
+    or changing answers."""
+    return item_stages.exclude(state__in=CHANGEABLE_STATES)
+
+
+def votes_final(item_stage: ItemStage) -> bool:
+    """Whether `item_stage`'s current votes are final (item_stages_with_final_votes, for one row
+    already read); its resolution (value, tally) is shown only then."""
+    return item_stage.state not in CHANGEABLE_STATES
+
+
 def assignment_held(assignment_id: int | None, stage: Stage) -> Assignment | None:
     """The annotator's active lease in `stage` (its id from access_stage_for_annotator), with
     its item, read without renewing it; None when they hold none."""
@@ -315,6 +352,9 @@ def project_items(project: Project, *, status: str | None = None) -> QuerySet[It
 
 
 def item_stage_results(item: Item) -> list[dict[str, Any]]:
+    """The item's state in every stage with its resolution (value, status, outcome, tally of
+    votes); the resolution only once the votes are final (votes_final): an item stage open
+    again for one more vote still carries the tally of the votes being collected."""
     rows = (
         ItemStage.objects.filter(item=item)
         .select_related("stage", "resolution")
@@ -322,7 +362,7 @@ def item_stage_results(item: Item) -> list[dict[str, Any]]:
     )
     results = []
     for row in rows:
-        resolution = getattr(row, "resolution", None)
+        resolution = getattr(row, "resolution", None) if votes_final(row) else None
         results.append(
             {
                 "stage": row.stage.slug,

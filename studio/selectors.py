@@ -11,6 +11,7 @@ from django.db.models.functions import Cast
 
 from annotation.errors import ApplicationError, NotFound
 from annotation.models import Annotation, Item, ItemStage, Project
+from annotation.selectors import annotations_visible, votes_final
 
 ITEM_STATES = tuple(ItemStage.State.values)
 MAX_QUERY = 200
@@ -70,10 +71,15 @@ def revision_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
     return changes
 
 
-def item_history(project: Project, item_id: int) -> dict[str, Any]:
+def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, Any]:
     """One item: its fields, revisions (with diffs), and per stage its state, resolution and
     annotations (who, when, what, in which phase, round and item version), every version of a
-    changed answer included (``answer_version``; ``current`` False on replaced ones)."""
+    changed answer included (``answer_version``; ``current`` False on replaced ones).
+
+    Blind where it must be: annotations are read through the engine's one rule
+    (annotation.selectors.annotations_visible), so `viewer` sees open votes (an item stage still
+    collecting or changing answers) only when they are their own; a stage's resolution shows
+    once its votes are final (``hidden`` counts the open votes left out)."""
     item = Item.objects.filter(project=project, pk=item_id).first()
     if item is None:
         raise NotFound("There is no such item in this project.")
@@ -81,15 +87,19 @@ def item_history(project: Project, item_id: int) -> dict[str, Any]:
     for item_stage in (
         ItemStage.objects.filter(item=item).select_related("stage").order_by("stage__position")
     ):
+        every_version = Annotation.all_versions.filter(item_stage=item_stage)
         annotations = (
-            Annotation.all_versions.filter(item_stage=item_stage)
-            .select_related("annotator")
-            .order_by("pk")
+            annotations_visible(every_version, viewer).select_related("annotator").order_by("pk")
         )
+        shown = list(annotations)
         stages.append(
             {
                 "item_stage": item_stage,
-                "resolution": getattr(item_stage, "resolution", None),
+                "resolution": getattr(item_stage, "resolution", None)
+                if votes_final(item_stage)
+                else None,
+                "hidden": every_version.filter(is_current=True).count()
+                - sum(1 for a in shown if a.is_current),
                 "annotations": [
                     {
                         "who": a.annotator.get_username() if a.annotator else a.external_rater,
@@ -102,7 +112,7 @@ def item_history(project: Project, item_id: int) -> dict[str, Any]:
                         "payload": json.dumps(a.payload, ensure_ascii=False),
                         "seconds": a.seconds_spent,
                     }
-                    for a in annotations
+                    for a in shown
                 ],
             }
         )

@@ -69,6 +69,19 @@ def test_the_disagreement_view_lists_no_open_item(split):
     assert not selectors.disagreement_items(stage, show="all").filter(pk=tied.pk).exists()
 
 
+def test_an_item_waiting_for_its_resolution_is_in_neither_the_drill_down_nor_its_csv(client, split):
+    """Answers may still change while an item waits for its resolution (annotation.versions),
+    even when an earlier resolution (a tie that asked for one more vote) is attached."""
+    project, stage, tied, _, _, _ = split
+    ItemStage.objects.filter(pk=tied.pk).update(state=ItemStage.State.RESOLVING)
+    researcher = make_member(project, role=Role.RESEARCHER)
+    listing = page(client, researcher, "agreement:disagreements", project.slug, stage.slug)
+    table = page(client, researcher, "agreement:csv", project.slug, stage.slug, "disagreements")
+    assert listing.status_code == 200 and table.status_code == 200
+    assert tied.item.external_id not in listing.content.decode()
+    assert tied.item.external_id not in b"".join(table.streaming_content).decode()
+
+
 def test_a_reviewer_never_judges_an_item_they_annotated(client, split):
     project, _, tied, _, both, reviewer = split
     assert tied.pk in set(
