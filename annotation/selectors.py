@@ -233,6 +233,20 @@ def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
     return visible
 
 
+#: The roles that see who gave an answer and an item's known answer (its ``gold`` field): those
+#: who manage and measure the annotators. Reviewers weigh answers, not people (the adjudication
+#: page shows "Annotator 1, 2, …"), and see no gold, like the annotators they judge.
+IDENTITY_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
+#: The item payload's field of known answers (per stage slug; annotation.services.item_stages_open).
+GOLD_FIELD = "gold"
+
+
+def sees_annotators(roles: Iterable[str]) -> bool:
+    """Whether a member holding `roles` sees annotators' names and gold answers (IDENTITY_ROLES).
+    What annotators see of an item is item_payload_for_annotator's allow-list instead."""
+    return bool(IDENTITY_ROLES & set(roles))
+
+
 def final_votes() -> Q:
     """The condition (on Annotation) of a final vote, the complement of an open one. A vote is
     open while it was given in its item stage's current round and that round still collects or

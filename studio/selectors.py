@@ -4,6 +4,8 @@ its revisions and its work in every stage (for admins, researchers and reviewers
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Q, QuerySet, TextField
@@ -11,7 +13,7 @@ from django.db.models.functions import Cast
 
 from annotation.errors import ApplicationError, NotFound
 from annotation.models import Annotation, Item, ItemStage, Project
-from annotation.selectors import annotations_visible, votes_final
+from annotation.selectors import GOLD_FIELD, annotations_visible, sees_annotators, votes_final
 
 ITEM_STATES = tuple(ItemStage.State.values)
 MAX_QUERY = 200
@@ -71,7 +73,9 @@ def revision_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
     return changes
 
 
-def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, Any]:
+def item_history(
+    project: Project, item_id: int, *, viewer: Any, roles: Iterable[str]
+) -> dict[str, Any]:
     """One item: its fields, revisions (with diffs), and per stage its state, resolution and
     annotations (who, when, what, in which phase, round and item version), every version of a
     changed answer included (``answer_version``; ``current`` False on replaced ones).
@@ -79,7 +83,10 @@ def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, An
     Blind where it must be: annotations are read through the engine's one rule
     (annotation.selectors.annotations_visible), so `viewer` sees open votes (an item stage still
     collecting or changing answers) only when they are their own; a stage's resolution shows
-    once its votes are final (``hidden`` counts the open votes left out)."""
+    once its votes are final (``hidden`` counts the open votes left out). Viewers whose `roles`
+    do not see annotators (annotation.selectors.sees_annotators: reviewers) get "Annotator 1,
+    2, …" per stage instead of names, no revision authors and no gold field."""
+    named = sees_annotators(roles)
     item = Item.objects.filter(project=project, pk=item_id).first()
     if item is None:
         raise NotFound("There is no such item in this project.")
@@ -92,6 +99,11 @@ def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, An
             annotations_visible(every_version, viewer).select_related("annotator").order_by("pk")
         )
         shown = list(annotations)
+        pseudonyms: dict[Any, str] = {}
+        for a in shown:
+            pseudonyms.setdefault(
+                a.annotator_id or a.external_rater, f"Annotator {len(pseudonyms) + 1}"
+            )
         stages.append(
             {
                 "item_stage": item_stage,
@@ -102,7 +114,9 @@ def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, An
                 - sum(1 for a in shown if a.is_current),
                 "annotations": [
                     {
-                        "who": a.annotator.get_username() if a.annotator else a.external_rater,
+                        "who": (a.annotator.get_username() if a.annotator else a.external_rater)
+                        if named
+                        else pseudonyms[a.annotator_id or a.external_rater],
                         "when": a.created_at,
                         "phase": a.phase,
                         "round": a.round,
@@ -126,9 +140,18 @@ def item_history(project: Project, item_id: int, *, viewer: Any) -> dict[str, An
                 else json.dumps(value, ensure_ascii=False, indent=1),
             )
             for key, value in (item.payload or {}).items()
+            if named or key != GOLD_FIELD
         ],
+        "named": named,
         "revisions": [
-            {"revision": revision, "changes": revision_changes(revision.diff)}
+            {
+                "revision": revision,
+                "changes": [
+                    change
+                    for change in revision_changes(revision.diff)
+                    if named or re.split(r"[.\[]", change["field"])[0] != GOLD_FIELD
+                ],
+            }
             for revision in item.revisions.select_related("author", "stage").order_by("-number")
         ],
         "stages": stages,

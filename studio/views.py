@@ -329,6 +329,8 @@ def item_detail(request, slug: str, item_id: int):
         {
             "project": project,
             "project_tabs": project_tabs(project, project.user_roles),
-            **selectors.item_history(project, item_id, viewer=request.user),
+            **selectors.item_history(
+                project, item_id, viewer=request.user, roles=project.user_roles
+            ),
         },
     )

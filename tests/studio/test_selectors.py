@@ -1,7 +1,7 @@
 """The item browser's item page is blind where it must be (studio.selectors.item_history):
 an answer given on an item stage still collecting or changing answers is shown to its author
 alone — not to reviewers, researchers or admins, nor to a reviewer who also annotates — until
-the item is decided or sent to a reviewer."""
+the item is decided or sent to a reviewer; reviewers see no names and no gold."""
 
 from __future__ import annotations
 
@@ -82,7 +82,25 @@ def test_every_answer_shows_once_the_item_is_decided(
         submit(people[2], stage, "causal", "third-comment")
     item_stage.refresh_from_db()
     assert item_stage.state == ItemStage.State.RESOLVED
-    page = item_page(client, make_member(project, role=Role.REVIEWER), item_stage)
+    page = item_page(client, make_member(project, role=Role.RESEARCHER), item_stage)
     for shown in ("annotator-1", "first-comment", "second-comment", "third-comment"):
         assert shown in page
     assert "not shown" not in page
+
+
+def test_reviewers_weigh_answers_not_people_and_see_no_gold(
+    client, half_done, django_capture_on_commit_callbacks
+):
+    """As on the adjudication page: "Annotator 1, 2, …" instead of names, and the item's gold
+    field left out; researchers and admins see both."""
+    project, stage, item_stage, people = half_done
+    item = item_stage.item
+    item.payload = {**item.payload, "gold": {"label": "gold-answer"}}
+    item.save(update_fields=["payload"])
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(people[2], stage, "causal", "third-comment")
+    reviewer = item_page(client, make_member(project, role=Role.REVIEWER), item_stage)
+    assert "third-comment" in reviewer and "Annotator 3" in reviewer
+    assert "annotator-2" not in reviewer and "gold-answer" not in reviewer
+    researcher = item_page(client, make_member(project, role=Role.RESEARCHER), item_stage)
+    assert "annotator-2" in researcher and "gold-answer" in researcher

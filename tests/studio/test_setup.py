@@ -236,7 +236,7 @@ def test_the_item_history_shows_every_version_of_a_changed_answer(
     # tests/studio/test_selectors.py).
     with django_capture_on_commit_callbacks(execute=True):
         annotate_stage(verify, others, lambda person, item: "reject")
-    client.force_login(make_member(project, role=Role.REVIEWER))
+    client.force_login(make_member(project, role=Role.RESEARCHER))
     detail = client.get(
         reverse("studio:item", args=[project.slug, first.item_stage.item_id])
     ).content.decode()
