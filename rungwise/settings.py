@@ -98,10 +98,15 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Failures are counted per (account, address): guessing one account's password from one address
 # stops after AXES_FAILURE_LIMIT tries for AXES_COOLOFF_TIME hours, without letting anyone lock
-# a colleague out from elsewhere. The login page, /admin/login/ and the API token endpoint count.
+# a colleague out from elsewhere. And per address over every account (password spraying: one
+# password tried on many accounts): LOGIN_ADDRESS_FAILURE_LIMIT failures lock that address out
+# (rungwise.auth.LockoutHandler; 0 turns it off). The login page, /admin/login/ and the API
+# token endpoint count.
 AXES_FAILURE_LIMIT = int(os.environ.get("RUNGWISE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = float(os.environ.get("RUNGWISE_LOGIN_COOLOFF_HOURS", "0.25"))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "rungwise.auth.LockoutHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("RUNGWISE_LOGIN_ADDRESS_FAILURE_LIMIT", "30"))
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "locked_out.html"
 # How many reverse proxies in front of the site append to X-Forwarded-For (0: none; the client
