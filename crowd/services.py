@@ -74,6 +74,11 @@ class Refused(ApplicationError):
     status = 403
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a cell may be 128 Ki characters)."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def study_fields_check(names: Iterable[str], *, creating: bool) -> None:
     """Refuse, naming it, a field that is not a study setting (STUDY_SETTINGS; the stages too
     when ``creating``). Views call it before passing a form's fields on as keyword arguments,
@@ -588,11 +593,6 @@ MAX_BONUS = Decimal("100.00")
 MAX_BONUSES = 200
 
 
-def _shown(text: str, limit: int = 60) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a cell may be 128 KiB)."""
-    return repr(text if len(text) <= limit else text[:limit] + "…")
-
-
 def _bonus_amount(text: str, where: str) -> Decimal:
     raw = str(text or "").strip()
     try:
@@ -688,9 +688,9 @@ HEADER_NAMES = {"participant_id", "pid", "prolific_pid", "participant"}
 
 
 def _bonus_csv_lines(csv_text: str) -> list[tuple[int, list[str]]]:
-    """The bonus CSV's records, each with the line it starts on; a text the CSV reader cannot
-    read (a cell over its field limit, 128 KiB; a stray carriage return) is an ApplicationError
-    naming the line, never csv.Error."""
+    """The bonus CSV's records, each with the line it starts on. A text the CSV reader cannot
+    read (a cell over its field limit, 131,072 characters; a stray carriage return) is an
+    ApplicationError naming the line, never csv.Error."""
     reader = csv.reader(io.StringIO(csv_text or ""))
     lines: list[tuple[int, list[str]]] = []
     while True:
@@ -701,7 +701,7 @@ def _bonus_csv_lines(csv_text: str) -> list[tuple[int, list[str]]]:
             return lines
         except csv.Error as problem:
             detail = (
-                "a cell is longer than a CSV cell may be"
+                "a cell is longer than the CSV reader takes (131,072 characters)"
                 if "field limit" in str(problem)
                 else f"not readable as CSV ({problem})"
             )
