@@ -19,12 +19,14 @@ venv: $(VENV)/.installed
 migrate: venv
 	$(PY) manage.py migrate --noinput
 
+# RUNGWISE_BIND: the settings learn where runserver listens (beyond loopback: no demo users,
+# and a SECRET_KEY is required).
 demo: migrate
-	$(PY) manage.py seed_demo --url http://$(HOST):$(PORT)/
+	RUNGWISE_BIND=$(HOST) $(PY) manage.py seed_demo --url http://$(HOST):$(PORT)/
 
 run: demo
 	@echo "Rungwise on http://$(HOST):$(PORT)/ (embedded default: SQLite, tasks in-process)"
-	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+	RUNGWISE_BIND=$(HOST) DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: venv
 	scripts/with-services.sh $(PY) -m pytest $(PYTEST_ARGS)

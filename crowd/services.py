@@ -24,7 +24,7 @@ import io
 import logging
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -59,6 +59,13 @@ TEXT_FIELDS = {
     "excluded_ids": 200_000,
 }
 INT_FIELDS = ("places", "quota", "time_limit_minutes", "max_check_failures")
+#: Every setting of a study (study_create / study_update, the Crowd tab's study forms).
+STUDY_SETTINGS = frozenset(
+    {*TEXT_FIELDS, *INT_FIELDS, "too_fast_seconds", "platform", "practice_rule", "on_return"}
+    | {"is_open", "signed_links"}
+)
+#: Chosen when a study is created, fixed afterwards.
+STUDY_STAGES = ("stage", "practice_stage")
 
 
 class Refused(ApplicationError):
@@ -67,7 +74,27 @@ class Refused(ApplicationError):
     status = 403
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a cell may be 128 Ki characters)."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def study_fields_check(names: Iterable[str], *, creating: bool) -> None:
+    """Refuse, naming it, a field that is not a study setting (STUDY_SETTINGS; the stages too
+    when ``creating``). Views call it before passing a form's fields on as keyword arguments,
+    so a posted ``project`` or ``study`` is a form error, not a clash of arguments."""
+    for name in names:
+        if name in STUDY_SETTINGS or (creating and name in STUDY_STAGES):
+            continue
+        if name in STUDY_STAGES:
+            message = f"{name}: a study's stages cannot change once it exists."
+        else:
+            message = f"The study form has no field {_shown(name)}: remove it."
+        raise ApplicationError(message, {name[:60]: "not a study setting"})
+
+
 def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
+    study_fields_check(data, creating=False)
     clean: dict[str, Any] = {}
     for name, limit in TEXT_FIELDS.items():
         if name in data:
@@ -574,7 +601,7 @@ def _bonus_amount(text: str, where: str) -> Decimal:
         value = None
     if value is None or not value.is_finite():
         raise ApplicationError(
-            f"{where}: {raw!r} is not an amount; write it like 1.50 (no currency sign).",
+            f"{where}: {_shown(raw)} is not an amount; write it like 1.50 (no currency sign).",
             {"amount": where},
         )
     if value <= 0 or value > MAX_BONUS:
@@ -582,7 +609,9 @@ def _bonus_amount(text: str, where: str) -> Decimal:
             f"{where}: a bonus must be more than 0 and at most {MAX_BONUS}.", {"amount": where}
         )
     if value != value.quantize(Decimal("0.01")):
-        raise ApplicationError(f"{where}: {raw} has more than two decimals.", {"amount": where})
+        raise ApplicationError(
+            f"{where}: {_shown(raw)} has more than two decimals.", {"amount": where}
+        )
     return value.quantize(Decimal("0.01"))
 
 
@@ -601,7 +630,7 @@ def bonus_rows(
     def add(platform_id: str, amount: str, where: str) -> None:
         if platform_id not in known:
             raise ApplicationError(
-                f"{where}: {platform_id!r} is not a participant of this study.",
+                f"{where}: {_shown(platform_id)} is not a participant of this study.",
                 {"participant": where},
             )
         if platform_id in seen:
@@ -612,9 +641,9 @@ def bonus_rows(
         rows.append((platform_id, _bonus_amount(amount, where)))
         seen[platform_id] = where
 
-    lines = list(csv.reader(io.StringIO(csv_text or "")))
+    lines = _bonus_csv_lines(csv_text)
     asked = sum(1 for amount in amounts.values() if str(amount or "").strip()) + sum(
-        1 for line in lines if any(cell.strip() for cell in line)
+        1 for _number, line in lines if any(cell.strip() for cell in line)
     )
     if asked > MAX_BONUSES + 1:  # one line may be the header
         raise ApplicationError(
@@ -630,7 +659,7 @@ def bonus_rows(
                     "Unknown participant in the bonus form.", {"participant": key}
                 )
             add(participants[pk], amount, f"participant {participants[pk]}")
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines:
         cells = [cell.strip() for cell in line]
         if not any(cells):
             continue
@@ -656,6 +685,30 @@ def bonus_rows(
 
 
 HEADER_NAMES = {"participant_id", "pid", "prolific_pid", "participant"}
+
+
+def _bonus_csv_lines(csv_text: str) -> list[tuple[int, list[str]]]:
+    """The bonus CSV's records, each with the line it starts on. A text the CSV reader cannot
+    read (a cell over its field limit, 131,072 characters; a stray carriage return) is an
+    ApplicationError naming the line, never csv.Error."""
+    reader = csv.reader(io.StringIO(csv_text or ""))
+    lines: list[tuple[int, list[str]]] = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return lines
+        except csv.Error as problem:
+            detail = (
+                "a cell is longer than the CSV reader takes (131,072 characters)"
+                if "field limit" in str(problem)
+                else f"not readable as CSV ({problem})"
+            )
+            raise ApplicationError(
+                f"CSV line {start}: {detail}; write participant id,amount.", {"csv": start}
+            ) from None
+        lines.append((start, cells))
 
 
 @transaction.atomic

@@ -221,13 +221,14 @@ def _tab_context(request, project, **extra):
 def studies(request, slug: str):
     project = access_project(request.user, slug, MANAGE)
     if request.method == "POST":
-        data = request.POST.dict()
+        data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
         try:
+            services.study_fields_check(data, creating=True)
             study = services.study_create(
                 project=project,
                 stage=data.pop("stage", ""),
                 practice_stage=data.pop("practice_stage", "") or None,
-                **{key: value for key, value in data.items() if key != "csrfmiddlewaretoken"},
+                **data,
             )
         except ApplicationError as error:
             context = _tab_context(
@@ -274,6 +275,7 @@ def study_detail(request, slug: str, study_id: int):
     if request.method == "POST":
         data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
         try:
+            services.study_fields_check(data, creating=False)
             study = services.study_update(study=study, **data)
         except ApplicationError as failure:
             error = failure

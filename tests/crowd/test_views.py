@@ -5,6 +5,7 @@ redirect, MTurk's preview and submit form, the study page and its CSV."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 from urllib.parse import urlencode
 
@@ -464,3 +465,46 @@ def test_the_admin_lists_studies_and_participants_read_only(client):
     participant = Participant.objects.get()
     response = client.get(f"/admin/crowd/participant/{participant.pk}/change/")
     assert response.status_code == 200 and 'name="status"' not in response.content.decode()
+
+
+STUDY_FORM = {
+    "name": "Second",
+    "platform": "link",
+    "places": "4",
+    "quota": "2",
+    "consent_text": "I agree.",
+    "completion_code": "DONE2",
+}
+
+
+@pytest.mark.parametrize(
+    ("page", "extra", "named"),
+    [
+        ("create", "project", "no field 'project'"),
+        ("create", "study", "no field 'study'"),
+        ("create", "token", "no field 'token'"),
+        ("edit", "project", "no field 'project'"),
+        ("edit", "study", "no field 'study'"),
+        ("edit", "stage", "stage: a study's stages cannot change"),
+    ],
+)
+def test_a_study_form_with_a_field_it_does_not_take_is_refused_naming_it(
+    admin_client, page, extra, named
+):
+    """A posted field the study forms do not have (once a 500: ``project`` or ``study`` clashed
+    with the service's own arguments) is a 400 naming it, and nothing is written."""
+    client, study, admin = admin_client
+    client.force_login(admin)
+    slug = study.project.slug
+    url = (
+        reverse("crowd:studies", args=[slug])
+        if page == "create"
+        else reverse("crowd:study", args=[slug, study.pk])
+    )
+    data = {**STUDY_FORM, "stage": study.stage_id} if page == "create" else dict(STUDY_FORM)
+    before = list(Study.objects.values())
+    response = client.post(url, {**data, extra: str(study.project_id)})
+    assert response.status_code == 400 and named in html.unescape(response.content.decode())
+    assert list(Study.objects.values()) == before
+    # the same form without the extra field goes through
+    assert client.post(url, data).status_code == 302

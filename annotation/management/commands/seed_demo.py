@@ -55,7 +55,8 @@ class Command(BaseCommand):
         if settings.SERVES_BEYOND_LOOPBACK and not settings.DEBUG and not force:
             raise CommandError(
                 "Refusing to create the demo users (a superuser 'admin' among them, with a known "
-                f"password) on a site other machines reach ({', '.join(settings.ALLOWED_HOSTS)}). "
+                "password) on a site other machines reach (RUNGWISE_BIND "
+                f"{settings.BIND_ADDRESS}, ALLOWED_HOSTS {', '.join(settings.ALLOWED_HOSTS)}). "
                 "Use --force with --password if you really want them there."
             )
         users = {}
