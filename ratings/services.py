@@ -548,16 +548,19 @@ def _refuse_historic_repeat(
     )  # fmt: skip
     if earlier is None:
         return
-    what = (
-        "This file was already imported"
+    when = f"{earlier.created_at:%Y-%m-%d %H:%M} UTC, {earlier.rows_total:,} ratings"
+    message = (
+        f"This file was already imported ({earlier.filename}, {when}): importing it again "
+        "would count every rating twice. If these ratings really were collected twice, ask to "
+        "import it again."
         if sha256
-        else "The ratings in this file were already imported, from a file that differs only in "
-        "its form (line ends, encoding, CSV or JSON, the order of its rows)"
+        else f"The ratings in this file were already imported from {earlier.filename} ({when}), "
+        "in another form (line ends, encoding, CSV or JSON Lines, the order of the rows): "
+        "importing them again would count every rating twice. If they really were collected "
+        "twice, ask to import them again."
     )
     raise Conflict(
-        f"{what} ({earlier.filename}, {earlier.created_at:%Y-%m-%d %H:%M} UTC, "
-        f"{earlier.rows_total:,} ratings): importing it again would count every rating twice. "
-        "If these ratings really were collected twice, ask to import it again.",
+        message,
         {**lookup, "import_batch": earlier.pk, "filename": earlier.filename},
     )
 
