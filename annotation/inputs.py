@@ -8,7 +8,7 @@ text and in JSON) and never a row of unbounded size.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation.errors import ApplicationError
@@ -96,3 +96,20 @@ def _walk(value: Any, *, field: str, top: bool, depth: int) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _walk(item, field=field, top=False, depth=depth + 1)
+
+
+def choices_keeping(options: Sequence[tuple[str, str]], *values: str) -> list[tuple[str, str]]:
+    """The (value, text) options of an edit form's choice, plus every one of ``values`` (the
+    stored value, what was posted) that they lack, marked "(not in the list)" — "— (none)" for
+    an empty one. An edit form never drops or blanks a value it cannot show: a browser submits
+    a select's first option when none is selected, so a value missing from the options would
+    be replaced silently on the next save. The services that take the edit keep such a value
+    when it comes back unchanged (review.causalt5k.kinds.clean_edits,
+    review.meter.entries.clean_questions)."""
+    choices = list(options)
+    known = {value for value, _ in choices}
+    for value in values:
+        if value not in known:
+            choices.append((value, f"{value} (not in the list)" if value else "— (none)"))
+            known.add(value)
+    return choices

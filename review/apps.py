@@ -67,6 +67,7 @@ class ReviewConfig(AppConfig):
         from annotation.navigation import register_project_tab
         from annotation.policies import register_policy
         from annotation.workflows import Workflow, register_workflow
+        from imports.services import register_item_mapper
         from releases.layouts import register_layout
         from review.causalt5k import kinds as ct5k_kinds
         from review.causalt5k import pipeline as ct5k_pipeline
@@ -84,6 +85,7 @@ class ReviewConfig(AppConfig):
             )
         )
         register_layout(ct5k.WORKFLOW, causalt5k_layout)
+        register_item_mapper(ct5k.WORKFLOW, ct5k.case_item_mapper)
         for kind in (
             ct5k_kinds.CT5kClusterKind(),
             ct5k_kinds.CT5kReviewKind(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -412,6 +412,26 @@ def _release_assignments(assignment_ids: list[int], *, status: str, reason: str 
     for item_stage_id, count in per_item_stage.items():
         ItemStage.objects.filter(pk=item_stage_id).update(leased_count=F("leased_count") - count)
     return len(locked)
+
+
+@transaction.atomic
+def assignments_delete(*, assignment_ids: Sequence[int]) -> int:
+    """Delete assignments (the admin's delete, one or many), giving the slot of every active
+    one back in the same transaction, as a revoked lease would: ``leased_count`` never counts
+    a lease that no longer exists, so the slot is free at once instead of after the repair
+    sweep. Locks the assignments first, waiting for a submit or a renewal that holds one, so
+    no lease is released twice or deleted under a submit. Returns the number deleted.
+    Raises ``django.db.models.ProtectedError`` (and changes nothing) when an assignment has
+    annotations: work is never deleted with the lease behind it."""
+    ids = list(
+        Assignment.objects.select_for_update()
+        .filter(pk__in=list(assignment_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    _release_assignments(ids, status=Assignment.Status.REVOKED, reason="deleted")
+    deleted, _ = Assignment.objects.filter(pk__in=ids).delete()
+    return deleted
 
 
 @transaction.atomic

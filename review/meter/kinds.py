@@ -151,8 +151,9 @@ class MeterEditKind(TaskKind):
         if phase == "check":
             return self._validate_check(payload)
         if phase == "edit":
+            stored = (context.item.payload or {}).get("questions") if context.item else None
             try:
-                questions = clean_questions(payload.get("questions"))
+                questions = clean_questions(payload.get("questions"), original=stored)
             except EntryInvalid as error:
                 problem = error.problems[0]
                 raise ApplicationError(

@@ -642,3 +642,46 @@ def test_opening_a_sample_refuses_a_bad_size_and_opens_either_stage(meter, clien
     assert not ItemStage.objects.filter(stage=stages["baseline"]).exists()
     assert client.post(url, {"sample": "5"}).status_code == 302
     assert ItemStage.objects.filter(stage=stages["baseline"]).count() == 1
+
+
+def test_the_editor_keeps_a_distractor_category_it_does_not_list(meter, client):
+    import copy
+
+    from annotation import services as engine
+    from annotation.errors import ApplicationError
+    from annotation.services.outcomes import item_stage_resolve
+
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    entry = Item.objects.get(external_id="esl-0001/entry")
+    stored = copy.deepcopy(entry.payload)
+    stored["questions"][0]["distractors"][0]["category"] = "legacy-other"
+    Item.objects.filter(pk=entry.pk).update(
+        payload=stored
+    )  # imported before categories were checked
+    edit = stages["edit"]
+    check = engine.assignment_next(annotator=people[0], stage=edit)
+    engine.annotation_submit(
+        assignment_id=check.pk, annotator=people[0], payload={"flags": [], "comments": {}}
+    )
+    item_stage_resolve(item_stage_id=check.item_stage_id)
+
+    editor = engine.assignment_next(annotator=people[1], stage=edit)
+    client.force_login(people[1])
+    page = client.get(reverse("annotation:stage", args=[edit.pk])).content.decode()
+    assert '<option value="legacy-other" selected>legacy-other (not in the list)</option>' in page
+    questions = copy.deepcopy(stored["questions"])
+    questions[0]["question"] += " (reworded)"
+    engine.annotation_submit(
+        assignment_id=editor.pk, annotator=people[1], payload={"questions": questions}
+    )
+    kept = Annotation.objects.get(assignment=editor).payload["questions"][0]["distractors"][0]
+    assert kept["category"] == "legacy-other"
+
+    # A category that is neither METER's nor the stored one is still refused.
+    other = engine.assignment_next(annotator=people[2], stage=edit)
+    questions[0]["distractors"][1]["category"] = "made-up"
+    with pytest.raises(ApplicationError, match="unknown distractor category 'made-up'"):
+        engine.annotation_submit(
+            assignment_id=other.pk, annotator=people[2], payload={"questions": questions}
+        )
