@@ -24,7 +24,7 @@ from narratives.reader import Narrative, Reading, read_lines, read_narratives
 WORKFLOW = "causal_narratives"
 KIND = "causal_order"
 #: The paper's human baseline: three annotators, blind to the graph, found the unique correct
-#: ordering in 98 % of 50 samples (issue 14; SEEDS.md).
+#: ordering in 98 % of 50 samples (SEEDS.md).
 PAPER_EXACT_RATE = 0.98
 PAPER_SAMPLES = 50
 PAPER_ANNOTATORS = 3

@@ -1,4 +1,4 @@
-"""Historic ratings are imported once (issue: duplicate historic ratings): the same file again is
+"""Historic ratings are imported once: the same file again is
 refused unless asked for — and so are the same ratings in another form (CRLF, a byte-order mark,
 JSON Lines), named by the import they repeat —, a named rater never rates an item twice across files (a database
 constraint), and concurrent imports into one project keep the counters equal to the rows."""
