@@ -455,7 +455,8 @@ def leases_reclaim_expired(
 def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
     """The assignment, its item stage and stage, whether its annotator may still annotate
     there (an active, unpaused annotator of an active stage of an active project) and whether
-    an annotator gate governs them (annotation.gates), in one statement; the assignment's and the item stage's rows locked unless ``locked`` is False."""
+    an annotator gate governs them (annotation.gates), in one statement; the assignment's and
+    the item stage's rows locked unless ``locked`` is False."""
     may_annotate = (
         f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
         f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
