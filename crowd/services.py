@@ -1,11 +1,13 @@
 """Writes of crowd studies (CONTRIBUTING.md, "Services own the transaction").
 
-- ``study_create`` / ``study_update``: a study on a stage; the stage (and practice stage) get
-  the ``crowd`` eligibility rule (crowd/eligibility.py) and its practice items and attention
-  checks are raised to every participant (``EVERYONE`` slots, as ratings does).
+- ``study_create`` / ``study_update``: a study on a stage; its practice items and attention
+  checks are raised to every participant (``EVERYONE`` slots, as ratings does). Participants
+  need nothing on the stages: the crowd annotator gate (crowd/gate.py) applies the ``crowd``
+  eligibility rule (crowd/eligibility.py) to them in every stage of the project.
 - ``participant_enter``: the study URL. A new platform id takes a place (the study row locked,
   so concurrent entries never exceed ``places``) and gets a Django user without a password and
-  an annotator membership; a known one resumes.
+  an annotator membership; a known one resumes, and a resume without proof that it is the same
+  person seals the answers given so far (``resume_proven``).
 - ``participant_consent``, ``participant_instructions_read``: the steps before the items.
 - ``participant_refresh``: after each item (the work gate, crowd/apps.py): time limit,
   attention checks (screen-out), practice done, quota met (completed).
@@ -46,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 #: target_count of practice items and attention checks: every participant meets them.
 EVERYONE = 100_000
-RULE = {"rule": "crowd"}
 
 #: Study fields a researcher edits, with their parsers.
 TEXT_FIELDS = {
@@ -171,12 +172,8 @@ def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> 
 
 
 def _prepare_stages(study: Study) -> None:
-    """The crowd rule on every stage of the project (participants work on their study's stages
-    only), practice items and attention checks for everyone."""
-    for stage in Stage.objects.filter(project_id=study.project_id):
-        rules = list(stage.eligibility or [])
-        if RULE not in rules:
-            engine.stage_update(stage=stage, eligibility=[*rules, RULE])
+    """Practice items and attention checks for everyone. (Which stages participants work on is
+    the crowd annotator gate's rule, crowd/gate.py, whatever stages exist or are added.)"""
     practice_stage = study.practice_stage or study.stage
     ItemStage.objects.filter(
         stage=practice_stage, item__purpose=Item.Purpose.PRACTICE, state=ItemStage.State.OPEN
@@ -241,11 +238,34 @@ def study_token_lookup(token: str) -> Study:
 # --- Participants -----------------------------------------------------------------------------
 
 
+def resume_proven(participant: Participant, entry: Entry, *, session_participant_id) -> bool:
+    """Whether a resume shows it is the participant who entered, not just someone who knows
+    their platform id: Prolific's signed token (verified by crowd.entry.parse_entry), MTurk's
+    assignmentId matching the one on record, or the browser session that belongs to this
+    participant (``session_participant_id``: crowd.gate.SESSION_KEY of the request)."""
+    if session_participant_id == participant.pk:
+        return True
+    if entry.signed:
+        return True
+    return (
+        participant.study.platform == Study.Platform.MTURK
+        and bool(entry.session_id)
+        and entry.session_id == participant.session_id
+    )
+
+
 @transaction.atomic
-def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]:
+def participant_enter(
+    *, study: Study, entry: Entry, session_participant_id: int | None = None
+) -> tuple[Participant, bool]:
     """The participant behind ``entry`` (checked by crowd.entry.parse_entry): a known platform
     id resumes (``created`` False); a new one takes a free place. Refused (403) when the id is
     on the study's exclusion list, Conflict (409) when the study is closed or full.
+
+    A resume without proof (resume_proven) goes on with new items only: the answers given so
+    far are sealed (``answers_sealed_at``), never shown or changed again by any session
+    (crowd.gate.crowd_verdict, annotation.gates.sealed_before) — the site cannot tell which
+    browser is the participant's.
 
     Locking: the study's row is locked while places are counted and the participant inserted,
     so concurrent entries take places one at a time and never exceed ``places``."""
@@ -261,6 +281,9 @@ def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]
         .first()
     )
     if known is not None:
+        if not resume_proven(known, entry, session_participant_id=session_participant_id):
+            known.answers_sealed_at = timezone.now()
+            known.save(update_fields=["answers_sealed_at"])
         return known, False
     if not locked.is_open:
         raise Conflict(
@@ -291,7 +314,14 @@ def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]
 
 
 def _locked_participant(participant: Participant) -> Participant:
-    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+    """The participant's row locked, and only theirs (``of``: the study's row is shared by
+    everyone; the crowd gate runs this inside every write of a participant, before item stages
+    are locked, so locking the study here too would make participants' writes deadlock)."""
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .get(pk=participant.pk)
+    )
 
 
 @transaction.atomic
@@ -507,7 +537,7 @@ def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
         if now <= started_at + timedelta(minutes=minutes):
             continue
         with transaction.atomic():
-            locked = Participant.objects.select_for_update().select_related("study").get(pk=pk)
+            locked = _locked_participant(Participant(pk=pk))
             if locked.status == Participant.Status.ACTIVE:
                 _leave(locked, Participant.Status.TIMED_OUT, "time limit passed")
                 count += 1

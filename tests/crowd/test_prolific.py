@@ -350,7 +350,7 @@ def test_the_study_page_sends_its_suggestions_to_prolific_once(prolific, client)
     from django.urls import reverse
 
     from annotation.models import Role
-    from tests.factories import make_member
+    from tests.factories import make_member, took_seconds
 
     study = make_crowd_study(
         regular=2, practice=0, checks=1, quota=3, places=5, max_check_failures=0, overlap=5,
@@ -359,8 +359,8 @@ def test_the_study_page_sends_its_suggestions_to_prolific_once(prolific, client)
     for person, value in ((careful, "causal"), (fast, "causal"), (careless, "temporal")):
         while person.status == "active":
             person = answer(person, next_item(person), value)
-    Annotation.objects.filter(item_stage__stage=study.stage).update(seconds_spent=5)
-    Annotation.objects.filter(annotator=fast.user).update(seconds_spent=0.5)
+    took_seconds(Annotation.objects.filter(item_stage__stage=study.stage), 5)
+    took_seconds(Annotation.objects.filter(annotator=fast.user), 0.5)
     admin = make_member(study.project, Role.ADMIN)
     client.force_login(admin)
     url = reverse("crowd:study_decide", args=[study.project.slug, study.pk])
