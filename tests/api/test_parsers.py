@@ -1,0 +1,77 @@
+"""The API's JSON parser (api/parsers.py): every JSON body is read within the limits of
+imports/core/values.py, so text nested too deep, bad syntax or bad encoding is a 400 in the
+API's error format naming where, on every endpoint, signed in or not."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from annotation.models import Annotation
+from imports.core.values import MAX_DEPTH
+from tests.api.test_input_limits import lease  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("body", [DEEP, '{"username": ' + "{" * 100_000])
+def test_json_nested_100000_deep_is_a_400_even_before_signing_in(body):
+    response = APIClient().post("/api/auth/token/", body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    error = response.json()
+    assert set(error) == {"message", "extra"}
+    assert f"more than {MAX_DEPTH} levels" in error["message"]
+    assert "line 1, column" in error["message"]
+
+
+def test_a_deep_submit_is_refused_and_writes_nothing(lease):  # noqa: F811
+    api, url, _, _ = lease
+    body = '{"payload": {"value": "keep", "deep": ' + DEEP + "}}"
+    response = api.post(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "levels" in response.json()["message"]
+    assert not Annotation.objects.exists()
+
+
+def test_bad_syntax_names_line_and_column_in_words():
+    response = APIClient().post(
+        "/api/auth/token/", '{\n  "username": "a",\n}', content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "line 2, column 18" in response.json()["message"]  # the comma itself
+    assert "trailing comma" in response.json()["message"]
+
+
+def test_a_body_that_is_not_utf8_is_a_400_naming_the_byte():
+    response = APIClient().post(
+        "/api/auth/token/", b'{"username": "caf\xe9"}', content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "0xE9" in response.json()["message"]
+
+
+def test_every_endpoint_reads_json_with_this_parser():
+    from django.urls import get_resolver
+
+    from api.parsers import JSONParser
+
+    def views(patterns):
+        for pattern in patterns:
+            if hasattr(pattern, "url_patterns"):
+                yield from views(pattern.url_patterns)
+            else:
+                view = getattr(pattern.callback, "cls", None) or getattr(
+                    pattern.callback, "view_class", None
+                )
+                if view is not None and hasattr(view, "parser_classes"):
+                    yield view
+
+    checked = set()
+    for view in views(get_resolver().url_patterns):
+        for parser in view.parser_classes:
+            if parser.media_type == "application/json":
+                assert issubclass(parser, JSONParser), view
+                checked.add(view.__name__)
+    assert {"TokenView", "SubmitView", "DsepGenerateView"} <= checked
