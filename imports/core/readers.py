@@ -12,7 +12,8 @@ and the error positions that make every message point at a line and column.
   naming the line, column and byte offset of the first invalid byte.
 * ``read_json_document`` reads one whole JSON document that is no import file (an API request
   body, an uploaded edge list, one line of a narratives file) within the same rules, raising
-  ``ImportFileError`` that names line and column (or the path of a value).
+  ``ImportFileError`` that names line and column (or the path of a value); ``decode_utf8``
+  applies the encoding rule alone to a small file read whole (a CSV edge list).
 * Values: the numbers and nesting limits of ``imports.core.values`` (JSON nested more than 64
   levels is refused before it is decoded: per line in JSON Lines, for the whole file inside a
   JSON array, whose element's end is then unknown).
@@ -504,6 +505,22 @@ def _non_finite_position(text: str, start: int) -> int:
 # -- one whole JSON document ----------------------------------------------------------------
 
 
+def decode_utf8(data: bytes, *, first_line: int = 1) -> str:
+    """Bytes of a whole small file or body as text, by the imports' encoding rule: UTF-8 with or
+    without a byte-order mark. Anything else raises ``ImportFileError`` whose message starts
+    ``line L, column C:`` and names the byte and its offset (``first_line`` is the number of
+    the first line of ``data``)."""
+    try:
+        return Utf8Decoder().decode(data, final=True)
+    except ImportFileError as refused:
+        error = refused.error
+        line = (error.line or 1) + first_line - 1
+        cause = error.message.split(": ", 1)[-1]
+        raise ImportFileError(
+            replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
+        ) from None
+
+
 def read_json_document(
     data: bytes | str, *, at_end: str = "the text ends", first_line: int = 1
 ) -> Any:
@@ -519,19 +536,7 @@ def read_json_document(
     starting with where: ``line L, column C: …`` (``first_line`` is the number of the text's
     first line), or, for a value, its path (``RowError.field``, e.g. ``payload.notes[1]``).
     ``at_end`` says what running out of text means ("the body ends")."""
-    if isinstance(data, bytes):
-        utf8 = Utf8Decoder()
-        try:
-            text = utf8.decode(data, final=True)
-        except ImportFileError as refused:
-            error = refused.error
-            line = (error.line or 1) + first_line - 1
-            cause = error.message.split(": ", 1)[-1]
-            raise ImportFileError(
-                replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
-            ) from None
-    else:
-        text = data
+    text = decode_utf8(data, first_line=first_line) if isinstance(data, bytes) else data
 
     def located(pos: int, code: str, expected: str, cause: str) -> ImportFileError:
         line = text.count("\n", 0, pos) + first_line
