@@ -195,6 +195,18 @@ def test_admins_upload_graphs_and_bad_files_change_nothing(project, client):
     assert response.status_code == 400
     assert "g.jsonl:2: 0 sentences for 2 nodes" in response.content.decode()
     assert Item.objects.count() == before
+    # Files that used to stop the page with a 500 or be stored changed: nested 100,000 deep,
+    # not UTF-8 (bytes were replaced with U+FFFD and imported).
+    for content, where in [
+        (good.encode() + b"\n" + b"[" * 100_000, "g.jsonl:2: not JSON: line 2, column 65: nested"),
+        (
+            good.encode().replace(b'"x and', b'"caf\xe9 x and'),
+            "g.jsonl: line 1, column 93: not UTF-8 (byte 0xE9",
+        ),
+    ]:
+        response = client.post(url, {"file": SimpleUploadedFile("g.jsonl", content)})
+        assert response.status_code == 400 and where in response.content.decode()
+    assert Item.objects.count() == before
     response = client.post(url, {"file": SimpleUploadedFile("g.jsonl", good.encode())})
     assert response.status_code == 302
     graph = item_of(project, "graph-g1").payload
