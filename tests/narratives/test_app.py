@@ -321,3 +321,21 @@ def test_the_forms_without_javascript_post_positions_and_checkboxes(project, cli
         assert sorted(answers[external_id][key]) == sorted(gold[key])
         if key == "order":
             assert answers[external_id]["order"] == gold["order"]
+
+
+def test_an_edge_field_nested_deep_or_holding_nul_is_refused_not_a_500(project, client):
+    """The item screen's edge fields are read within the nesting limit, and what the database
+    cannot store is refused by the engine's one rule (annotation/inputs.py)."""
+    stage = project.stages.get()
+    person = make_member(project)
+    client.force_login(person)
+    for _ in range(project.items.count()):
+        assignment = lease(person, stage)
+        if assignment.item_stage.item.payload["structure"] == "graph":
+            break
+        engine.assignment_skip(assignment_id=assignment.pk, annotator=person, reason="not a graph")
+    url = reverse("annotation:submit", args=[assignment.pk])
+    for edge in ("[" * 100_000, '["x\\u0000", "y"]'):
+        response = client.post(url, {"edges_sent": "1", "edge": [edge]})
+        assert response.status_code == 400, response.status_code
+    assert not person.annotations.exists()

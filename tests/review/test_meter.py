@@ -642,3 +642,13 @@ def test_opening_a_sample_refuses_a_bad_size_and_opens_either_stage(meter, clien
     assert not ItemStage.objects.filter(stage=stages["baseline"]).exists()
     assert client.post(url, {"sample": "5"}).status_code == 302
     assert ItemStage.objects.filter(stage=stages["baseline"]).count() == 1
+
+
+def test_the_spans_field_is_read_within_the_nesting_limit():
+    """The spans form field is JSON posted by the page (or by anyone): nested 100,000 deep it
+    is an unreadable answer the kind then refuses, not a RecursionError (a 500)."""
+    from annotation.kinds import get_kind
+
+    kind = get_kind("meter_spans")
+    assert kind.parse_form({"spans": "[" * 100_000 + "]" * 100_000}) == {"spans": None}
+    assert kind.parse_form({"spans": '{"L1": [[0, 5]]}'}) == {"spans": {"L1": [[0, 5]]}}
