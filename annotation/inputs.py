@@ -76,17 +76,23 @@ def clean_client_info(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+def check_storable(value: Any, *, field: str, root: str = "") -> None:
+    """ApplicationError unless every string, key and number in ``value`` is one the database
+    can store (``imports.core.values.value_problem_at``); the message names the value's path
+    under ``root`` (``payload.notes[1]``), ``extra`` the top-level field a person filled in."""
+    problem = value_problem_at(value)
+    if problem is not None:
+        named = str(problem.path[0]) if problem.path else field
+        raise ApplicationError(
+            f"The {field} cannot be stored: {problem.where(root)} {problem.words}.",
+            {named: problem.code},
+        )
+
+
 def _check_json(value: Any, *, field: str, max_bytes: int) -> None:
     # What cannot be stored comes first: sizing the value encodes it, which an unpaired
     # surrogate would stop with an exception.
-    problem = value_problem_at(value)
-    if problem is not None:
-        # Name the top-level field a person filled in (the comment, say) in ``extra``.
-        named = str(problem.path[0]) if problem.path else field
-        raise ApplicationError(
-            f"The {field} cannot be stored: {problem.where(field)} {problem.words}.",
-            {named: problem.code},
-        )
+    check_storable(value, field=field, root=field)
     _walk(value, field=field, top=True, depth=0)
     size = len(json.dumps(value, ensure_ascii=False, default=str).encode())
     if size > max_bytes:
