@@ -80,11 +80,17 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
                 continue
             edges.append((index, f"edges[{index}]", pair))
     else:
-        reader = csv.reader(io.StringIO(text))
-        header = [h.strip().lower() for h in next(reader, [])]
+        # newline="": line ends inside quotes stay in their cell, and a lone CR ends a line.
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            rows = list(reader)
+        except csv.Error as error:  # a stray quote, a cell beyond the csv module's size limit
+            problem = f"line {reader.line_num}: not CSV the graph can use: {error}"
+            raise GraphInvalid([problem]) from None
+        header = [h.strip().lower() for h in rows[0]] if rows else []
         if header[:2] != ["cause", "effect"]:
             raise GraphInvalid(["line 1: expected the header cause,effect"])
-        for line, row in enumerate(reader, start=2):
+        for line, row in enumerate(rows[1:], start=2):
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) < 2 or _name(row[0]) is None or _name(row[1]) is None:

@@ -81,12 +81,18 @@ def test_json_edge_lists_in_every_form():
         ('[["A\\u0000", "B"]]', "[0][0] holds a NUL character (U+0000)"),
         ('{"edges": [["\\ud800", "B"]]}', "edges[0][0] holds an unpaired surrogate (U+D800)"),
         ("cause,effect\nA\x00,B\n", "line 2: a name holds a NUL character"),
+        ("cause,effect\nA," + "x" * 200_000 + "\n", "line 2: not CSV the graph can use: field"),
     ],
 )
 def test_bad_edge_lists_name_the_problem(text, problem):
     with pytest.raises(GraphInvalid) as error:
         parse_edge_list(text)
     assert any(problem in p for p in error.value.problems)
+
+
+def test_a_csv_edge_list_with_old_mac_line_ends_is_read():
+    """A lone CR ends a line (it stopped the csv module with an exception: a 500)."""
+    assert sorted(parse_edge_list("cause,effect\rA,B\rB,C\r").edges) == [("A", "B"), ("B", "C")]
 
 
 def test_scores_worked_by_hand():
