@@ -5,11 +5,14 @@ API's error format naming where, on every endpoint, signed in or not."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from annotation.models import Annotation
 from imports.core.values import MAX_DEPTH
 from tests.api.test_input_limits import lease  # noqa: F401 (a fixture)
+from tests.imports.test_fuzz import FUZZ_DB, VALUE, assert_storable, to_json
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +78,38 @@ def test_every_endpoint_reads_json_with_this_parser():
                 assert issubclass(parser, JSONParser), view
                 checked.add(view.__name__)
     assert {"TokenView", "SubmitView", "DsepGenerateView"} <= checked
+
+
+@pytest.fixture
+def unthrottled(settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"auth": "off", "submit": "off"},
+    }
+
+
+@pytest.mark.django_db
+@FUZZ_DB
+@given(
+    st.fixed_dictionaries({"payload": VALUE}, optional={"client_info": VALUE, "next": VALUE}),
+    st.booleans(),
+    st.sampled_from(["as is", "truncate", "latin-1 byte", "bom"]),
+)
+def test_any_json_body_is_a_4xx_or_a_stored_answer(unthrottled, lease, body, ascii_only, damage):  # noqa: F811
+    """Bodies of every kind (nasty text and numbers, nesting up to 10,000 deep, broken bytes)
+    sent to the token endpoint and to a submit: never a 500, and what is stored is storable."""
+    api, url, _, _ = lease
+    data = to_json(body, ascii_only).encode("utf-8", errors="surrogatepass")
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "latin-1 byte":
+        data = data[:1] + b"caf\xe9" + data[1:]
+    elif damage == "bom":
+        data = b"\xef\xbb\xbf" + data
+    token = APIClient().post("/api/auth/token/", data, content_type="application/json")
+    assert token.status_code == 400 and set(token.json()) == {"message", "extra"}
+    response = api.post(url, data, content_type="application/json")
+    assert response.status_code in (200, 201, 400), response.status_code
+    assert set(response.json()) >= ({"message", "extra"} if response.status_code == 400 else {"id"})
+    for annotation in Annotation.objects.all():
+        assert_storable([annotation.payload, annotation.client_info])
