@@ -594,6 +594,9 @@ def test_progress_is_reported_in_rows():
         (None, b'{"id": 1}\n{"id": 2}\n', "jsonl"),
         (None, b'{\n "cases": []\n}', "json"),
         (None, b"id,text\n", "csv"),
+        # A first line nested too deep to decode (a RecursionError here was a 500): JSON, whose
+        # reader then names where the nesting passes the limit.
+        (None, b'{"id": ' + b"[" * 60_000 + b"\n", "json"),
     ],
 )
 def test_format_detection(filename, head, expected):
