@@ -197,47 +197,58 @@ def value_problem_at(value: Any, depth: int = 1) -> ValueProblem | None:
     Checks every nested string, key and number: NUL and unpaired surrogates (code
     ``invalid_text``), ``InvalidNumber`` and non-finite floats (``invalid_number``), nesting
     beyond ``MAX_DEPTH`` (``too_deep``; ``depth`` is the value's own level). Iterative, so that
-    any depth is safe to check. A bad key is reported at the object that holds it."""
-    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, depth, ())]
+    any depth is safe to check; values are visited in document order. A bad key is reported at
+    the object that holds it."""
+    # Each entry links to its parent's (parent link, key), so a path is built only when needed.
+    stack: list[tuple[Any, int, _Link]] = [(value, depth, None)]
     while stack:
-        current, level, path = stack.pop()
+        current, level, link = stack.pop()
+        found: tuple[str, str] | None = None
         if isinstance(current, str):
             problem = text_problem(current)
             if problem:
-                return ValueProblem("invalid_text", f"holds {problem}", path)
+                found = ("invalid_text", f"holds {problem}")
         elif isinstance(current, InvalidNumber):
-            return ValueProblem("invalid_number", f"holds {current.describe()}", path)
+            found = ("invalid_number", f"holds {current.describe()}")
         elif isinstance(current, float) and not math.isfinite(current):
-            return ValueProblem(
-                "invalid_number", f"holds {current!r}, which is not a number JSON can store", path
-            )
+            found = ("invalid_number", f"holds {current!r}, which is not a number JSON can store")
         elif isinstance(current, int) and not isinstance(current, bool):
             if current.bit_length() > _MAX_INT_BITS:
-                return ValueProblem(
+                found = (
                     "invalid_number",
                     f"holds a number of about {MAX_INT_DIGITS:,} digits or more",
-                    path,
                 )
         elif isinstance(current, Mapping | list | tuple):
             if level > MAX_DEPTH:
-                return ValueProblem(
-                    "too_deep", f"is nested more than {MAX_DEPTH} levels deep", path
-                )
-            children: list[tuple[Any, int, tuple[str | int, ...]]] = []
-            if isinstance(current, Mapping):
+                found = ("too_deep", f"is nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(current, Mapping):
+                children = []
                 for key, item in current.items():
                     problem = text_problem(key) if isinstance(key, str) else None
                     if problem:
-                        return ValueProblem(
-                            "invalid_text", f"has a field name holding {problem}", path
-                        )
-                    children.append((item, level + 1, (*path, str(key))))
+                        found = ("invalid_text", f"has a field name holding {problem}")
+                        break
+                    children.append((item, level + 1, (link, str(key))))
+                stack.extend(reversed(children))
             else:
-                children.extend(
-                    (item, level + 1, (*path, index)) for index, item in enumerate(current)
+                stack.extend(
+                    (current[index], level + 1, (link, index))
+                    for index in range(len(current) - 1, -1, -1)
                 )
-            stack.extend(reversed(children))  # depth first, in document order
+        if found is not None:
+            return ValueProblem(found[0], found[1], _path(link))
     return None
+
+
+_Link = tuple[Any, str | int] | None
+
+
+def _path(link: _Link) -> tuple[str | int, ...]:
+    parts: list[str | int] = []
+    while link is not None:
+        link, key = link
+        parts.append(key)
+    return tuple(reversed(parts))
 
 
 def value_problem(value: Any, depth: int = 1) -> tuple[str, str] | None:
