@@ -4,7 +4,6 @@ workflow's template, stages added and edited through the engine's own checks
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -21,6 +20,7 @@ from annotation import services as engine
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
 from annotation.workflows import WORKFLOWS
+from imports.core.readers import ImportFileError, read_json_document
 from studio.models import Invite
 
 #: Stage settings edited as JSON on the setup page.
@@ -72,12 +72,11 @@ def parse_json_setting(name: str, text: str) -> Any:
     if not text:
         return None if name in ("routes", "phases", "eligibility") else {}
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ApplicationError(
-            f"{name}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}).",
-            {name: "valid JSON"},
-        ) from None
+        return read_json_document(text)
+    except ImportFileError as refused:  # the imports' rules: syntax, nesting, storable text
+        error = refused.error
+        what = "not valid JSON" if error.code == "json_syntax" else "cannot be used"
+        raise ApplicationError(f"{name}: {what} ({error.message}).", {name: "valid JSON"}) from None
 
 
 def _whole(name: str, raw: Any, low: int, high: int) -> int:

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from imports.core.values import text_problem
+
 LEVELS = {1: "causal discovery", 2: "intervention", 3: "counterfactual"}
 #: Distractor categories (METER's four), key → label.
 CATEGORIES = {
@@ -98,8 +100,9 @@ def _text(value: Any, where: str, problems: list[EntryProblem]) -> str:
         return ""
     if len(value) > MAX_TEXT:
         problems.append(EntryProblem(where, f"at most {MAX_TEXT} characters ({len(value)} given)"))
-    if "\x00" in value:
-        problems.append(EntryProblem(where, "contains a NUL character"))
+    unstorable = text_problem(value)  # the database's one rule: no NUL, no unpaired surrogate
+    if unstorable:
+        problems.append(EntryProblem(where, f"holds {unstorable}"))
     return value.strip()
 
 

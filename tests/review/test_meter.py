@@ -685,3 +685,28 @@ def test_the_editor_keeps_a_distractor_category_it_does_not_list(meter, client):
         engine.annotation_submit(
             assignment_id=other.pk, annotator=people[2], payload={"questions": questions}
         )
+
+
+def test_the_spans_field_is_read_within_the_nesting_limit():
+    """The spans form field is JSON posted by the page (or by anyone): nested 100,000 deep it
+    is an unreadable answer the kind then refuses, not a RecursionError (a 500)."""
+    from annotation.kinds import get_kind
+
+    kind = get_kind("meter_spans")
+    assert kind.parse_form({"spans": "[" * 100_000 + "]" * 100_000}) == {"spans": None}
+    assert kind.parse_form({"spans": '{"L1": [[0, 5]]}'}) == {"spans": {"L1": [[0, 5]]}}
+
+
+def test_entry_texts_holding_what_the_database_cannot_store_are_named():
+    """Question texts are checked by the one rule of imports/core/values.py: NUL and unpaired
+    surrogates (the latter used to pass, and stop the write with an encoding error)."""
+    import copy
+
+    from review.meter.entries import EntryInvalid, clean_questions
+
+    for bad in ("a\x00b", "\ud800"):
+        questions = copy.deepcopy(ENTRIES["esl-0001"])
+        questions[0]["question"] = bad
+        with pytest.raises(EntryInvalid) as refused:
+            clean_questions(questions)
+        assert any("holds" in str(problem) for problem in refused.value.problems), refused.value

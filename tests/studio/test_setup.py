@@ -100,6 +100,19 @@ def test_stages_are_added_and_edited_through_the_engines_checks(client, project)
     assert "no stage 'nowhere'" in html.unescape(broken.content.decode())
     not_json = client.post(edit, {"overlap": "2", "config": "{oops"})
     assert not_json.status_code == 400 and "config: not valid JSON" in not_json.content.decode()
+    # What used to be a 500: JSON nested 100,000 deep, text the database cannot store.
+    for posted, where in [
+        ({"config": "[" * 100_000}, "config: cannot be used (line 1, column 65: nested more"),
+        (
+            {"routes": '{"accept": {"action": "discard", "reason": "\\ud800"}}'},
+            "routes: cannot be used (accept.reason holds an unpaired surrogate",
+        ),
+        ({"name": "Verify\x00"}, "name holds a NUL character"),
+        ({"instructions": "x\x00"}, "instructions holds a NUL character"),
+    ]:
+        refused = client.post(edit, {"overlap": "2", **posted})
+        assert refused.status_code == 400, posted
+        assert where in html.unescape(refused.content.decode()), posted
     verify.refresh_from_db()
     assert verify.overlap == 5  # nothing changed by the refused forms
     page = client.get(reverse("studio:setup", args=[project.slug])).content.decode()
