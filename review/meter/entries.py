@@ -301,7 +301,9 @@ def candidates(
     ``edits`` are (label, questions) in submission order. Each candidate: {"label", "questions",
     "editors": the labels of the edits that produced it, "changes": questions_diff from the
     original}. An editor who changed nothing votes, in effect, for the original."""
-    found = [{"label": "original", "questions": list(original), "editors": [], "changes": []}]
+    found: list[dict[str, Any]] = [
+        {"label": "original", "questions": list(original), "editors": [], "changes": []}
+    ]
     for label, questions in edits:
         if not isinstance(questions, list):
             continue
