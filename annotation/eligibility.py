@@ -157,7 +157,7 @@ class Blind(Rule):
     def describe(self, spec):
         words = "Blind: nobody who worked on this item in an earlier stage"
         if spec.get("made_from"):
-            words += f" (nor on the item its {spec['made_from']} names)"
+            words += f" (nor on the item it was made from, named by its {spec['made_from']})"
         return words
 
 
