@@ -320,9 +320,15 @@ def seed(*, users: dict, slug: str) -> Project:
     people = [users[name] for name in ("annotator1", "annotator2", "annotator3") if name in users]
     stages = {stage.slug: stage for stage in project.stages.all()}
 
+    def authored(case):
+        """The case with its demo author (a demo name, "annotator1") as that user's username,
+        as a release's author field names a member (Item.author is linked from it)."""
+        author = users.get(case.get("author") or "")
+        return {**case, "author": author.get_username()} if author is not None else case
+
     def rows(case_ids):
         return [
-            {"external_id": case["case_id"], "payload": case, "source": "rungwise-demo"}
+            {"external_id": case["case_id"], "payload": authored(case), "source": "rungwise-demo"}
             for case in CASES
             if case["case_id"] in case_ids
         ]
