@@ -15,6 +15,7 @@ Treatments:
 * ``pseudonym`` — each name becomes ``N`` and ten hex digits of SHA-256 over a per-project
   secret salt (from ``SECRET_KEY``) and the name: the same name gets the same pseudonym in every
   file and every version of a project's releases, and cannot be looked up without the secret.
+  A value there that is not a string (it may hold a name in any shape) becomes null.
 
 Spelled once in Python (:meth:`IdentityRule.apply`: ``releases.services.release_item_rows``
 — items.jsonl, items.csv and every layout's ``context.items()`` — and
@@ -88,7 +89,8 @@ class IdentityRule:
         return payload
 
     def _name(self, value: Any, salt: str) -> Any:
-        return name_pseudonym(value, salt) if isinstance(value, str) else value
+        # A value that is not a string may hold a name in any shape: it becomes null.
+        return name_pseudonym(value, salt) if isinstance(value, str) else None
 
     def _apply(self, value: Any, segments: list[tuple[str, bool]], salt: str) -> Any:
         (key, is_list), rest = segments[0], segments[1:]
@@ -121,12 +123,12 @@ class IdentityRule:
         return expression
 
     def _name_sql(self, value: str, salt_param: str) -> str:
-        """jsonb: a string element ``value`` (jsonb) as its pseudonym, anything else as it is."""
+        """jsonb: a string ``value`` (jsonb) as its pseudonym, anything else as null."""
         text = f"({value} #>> '{{}}')"
         digest = f"encode(sha256(convert_to(%({salt_param})s || {text}, 'UTF8')), 'hex')"
         return (
             f"(CASE WHEN jsonb_typeof({value}) = 'string'"
-            f" THEN to_jsonb('{NAME_PREFIX}' || left({digest}, 10)) ELSE {value} END)"
+            f" THEN to_jsonb('{NAME_PREFIX}' || left({digest}, 10)) ELSE 'null'::jsonb END)"
         )
 
     def _sql(self, value: str, segments, salt_param: str, *, depth: int) -> str:
