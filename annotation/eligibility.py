@@ -103,7 +103,8 @@ class NotInStage(Rule):
 class Blind(Rule):
     """A blind stage (a human baseline): nobody who already worked on the item in another stage
     of the project may take it — whoever held a lease on it there (answered, skipped, let it
-    expire or was withdrawn: they were shown it) or decided it as a reviewer. At the moment of
+    expire or was withdrawn: they were shown it), has an answer on it there (one imported
+    without a lease too) or decided it as a reviewer. At the moment of
     a lease every such piece of work lies in the past, so "another stage" means "an earlier
     stage" whatever order the routes took the item in (a loop back included).
 
@@ -148,6 +149,11 @@ class Blind(Rule):
             f"EXISTS (SELECT 1 FROM {tables['Assignment']} {prefix}a"
             f" WHERE {prefix}a.item_stage_id = {prefix}s.id"
             f" AND {prefix}a.annotator_id = %(annotator)s)"
+            # An answer stored without a lease (imported for a member): any version, since
+            # having given one at all is what counts, not which one is current.
+            f" OR EXISTS (SELECT 1 FROM {tables['Annotation']} {prefix}n"
+            f" WHERE {prefix}n.item_stage_id = {prefix}s.id"
+            f" AND {prefix}n.annotator_id = %(annotator)s)"
             f" OR EXISTS (SELECT 1 FROM {tables['Resolution']} {prefix}r"
             f" WHERE {prefix}r.item_stage_id = {prefix}s.id"
             f" AND {prefix}r.decided_by_id = %(annotator)s)))",

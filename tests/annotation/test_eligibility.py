@@ -12,7 +12,7 @@ from annotation import services
 from annotation.access import access_stage_for_annotator
 from annotation.eligibility import blind, describe, validate_rules
 from annotation.errors import ApplicationError
-from annotation.models import ItemStage, Resolution
+from annotation.models import Annotation, ItemStage, Resolution
 from annotation.services import work
 from tests.factories import (
     make_items,
@@ -130,3 +130,19 @@ def test_the_rule_is_checked_and_said_in_words():
         "Blind: nobody who worked on this item in an earlier stage",
         "Never the item's author",
     ]
+
+
+def test_a_blind_stage_keeps_out_a_member_whose_answer_was_imported_without_a_lease():
+    project = make_project()
+    verify = make_verify_stage(project, overlap=1, routes={"accept": {"action": "finish"}})
+    label = make_label_stage(project, overlap=1, eligibility=[blind()])
+    (item,) = make_items(project, 1)
+    services.item_stages_open(items=[item], stage=label)
+    imported, fresh = make_member(project), make_member(project)
+    Annotation.objects.create(
+        item_stage=ItemStage.objects.get(item=item, stage=verify),
+        annotator=imported,
+        payload={"value": "keep"},
+    )
+    assert lease(imported, label) is None
+    assert lease(fresh, label) is not None
