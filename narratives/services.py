@@ -16,6 +16,7 @@ from django.db import transaction
 
 from agreement.plots import wilson_interval
 from annotation import services as engine
+from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
 from imports.core.readers import ImportFileError, decode_utf8
@@ -54,6 +55,7 @@ def narratives_project_create(
         overlap=overlap,
         resolution_policy="narrative_record",
         routes={"accept": {"action": "finish"}},
+        eligibility=[blind()],  # a human baseline: blind to any earlier work on the item
         instructions="Order the events from first cause to last effect; Enter submits.",
         **({"seed": seed} if seed is not None else {}),
     )

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
 from annotation.routing import default_route
 from imports.core.values import loads
@@ -302,5 +303,7 @@ def stage_view(
             (name, get(name, json.dumps(getattr(stage, name), indent=1, ensure_ascii=False)))
             for name in ("config", "phases", "eligibility")
         ],
+        # The stored rules in words (the JSON below edits them): who may take an item.
+        "who": describe_rules(stage.eligibility),
         "errors": errors,
     }

@@ -33,6 +33,7 @@ from annotation.models import (
     ItemStage,
     Membership,
     Project,
+    Resolution,
     Role,
     Stage,
 )
@@ -102,7 +103,16 @@ def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: st
             )
     tables = {
         model.__name__: sql.table(model)
-        for model in (Item, ItemStage, Assignment, Stage, Membership, Project, Annotation)
+        for model in (
+            Item,
+            ItemStage,
+            Assignment,
+            Stage,
+            Membership,
+            Project,
+            Annotation,
+            Resolution,
+        )
     }
     conditions += [
         condition.sql for condition in eligibility_conditions(json.loads(rules), tables=tables)
@@ -172,6 +182,7 @@ def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
             "Membership",
             "Project",
             "Annotation",
+            "Resolution",
         )
     }
     for condition in eligibility_conditions(_search_rules(stage, annotator_id), tables=tables):

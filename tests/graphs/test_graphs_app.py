@@ -166,6 +166,8 @@ def test_the_workflow_template_and_the_demo(client):
     workflow = get_workflow(services.WORKFLOW)
     created = workflow.create(slug="fresh", name="Fresh", description="")
     assert created.stages.get().kind == "graph_question"
+    # A human baseline: the template's stage is blind to earlier work on an item.
+    assert created.stages.get().eligibility == [{"rule": "blind"}]
     from django.apps import apps
     from django.contrib.auth import get_user_model
 

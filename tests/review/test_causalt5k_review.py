@@ -487,6 +487,12 @@ def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, de
     from agreement.services import stage_agreement_refresh
 
     project, users = demo
+    # The kept case waits in the blind stage for annotator3 (annotator1 reviewed and scored
+    # it, annotator2 scored it: the stage keeps them out); their answer is on the tab.
+    answer = project.stages.get(slug="answer")
+    for name in ("annotator1", "annotator2"):
+        assert engine.assignment_next(annotator=users[name], stage=answer) is None
+    assert drive(answer, [users["annotator3"]], lambda i, item, phase: {"label": "YES"}) == 1
     for stage in project.stages.all():
         stage_agreement_refresh(stage_id=stage.pk, force=True)
     client.force_login(users["researcher"])

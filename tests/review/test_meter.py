@@ -710,3 +710,27 @@ def test_entry_texts_holding_what_the_database_cannot_store_are_named():
         with pytest.raises(EntryInvalid) as refused:
             clean_questions(questions)
         assert any("holds" in str(problem) for problem in refused.value.problems), refused.value
+
+
+def test_the_human_baseline_is_blind_to_everyone_who_worked_on_the_entry_or_its_pair(meter):
+    """The template's baseline stage carries the ``blind`` rule following the entry's pair:
+    the verifiers, checkers, editors, voters and filterers of the entry are never given it,
+    nor the reviewer who decided its pair; someone new is."""
+    from annotation import services as engine
+    from annotation.eligibility import blind
+    from annotation.models import Resolution
+
+    project, stages, people = verified(meter)
+    assert stages["baseline"].eligibility == [blind("pair_id")]
+    import_entries(project, "esl-0001")
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    assert services.baseline_open(project=project, sample=1, seed=3) == 1
+    reviewer, fresh = make_member(project), make_member(project)
+    Resolution.objects.filter(
+        item_stage__item__external_id="esl-0001", item_stage__stage=stages["verify"]
+    ).update(decided_by=reviewer)
+    for person in [*people, reviewer]:
+        assert engine.assignment_next(annotator=person, stage=stages["baseline"]) is None
+    leased = engine.assignment_next(annotator=fresh, stage=stages["baseline"])
+    assert leased.item_stage.item.external_id == "esl-0001/entry"

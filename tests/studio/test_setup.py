@@ -552,3 +552,21 @@ def test_every_templates_stage_form_posted_as_drawn_changes_nothing(client, staf
         stage.refresh_from_db()
         after = {key: getattr(stage, key) for key in before}
         assert after == before, stage.slug
+
+
+def test_the_setup_tab_says_which_stages_are_blind(client, staff):
+    """A METER project from the template: the human baseline's settings say in words that it
+    is blind (the rule the template switched on); the verify stage's say anyone may work."""
+    create(client, workflow="meter", slug="m-blind", name="METER blind")
+    project = Project.objects.get(slug="m-blind")
+    page = html.unescape(client.get(reverse("studio:setup", args=[project.slug])).content.decode())
+    sections = {
+        stage.slug: page.split(f'id="stage-{stage.pk}"', 1)[1].split("</details>", 1)[0]
+        for stage in project.stages.all()
+    }
+    blind = "Blind: nobody who worked on this item in an earlier stage"
+    assert blind in sections["baseline"].split("</summary>", 1)[0]  # the stage's summary line
+    who = sections["baseline"].split("data-who>", 1)[1].split("</ul>", 1)[0]
+    assert blind in who
+    assert blind not in sections["verify"]
+    assert "Any annotator of the project" in sections["verify"]
