@@ -5,7 +5,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     STATIC_ROOT=/app/staticfiles \
-    MEDIA_ROOT=/data/media
+    MEDIA_ROOT=/data/media \
+    RUNGWISE_BIND=0.0.0.0
+# RUNGWISE_BIND: the image cannot see where `docker run -p` publishes it, so it counts as reachable
+# by others; docker-compose.yml sets the address it really publishes on.
 
 WORKDIR /app
 COPY pyproject.toml ./

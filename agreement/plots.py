@@ -12,6 +12,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import matplotlib
 
@@ -34,7 +35,7 @@ BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE, GREY = (
 )
 SERIES_COLOURS = (BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY)
 
-STYLE = {
+STYLE: dict[Any, Any] = {  # matplotlib rc parameters (its stubs key them by a Literal)
     # Text as outlines: the figure looks the same in every browser and in a downloaded file
     # (with text as text, a wider fallback font spilled over the figure's edges).
     "svg.fonttype": "path",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber, Trunc
@@ -733,7 +733,7 @@ def label_distribution(
             json.dumps(row["category"]): row
             for row in snapshots["fleiss_kappa"].details.get("per_category", [])
         }
-    resolved = Counter()
+    resolved: Counter[str] = Counter()
     for value, count in (
         Resolution.objects.filter(item_stage__stage=stage)
         .exclude(status__in=[Resolution.Status.NEEDS_ADJUDICATION, Resolution.Status.INSUFFICIENT])
@@ -914,7 +914,7 @@ def adjudication_votes(item_stage: ItemStage) -> list[dict[str, Any]]:
     return rows
 
 
-def reviewer_projects(user: AbstractBaseUser) -> list[Project]:
+def reviewer_projects(user: User) -> list[Project]:
     """Projects where the user may adjudicate, each with `waiting` (items in the queue)."""
     projects = Project.objects.filter(is_active=True)
     if not user.is_superuser:

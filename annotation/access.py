@@ -10,7 +10,7 @@ from functools import cache
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from annotation import sql
+from annotation import gates, sql
 from annotation.errors import Conflict, NotFound, PermissionDenied
 from annotation.models import Annotation, Assignment, Membership, Project, Role, Stage
 
@@ -62,7 +62,7 @@ def access_stage(user: AbstractBaseUser, project: Project, stage_slug: str) -> S
 
 
 #: The flags _stage_for_annotator_sql selects after the stage's and project's columns, in order.
-_STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id")
+_STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id", "governed")
 
 
 @cache
@@ -81,6 +81,7 @@ def _stage_for_annotator_sql(vendor: str) -> str:
             f" AND a.annotator_id = %(user)s"
             f" AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
         ),
+        "governed": gates.governed_sql(annotator="%(user)s", project="st.project_id"),
     }
     return (
         f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
@@ -94,8 +95,9 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     """The stage, if `user` is an active (not paused) annotator of its project.
 
     One statement (hand-written, annotation.sql: this runs on every next item): the stage, its
-    project, the membership tests and the user's current lease id in this stage (as
-    `current_assignment_id`)."""
+    project, the membership tests, the user's current lease id in this stage (as
+    `current_assignment_id`) and whether an annotator gate governs them (as `governed`,
+    annotation.gates)."""
     row = None
     if sql.in_range(Stage, stage_id):
         row = sql.fetchone(
@@ -115,6 +117,7 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
         )
     stage.project = project
     stage.current_assignment_id = flags["current_assignment_id"]
+    stage.governed = bool(flags["governed"])
     if not (stage.is_active and stage.project.is_active):
         raise Conflict("This stage is closed.")
     return stage
@@ -123,7 +126,8 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
 def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
     """The user's own answer (its current version, if `annotation_id` names an earlier one),
     with its item stage, item, stage and project; an unknown id and someone else's get the same
-    404. Not on the hot path: the change page and its form only."""
+    404, and so does an answer an annotator gate sealed (annotation.gates.sealed_before). Not
+    on the hot path: the change page and its form only."""
     found = None
     if sql.in_range(Annotation, annotation_id):
         found = (
@@ -134,11 +138,17 @@ def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
         )
     if found is None:
         raise NotFound(NO_SUCH_ANSWER)
-    return (
+    answer = (
         Annotation.objects.select_related("item_stage__item", "item_stage__stage__project")
         .select_related("assignment")
         .get(assignment_id=found.assignment_id)
     )
+    sealed = gates.sealed_before(
+        annotator_id=user.pk, project_id=answer.item_stage.stage.project_id
+    )
+    if sealed is not None and answer.created_at < sealed:
+        raise NotFound(NO_SUCH_ANSWER)
+    return answer
 
 
 def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:

@@ -27,7 +27,12 @@ from annotation.models import (
     Resolution,
     Stage,
 )
-from annotation.services import STAGE_SETTINGS, stage_settings_clean, user_remove
+from annotation.services import (
+    STAGE_SETTINGS,
+    assignments_delete,
+    stage_settings_clean,
+    user_remove,
+)
 
 admin.site.site_header = "Rungwise administration"
 admin.site.site_title = "Rungwise admin"
@@ -343,6 +348,15 @@ class AssignmentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # leases come from services.assignment_next
+
+    # Deleting an active lease gives its slot back in the same transaction
+    # (services.assignments_delete), on the delete page and in the bulk "delete selected"
+    # action alike; a plain delete would leave leased_count counting it until the repair sweep.
+    def delete_model(self, request, obj):
+        assignments_delete(assignment_ids=[obj.pk])
+
+    def delete_queryset(self, request, queryset):
+        assignments_delete(assignment_ids=list(queryset.values_list("pk", flat=True)))
 
     @admin.display(description="item", ordering="item_stage__item__external_id")
     def item_link(self, obj):

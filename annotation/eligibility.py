@@ -5,6 +5,8 @@ A stage's ``eligibility`` is a JSON list of rules::
 
     [{"rule": "not_author"},                        never the item's author
      {"rule": "not_in_stage", "stage": "verify"},   nobody who worked on this item in "verify"
+     {"rule": "blind"},                             nobody who worked on this item in an
+                                                    earlier stage (a blind baseline)
      {"rule": "skill", "tag": "medicine"}]          only members with that skill tag
 
 Each rule is a :class:`Rule` registered under its name; it contributes one SQL condition on the
@@ -36,7 +38,8 @@ class Condition:
 class Rule:
     """Base class: set ``name``, implement ``clean`` (the rule's options, checked) and
     ``condition`` (SQL over the candidate ``c``; ``prefix`` makes parameter names unique;
-    ``tables`` maps model names to quoted table names)."""
+    ``tables`` maps model names to quoted table names: Item, ItemStage, Assignment,
+    Stage, Membership, Project, Annotation, Resolution)."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -54,6 +57,10 @@ class Rule:
         self, spec: Mapping[str, Any], *, prefix: str, tables: Mapping[str, str]
     ) -> Condition:
         raise NotImplementedError
+
+    def describe(self, spec: Mapping[str, Any]) -> str:
+        """The rule in words, for the Setup tab (a cleaned ``spec``)."""
+        return self.description[:1].upper() + self.description[1:]
 
 
 class NotAuthor(Rule):
@@ -91,6 +98,73 @@ class NotInStage(Rule):
             f" AND {prefix}a.status IN ('active', 'submitted'))",
             {f"{prefix}stage": spec["stage"]},
         )
+
+
+class Blind(Rule):
+    """A blind stage (a human baseline): nobody who already worked on the item in another stage
+    of the project may take it — whoever held a lease on it there (answered, skipped, let it
+    expire or was withdrawn: they were shown it), has an answer on it there (one imported
+    without a lease too) or decided it as a reviewer. At the moment of
+    a lease every such piece of work lies in the past, so "another stage" means "an earlier
+    stage" whatever order the routes took the item in (a loop back included).
+
+    ``made_from`` (optional): a payload field of the candidate item that holds the external id
+    of the project item it was made from (a blind copy of a case under a neutral handle, an
+    entry generated from a pair); work on that item counts as work on this one."""
+
+    name = "blind"
+    description = "nobody who worked on this item in an earlier stage"
+
+    def clean(self, spec, *, stage_slugs):
+        made_from = spec.get("made_from")
+        if made_from is None:
+            return {"rule": self.name}
+        if not isinstance(made_from, str) or not made_from.isidentifier():
+            raise ApplicationError(
+                "blind: made_from names one payload field (letters, digits and _).",
+                {"eligibility": made_from},
+            )
+        return {"rule": self.name, "made_from": made_from}
+
+    def condition(self, spec, *, prefix, tables):
+        from django.db import connection
+
+        items = f"{prefix}s.item_id = c.item_id"
+        params: dict[str, Any] = {}
+        if spec.get("made_from"):
+            field = f"{prefix}ci.payload ->> CAST(%({prefix}field)s AS TEXT)"
+            params[f"{prefix}field"] = spec["made_from"]
+            if connection.vendor != "postgresql":
+                field = f"json_extract({prefix}ci.payload, %({prefix}field)s)"
+                params[f"{prefix}field"] = f'$."{spec["made_from"]}"'
+            items = (
+                f"{prefix}s.item_id IN (c.item_id, (SELECT {prefix}o.id FROM {tables['Item']}"
+                f" {prefix}ci JOIN {tables['Item']} {prefix}o ON {prefix}o.project_id ="
+                f" {prefix}ci.project_id AND {prefix}o.external_id = {field}"
+                f" WHERE {prefix}ci.id = c.item_id))"
+            )
+        return Condition(
+            f"NOT EXISTS (SELECT 1 FROM {tables['ItemStage']} {prefix}s"
+            f" WHERE {items} AND {prefix}s.stage_id <> c.stage_id AND ("
+            f"EXISTS (SELECT 1 FROM {tables['Assignment']} {prefix}a"
+            f" WHERE {prefix}a.item_stage_id = {prefix}s.id"
+            f" AND {prefix}a.annotator_id = %(annotator)s)"
+            # An answer stored without a lease (imported for a member): any version, since
+            # having given one at all is what counts, not which one is current.
+            f" OR EXISTS (SELECT 1 FROM {tables['Annotation']} {prefix}n"
+            f" WHERE {prefix}n.item_stage_id = {prefix}s.id"
+            f" AND {prefix}n.annotator_id = %(annotator)s)"
+            f" OR EXISTS (SELECT 1 FROM {tables['Resolution']} {prefix}r"
+            f" WHERE {prefix}r.item_stage_id = {prefix}s.id"
+            f" AND {prefix}r.decided_by_id = %(annotator)s)))",
+            params,
+        )
+
+    def describe(self, spec):
+        words = "Blind: nobody who worked on this item in an earlier stage"
+        if spec.get("made_from"):
+            words += f" (nor on the item it was made from, named by its {spec['made_from']})"
+        return words
 
 
 class Skill(Rule):
@@ -186,5 +260,23 @@ def conditions(rules: Sequence[Mapping[str, Any]], *, tables: Mapping[str, str])
     ]
 
 
-for _rule in (NotAuthor(), NotInStage(), Skill(), AfterStage()):
+def describe(rules: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """A stage's (cleaned) rules in words, in order: what the Setup tab shows."""
+    return [
+        RULES[spec["rule"]].describe(spec) if spec.get("rule") in RULES else str(spec.get("rule"))
+        for spec in rules or []
+        if isinstance(spec, Mapping)
+    ]
+
+
+def blind(made_from: str | None = None) -> dict[str, Any]:
+    """The spec of the ``blind`` rule (:class:`Blind`, optionally following ``made_from``):
+    what a workflow template puts on a stage that is a blind baseline."""
+    spec: dict[str, Any] = {"rule": Blind.name}
+    if made_from:
+        spec["made_from"] = made_from
+    return spec
+
+
+for _rule in (NotAuthor(), NotInStage(), Blind(), Skill(), AfterStage()):
     register_rule(_rule)

@@ -10,7 +10,9 @@ tab's ``kinds`` (workflows; empty: every project) *and* its URL name resolves wi
 slug as the only argument (so a tab can be registered before its view exists).
 
 Work gates (``register_work_gate``) let a plug-in send an annotator elsewhere instead of the item
-screen: the crowd app ends a participant's session when their quota is met; progress caps
+screen: the crowd app ends a participant's session when their quota is met (where to go only:
+what a governed annotator may write is decided by annotation.gates, inside the services, on
+every path); progress caps
 (``register_progress_cap``) bound the "left for you" count the item screen shows; pending-work
 hooks (``register_work_pending``) tell an annotator who still owes work but got no item this
 moment to wait and try again, instead of the end-of-stage screen.

@@ -415,18 +415,32 @@ def project_stages_with_counts(project: Project) -> QuerySet[Stage]:
 RECENT_ANSWERS = 20
 
 
+def _own_answers(user: AbstractBaseUser, stage: Stage):
+    """The annotator's current answers in `stage` that no annotator gate sealed."""
+    from annotation import gates
+
+    answers = Annotation.objects.filter(
+        annotator=user, item_stage__stage=stage, assignment__isnull=False
+    )
+    sealed = gates.sealed_before(annotator_id=user.pk, project_id=stage.project_id)
+    if sealed is not None:
+        answers = answers.filter(created_at__gte=sealed)
+    return answers
+
+
 def annotator_recent_answers(
     user: AbstractBaseUser, stage: Stage, *, limit: int = RECENT_ANSWERS
 ) -> list[Annotation]:
     """The annotator's latest answers in `stage` (current versions, newest lease first: one
     lease at a time per stage, so lease order is answer order), each with its item stage and
     item, `vote` (the kind's) and `refusal`: why it can no longer be changed, None while it can
-    (annotation.versions). Two queries."""
+    (annotation.versions). Answers an annotator gate sealed (annotation.gates.sealed_before) are
+    left out. Three queries."""
     from annotation.versions import change_refusal
 
     kind = get_kind(stage.kind)
     rows = list(
-        Annotation.objects.filter(annotator=user, item_stage__stage=stage, assignment__isnull=False)
+        _own_answers(user, stage)
         .select_related("item_stage__item")
         .order_by("-assignment_id")[:limit]
     )
@@ -440,10 +454,8 @@ def annotator_latest_answer(
     user: AbstractBaseUser, stage: Stage, *, before: Annotation | None = None
 ) -> Annotation | None:
     """The annotator's latest answer in `stage` (current version), or the one given just
-    before `before`; None when there is none."""
-    answers = Annotation.objects.filter(
-        annotator=user, item_stage__stage=stage, assignment__isnull=False
-    )
+    before `before`; None when there is none (sealed answers left out, as above)."""
+    answers = _own_answers(user, stage)
     if before is not None:
         answers = answers.filter(assignment_id__lt=before.assignment_id)
     return answers.order_by("-assignment_id").only("pk").first()

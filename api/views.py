@@ -309,6 +309,8 @@ class TokenView(ObtainAuthToken):
 
     throttle_classes = [ScopedThrottle]
     throttle_scope = "auth"
+    # ObtainAuthToken names DRF's own parsers; this endpoint reads bodies like every other.
+    parser_classes = api_settings.DEFAULT_PARSER_CLASSES
 
     @extend_schema(tags=["auth"], summary="Get an API token", auth=[])
     def post(self, request, *args, **kwargs):

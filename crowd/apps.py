@@ -12,6 +12,7 @@ class CrowdConfig(AppConfig):
     def ready(self) -> None:
         from annotation.access import MANAGE
         from annotation.eligibility import register_rule
+        from annotation.gates import register_annotator_gate
         from annotation.navigation import (
             register_progress_cap,
             register_project_tab,
@@ -19,9 +20,15 @@ class CrowdConfig(AppConfig):
             register_work_pending,
         )
         from crowd.eligibility import CrowdParticipantRule
-        from crowd.gate import crowd_progress_cap, crowd_work_gate, crowd_work_pending
+        from crowd.gate import (
+            CrowdGate,
+            crowd_progress_cap,
+            crowd_work_gate,
+            crowd_work_pending,
+        )
 
         register_rule(CrowdParticipantRule())
+        register_annotator_gate(CrowdGate())
         register_work_gate(crowd_work_gate)
         register_progress_cap(crowd_progress_cap)
         register_work_pending(crowd_work_pending)

@@ -1,11 +1,14 @@
 """The crowd eligibility rule (annotation.eligibility): what a study's participant may take.
 
-Every study adds ``{"rule": "crowd"}`` to its stage's (and practice stage's) eligibility list.
-The rule leaves everyone who is not a participant of a study of the project alone; a
-participant gets an item only
+The crowd annotator gate (crowd/gate.py, ``CrowdGate.rules``) has the engine apply this rule to
+a study's participants in every stage of the project — stages that existed when the study was
+made and stages added later, by the Setup tab, the admin or the API alike — without the stages
+listing it (annotation.gates.search_rules). A stage may still list it (older studies did); the
+rule leaves everyone who is not a participant of a study of the project alone. A participant
+gets an item only
 
-- of their study's stage or practice stage (studies put the rule on every stage of their
-  project, so other stages stay closed to participants, through the API too);
+- of their study's stage or practice stage (every other stage of the project stays closed to
+  them, through the API too);
 - while their session is active and they accepted the consent and read the instructions;
 - before their practice is done: practice items only;
 - after it: no practice items, only items of the study's stage, and only while their items

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -38,6 +38,8 @@ class Entry:
     platform_study_id: str = ""
     turk_submit_to: str = ""
     preview: bool = False
+    #: Prolific's signed token named this participant and verified (crowd/signing.py).
+    signed: bool = False
 
 
 def _field(query: Mapping[str, str], name: str, pattern: re.Pattern, what: str) -> str:
@@ -71,6 +73,7 @@ def parse_entry(study, query: Mapping[str, str], *, audience: Sequence[str] = ()
                 ids={name: (query.get(name) or "").strip() for name in PROLIFIC_PARAMETERS},
                 audience=audience,
             )
+            entry = replace(entry, signed=True)
     elif study.platform == "mturk":
         assignment = (query.get("assignmentId") or "").strip()
         if assignment == MTURK_PREVIEW:

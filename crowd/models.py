@@ -134,6 +134,12 @@ class Participant(models.Model):
         default=0, help_text="Annotations withdrawn when they left (the study's on_return)."
     )
     withdrawn_at = models.DateTimeField(null=True, blank=True)
+    answers_sealed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The last resume without proof that it was the participant (crowd.services."
+        "participant_enter): answers given before it are never shown or changed again.",
+    )
 
     class Meta:
         ordering = ["started_at"]

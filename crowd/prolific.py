@@ -16,6 +16,12 @@ PROLIFIC_API_URL); every request sends ``Authorization: Token <token>`` and JSON
 Errors (HTTP ≥ 400, network) raise ProlificError with Prolific's answer (``extra["status"]``:
 the HTTP status; absent when Prolific could not be reached). Every call is logged (logger
 ``crowd.prolific``): method, URL, status or error; never the token.
+
+**The token goes to the configured API host only.** Every URL the client opens — a path joined
+to the base, a ``_links.next`` Prolific returns, the target of a redirect — must have the scheme,
+host and port of ``PROLIFIC_API_URL``; any other (another host or port, ``file://``, plain HTTP
+where the base is HTTPS) is refused before a byte is sent (OffHostURL, logged as an error, not
+retried), so a tampered answer cannot make the client hand the token elsewhere or read a file.
 """
 
 from __future__ import annotations
@@ -57,6 +63,76 @@ class ProlificError(ApplicationError):
     status = 502
 
 
+class OffHostURL(ProlificError):
+    """A URL outside the configured API's origin (a pagination link or a redirect): refused
+    before anything is sent to it; sending again would be refused again."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port of ``url`` (default ports filled in)."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: no origin matches it
+        return scheme, "", None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _on_origin(url: str, base: str) -> str | None:
+    """``url`` rebuilt on ``base``'s scheme and host exactly as configured (so what urllib
+    connects to is never parsed from Prolific's answer), or None when ``url`` names another
+    origin."""
+    if _origin(url) != _origin(base):
+        return None
+    parts, configured = urllib.parse.urlsplit(url), urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(
+        (configured.scheme, configured.netloc, parts.path, parts.query, "")
+    )
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the API's origin; any other target (``file://`` too)
+    raises OffHostURL before the redirected request, which would carry the Authorization
+    header along, is sent."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+    def http_error_302(self, req, fp, code, msg, headers):
+        location = headers.get("location") or headers.get("uri")
+        if location is not None:
+            self._target(req, fp, code, urllib.parse.urljoin(req.full_url, location))
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        target = self._target(req, fp, code, newurl)
+        return super().redirect_request(req, fp, code, msg, headers, target)
+
+    def _target(self, req, fp, code, newurl: str) -> str:
+        target = _on_origin(newurl, self.base_url)
+        if target is None:
+            fp.close()
+            raise _off_host(req.get_method(), newurl, f"a {code} redirect from {req.full_url}")
+        return target
+
+
+def _off_host(method: str, url: str, source: str) -> OffHostURL:
+    logger.error(
+        "Prolific %s %s -> refused: %s leads off the configured API host (PROLIFIC_API_URL)",
+        method,
+        url,
+        source,
+    )
+    return OffHostURL(
+        f"Refused to send the Prolific token to {url} ({source}): only the host of "
+        "PROLIFIC_API_URL receives it.",
+        {"url": url},
+    )
+
+
 class ProlificClient:
     def __init__(
         self, token: str | None = None, base_url: str | None = None, *, timeout: float = 20
@@ -64,6 +140,14 @@ class ProlificClient:
         self.token = token if token is not None else settings.PROLIFIC_TOKEN
         self.base_url = (base_url or settings.PROLIFIC_API_URL).rstrip("/") + "/"
         self.timeout = timeout
+        scheme, host, _port = _origin(self.base_url)
+        if scheme not in ("http", "https") or not host:
+            raise ProlificError(
+                f"PROLIFIC_API_URL must be an http(s) URL, not {self.base_url!r}.",
+                {"PROLIFIC_API_URL": self.base_url},
+                status=400,
+            )
+        self._opener = urllib.request.build_opener(_SameOriginRedirects(self.base_url))
         if not self.token:
             raise ProlificError(
                 "No Prolific API token: set PROLIFIC_TOKEN in the environment.",
@@ -72,11 +156,12 @@ class ProlificClient:
             )
 
     def _request(self, method: str, path_or_url: str, body: Any = None) -> Any:
-        url = (
-            path_or_url
-            if path_or_url.startswith(("http://", "https://"))
-            else urllib.parse.urljoin(self.base_url, path_or_url)
-        )
+        """One call; ``path_or_url``: a path under the base URL or a URL Prolific gave (a
+        ``next`` link), refused unless it is on the API's origin (see the module's docstring)."""
+        asked = urllib.parse.urljoin(self.base_url, path_or_url)
+        url = _on_origin(asked, self.base_url)
+        if url is None:
+            raise _off_host(method, asked, "a link in Prolific's answer")
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
             url,
@@ -89,7 +174,7 @@ class ProlificClient:
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=self.timeout) as response:
                 raw = response.read()
                 logger.info("Prolific %s %s -> %s", method, url, response.status)
         except urllib.error.HTTPError as error:
@@ -181,7 +266,9 @@ class ProlificClient:
 
 def retryable(error: ProlificError) -> bool:
     """Whether a failed call may be sent again: Prolific was not reached, was busy (429) or
-    failed on its side (5xx); a 4xx answer is final."""
+    failed on its side (5xx); a 4xx answer and a refused off-host URL are final."""
+    if isinstance(error, OffHostURL):
+        return False
     if error.status != ProlificError.status:  # refused here, before anything was sent
         return False
     status = (error.extra or {}).get("status")

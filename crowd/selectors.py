@@ -15,24 +15,33 @@ from crowd.services import _failed, checks_phrase
 def participant_rows(study: Study) -> list[dict[str, Any]]:
     """One row per participant, in the order they entered: platform id, status, items done,
     failed checks, median seconds per item, minutes taken, and the suggestion (approve /
-    reject / nothing yet) with its reason."""
+    reject / nothing yet) with its reason.
+
+    The seconds per item that decide "too fast" are the server's: from the item's lease
+    (Assignment.created_at) to its submit (Assignment.finished_at, the first version's time,
+    so changing an answer later adds nothing). The browser's own figure
+    (Annotation.seconds_spent, which a participant controls) is kept beside it as
+    ``median_client_seconds``, a second signal that never decides."""
     participants = list(Participant.objects.filter(study=study).order_by("started_at", "pk"))
     kind = get_kind(study.stage.kind)
     seconds: dict[int, list[float]] = defaultdict(list)
+    client_seconds: dict[int, list[float]] = defaultdict(list)
     done: dict[int, int] = defaultdict(int)
     failures: dict[int, int] = defaultdict(int)
     rows = Annotation.objects.filter(
         annotator_id__in=[p.user_id for p in participants], item_stage__stage_id=study.stage_id
     ).values_list(
         "annotator_id", "seconds_spent", "payload", "item_stage__gold", "item_stage__item__purpose",
-        "item_stage__item__payload",
+        "item_stage__item__payload", "assignment__created_at", "assignment__finished_at",
     )  # fmt: skip
-    for annotator_id, spent, payload, gold, purpose, item_payload in rows:
+    for annotator_id, spent, payload, gold, purpose, item_payload, leased, submitted in rows:
         if purpose == Item.Purpose.PRACTICE:
             continue
         done[annotator_id] += 1
+        if leased is not None and submitted is not None:
+            seconds[annotator_id].append(max((submitted - leased).total_seconds(), 0.0))
         if spent is not None:
-            seconds[annotator_id].append(spent)
+            client_seconds[annotator_id].append(spent)
         if purpose == Item.Purpose.ATTENTION_CHECK and _failed(
             kind, payload, gold, item_payload or {}
         ):
@@ -42,6 +51,11 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
         median = (
             statistics.median(seconds[participant.user_id])
             if seconds[participant.user_id]
+            else None
+        )
+        client_median = (
+            statistics.median(client_seconds[participant.user_id])
+            if client_seconds[participant.user_id]
             else None
         )
         minutes = (
@@ -76,6 +90,7 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
                 "items_done": done[participant.user_id],
                 "checks_failed": failed,
                 "median_seconds": median,
+                "median_client_seconds": client_median,
                 "minutes": minutes,
                 "suggestion": suggestion,
                 "reason": reason,

@@ -1,11 +1,13 @@
 """Writes of crowd studies (CONTRIBUTING.md, "Services own the transaction").
 
-- ``study_create`` / ``study_update``: a study on a stage; the stage (and practice stage) get
-  the ``crowd`` eligibility rule (crowd/eligibility.py) and its practice items and attention
-  checks are raised to every participant (``EVERYONE`` slots, as ratings does).
+- ``study_create`` / ``study_update``: a study on a stage; its practice items and attention
+  checks are raised to every participant (``EVERYONE`` slots, as ratings does). Participants
+  need nothing on the stages: the crowd annotator gate (crowd/gate.py) applies the ``crowd``
+  eligibility rule (crowd/eligibility.py) to them in every stage of the project.
 - ``participant_enter``: the study URL. A new platform id takes a place (the study row locked,
   so concurrent entries never exceed ``places``) and gets a Django user without a password and
-  an annotator membership; a known one resumes.
+  an annotator membership; a known one resumes, and a resume without proof that it is the same
+  person seals the answers given so far (``resume_proven``).
 - ``participant_consent``, ``participant_instructions_read``: the steps before the items.
 - ``participant_refresh``: after each item (the work gate, crowd/apps.py): time limit,
   attention checks (screen-out), practice done, quota met (completed).
@@ -24,7 +26,7 @@ import io
 import logging
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -46,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 #: target_count of practice items and attention checks: every participant meets them.
 EVERYONE = 100_000
-RULE = {"rule": "crowd"}
 
 #: Study fields a researcher edits, with their parsers.
 TEXT_FIELDS = {
@@ -59,6 +60,13 @@ TEXT_FIELDS = {
     "excluded_ids": 200_000,
 }
 INT_FIELDS = ("places", "quota", "time_limit_minutes", "max_check_failures")
+#: Every setting of a study (study_create / study_update, the Crowd tab's study forms).
+STUDY_SETTINGS = frozenset(
+    {*TEXT_FIELDS, *INT_FIELDS, "too_fast_seconds", "platform", "practice_rule", "on_return"}
+    | {"is_open", "signed_links"}
+)
+#: Chosen when a study is created, fixed afterwards.
+STUDY_STAGES = ("stage", "practice_stage")
 
 
 class Refused(ApplicationError):
@@ -67,7 +75,27 @@ class Refused(ApplicationError):
     status = 403
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a cell may be 128 Ki characters)."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def study_fields_check(names: Iterable[str], *, creating: bool) -> None:
+    """Refuse, naming it, a field that is not a study setting (STUDY_SETTINGS; the stages too
+    when ``creating``). Views call it before passing a form's fields on as keyword arguments,
+    so a posted ``project`` or ``study`` is a form error, not a clash of arguments."""
+    for name in names:
+        if name in STUDY_SETTINGS or (creating and name in STUDY_STAGES):
+            continue
+        if name in STUDY_STAGES:
+            message = f"{name}: a study's stages cannot change once it exists."
+        else:
+            message = f"The study form has no field {_shown(name)}: remove it."
+        raise ApplicationError(message, {name[:60]: "not a study setting"})
+
+
 def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
+    study_fields_check(data, creating=False)
     clean: dict[str, Any] = {}
     for name, limit in TEXT_FIELDS.items():
         if name in data:
@@ -144,12 +172,8 @@ def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> 
 
 
 def _prepare_stages(study: Study) -> None:
-    """The crowd rule on every stage of the project (participants work on their study's stages
-    only), practice items and attention checks for everyone."""
-    for stage in Stage.objects.filter(project_id=study.project_id):
-        rules = list(stage.eligibility or [])
-        if RULE not in rules:
-            engine.stage_update(stage=stage, eligibility=[*rules, RULE])
+    """Practice items and attention checks for everyone. (Which stages participants work on is
+    the crowd annotator gate's rule, crowd/gate.py, whatever stages exist or are added.)"""
     practice_stage = study.practice_stage or study.stage
     ItemStage.objects.filter(
         stage=practice_stage, item__purpose=Item.Purpose.PRACTICE, state=ItemStage.State.OPEN
@@ -214,11 +238,34 @@ def study_token_lookup(token: str) -> Study:
 # --- Participants -----------------------------------------------------------------------------
 
 
+def resume_proven(participant: Participant, entry: Entry, *, session_participant_id) -> bool:
+    """Whether a resume shows it is the participant who entered, not just someone who knows
+    their platform id: Prolific's signed token (verified by crowd.entry.parse_entry), MTurk's
+    assignmentId matching the one on record, or the browser session that belongs to this
+    participant (``session_participant_id``: crowd.gate.SESSION_KEY of the request)."""
+    if session_participant_id == participant.pk:
+        return True
+    if entry.signed:
+        return True
+    return (
+        participant.study.platform == Study.Platform.MTURK
+        and bool(entry.session_id)
+        and entry.session_id == participant.session_id
+    )
+
+
 @transaction.atomic
-def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]:
+def participant_enter(
+    *, study: Study, entry: Entry, session_participant_id: int | None = None
+) -> tuple[Participant, bool]:
     """The participant behind ``entry`` (checked by crowd.entry.parse_entry): a known platform
     id resumes (``created`` False); a new one takes a free place. Refused (403) when the id is
     on the study's exclusion list, Conflict (409) when the study is closed or full.
+
+    A resume without proof (resume_proven) goes on with new items only: the answers given so
+    far are sealed (``answers_sealed_at``), never shown or changed again by any session
+    (crowd.gate.crowd_verdict, annotation.gates.sealed_before) — the site cannot tell which
+    browser is the participant's.
 
     Locking: the study's row is locked while places are counted and the participant inserted,
     so concurrent entries take places one at a time and never exceed ``places``."""
@@ -234,6 +281,9 @@ def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]
         .first()
     )
     if known is not None:
+        if not resume_proven(known, entry, session_participant_id=session_participant_id):
+            known.answers_sealed_at = timezone.now()
+            known.save(update_fields=["answers_sealed_at"])
         return known, False
     if not locked.is_open:
         raise Conflict(
@@ -264,7 +314,14 @@ def participant_enter(*, study: Study, entry: Entry) -> tuple[Participant, bool]
 
 
 def _locked_participant(participant: Participant) -> Participant:
-    return Participant.objects.select_for_update().select_related("study").get(pk=participant.pk)
+    """The participant's row locked, and only theirs (``of``: the study's row is shared by
+    everyone; the crowd gate runs this inside every write of a participant, before item stages
+    are locked, so locking the study here too would make participants' writes deadlock)."""
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .get(pk=participant.pk)
+    )
 
 
 @transaction.atomic
@@ -480,7 +537,7 @@ def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
         if now <= started_at + timedelta(minutes=minutes):
             continue
         with transaction.atomic():
-            locked = Participant.objects.select_for_update().select_related("study").get(pk=pk)
+            locked = _locked_participant(Participant(pk=pk))
             if locked.status == Participant.Status.ACTIVE:
                 _leave(locked, Participant.Status.TIMED_OUT, "time limit passed")
                 count += 1
@@ -574,7 +631,7 @@ def _bonus_amount(text: str, where: str) -> Decimal:
         value = None
     if value is None or not value.is_finite():
         raise ApplicationError(
-            f"{where}: {raw!r} is not an amount; write it like 1.50 (no currency sign).",
+            f"{where}: {_shown(raw)} is not an amount; write it like 1.50 (no currency sign).",
             {"amount": where},
         )
     if value <= 0 or value > MAX_BONUS:
@@ -582,7 +639,9 @@ def _bonus_amount(text: str, where: str) -> Decimal:
             f"{where}: a bonus must be more than 0 and at most {MAX_BONUS}.", {"amount": where}
         )
     if value != value.quantize(Decimal("0.01")):
-        raise ApplicationError(f"{where}: {raw} has more than two decimals.", {"amount": where})
+        raise ApplicationError(
+            f"{where}: {_shown(raw)} has more than two decimals.", {"amount": where}
+        )
     return value.quantize(Decimal("0.01"))
 
 
@@ -601,7 +660,7 @@ def bonus_rows(
     def add(platform_id: str, amount: str, where: str) -> None:
         if platform_id not in known:
             raise ApplicationError(
-                f"{where}: {platform_id!r} is not a participant of this study.",
+                f"{where}: {_shown(platform_id)} is not a participant of this study.",
                 {"participant": where},
             )
         if platform_id in seen:
@@ -612,9 +671,9 @@ def bonus_rows(
         rows.append((platform_id, _bonus_amount(amount, where)))
         seen[platform_id] = where
 
-    lines = list(csv.reader(io.StringIO(csv_text or "")))
+    lines = _bonus_csv_lines(csv_text)
     asked = sum(1 for amount in amounts.values() if str(amount or "").strip()) + sum(
-        1 for line in lines if any(cell.strip() for cell in line)
+        1 for _number, line in lines if any(cell.strip() for cell in line)
     )
     if asked > MAX_BONUSES + 1:  # one line may be the header
         raise ApplicationError(
@@ -630,7 +689,7 @@ def bonus_rows(
                     "Unknown participant in the bonus form.", {"participant": key}
                 )
             add(participants[pk], amount, f"participant {participants[pk]}")
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines:
         cells = [cell.strip() for cell in line]
         if not any(cells):
             continue
@@ -656,6 +715,30 @@ def bonus_rows(
 
 
 HEADER_NAMES = {"participant_id", "pid", "prolific_pid", "participant"}
+
+
+def _bonus_csv_lines(csv_text: str) -> list[tuple[int, list[str]]]:
+    """The bonus CSV's records, each with the line it starts on. A text the CSV reader cannot
+    read (a cell over its field limit, 131,072 characters; a stray carriage return) is an
+    ApplicationError naming the line, never csv.Error."""
+    reader = csv.reader(io.StringIO(csv_text or ""))
+    lines: list[tuple[int, list[str]]] = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return lines
+        except csv.Error as problem:
+            detail = (
+                "a cell is longer than the CSV reader takes (131,072 characters)"
+                if "field limit" in str(problem)
+                else f"not readable as CSV ({problem})"
+            )
+            raise ApplicationError(
+                f"CSV line {start}: {detail}; write participant id,amount.", {"csv": start}
+            ) from None
+        lines.append((start, cells))
 
 
 @transaction.atomic

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from csp.decorators import csp_replace, csp_update
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
@@ -45,7 +45,7 @@ def _refused(request, error: ApplicationError, study: Study | None = None):
 # --- The participant's path -------------------------------------------------------------------
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @xframe_options_exempt
 @csp_replace(MTURK_FRAME)
 def enter(request, token: str):
@@ -53,7 +53,11 @@ def enter(request, token: str):
     refuses excluded ids (403) and full or closed studies (409), resumes a known participant,
     and signs a new one in. MTurk's preview shows a sample item and writes nothing; opened
     inside MTurk's frame, the page offers the task in a tab of its own (cookies of a framed
-    site are blocked by browsers)."""
+    site are blocked by browsers).
+
+    Someone signed in with an account of their own (not a participant) is asked first
+    (crowd/switch.html): continuing signs them out, which only a POST from that page does (its
+    CSRF token), so a link followed from elsewhere never ends their session."""
     try:
         study = services.study_token_lookup(token)
     except NotFound as error:
@@ -73,14 +77,38 @@ def enter(request, token: str):
         return render(
             request, "crowd/mturk_frame.html", {"study": study, "url": request.get_full_path()}
         )
+    if _signed_in_elsewhere(request):
+        if request.method != "POST" or request.POST.get("decision") != "participant":
+            return render(
+                request,
+                "crowd/switch.html",
+                {
+                    "study": study,
+                    "account": request.user.get_username(),
+                    "url": request.get_full_path(),
+                },
+            )
+        logout(request)
+    current = session_participant(request)
     try:
-        participant, _created = services.participant_enter(study=study, entry=entry)
+        participant, _created = services.participant_enter(
+            study=study, entry=entry, session_participant_id=current.pk if current else None
+        )
     except ApplicationError as error:
         return _refused(request, error, study)
     if request.user.pk != participant.user_id:
         login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[SESSION_KEY] = participant.pk
     return redirect(next_url(services.participant_refresh(participant=participant)))
+
+
+def _signed_in_elsewhere(request) -> bool:
+    """Whether the browser is signed in with an account that is not a study participant's (a
+    researcher's, an annotator's): entering would replace that session."""
+    user = request.user
+    if not user.is_authenticated:
+        return False
+    return not Participant.objects.filter(user_id=user.pk).exists()
 
 
 def _preview(request, study: Study):
@@ -221,13 +249,14 @@ def _tab_context(request, project, **extra):
 def studies(request, slug: str):
     project = access_project(request.user, slug, MANAGE)
     if request.method == "POST":
-        data = request.POST.dict()
+        data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
         try:
+            services.study_fields_check(data, creating=True)
             study = services.study_create(
                 project=project,
                 stage=data.pop("stage", ""),
                 practice_stage=data.pop("practice_stage", "") or None,
-                **{key: value for key, value in data.items() if key != "csrfmiddlewaretoken"},
+                **data,
             )
         except ApplicationError as error:
             context = _tab_context(
@@ -274,6 +303,7 @@ def study_detail(request, slug: str, study_id: int):
     if request.method == "POST":
         data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
         try:
+            services.study_fields_check(data, creating=False)
             study = services.study_update(study=study, **data)
         except ApplicationError as failure:
             error = failure
@@ -322,7 +352,7 @@ def study_csv(request, slug: str, study_id: int):
     study = _study(project, study_id)
     header = [
         "participant_id", "status", "items_done", "checks_failed", "median_seconds_per_item",
-        "minutes", "suggestion", "reason", "platform_status",
+        "median_browser_seconds_per_item", "minutes", "suggestion", "reason", "platform_status",
     ]  # fmt: skip
     rows = (
         [
@@ -331,6 +361,9 @@ def study_csv(request, slug: str, study_id: int):
             row["items_done"],
             row["checks_failed"],
             round(row["median_seconds"], 2) if row["median_seconds"] is not None else "",
+            round(row["median_client_seconds"], 2)
+            if row["median_client_seconds"] is not None
+            else "",
             round(row["minutes"], 1) if row["minutes"] is not None else "",
             row["suggestion"],
             row["reason"],

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access import MANAGE, access_project
+from api.parsers import JSONParser
 from graphs import services
 
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="Project slug")
@@ -72,7 +73,7 @@ class DsepEdgesSerializer(_GenerationOptions):
 
 
 class DsepGenerateView(APIView):
-    parser_classes = [parsers.JSONParser, parsers.MultiPartParser]
+    parser_classes = [JSONParser, parsers.MultiPartParser]
 
     @extend_schema(
         tags=["graphs"],

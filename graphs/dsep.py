@@ -3,7 +3,10 @@
 An edge list is CSV with a header ``cause,effect`` (one edge a row) or JSON: ``[["A", "B"],
 …]``, ``[{"cause": "A", "effect": "B"}, …]`` or ``{"nodes": [...], "edges": [...]}`` (nodes
 without edges may be listed). ``parse_edge_list`` returns a DAG or raises :class:`GraphInvalid`
-with every problem by line (CSV) or position (JSON); a cycle is named.
+with every problem by line (CSV) or position (JSON); a cycle is named. Files are read by the
+imports' rules (``imports.core.readers``): UTF-8 (the first other byte named by line, column
+and offset), JSON nested at most ``imports.core.values.MAX_DEPTH`` levels, no name holding
+what the database cannot store (NUL, an unpaired surrogate).
 
 ``dsep_questions(dag, …)`` generates CARL-GT-style questions "Are X and Y d-separated given
 Z?", each with its answer from networkx (``nx.is_d_separator``, or ``nx.d_separated`` before
@@ -16,12 +19,14 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 import random
 from typing import Any
 
 import networkx as nx
+
+from imports.core.readers import ImportFileError, decode_utf8, read_json_document
+from imports.core.values import text_problem
 
 
 class GraphInvalid(ValueError):
@@ -44,15 +49,18 @@ def _name(value: Any) -> str | None:
 
 
 def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    try:
+        text = decode_utf8(data) if isinstance(data, bytes) else data
+    except ImportFileError as error:
+        raise GraphInvalid([error.error.message]) from None
     stripped = text.lstrip()
     as_json = filename.lower().endswith(".json") or stripped.startswith(("[", "{"))
     edges, nodes, problems = [], [], []
     if as_json:
         try:
-            document = json.loads(text)
-        except ValueError as error:
-            raise GraphInvalid([f"not JSON: {error}"]) from None
+            document = read_json_document(text, at_end="the file ends")
+        except ImportFileError as error:
+            raise GraphInvalid([f"not JSON the graph can use: {error.error.message}"]) from None
         raw_edges = document.get("edges", []) if isinstance(document, dict) else document
         if isinstance(document, dict):
             nodes = [_name(n) for n in document.get("nodes", [])]
@@ -72,15 +80,25 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
                 continue
             edges.append((index, f"edges[{index}]", pair))
     else:
-        reader = csv.reader(io.StringIO(text))
-        header = [h.strip().lower() for h in next(reader, [])]
+        # newline="": line ends inside quotes stay in their cell, and a lone CR ends a line.
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            rows = list(reader)
+        except csv.Error as error:  # a stray quote, a cell beyond the csv module's size limit
+            problem = f"line {reader.line_num}: not CSV the graph can use: {error}"
+            raise GraphInvalid([problem]) from None
+        header = [h.strip().lower() for h in rows[0]] if rows else []
         if header[:2] != ["cause", "effect"]:
             raise GraphInvalid(["line 1: expected the header cause,effect"])
-        for line, row in enumerate(reader, start=2):
+        for line, row in enumerate(rows[1:], start=2):
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) < 2 or _name(row[0]) is None or _name(row[1]) is None:
                 problems.append(f"line {line}: expected cause,effect")
+                continue
+            unstorable = text_problem(row[0]) or text_problem(row[1])
+            if unstorable:
+                problems.append(f"line {line}: a name holds {unstorable}")
                 continue
             edges.append((line, f"line {line}", (_name(row[0]), _name(row[1]))))
     dag = nx.DiGraph()

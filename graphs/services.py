@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation import services as engine
+from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
 from graphs import scoring
@@ -49,6 +50,7 @@ def carlgt_project_create(
         overlap=overlap,
         resolution_policy="graph_record",
         routes={"accept": {"action": "finish"}},
+        eligibility=[blind()],  # a human baseline: blind to any earlier work on the item
         instructions="y / n for yes or no; a number then Enter.",
         **({"seed": seed} if seed is not None else {}),
     )

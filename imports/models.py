@@ -26,6 +26,14 @@ class ImportBatch(models.Model):
     file = models.FileField(upload_to="imports/%Y/%m/", blank=True)
     format = models.CharField(max_length=16)
     sha256 = models.CharField(max_length=64, blank=True)
+    content_sha256 = models.CharField(
+        max_length=64,
+        blank=True,
+        db_default="",
+        help_text="SHA-256 of the file's rows in a canonical form defined by the importer that "
+        "sets it (the same data in another encoding, line ending or format has the same one); "
+        "empty where the importer keeps none.",
+    )
     options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     file_size = models.PositiveBigIntegerField(default=0, help_text="Bytes in the uploaded file.")

@@ -16,7 +16,10 @@ edge, no cycle (checked by networkx through ``graphs.dsep.parse_edge_list``, the
 rule), at least one sentence.
 
 ``read_narratives(path)`` reads a file or a directory tree of them into :class:`Narrative` s, or
-reports every problem as :class:`Problem` (file and line): bad JSON, a line that is not an
+reports every problem as :class:`Problem` (file and line): bad JSON (each line is read by the
+imports' rules, ``imports.core.readers.read_json_document``: nested at most
+``imports.core.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text, a file in
+UTF-8), a line that is not an
 object, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1`` (chains), bad edges
 (graphs), empty sentences. The caller imports nothing when there is any problem.
 """
@@ -32,6 +35,7 @@ from typing import Any
 
 # One "file:line: message" problem type for the benchmark readers (CARL-GT's and this one).
 from graphs.carlgt import Problem
+from imports.core.readers import ImportFileError, read_json_document
 
 DIRECTIONS = ("forward", "reverse")
 _FOLDER = re.compile(r"^(?P<source>[a-z_]+?)_(?P<direction>forward|reverse)$")
@@ -212,9 +216,11 @@ def read_lines(text: str, *, file: str, folder: str = "") -> Reading:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
-        except ValueError as error:
-            reading.problems.append(Problem(file, number, f"not JSON: {error}"))
+            record = read_json_document(raw, at_end="the line ends", first_line=number)
+        except ImportFileError as refused:
+            error = refused.error
+            cause = f"not JSON: {error.message}" if error.column else error.message
+            reading.problems.append(Problem(file, number, cause))
             continue
         parsed = parse_record(record, file=file, line=number, folder=folder)
         if isinstance(parsed, Narrative):

@@ -16,15 +16,17 @@ from django.db import transaction
 
 from agreement.plots import wilson_interval
 from annotation import services as engine
+from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
+from imports.core.readers import ImportFileError, decode_utf8
 from narratives import scoring
 from narratives.reader import Narrative, Reading, read_lines, read_narratives
 
 WORKFLOW = "causal_narratives"
 KIND = "causal_order"
 #: The paper's human baseline: three annotators, blind to the graph, found the unique correct
-#: ordering in 98 % of 50 samples (issue 14; SEEDS.md).
+#: ordering in 98 % of 50 samples (SEEDS.md).
 PAPER_EXACT_RATE = 0.98
 PAPER_SAMPLES = 50
 PAPER_ANNOTATORS = 3
@@ -53,6 +55,7 @@ def narratives_project_create(
         overlap=overlap,
         resolution_policy="narrative_record",
         routes={"accept": {"action": "finish"}},
+        eligibility=[blind()],  # a human baseline: blind to any earlier work on the item
         instructions="Order the events from first cause to last effect; Enter submits.",
         **({"seed": seed} if seed is not None else {}),
     )
@@ -132,7 +135,8 @@ def narratives_import(
     limit: int | None = None,
 ) -> ImportReport:
     """Every narrative of a file or directory (``path``) or of an uploaded file's text
-    (``data``) as an item, or — on any problem (bad JSON, a wrong sentence count, empty or
+    (``data``, UTF-8) as an item, or — on any problem (not UTF-8, bad JSON or JSON nested too
+    deep, text the database cannot store, a wrong sentence count, empty or
     duplicate nodes, a bad edge, an item already imported) — nothing, with every problem as
     ``file:line: message``. ``limit`` keeps the first narratives of each folder and length (the
     demo's sample)."""
@@ -143,7 +147,10 @@ def narratives_import(
         except FileNotFoundError as error:
             return ImportReport(problems=[str(error)])
     else:
-        text = data.decode("utf-8-sig", errors="replace") if isinstance(data, bytes) else data
+        try:
+            text = decode_utf8(data) if isinstance(data, bytes) else data
+        except ImportFileError as refused:  # the imports' encoding rule, naming line and byte
+            return ImportReport(problems=[f"{filename}: {refused.error.message}"])
         reading = read_lines(text or "", file=filename)
         if not reading.narratives and not reading.problems:
             reading.problems.append(_no_lines(filename))

@@ -38,8 +38,10 @@ holds as written, text without NUL or unpaired surrogates, each refused naming l
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import itertools
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -603,6 +605,21 @@ def parse_ratings(
         errors.add(0, "", "the file has no rows")
     errors.raise_if_any("ratings file")
     return ratings
+
+
+def ratings_fingerprint(ratings: Iterable[RatingRow]) -> str:
+    """SHA-256 of checked ratings as data, not as bytes: the sorted (item key, rater, rating)
+    triples, each written as one JSON array per line. Line ends, a byte-order mark, the
+    delimiter, the column or row order, CSV against JSON Lines and the order of an anonymous
+    list leave it unchanged; a different rating, item or rater changes it. Historic imports
+    compare it with earlier ones (ratings.services.historic_ratings_import)."""
+    digest = hashlib.sha256()
+    for item_key, rater, rating in sorted(
+        (rating.item_key, rating.rater, int(rating.rating)) for rating in ratings
+    ):
+        digest.update(json.dumps([item_key, rater, rating], ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- model answers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+from typing import Any
 
 import matplotlib
 
@@ -28,7 +29,7 @@ TEXT = "#1f2937"
 MUTED = "#6b7280"
 GRID = "#e5e7eb"
 
-_STYLE = {
+_STYLE: dict[Any, Any] = {  # matplotlib rc parameters (its stubs key them by a Literal)
     "svg.fonttype": "none",
     "svg.hashsalt": "rungwise",
     "font.family": "sans-serif",

@@ -468,7 +468,7 @@ def _regular_item_ids(project: Project) -> dict[str, int]:
     )
 
 
-#: ImportBatch.options of a historic ratings file (its checksum guards against a second import).
+#: ImportBatch.options of a historic ratings file (its checksums guard against a second import).
 HISTORIC_OPTIONS = {"ratings": "historic"}
 
 
@@ -482,33 +482,24 @@ def historic_ratings_import(
     allow_duplicate_file: bool = False,
 ) -> int:
     """Import historic ratings (CSV/TSV/JSONL/JSON array, read by imports.core; see
-    ratings.importing) of a project's items as external annotations. Returns the number of ratings stored; a bad row rejects the file.
+    ratings.importing) of a project's items as external annotations. Returns the number of
+    ratings stored; a bad row rejects the file.
 
-    Imported once: a file whose SHA-256 was already imported into the project is refused
-    (naming the earlier import) unless ``allow_duplicate_file``; a named rater who already
-    rated an item (in any file) is a row error; concurrent imports into one project run one
-    after the other (a lock on the project's ratings setup), so counters and means stay equal
-    to the rows. Each import is recorded as an ImportBatch with the file's checksum."""
+    Imported once: a file whose ratings were already imported into the project is refused with
+    a ``Conflict`` naming the earlier import (``extra["import_batch"]``) unless
+    ``allow_duplicate_file``. "The same ratings" is judged twice: by the file's SHA-256 (the
+    same bytes, checked before reading) and by the content fingerprint of its checked rows
+    (``importing.ratings_fingerprint``: the same ratings saved with other line ends, as JSON
+    Lines instead of CSV, in another row order). A named rater who already rated an item (in
+    any file) is a row error; concurrent imports into one project run one after the other (a
+    lock on the project's ratings setup), so counters and means stay equal to the rows. Each
+    import is recorded as an ImportBatch with both checksums (``sha256``, ``content_sha256``).
+    Nothing is written when it raises."""
     _setup_locked(project)
     setup = _setup(project)
     sha256 = _sha256(content)
-    earlier = (
-        ImportBatch.objects.filter(
-            project=project, sha256=sha256, options=HISTORIC_OPTIONS,
-            status=ImportBatch.Status.SUCCEEDED,
-        )
-        .order_by("created_at")
-        .first()
-    )  # fmt: skip
-    if earlier is not None and not allow_duplicate_file:
-        raise Conflict(
-            f"This file was already imported ({earlier.filename}, "
-            f"{earlier.created_at:%Y-%m-%d %H:%M} UTC, {earlier.rows_total:,} ratings): "
-            f"importing it again would count every "
-            f"rating twice. If these ratings really were collected twice, ask to import it "
-            f"again.",
-            {"sha256": sha256, "import_batch": earlier.pk},
-        )
+    if not allow_duplicate_file:
+        _refuse_historic_repeat(project, sha256=sha256)
     connective_set = connective_set_from_json(setup.connective_set)
     known = _regular_item_ids(project)
     try:
@@ -519,6 +510,9 @@ def historic_ratings_import(
             scale=scale_bounds(setup.rating_stage.config),
             known_items=set(known),
         )
+        fingerprint = importing.ratings_fingerprint(ratings)
+        if not allow_duplicate_file:
+            _refuse_historic_repeat(project, content_sha256=fingerprint)
         _refuse_raters_seen_before(setup, ratings, known)
     except ImportRejected as error:
         raise _rejected(error) from None
@@ -529,11 +523,46 @@ def historic_ratings_import(
     ImportBatch.objects.create(
         project=project, created_by=user if user is not None and user.is_authenticated else None,
         filename=filename[:255], format=Path(filename).suffix.lstrip(".").lower()[:16],
-        sha256=sha256, options=HISTORIC_OPTIONS, status=ImportBatch.Status.SUCCEEDED,
+        sha256=sha256, content_sha256=fingerprint, options=HISTORIC_OPTIONS,
+        status=ImportBatch.Status.SUCCEEDED,
         rows_total=len(ratings), rows_done=len(ratings), rows_written=len(ratings),
         started_at=now, finished_at=now, message=f"{stored:,} historic ratings.",
     )  # fmt: skip
     return stored
+
+
+def _refuse_historic_repeat(
+    project: Project, *, sha256: str = "", content_sha256: str = ""
+) -> None:
+    """Raise ``Conflict`` naming the earliest successful historic import of ``project`` with
+    this file checksum (``sha256``) or these ratings (``content_sha256``); imports recorded
+    before content fingerprints were kept have none and match by file checksum only."""
+    lookup = {"sha256": sha256} if sha256 else {"content_sha256": content_sha256}
+    earlier = (
+        ImportBatch.objects.filter(
+            project=project, options=HISTORIC_OPTIONS, status=ImportBatch.Status.SUCCEEDED,
+            **lookup,
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )  # fmt: skip
+    if earlier is None:
+        return
+    when = f"{earlier.created_at:%Y-%m-%d %H:%M} UTC, {earlier.rows_total:,} ratings"
+    message = (
+        f"This file was already imported ({earlier.filename}, {when}): importing it again "
+        "would count every rating twice. If these ratings really were collected twice, ask to "
+        "import it again."
+        if sha256
+        else f"The ratings in this file were already imported from {earlier.filename} ({when}), "
+        "in another form (line ends, encoding, CSV or JSON Lines, the order of the rows): "
+        "importing them again would count every rating twice. If they really were collected "
+        "twice, ask to import them again."
+    )
+    raise Conflict(
+        message,
+        {**lookup, "import_batch": earlier.pk, "filename": earlier.filename},
+    )
 
 
 def _setup_locked(project: Project) -> None:

@@ -22,7 +22,8 @@ the same values once parsed), in PostgreSQL's own spelling:
   the SQL spelling of ``releases.writers.spreadsheet_safe``).
 
 Each stage's vote is read in SQL as its kind declares it (``agreement.selectors.vote_sql``),
-and raters are numbered as ``releases.pseudonyms`` says. tests/releases/test_copy_export.py
+raters are numbered as ``releases.pseudonyms`` says, and names in payloads are treated as
+``releases.identities`` says (its SQL spelling). tests/releases/test_copy_export.py
 compares both paths row by row, parsed.
 """
 
@@ -37,6 +38,7 @@ from django.db import connection, transaction
 from agreement.selectors import vote_sql
 from annotation.kinds import KINDS
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
+from releases.identities import identity_rule, salt_for
 from releases.pseudonyms import pseudonym_sql
 from releases.writers import FORMULA_STARTS, PLAIN_NUMBER, FileEntry, write_blocks
 
@@ -119,7 +121,7 @@ def _stage_votes(stages: list[Stage], params: dict[str, Any]) -> str:
     return f"(CASE {' '.join(cases)} END)"
 
 
-def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
+def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: str) -> str:
     """``output`` for every current annotation (``is_current``: superseded versions of changed
     answers are left out, as in ``release_annotation_rows``) of the project's released items,
     in id order. The
@@ -127,7 +129,8 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
 
     The parts of a row are computed in a subquery kept apart by ``OFFSET 0``: merged into the
     outer query, a part used more than once in a line (a CSV cell is tested, then quoted) would
-    be computed each time. Parts the line does not use are dropped by the planner."""
+    be computed each time. Parts the line does not use are dropped by the planner.
+    ``payload``: SQL (jsonb) of the released payload from ``a.payload`` (the identity rule)."""
     annotation = Annotation._meta.db_table
     item_stage = ItemStage._meta.db_table
     item = Item._meta.db_table
@@ -155,7 +158,7 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any]) -> str:
         SELECT {output}
         FROM (
             SELECT a.id, i.external_id, st.slug AS stage, coalesce(p.code, e.code) AS rater,
-                   {vote} AS vote, {vote} #>> '{{}}' AS vote_text, a.payload,
+                   {vote} AS vote, {vote} #>> '{{}}' AS vote_text, {payload} AS payload,
                    a.seconds_spent, a.created_at,
                    to_json(a.created_at) #>> '{{}}' AS created_at_text, a.item_version
             FROM {annotation} a
@@ -184,8 +187,15 @@ def _copy(
     read: Callable[[Iterable[memoryview]], Iterable[bytes | memoryview]],
 ) -> FileEntry:
     stages = list(Stage.objects.filter(project=project))
-    params: dict[str, Any] = {"stages": [stage.pk for stage in stages], "statuses": list(statuses)}
-    query = _select(output, stages, params)
+    params: dict[str, Any] = {
+        "stages": [stage.pk for stage in stages],
+        "statuses": list(statuses),
+        "identity_salt": salt_for(project),
+    }
+    # Names in answers' payloads: the rule every file of the release applies (one spelling in
+    # SQL, releases.identities).
+    payload = identity_rule(project.kind).sql("a.payload", salt_param="identity_salt")
+    query = _select(output, stages, params, payload)
     names = list(COPY_SETTINGS)
     change = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in names)
     with transaction.atomic(), connection.cursor() as cursor:

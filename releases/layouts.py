@@ -24,6 +24,10 @@ Contract of a layout function ``layout(context) -> list[Path | FileEntry]``:
   a sub-folder is returned as its path);
 * stream: iterate ``context.items()`` / ``context.annotations()`` (each call starts a fresh pass,
   constant memory) or query the ORM with ``.iterator()`` — never load a whole project;
+* no names: ``context.items()`` and ``context.annotations()`` give payloads with the kind's
+  identity rule applied (``releases.identities``: the paths that name people, removed or
+  pseudonymised as every file of the release has them); a payload read from the ORM instead
+  goes through ``identity_rule(kind).apply(payload, salt_for(project))`` first;
 * ``context.project`` is the Project; ``context.version`` the release number being built;
 * raise ``ApplicationError`` to fail the build with a message the admin can act on.
 """

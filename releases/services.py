@@ -7,6 +7,8 @@ with their resolution in every stage, and their annotations under pseudonyms, in
 
 * ``items.jsonl`` / ``items.csv`` — one row per item: content, status, and per stage the
   resolved value, status, outcome, vote counts and the share of votes for the decided value;
+  names in payloads removed or pseudonymised by the kind's identity rule
+  (``releases.identities``), as in every other file of the release;
 * ``annotations.jsonl`` / ``annotations.csv`` — one row per annotation, raters as ``R0001``…
   (pseudonyms stable within one release; identities never leave the database);
 * the kind's own layout (``releases.layouts``), e.g. ExpliCa's CSV for ratings;
@@ -56,6 +58,7 @@ from annotation.models import Annotation, Item, ItemStage, Project, Resolution, 
 from imports.core import schema_for_kind
 from releases.copy_export import copy_annotations_csv, copy_annotations_jsonl
 from releases.datasheet import render_datasheet
+from releases.identities import identity_rule, salt_for
 from releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
 from releases.models import Release
 from releases.pseudonyms import RaterPseudonyms
@@ -305,6 +308,7 @@ def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
     """The released items of a project, in creation order, with their result in every stage.
     Keyset-paginated: two queries per ``ITEM_CHUNK`` items, memory flat in the item count."""
     slugs = dict(Stage.objects.filter(project=project).values_list("pk", "slug"))
+    identities, salt = identity_rule(project.kind), salt_for(project)
     # Keyset on the primary key: an index range scan per chunk whatever the project's size
     # (ordering by external_id made the planner re-sort the remaining items for every chunk).
     base = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).order_by("pk")
@@ -354,7 +358,7 @@ def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "group": group,
                 "source": source,
                 "version": version,
-                "payload": payload,
+                "payload": identities.apply(payload, salt),
                 "stages": results.get(pk, {}),
             }
         last = chunk[-1][0]
@@ -392,6 +396,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
         LIMIT %s"""
     loads = json.loads
     pseudonyms = RaterPseudonyms()
+    identities, salt = identity_rule(project.kind), salt_for(project)
     last = 0
     while True:
         with connection.cursor() as cursor:
@@ -413,7 +418,7 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
                 "stage": slug,
                 "rater": pseudonyms(annotator_id, rater),
                 "value": kind.vote(payload) if kind is not None else payload_path(payload, "value"),
-                "payload": payload,
+                "payload": identities.apply(payload, salt),
                 "seconds_spent": seconds,
                 "created_at": csv_timestamp(created),
                 "item_version": version,
@@ -458,6 +463,7 @@ def _payload_keys(project: Project) -> list[str]:
                 [project.pk, *statuses],
             )
         keys = {row[0] for row in cursor.fetchall()}
+    keys -= identity_rule(project.kind).removed_keys  # no column for a field never released
     declared = [name for name in schema_for_kind(project.kind).field_names if name in keys]
     return declared + sorted(keys - set(declared))
 

@@ -67,10 +67,13 @@ class ReviewConfig(AppConfig):
         from annotation.navigation import register_project_tab
         from annotation.policies import register_policy
         from annotation.workflows import Workflow, register_workflow
+        from imports.services import register_item_mapper
+        from releases.identities import register_identities
         from releases.layouts import register_layout
         from review.causalt5k import kinds as ct5k_kinds
         from review.causalt5k import pipeline as ct5k_pipeline
         from review.causalt5k import policies as ct5k_policies
+        from review.causalt5k import release_layout as ct5k_release
         from review.causalt5k import services as ct5k
         from review.causalt5k.release_layout import causalt5k_layout
 
@@ -84,6 +87,8 @@ class ReviewConfig(AppConfig):
             )
         )
         register_layout(ct5k.WORKFLOW, causalt5k_layout)
+        register_item_mapper(ct5k.WORKFLOW, ct5k.case_item_mapper)
+        register_identities(ct5k.WORKFLOW, ct5k_release.IDENTITIES)
         for kind in (
             ct5k_kinds.CT5kClusterKind(),
             ct5k_kinds.CT5kReviewKind(),

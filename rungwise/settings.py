@@ -6,6 +6,7 @@ tasks run in-process, so `make run` works on a bare machine. Setting DATABASE_UR
 CELERY_BROKER_URL (Redis) switches to the real services with no code change.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -33,18 +34,42 @@ def env_list(name: str, default: list[str]) -> list[str]:
 DEBUG = env_bool("DEBUG", default=False)
 _DEV_SECRET = "rungwise-embedded-default-not-secret"
 SECRET_KEY = os.environ.get("SECRET_KEY") or _DEV_SECRET
+# .env.example's placeholder ("change-me-…") is as public as the built-in key: refused anywhere.
+if SECRET_KEY.strip().lower().startswith("change-me"):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is still the placeholder of .env.example: set SECRET_KEY to a long random "
+        "string (python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Where the site is really exposed: the address its port is published on (docker-compose.yml's
+# `ports`) or a native server listens on. ALLOWED_HOSTS alone cannot tell: a server listening on
+# every interface answers anyone on the network who sends `Host: localhost`.
+BIND_ADDRESS = os.environ.get("RUNGWISE_BIND", "").strip() or "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 bracketed or not) is this machine only."""
+    host = host.strip().strip("[]").lower()
+    if host in {"localhost", "testserver"}:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 # The embedded default (public development key, plain HTTP) serves this machine only. As soon as
-# ALLOWED_HOSTS names another host the site is reachable by others: it then needs its own
-# SECRET_KEY and gets HTTPS hardening unless DEBUG is on.
-_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1", "testserver"}
-SERVES_BEYOND_LOOPBACK = any(host not in _LOOPBACK_HOSTS for host in ALLOWED_HOSTS)
+# other machines can reach the site (bound beyond loopback, or ALLOWED_HOSTS naming another host)
+# it needs its own SECRET_KEY and gets HTTPS hardening unless DEBUG is on.
+SERVES_BEYOND_LOOPBACK = not is_loopback(BIND_ADDRESS) or not all(
+    is_loopback(host) for host in ALLOWED_HOSTS
+)
 if SECRET_KEY == _DEV_SECRET and SERVES_BEYOND_LOOPBACK:
     raise ImproperlyConfigured(
-        "SECRET_KEY is not set, but ALLOWED_HOSTS lets other machines reach this site "
-        f"({', '.join(ALLOWED_HOSTS)}): set SECRET_KEY to a long random string (the built-in key "
-        "is public and serves only 127.0.0.1 / localhost)."
+        "SECRET_KEY is not set, but other machines can reach this site (RUNGWISE_BIND "
+        f"{BIND_ADDRESS}, ALLOWED_HOSTS {', '.join(ALLOWED_HOSTS)}): set SECRET_KEY to a long "
+        "random string (the built-in key is public and serves only 127.0.0.1 / localhost)."
     )
 
 INSTALLED_APPS = [
@@ -98,10 +123,15 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Failures are counted per (account, address): guessing one account's password from one address
 # stops after AXES_FAILURE_LIMIT tries for AXES_COOLOFF_TIME hours, without letting anyone lock
-# a colleague out from elsewhere. The login page, /admin/login/ and the API token endpoint count.
+# a colleague out from elsewhere. And per address over every account (password spraying: one
+# password tried on many accounts): LOGIN_ADDRESS_FAILURE_LIMIT failures lock that address out
+# (rungwise.auth.LockoutHandler; 0 turns it off). The login page, /admin/login/ and the API
+# token endpoint count.
 AXES_FAILURE_LIMIT = int(os.environ.get("RUNGWISE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = float(os.environ.get("RUNGWISE_LOGIN_COOLOFF_HOURS", "0.25"))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "rungwise.auth.LockoutHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("RUNGWISE_LOGIN_ADDRESS_FAILURE_LIMIT", "30"))
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "locked_out.html"
 # How many reverse proxies in front of the site append to X-Forwarded-For (0: none; the client
@@ -368,6 +398,12 @@ REST_FRAMEWORK = {
         "api.auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bodies are read within the import limits (nesting, NUL, surrogates): api/parsers.py.
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

@@ -4,7 +4,6 @@ workflow's template, stages added and edited through the engine's own checks
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -13,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -21,6 +20,7 @@ from annotation import services as engine
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
 from annotation.workflows import WORKFLOWS
+from imports.core.readers import ImportFileError, read_json_document
 from studio.models import Invite
 
 #: Stage settings edited as JSON on the setup page.
@@ -72,12 +72,11 @@ def parse_json_setting(name: str, text: str) -> Any:
     if not text:
         return None if name in ("routes", "phases", "eligibility") else {}
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ApplicationError(
-            f"{name}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}).",
-            {name: "valid JSON"},
-        ) from None
+        return read_json_document(text)
+    except ImportFileError as refused:  # the imports' rules: syntax, nesting, storable text
+        error = refused.error
+        what = "not valid JSON" if error.code == "json_syntax" else "cannot be used"
+        raise ApplicationError(f"{name}: {what} ({error.message}).", {name: "valid JSON"}) from None
 
 
 def _whole(name: str, raw: Any, low: int, high: int) -> int:
@@ -272,20 +271,51 @@ def invite_usable(token: str) -> Invite:
     return invite
 
 
+def _invite_locked(token: str) -> Invite:
+    """The usable invite of ``token`` with its row locked until the caller's transaction ends,
+    checked again under the lock (another use may have committed while this one waited):
+    whoever holds the lock sees the true count of uses. NotFound / Conflict as
+    ``invite_usable``."""
+    invite = invite_usable(token)
+    Invite.objects.select_for_update().filter(pk=invite.pk).values_list("pk").first()
+    return invite_usable(token)
+
+
 @transaction.atomic
 def invite_accept(*, token: str, user: AbstractBaseUser) -> Membership:
     """Make ``user`` a member through an invite (once per person: a second visit is a no-op
     and uses nothing). The use counter is checked and bumped under a row lock."""
-    invite = invite_usable(token)
-    invite = Invite.objects.select_for_update().get(pk=invite.pk)
+    invite = _invite_locked(token)
     existing = Membership.objects.filter(
         project=invite.project, user=user, role=invite.role
     ).first()
     if existing is not None:
         return existing
-    invite = invite_usable(token)  # again, under the lock
     Invite.objects.filter(pk=invite.pk).update(uses=F("uses") + 1)
     return engine.membership_add(project=invite.project, user=user, role=invite.role)
+
+
+@transaction.atomic
+def invite_sign_up(*, token: str, username: str, password: str) -> AbstractBaseUser:
+    """Create an account through an invite and make it a member, in one transaction: the
+    invite's row is locked and its limits (revoked, expired, ``max_uses``) checked before the
+    account exists, then the account, its membership and the use are written together. So
+    sign-ups racing on a link with one use left create one account; the others get the
+    Conflict ("used up") and no account. ``username`` and ``password`` come checked by the
+    caller (the join page's ``UserCreationForm``); a username someone took meanwhile is a
+    Conflict naming it. Nothing is written when it raises. Returns the new user."""
+    invite = _invite_locked(token)
+    try:
+        with transaction.atomic():  # a savepoint: the duplicate username is reported, not a 500
+            user = get_user_model().objects.create_user(username=username, password=password)
+    except IntegrityError:
+        raise Conflict(
+            f"The username {username!r} was taken a moment ago. Choose another.",
+            {"username": "taken"},
+        ) from None
+    Invite.objects.filter(pk=invite.pk).update(uses=F("uses") + 1)
+    engine.membership_add(project=invite.project, user=user, role=invite.role)
+    return user
 
 
 @transaction.atomic

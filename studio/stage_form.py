@@ -24,8 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
 from annotation.routing import default_route
+from imports.core.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
 PLAIN_TARGETS = {
@@ -44,14 +46,16 @@ Getter = Callable[[str, str], str]
 
 
 def typed_value(text: str) -> Any:
-    """A value typed into the form: JSON when it reads as JSON, else the text (stripped);
-    None for an empty field."""
+    """A value typed into the form: JSON when it reads as JSON (within the nesting limit of
+    imports.core.values: deeper text stays text), else the text (stripped); None for an empty
+    field. What the database cannot store is refused when the stage is saved
+    (annotation.inputs.check_storable)."""
     text = (text or "").strip()
     if not text:
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return loads(text)
+    except ValueError:
         return text
 
 
@@ -299,5 +303,7 @@ def stage_view(
             (name, get(name, json.dumps(getattr(stage, name), indent=1, ensure_ascii=False)))
             for name in ("config", "phases", "eligibility")
         ],
+        # The stored rules in words (the JSON below edits them): who may take an item.
+        "who": describe_rules(stage.eligibility),
         "errors": errors,
     }

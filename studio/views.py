@@ -267,16 +267,23 @@ def join(request, token: str):
         return render_error(request, error)
     form = None
     if request.method == "POST":
-        if not request.user.is_authenticated:
-            form = UserCreationForm(request.POST)
-            if not form.is_valid():
-                return render(
-                    request, "studio/join.html", {"invite": invite, "form": form}, status=400
-                )
-            user = form.save()
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         try:
-            services.invite_accept(token=token, user=request.user)
+            if request.user.is_authenticated:
+                services.invite_accept(token=token, user=request.user)
+            else:
+                form = UserCreationForm(request.POST)
+                if not form.is_valid():
+                    return render(
+                        request, "studio/join.html", {"invite": invite, "form": form}, status=400
+                    )
+                # The account is created by the service, under the invite's lock, only while
+                # the link still has a use left.
+                user = services.invite_sign_up(
+                    token=token,
+                    username=form.cleaned_data["username"],
+                    password=form.cleaned_data["password1"],
+                )
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         except ApplicationError as error:
             return render_error(request, error)
         messages.success(request, f"You joined {invite.project.name} as {invite.role}.")

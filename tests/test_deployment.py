@@ -100,6 +100,96 @@ def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks
     assert COMPOSE["services"]["web"]["environment"]["CACHE_URL"].startswith("redis://redis:")
 
 
+def compose_value(value: str, env: dict[str, str]) -> str:
+    """``value`` as docker compose reads it in ``env``: ``${NAME:-default}``, the only
+    substitution the file's ports and environment use."""
+    return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda match: env.get(match[1]) or match[2], value)
+
+
+@pytest.mark.parametrize(
+    ("env", "address"),
+    [({}, "127.0.0.1"), ({"RUNGWISE_BIND": "0.0.0.0"}, "0.0.0.0"),
+     ({"RUNGWISE_BIND": "192.0.2.10", "WEB_PORT": "80"}, "192.0.2.10")],
+)  # fmt: skip
+def test_compose_publishes_on_loopback_unless_told_and_tells_the_settings(env, address):
+    """Only web publishes a port, on RUNGWISE_BIND (this machine when unset), and web, worker
+    and beat get the same RUNGWISE_BIND, so the settings know what is exposed."""
+    services = COMPOSE["services"]
+    assert {name for name, service in services.items() if service.get("ports")} == {"web"}
+    for entry in services["web"]["ports"]:
+        bind, host_port, container_port = compose_value(entry, env).split(":")
+        assert (bind, host_port, container_port) == (address, env.get("WEB_PORT", "8000"), "8000")
+    for name in ("web", "worker", "beat"):
+        assert compose_value(services[name]["environment"]["RUNGWISE_BIND"], env) == address
+    # The image alone (docker run -p …) cannot see where it is published: it counts as public.
+    assert "RUNGWISE_BIND=0.0.0.0" in (REPO / "Dockerfile").read_text()
+
+
+def settings_process(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """``manage.py *args`` (default: print SERVES_BEYOND_LOOPBACK) with ``env`` on top of this
+    environment, less what would decide the answer (SECRET_KEY, DEBUG, ALLOWED_HOSTS,
+    RUNGWISE_BIND), on a throwaway SQLite file (``SQLITE_PATH``)."""
+    decided = {"SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "RUNGWISE_BIND", "DATABASE_URL"}
+    clean = {key: value for key, value in process_env().items() if key not in decided}
+    command = args or (
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.SERVES_BEYOND_LOOPBACK)",
+    )
+    return subprocess.run(
+        [sys.executable, "manage.py", *command], cwd=REPO, env={**clean, **env},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_site_bound_beyond_loopback_counts_as_public_whatever_allowed_hosts_says(tmp_path):
+    """ALLOWED_HOSTS=localhost on a server published on every interface: anyone on the network
+    reaches it with `Host: localhost`. The settings go by RUNGWISE_BIND: no built-in key and no
+    demo users (whose password is known) there."""
+    loopback_names = {"ALLOWED_HOSTS": "localhost,127.0.0.1", "SQLITE_PATH": str(tmp_path / "db")}
+    refused = settings_process(RUNGWISE_BIND="0.0.0.0", **loopback_names)
+    assert refused.returncode != 0 and "SECRET_KEY is not set" in refused.stderr
+    assert "RUNGWISE_BIND 0.0.0.0" in refused.stderr
+    secret = {"SECRET_KEY": "a-real-secret-" + "k3" * 20, **loopback_names}
+    public = settings_process(RUNGWISE_BIND="0.0.0.0", **secret)
+    assert public.returncode == 0 and public.stdout.split()[-1:] == ["True"], public.stderr
+    assert settings_process(RUNGWISE_BIND="127.0.0.1", **secret).stdout.split()[-1:] == ["False"]
+    demo = settings_process("seed_demo", RUNGWISE_BIND="0.0.0.0", **secret)
+    assert demo.returncode != 0 and "Refusing to create the demo users" in demo.stderr
+    assert "RUNGWISE_BIND 0.0.0.0" in demo.stderr
+
+
+def test_the_secret_key_placeholder_of_env_example_is_refused(tmp_path):
+    example = dict(
+        line.split("=", 1)
+        for line in (REPO / ".env.example").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+    for bind in ("127.0.0.1", "0.0.0.0"):
+        refused = settings_process(
+            SECRET_KEY=example["SECRET_KEY"], RUNGWISE_BIND=bind, SQLITE_PATH=str(tmp_path / "db")
+        )
+        assert refused.returncode != 0
+        assert "SECRET_KEY is still the placeholder of .env.example" in refused.stderr
+
+
+def test_loopback_is_this_machine_only():
+    from rungwise.settings import is_loopback
+
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "LOCALHOST"):
+        assert is_loopback(host), host
+    for host in (
+        "0.0.0.0",
+        "::",
+        "[::]",
+        "192.0.2.10",
+        "rungwise.example.org",
+        "*",
+        ".example.org",
+    ):
+        assert not is_loopback(host), host
+
+
 @pytest.mark.postgres
 def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
     """Start the compose commands natively on a fresh database; annotate over HTTP; the worker

@@ -43,6 +43,66 @@ def test_repeated_wrong_passwords_lock_the_account_from_that_address(client):
     assert elsewhere.status_code == 302
 
 
+@override_settings(LOGIN_ADDRESS_FAILURE_LIMIT=8)
+def test_one_address_failing_on_many_accounts_is_locked_out(client):
+    """Password spraying: one wrong password on each of N accounts from one address locks the
+    address (LOGIN_ADDRESS_FAILURE_LIMIT), for every account, through the login page and the
+    token endpoint alike; other addresses are not locked, and the sprayer's own successful
+    sign-in does not reset the count."""
+    users = [make_user() for _ in range(9)]
+    own = users.pop()
+    for user in users[:4]:
+        response = client.post(reverse("login"), {"username": user.username, "password": "nope"})
+        assert response.status_code == 200
+    # a successful sign-in in between clears its own account's failures only
+    assert (
+        client.post(reverse("login"), {"username": own.username, "password": PASSWORD}).status_code
+        == 302
+    )
+    client.logout()
+    codes = [
+        client.post(
+            "/api/auth/token/" if index % 2 else reverse("login"),
+            {"username": user.username, "password": "nope"},
+        ).status_code
+        for index, user in enumerate(users[4:])
+    ]
+    assert codes[-1] in (400, 429)  # the eighth failure, on an eighth account
+    for user in (users[0], own):
+        locked = client.post(reverse("login"), {"username": user.username, "password": PASSWORD})
+        assert locked.status_code == 429 and b"Too many sign-in attempts" in locked.content
+    token = client.post("/api/auth/token/", {"username": own.username, "password": PASSWORD})
+    assert token.status_code == 400 and "token" not in token.json()
+    elsewhere = client.post(
+        reverse("login"), {"username": own.username, "password": PASSWORD}, REMOTE_ADDR="10.9.8.7"
+    )
+    assert elsewhere.status_code == 302
+
+
+@override_settings(LOGIN_ADDRESS_FAILURE_LIMIT=8)
+def test_fewer_failures_across_accounts_than_the_address_limit_lock_nothing_but_their_account(
+    client,
+):
+    users = [make_user() for _ in range(3)]
+    for _ in range(5):  # the per-account limit stays 5
+        client.post(reverse("login"), {"username": users[0].username, "password": "nope"})
+    client.post(reverse("login"), {"username": users[1].username, "password": "nope"})
+    assert (
+        client.post(
+            reverse("login"), {"username": users[0].username, "password": PASSWORD}
+        ).status_code
+        == 429
+    )
+    for user in users[1:]:  # 6 failures from this address, under 8: the others sign in
+        assert (
+            client.post(
+                reverse("login"), {"username": user.username, "password": PASSWORD}
+            ).status_code
+            == 302
+        )
+        client.logout()
+
+
 def test_the_token_endpoint_counts_failures_too(client):
     user = make_user()
     for _ in range(5):

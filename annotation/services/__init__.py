@@ -39,6 +39,7 @@ from annotation.services.work import (
     annotation_submit,
     assignment_next,
     assignment_skip,
+    assignments_delete,
     leases_reclaim_expired,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "annotation_revise",
     "annotation_submit",
     "annotations_withdraw",
+    "assignments_delete",
     "assignments_release",
     "assignment_next",
     "assignment_skip",

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound
-from annotation.inputs import clean_text
+from annotation.inputs import check_storable, clean_text
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
@@ -367,7 +367,9 @@ def stage_create(
     **options: Any,
 ) -> Stage:
     """Add a stage to the end of a project's pipeline (or at `position`); every setting is
-    checked by stage_settings_clean first."""
+    checked by stage_settings_clean first, and every text by the database's rule
+    (annotation.inputs.check_storable)."""
+    check_storable({"slug": slug, "name": name, "config": config, **options}, field="stage")
     settings = {key: options.pop(key) for key in STAGE_SETTINGS if key in options}
     settings["config"] = config
     clean = stage_settings_clean(
@@ -397,11 +399,13 @@ def stage_create(
 @transaction.atomic
 def stage_update(*, stage: Stage, **changes: Any) -> Stage:
     """Change a stage's settings (e.g. routes to stages created after it); checked together
-    with the settings it keeps. Kind and slug changes are refused: items and annotations are
-    already judged under them."""
+    with the settings it keeps (and every text by the database's rule,
+    annotation.inputs.check_storable). Kind and slug changes are refused: items and annotations
+    are already judged under them."""
     for fixed in ("kind", "slug", "project"):
         if fixed in changes and changes[fixed] != getattr(stage, fixed):
             raise ApplicationError(f"A stage's {fixed} cannot change.", {fixed: "fixed"})
+    check_storable(changes, field="stage")
     locked = Stage.objects.select_for_update().get(pk=stage.pk)
     settings = {key: changes.get(key, getattr(locked, key)) for key in STAGE_SETTINGS}
     overlap = changes.get("overlap", locked.overlap)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -19,7 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import sql
+from annotation import gates, sql
 from annotation.access import NO_SUCH_ANSWER, NO_SUCH_ASSIGNMENT
 from annotation.eligibility import conditions as eligibility_conditions
 from annotation.eligibility import counts_own_work
@@ -33,6 +33,7 @@ from annotation.models import (
     ItemStage,
     Membership,
     Project,
+    Resolution,
     Role,
     Stage,
 )
@@ -102,7 +103,16 @@ def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: st
             )
     tables = {
         model.__name__: sql.table(model)
-        for model in (Item, ItemStage, Assignment, Stage, Membership, Project, Annotation)
+        for model in (
+            Item,
+            ItemStage,
+            Assignment,
+            Stage,
+            Membership,
+            Project,
+            Annotation,
+            Resolution,
+        )
     }
     conditions += [
         condition.sql for condition in eligibility_conditions(json.loads(rules), tables=tables)
@@ -135,6 +145,20 @@ def _candidate_sql(order_policy: str, vendor: str, phases: str = "[]", rules: st
     )
 
 
+def _search_rules(stage: Stage, annotator_id: int) -> list[dict[str, Any]]:
+    """The eligibility rules of the annotator's search in `stage`: the stage's own and, for
+    someone an annotator gate governs, the gates' rules (annotation.gates.search_rules)."""
+    return gates.search_rules(stage.eligibility or [], governed=_governed(stage, annotator_id))
+
+
+def _governed(stage: Stage, annotator_id: int) -> bool:
+    """Whether an annotator gate governs the annotator in the stage's project: the flag
+    access_stage_for_annotator read with the stage, or one statement for other callers."""
+    if getattr(stage, "governed", None) is None:
+        stage.governed = gates.governed(annotator_id=annotator_id, project_id=stage.project_id)
+    return stage.governed
+
+
 def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
 
     salt = _annotator_salt(stage, annotator_id)
@@ -158,14 +182,15 @@ def _candidate_params(stage: Stage, annotator_id: int) -> dict[str, Any]:
             "Membership",
             "Project",
             "Annotation",
+            "Resolution",
         )
     }
-    for condition in eligibility_conditions(stage.eligibility or [], tables=tables):
+    for condition in eligibility_conditions(_search_rules(stage, annotator_id), tables=tables):
         params.update(condition.params)
     return params
 
 
-def _candidate_key(stage: Stage) -> tuple[str, str, str, str]:
+def _candidate_key(stage: Stage, annotator_id: int) -> tuple[str, str, str, str]:
     """The cache key of a stage's candidate statement."""
     import json
 
@@ -173,7 +198,7 @@ def _candidate_key(stage: Stage) -> tuple[str, str, str, str]:
         stage.order_policy,
         connection.vendor,
         json.dumps(stage.phases or [], sort_keys=True),
-        json.dumps(stage.eligibility or [], sort_keys=True),
+        json.dumps(_search_rules(stage, annotator_id), sort_keys=True),
     )
 
 
@@ -188,6 +213,9 @@ def assignment_next(*, annotator: AbstractBaseUser, stage: Stage) -> Assignment 
     under that lock and a CHECK constraint backs the overlap invariant. Two simultaneous requests
     of one annotator collide on the one-active-lease-per-stage constraint; the loser retries and
     gets the winner's lease.
+
+    Someone an annotator gate governs (annotation.gates) is searched in a transaction that asks
+    the gates first (None when one refuses) and applies their rules.
     """
     for attempt in range(3):
         try:
@@ -211,6 +239,7 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
     if (
         connection.vendor == "postgresql"
         and getattr(stage, "current_assignment_id", None) is None
+        and not _governed(stage, annotator.pk)
         and not (stage.eligibility and counts_own_work(stage.eligibility))
     ):
         if not connection.in_atomic_block:
@@ -225,7 +254,12 @@ def _assignment_next(annotator: AbstractBaseUser, stage: Stage) -> Assignment | 
 
 @transaction.atomic
 def _assignment_next_in_transaction(annotator: AbstractBaseUser, stage: Stage) -> Assignment | None:
-    if stage.eligibility and counts_own_work(stage.eligibility):
+    if _governed(stage, annotator.pk) and gates.refusal(
+        annotator_id=annotator.pk, stage=stage, action=gates.NEXT
+    ):
+        return None
+    rules = _search_rules(stage, annotator.pk)
+    if rules and counts_own_work(rules):
         sql.annotator_lock(stage.pk, annotator.pk)  # a quota: one search at a time per person
     now = timezone.now()
     current_id = getattr(stage, "current_assignment_id", None)
@@ -302,7 +336,7 @@ def _lease_at_once(annotator: AbstractBaseUser, stage: Stage) -> Assignment | No
         created_at=now,
         expires_at=now + timedelta(seconds=stage.lease_seconds),
     )
-    row = sql.fetchone(_lease_sql(_candidate_sql(*_candidate_key(stage))), params)
+    row = sql.fetchone(_lease_sql(_candidate_sql(*_candidate_key(stage, annotator.pk))), params)
     if row is None:
         return None
     item_stage = sql.load(ItemStage, row)
@@ -367,7 +401,7 @@ def _take_candidate(stage: Stage, annotator_id: int) -> ItemStage | None:
     """Lock and return the first candidate (with its item), skipping rows others hold: one
     statement (see _candidate_sql)."""
     row = sql.fetchone(
-        _candidate_sql(*_candidate_key(stage)), _candidate_params(stage, annotator_id)
+        _candidate_sql(*_candidate_key(stage, annotator_id)), _candidate_params(stage, annotator_id)
     )
     if row is None:
         return None
@@ -415,6 +449,26 @@ def _release_assignments(assignment_ids: list[int], *, status: str, reason: str 
 
 
 @transaction.atomic
+def assignments_delete(*, assignment_ids: Sequence[int]) -> int:
+    """Delete assignments (the admin's delete, one or many), giving the slot of every active
+    one back in the same transaction, as a revoked lease would: ``leased_count`` never counts
+    a lease that no longer exists, so the slot is free at once instead of after the repair
+    sweep. Locks the assignments first, waiting for a submit or a renewal that holds one, so
+    no lease is released twice or deleted under a submit. Returns the number deleted.
+    Raises ``django.db.models.ProtectedError`` (and changes nothing) when an assignment has
+    annotations: work is never deleted with the lease behind it."""
+    ids = list(
+        Assignment.objects.select_for_update()
+        .filter(pk__in=list(assignment_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    _release_assignments(ids, status=Assignment.Status.REVOKED, reason="deleted")
+    deleted, _ = Assignment.objects.filter(pk__in=ids).delete()
+    return deleted
+
+
+@transaction.atomic
 def leases_reclaim_expired(
     *, stage_id: int | None = None, now: Any = None, limit: int = 5000
 ) -> int:
@@ -430,17 +484,20 @@ def leases_reclaim_expired(
 
 @cache
 def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
-    """The assignment, its item stage and stage, and whether its annotator may still annotate
-    there (an active, unpaused annotator of an active stage of an active project), in one
-    statement; the assignment's and the item stage's rows locked unless ``locked`` is False."""
+    """The assignment, its item stage and stage, whether its annotator may still annotate
+    there (an active, unpaused annotator of an active stage of an active project) and whether
+    an annotator gate governs them (annotation.gates), in one statement; the assignment's and
+    the item stage's rows locked unless ``locked`` is False."""
     may_annotate = (
         f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
         f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
         f" AND NOT m.is_paused) AND st.is_active AND p.is_active"
     )
+    governed = gates.governed_sql(annotator="a.annotator_id", project="st.project_id")
     return (
         f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
-        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate"
+        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate,"
+        f" {governed} AS governed"
         f" FROM {sql.table(Assignment)} a"
         f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
         f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
@@ -463,13 +520,22 @@ def _locked_assignment(
     if row is None:
         raise NotFound(NO_SUCH_ASSIGNMENT)
     (assignment, item_stage, stage), extras = sql.unpack(
-        row, (Assignment, ItemStage, Stage), ("may_annotate",)
+        row, (Assignment, ItemStage, Stage), ("may_annotate", "governed")
     )
     if assignment.annotator_id != user.pk:
         raise NotFound(NO_SUCH_ASSIGNMENT)
     assignment.item_stage, assignment.stage = item_stage, stage
     assignment.may_annotate = bool(extras["may_annotate"])
+    stage.governed = bool(extras["governed"])
     return assignment
+
+
+def _gate_assignment(assignment_id: int, user: AbstractBaseUser, action: str) -> None:
+    """Ask the annotator gates about a write on an assignment (annotation.gates.check), before
+    its rows are locked: read it unlocked, and only when a gate governs its annotator."""
+    assignment = _locked_assignment(assignment_id=assignment_id, user=user, locked=False)
+    if assignment.stage.governed:
+        gates.check(annotator_id=user.pk, stage=assignment.stage, action=action)
 
 
 @transaction.atomic
@@ -479,6 +545,7 @@ def assignment_skip(*, assignment_id: int, annotator: AbstractBaseUser, reason: 
     reason = clean_text(reason, field="reason", max_length=300)
     if not reason:
         raise ApplicationError("Say why you skip this item.", {"reason": "required"})
+    _gate_assignment(assignment_id, annotator, gates.SKIP)
     assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This item is already submitted; it cannot be skipped.")
@@ -580,7 +647,11 @@ def _annotation_submit_at_once(
     annotation (_submit_sql). Returns None, having stored nothing, in every other case: the
     caller then takes the locked path (_annotation_submit), which decides each of them."""
     assignment = _locked_assignment(assignment_id=assignment_id, user=annotator, locked=False)
-    if assignment.status != Assignment.Status.ACTIVE or not assignment.may_annotate:
+    if (
+        assignment.status != Assignment.Status.ACTIVE
+        or not assignment.may_annotate
+        or assignment.stage.governed  # the gates decide, in the locked path's transaction
+    ):
         return None
     clean = _validated(assignment, annotator, payload, seconds_spent)
     now = timezone.now()
@@ -677,6 +748,7 @@ def _annotation_submit(
     seconds_spent: float | None,
     client_info: Mapping[str, Any] | None,
 ) -> tuple[Annotation, bool]:
+    _gate_assignment(assignment_id, annotator, gates.SUBMIT)
     assignment = _locked_assignment(assignment_id=assignment_id, user=annotator)
     if assignment.status == Assignment.Status.SUBMITTED:
         return Annotation.objects.get(assignment=assignment), False
@@ -707,6 +779,8 @@ def _annotation_submit(
     annotation = _first_version(assignment, annotator, clean, seconds_spent, client_info, now)
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
     _record_submission(annotation, holds_slot=holds_slot, complete=complete)
+    if assignment.stage.governed:
+        gates.after_submit(annotator_id=annotator.pk, stage=assignment.stage)
     if complete:
         from annotation.tasks import resolve_item_stage
 
@@ -834,6 +908,12 @@ def _annotation_revise(
         )
     if base is None or base.assignment_id is None:
         raise NotFound(NO_SUCH_ANSWER)
+    gated = Stage.objects.filter(item_stages=base.item_stage_id).only("pk", "project_id").get()
+    if _governed(gated, annotator.pk):
+        current = Annotation.objects.filter(assignment_id=base.assignment_id).first()
+        gates.check(
+            annotator_id=annotator.pk, stage=gated, action=gates.CHANGE, answer=current or base
+        )
     item_stage = (
         ItemStage.objects.select_for_update(of=("self",))
         .select_related("stage__project", "item")

@@ -10,6 +10,10 @@ and the error positions that make every message point at a line and column.
   wrapping object's other keys (e.g. ``"metadata"``) are kept, so they should be small.
 * Encoding: UTF-8, with or without a byte-order mark. Anything else stops reading with an error
   naming the line, column and byte offset of the first invalid byte.
+* ``read_json_document`` reads one whole JSON document that is no import file (an API request
+  body, an uploaded edge list, one line of a narratives file) within the same rules, raising
+  ``ImportFileError`` that names line and column (or the path of a value); ``decode_utf8``
+  applies the encoding rule alone to a small file read whole (a CSV edge list).
 * Values: the numbers and nesting limits of ``imports.core.values`` (JSON nested more than 64
   levels is refused before it is decoded: per line in JSON Lines, for the whole file inside a
   JSON array, whose element's end is then unknown).
@@ -35,7 +39,15 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from imports.core.report import RowError
-from imports.core.values import MAX_DEPTH, decoder, nesting_position, shown
+from imports.core.values import (
+    MAX_DEPTH,
+    NestingTooDeep,
+    decoder,
+    loads,
+    nesting_position,
+    shown,
+    value_problem_at,
+)
 
 FORMATS = ("csv", "jsonl", "json")
 EXTENSIONS = {
@@ -187,7 +199,7 @@ def detect_format(filename: str | None = None, head: bytes = b"") -> str:
     if text.startswith("{"):
         first_line = text.split("\n", 1)[0]
         try:
-            json.loads(first_line)
+            loads(first_line)  # within the nesting limit: a deep first line is no crash
         except ValueError:
             return "json"
         return "jsonl"
@@ -488,6 +500,95 @@ def _non_finite_position(text: str, start: int) -> int:
         if previous in (":", ",", "[", None):
             return match.start()
     return start
+
+
+# -- one whole JSON document ----------------------------------------------------------------
+
+
+def decode_utf8(data: bytes, *, first_line: int = 1) -> str:
+    """Bytes of a whole small file or body as text, by the imports' encoding rule: UTF-8 with or
+    without a byte-order mark. Anything else raises ``ImportFileError`` whose message starts
+    ``line L, column C:`` and names the byte and its offset (``first_line`` is the number of
+    the first line of ``data``)."""
+    try:
+        return Utf8Decoder().decode(data, final=True)
+    except ImportFileError as refused:
+        error = refused.error
+        line = (error.line or 1) + first_line - 1
+        cause = error.message.split(": ", 1)[-1]
+        raise ImportFileError(
+            replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
+        ) from None
+
+
+def read_json_document(
+    data: bytes | str, *, at_end: str = "the text ends", first_line: int = 1
+) -> Any:
+    """One whole JSON document, read by the rules every import follows; the one JSON reader for
+    text people send that is not an import file (the API's request bodies, edge lists,
+    narrative lines).
+
+    Bytes must be UTF-8 (a byte-order mark is dropped); the text is nested at most
+    ``MAX_DEPTH`` levels (checked before decoding, so any depth is safe to send); NaN and
+    Infinity are refused; and every value in it must be one the database can store
+    (``imports.core.values.value_problem_at``: no NUL, no unpaired surrogate, no number Python
+    cannot hold). Anything else raises ``ImportFileError`` whose ``RowError`` has a message
+    starting with where: ``line L, column C: …`` (``first_line`` is the number of the text's
+    first line), or, for a value, its path (``RowError.field``, e.g. ``payload.notes[1]``).
+    ``at_end`` says what running out of text means ("the body ends")."""
+    text = decode_utf8(data, first_line=first_line) if isinstance(data, bytes) else data
+
+    def located(pos: int, code: str, expected: str, cause: str) -> ImportFileError:
+        line = text.count("\n", 0, pos) + first_line
+        column = pos - text.rfind("\n", 0, pos)
+        return ImportFileError(
+            RowError(
+                line=line,
+                column=column,
+                code=code,
+                expected=expected,
+                found=_snippet(text, pos),
+                message=f"line {line}, column {column}: {cause}",
+            )
+        )
+
+    try:
+        value = loads(text, parse_constant=_reject_constant)
+    except NestingTooDeep as error:
+        raise located(
+            error.pos,
+            "too_deep",
+            f"at most {MAX_DEPTH} levels of nesting",
+            f"nested more than {MAX_DEPTH} levels deep (lists or objects inside one "
+            f"another); at most {MAX_DEPTH} levels are read",
+        ) from None
+    except _NonFiniteNumber as error:
+        pos = _non_finite_position(text, 0)
+        raise located(
+            pos,
+            "json_syntax",
+            "a finite number or null",
+            f"{error.args[0]} is not valid JSON; write null (or a number) instead",
+        ) from None
+    except json.JSONDecodeError as error:
+        cause, pos = explain_json_error(error.msg, text, error.pos, at_end=at_end)
+        if error.msg.startswith("Extra data"):
+            cause = "a second JSON value starts here, but the text holds exactly one value"
+        raise located(pos, "json_syntax", "valid JSON", cause) from None
+    problem = value_problem_at(value)
+    if problem is not None:
+        where = problem.where()
+        raise ImportFileError(
+            RowError(
+                line=None,
+                field=where,
+                code=problem.code,
+                expected="text without NUL or unpaired surrogates, numbers JSON can store",
+                found="",
+                message=f"{where} {problem.words}",
+            )
+        )
+    return value
 
 
 # -- the readers ---------------------------------------------------------------------------

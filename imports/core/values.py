@@ -11,6 +11,10 @@ Pure Python, no Django; shared by the readers, the schemas and the ratings impor
   that the schema can report it against its field instead of the decoder raising.
 * Text holding NUL (PostgreSQL refuses it in text and JSON) or an unpaired surrogate (not
   Unicode: it cannot be encoded as UTF-8) is refused, naming the character and its position.
+* ``value_problem_at(value)`` finds the first such value inside a decoded document and names
+  where it is (``path_text``: ``payload.notes[1]``), so every entry point (the readers, the
+  API's parser in api/parsers.py, the engine's input checks in annotation/inputs.py, the
+  graphs and narratives uploads) refuses the same things in the same words.
 * ``shown(text)`` is text fit to echo in a message: control characters, surrogates and
   bidirectional overrides written as escapes, so a message never rings a terminal, hides its
   own end or carries a NUL into the database.
@@ -26,7 +30,8 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 MAX_DEPTH = 64
@@ -38,6 +43,7 @@ _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3)
 # within the text scanned so far.
 _NESTING_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|"', re.DOTALL)
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ESCAPED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -121,16 +127,23 @@ def decoder(**hooks: Any) -> json.JSONDecoder:
 _LOADS = decoder()
 
 
-def loads(text: str) -> Any:
-    """``json.loads`` within the limits: raises ``NestingTooDeep`` (a ``ValueError``) for deep
-    text and ``json.JSONDecodeError`` for bad syntax; long numbers become ``InvalidNumber``."""
+def loads(text: str, **hooks: Any) -> Any:
+    """``json.loads`` within the limits, the one JSON parser for text from outside: raises
+    ``NestingTooDeep`` (a ``ValueError``) for deep text and ``json.JSONDecodeError`` for bad
+    syntax (its ``pos`` counted in ``text``); long numbers become ``InvalidNumber``. ``hooks``
+    are further decoder hooks (``parse_constant``, ``object_pairs_hook``).
+
+    It does not check the values: ``value_problem_at`` does (``imports.core.readers.
+    read_json_document`` does both, with messages naming where)."""
     stripped = text.lstrip()
     offset = len(text) - len(stripped)
     deep = nesting_position(stripped)
     if deep is not None:
         raise NestingTooDeep(deep + offset)
     try:
-        return _LOADS.decode(stripped)
+        return (decoder(**hooks) if hooks else _LOADS).decode(stripped)
+    except json.JSONDecodeError as error:
+        raise json.JSONDecodeError(error.msg, text, error.pos + offset) from None
     except RecursionError:  # cannot happen below MAX_DEPTH; kept so it never becomes a 500
         raise NestingTooDeep(offset) from None
 
@@ -149,42 +162,99 @@ def text_problem(text: str) -> str | None:
     )
 
 
-def value_problem(value: Any, depth: int = 1) -> tuple[str, str] | None:
-    """Why a decoded value cannot be stored: ``(code, words)``, or None.
+@dataclass(frozen=True)
+class ValueProblem:
+    """Why a decoded value cannot be stored: ``code`` (``invalid_text``, ``invalid_number``,
+    ``too_deep``), ``words`` (starting with a verb: "holds a NUL character …") and ``path``, the
+    keys and indexes leading to the value from the document's top."""
+
+    code: str
+    words: str
+    path: tuple[str | int, ...] = ()
+
+    def where(self, root: str = "") -> str:
+        """The path as text under ``root`` (see ``path_text``)."""
+        return path_text(self.path, root)
+
+
+def path_text(path: Sequence[str | int], root: str = "") -> str:
+    """``("notes", 1)`` under ``"payload"`` as ``payload.notes[1]``; a key that is not a plain
+    name is quoted (``payload["a b"]``), with control characters escaped (``shown``)."""
+    text = root
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _IDENTIFIER.fullmatch(part):
+            text += f".{part}" if text else part
+        else:
+            text += "[" + shown(json.dumps(part, ensure_ascii=False), 60) + "]"
+    return text or "the top level"
+
+
+def value_problem_at(value: Any, depth: int = 1) -> ValueProblem | None:
+    """The first value inside ``value`` that cannot be stored, with where it is, or None.
 
     Checks every nested string, key and number: NUL and unpaired surrogates (code
     ``invalid_text``), ``InvalidNumber`` and non-finite floats (``invalid_number``), nesting
     beyond ``MAX_DEPTH`` (``too_deep``; ``depth`` is the value's own level). Iterative, so that
-    any depth is safe to check."""
-    stack = [(value, depth)]
+    any depth is safe to check; values are visited in document order. A bad key is reported at
+    the object that holds it."""
+    # Each entry links to its parent's (parent link, key), so a path is built only when needed.
+    stack: list[tuple[Any, int, _Link]] = [(value, depth, None)]
     while stack:
-        current, level = stack.pop()
+        current, level, link = stack.pop()
+        found: tuple[str, str] | None = None
         if isinstance(current, str):
             problem = text_problem(current)
             if problem:
-                return "invalid_text", f"holds {problem}"
+                found = ("invalid_text", f"holds {problem}")
         elif isinstance(current, InvalidNumber):
-            return "invalid_number", f"holds {current.describe()}"
+            found = ("invalid_number", f"holds {current.describe()}")
         elif isinstance(current, float) and not math.isfinite(current):
-            return "invalid_number", f"holds {current!r}, which is not a number JSON can store"
+            found = ("invalid_number", f"holds {current!r}, which is not a number JSON can store")
         elif isinstance(current, int) and not isinstance(current, bool):
             if current.bit_length() > _MAX_INT_BITS:
-                return (
+                found = (
                     "invalid_number",
                     f"holds a number of about {MAX_INT_DIGITS:,} digits or more",
                 )
         elif isinstance(current, Mapping | list | tuple):
             if level > MAX_DEPTH:
-                return "too_deep", f"is nested more than {MAX_DEPTH} levels deep"
-            if isinstance(current, Mapping):
+                found = ("too_deep", f"is nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(current, Mapping):
+                children = []
                 for key, item in current.items():
                     problem = text_problem(key) if isinstance(key, str) else None
                     if problem:
-                        return "invalid_text", f"has a field name holding {problem}"
-                    stack.append((item, level + 1))
+                        found = ("invalid_text", f"has a field name holding {problem}")
+                        break
+                    children.append((item, level + 1, (link, str(key))))
+                stack.extend(reversed(children))
             else:
-                stack.extend((item, level + 1) for item in current)
+                stack.extend(
+                    (current[index], level + 1, (link, index))
+                    for index in range(len(current) - 1, -1, -1)
+                )
+        if found is not None:
+            return ValueProblem(found[0], found[1], _path(link))
     return None
+
+
+_Link = tuple[Any, str | int] | None
+
+
+def _path(link: _Link) -> tuple[str | int, ...]:
+    parts: list[str | int] = []
+    while link is not None:
+        link, key = link
+        parts.append(key)
+    return tuple(reversed(parts))
+
+
+def value_problem(value: Any, depth: int = 1) -> tuple[str, str] | None:
+    """``value_problem_at`` without the path: ``(code, words)``, or None."""
+    problem = value_problem_at(value, depth)
+    return None if problem is None else (problem.code, problem.words)
 
 
 def shown(text: str, limit: int | None = None) -> str:

@@ -2,11 +2,13 @@
 with the demo annotators' work simulated through the services (review.meter.demo.drive):
 
 * near-duplicate queue: one cluster confirmed (its copy discarded), one waiting for a reviewer;
-* adversarial review: cases passed, one edited in place (minor), one removed (the answer leaked),
-  one sent back to its author (``annotator2``, who finds it in *Author revision*), three waiting
-  — one of them written by ``annotator1``, who is never given it;
+* adversarial review (``annotator1``): cases passed, one edited in place (minor), one removed
+  (the answer leaked), one sent back to its author (``annotator2``, who finds it in *Author
+  revision*), three waiting — one of them written by ``annotator1``, who is never given it;
 * quality score: one case kept by two close scores, one dropped below the gate, one whose two
-  scores are far apart waiting for a third reviewer (``annotator3``), one waiting for scorers.
+  scores are far apart waiting for a third reviewer (``annotator3``), one waiting for scorers;
+* blind answers: the kept case waits for ``annotator3``, the one demo annotator who worked on
+  none of its earlier stages (the stage's ``blind`` rule keeps the others out).
 """
 
 from __future__ import annotations
@@ -318,9 +320,15 @@ def seed(*, users: dict, slug: str) -> Project:
     people = [users[name] for name in ("annotator1", "annotator2", "annotator3") if name in users]
     stages = {stage.slug: stage for stage in project.stages.all()}
 
+    def authored(case):
+        """The case with its demo author (a demo name, "annotator1") as that user's username,
+        as a release's author field names a member (Item.author is linked from it)."""
+        author = users.get(case.get("author") or "")
+        return {**case, "author": author.get_username()} if author is not None else case
+
     def rows(case_ids):
         return [
-            {"external_id": case["case_id"], "payload": case, "source": "rungwise-demo"}
+            {"external_id": case["case_id"], "payload": authored(case), "source": "rungwise-demo"}
             for case in CASES
             if case["case_id"] in case_ids
         ]
@@ -328,11 +336,11 @@ def seed(*, users: dict, slug: str) -> Project:
     engine.items_create(project=project, rows=rows(FIRST_BATCH), open_first_stage=False)
     causalt5k_review_open(project=project, threshold=0.6)
     drive(stages["dedup"], people[:1], _answer)
-    drive(stages["review"], people[2:], _answer)  # annotator3 reviews the first batch
+    drive(stages["review"], people[:1], _answer)  # annotator1 reviews the first batch
     drive(stages["score"], people[:2], _answer)
-    # The kept case goes to the blind answer stage: annotator2 answers it, the others may too.
+    # The kept case goes to the blind answer stage. annotator1 reviewed and scored it and
+    # annotator2 scored it, so the stage (blind) keeps them out: it waits for annotator3.
     blind_open(project=project, sample=10, seed=1)
-    drive(stages["answer"], people[1:2], lambda i, item, phase: {"label": "YES"})
     # It is tier 2: annotator2 writes its pressure variants, annotator3 (or 1) checks them.
     pressure_open(project=project)
     drive(stages["pressure"], people[1:2], _pressure)

@@ -59,7 +59,9 @@ def parse_edits(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def clean_edits(edits: Any, item_payload: Mapping[str, Any]) -> dict[str, Any]:
     """The fields that change, checked: text fields non-empty, the label one of the tier's, the
-    trap a W/S code. Unchanged fields are dropped."""
+    trap a W/S code. Unchanged fields are dropped before any check, so a value the editor
+    cannot offer (a trap ``"T3"`` imported before the vocabulary was checked) that comes back
+    as it was is kept, never refused or blanked."""
     if edits in (None, ""):
         return {}
     if not isinstance(edits, Mapping):
@@ -69,7 +71,13 @@ def clean_edits(edits: Any, item_payload: Mapping[str, Any]) -> dict[str, Any]:
         if name not in EDITABLE_FIELDS:
             raise _invalid(f"{name!r} cannot be edited here.", "edits", ", ".join(EDITABLE_FIELDS))
         widget = EDITABLE_FIELDS[name][1]
+        stored = item_payload.get(name)
+        original = "" if stored is None else str(stored)
+        if value == original or (value is None and stored is None):
+            continue
         value = "" if value is None else str(value).replace("\r\n", "\n").strip()
+        if value == original.replace("\r\n", "\n").strip():
+            continue
         if len(value) > MAX_TEXT:
             raise _invalid(f"{name} is too long.", name, f"at most {MAX_TEXT} characters")
         if widget == "label" and value not in labels_for(item_payload.get("tier")):
@@ -82,8 +90,7 @@ def clean_edits(edits: Any, item_payload: Mapping[str, Any]) -> dict[str, Any]:
             raise _invalid("The trap must be a W1–W10 or S1–S8 code.", name, "W1–W10, S1–S8")
         if widget == "text" and not value and item_payload.get(name):
             raise _invalid(f"{EDITABLE_FIELDS[name][0]} cannot be emptied.", name, "required")
-        if value != ("" if item_payload.get(name) is None else str(item_payload.get(name))):
-            clean[name] = value
+        clean[name] = value
     return clean
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imports.core.readers import ImportFileError, RecordReader
 from review.causalt5k import vocab
 
 #: Source kinds, in the order their values win a merge.
@@ -92,8 +93,7 @@ def describe_json_error(text: str, error: json.JSONDecodeError) -> str:
 
 
 def _expand(data: Any, kind: str, file: str) -> tuple[list[RawRecord], str]:
-    """The records of one parsed file and a note on its shape."""
-    out: list[RawRecord] = []
+    """The records of one parsed JSON document and a note on its shape."""
     note = ""
     if isinstance(data, dict):
         lists = [k for k in ("cases", "questions") if isinstance(data.get(k), list)]
@@ -114,9 +114,18 @@ def _expand(data: Any, kind: str, file: str) -> tuple[list[RawRecord], str]:
         items = [(str(i), r) for i, r in enumerate(data)]
     else:
         items = [("0", data)]
+    out, wrapped = _records(items, kind, file)
+    return out, note or wrapped
+
+
+def _records(items: Iterable[tuple[str, Any]], kind: str, file: str) -> tuple[list[RawRecord], str]:
+    """(position, value) pairs as records, each ``{case_id, responses}`` wrapper opened into
+    its responses; the note says when there was one."""
+    out: list[RawRecord] = []
+    note = ""
     for index, record in items:
         if isinstance(record, dict) and isinstance(record.get("responses"), dict):
-            note = note or "records wrapped in {case_id, responses}"
+            note = "records wrapped in {case_id, responses}"
             for name, inner in record["responses"].items():
                 for j, sub in enumerate(inner if isinstance(inner, list) else [inner]):
                     out.append(RawRecord(file, f"{index}.responses.{name}[{j}]", kind, sub))
@@ -125,9 +134,32 @@ def _expand(data: Any, kind: str, file: str) -> tuple[list[RawRecord], str]:
     return out, note
 
 
+def _read_json_lines(path: Path, kind: str, rel: str) -> tuple[list[RawRecord], str]:
+    """The records of a JSON Lines file, one per non-blank line, read by the import core's
+    reader (``imports.core.readers.RecordReader``: UTF-8 with or without a byte-order mark,
+    the values' limits of ``imports.core.values``). A record's position is its line
+    (``"line 12"``). Raises ``ValueError`` with the reader's message (its line and column) for
+    the first line that is not a JSON value, or for a file that cannot be read at all: like a
+    JSON file that is not valid, such a file gives nothing."""
+    items: list[tuple[str, Any]] = []
+    with path.open("rb") as handle:
+        reader = RecordReader(handle, fmt="jsonl", filename=path.name)
+        try:
+            for raw in reader:
+                if raw.error is not None:
+                    raise ValueError(raw.error.message.rstrip("."))
+                items.append((f"line {raw.line}", raw.data))
+        except ImportFileError as error:
+            raise ValueError(error.error.message.rstrip(".")) from None
+    found, note = _records(items, kind, rel)
+    return found, note or f"JSON Lines, {len(items)} lines"
+
+
 def read_release(root: Path) -> tuple[list[FileResult], list[RawRecord]]:
-    """Every JSON / JSON Lines file of the release, in path order. A file that is not one valid
-    JSON document is reported with where and why, and nothing is taken from it."""
+    """Every JSON / JSON Lines file of the release, in path order. A ``.json`` file is one JSON
+    document; a ``.jsonl`` file is JSON Lines, one value per line, read by the import core's
+    reader (``_read_json_lines``). A file that is not valid in its form is reported with where
+    and why, and nothing is taken from it."""
     root = Path(root)
     files: list[FileResult] = []
     records: list[RawRecord] = []
@@ -138,6 +170,15 @@ def read_release(root: Path) -> tuple[list[FileResult], list[RawRecord]]:
         kind = _source_kind(rel)
         if kind is None:
             files.append(FileResult(rel, "unknown", "invalid", error="not a folder of the release"))
+            continue
+        if path.suffix == ".jsonl":
+            try:
+                found, note = _read_json_lines(path, kind, rel)
+            except ValueError as error:
+                files.append(FileResult(rel, kind, "invalid", error=str(error)))
+                continue
+            files.append(FileResult(rel, kind, "ok", records=len(found), detail=note))
+            records.extend(found)
             continue
         text = path.read_text(encoding="utf-8")
         try:

@@ -12,7 +12,8 @@
   listener, inside the deciding transaction) the kept cases open in ``review`` and the others
   are discarded with the reason (``review.models.CausalT5kDuplicate``).
 * Reviewers are never given their own cases: ``review`` and ``score`` carry the engine's
-  ``not_author`` rule; ``author`` the ``author_if_known`` rule below (only the case's author
+  ``not_author`` rule; the blind ``answer`` stage ``not_author`` and ``blind`` (nobody who
+  worked on the case in an earlier stage: reviewers, authors revising it, scorers); ``author`` the ``author_if_known`` rule below (only the case's author
   when the case has one). ``Item.author`` is set where the case's ``author`` names a member of
   the project by username; the release's authors are pseudonyms, so on the real import no case
   has a known author (the limit is documented in review/README.md).
@@ -25,7 +26,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation import services as engine
-from annotation.eligibility import Condition, Rule
+from annotation.eligibility import Condition, Rule, blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Membership, Project, Resolution, Stage
 from review.causalt5k import neardup
@@ -166,7 +167,9 @@ def causalt5k_project_create(
         kind="ct5k_answer",
         overlap=answerers,
         resolution_policy="ct5k_answers",
-        eligibility=[{"rule": "not_author"}],
+        # Blind: never the case's author, nor anyone who worked on the case (the answer item
+        # is a copy of it whose case_id names it) or on this copy in an earlier stage.
+        eligibility=[{"rule": "not_author"}, blind("case_id")],
         routes={"accept": {"action": "finish"}},
         instructions="Read the scenario and answer the claim: is it justified? You see no gold "
         "answer; answer from the scenario alone.",

@@ -7,7 +7,7 @@ manifest):
   ``pressure_variants`` ``{neutral, social, epistemic}`` (review.causalt5k.pressure) — the
   variants paired with their neutral case. Kept cases without a domain or a level (values the
   import could not map) go to ``unassigned.json``. No identities: the case's ``author`` and the
-  reviewers' names are left out (:func:`release_case`).
+  reviewers' names are left out, as in every file of the release (:data:`IDENTITIES`).
 * ``causalt5k_cases.jsonl`` — the same cases, one per line; ``causalt5k_pressure.jsonl`` — one
   line per confirmed pair (case id, neutral, social, epistemic).
 * ``causalt5k_cascade.csv`` — the filtering cascade, beside the paper's.
@@ -25,25 +25,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+from releases.identities import IdentityRule
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv, write_jsonl
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 from review.causalt5k.services import latest_import, report_summary
 
-#: Payload fields that name people (pseudonyms in the release, usernames in Rungwise).
-IDENTITY_FIELDS = ("author",)
+#: Payload paths that name people (pseudonyms in the release, usernames in Rungwise): every file
+#: of a CausalT5k release leaves them out (releases.identities, declared in ReviewConfig.ready()).
+IDENTITIES = IdentityRule(paths=("author", "reviews[].reviewer"), treatment="remove")
 
 
 def release_case(payload: dict, **extra) -> dict:
-    """A case as released: the canonical payload without identities (its author; the
-    reviewers' names in ``reviews``), plus ``extra``."""
-    case = {key: value for key, value in payload.items() if key not in IDENTITY_FIELDS}
-    if case.get("reviews"):
-        case["reviews"] = [
-            {key: value for key, value in review.items() if key != "reviewer"}
-            for review in case["reviews"]
-        ]
-    return {**case, **extra}
+    """A case as released: its payload as ``context.items()`` gives it (the release's identity
+    rule already applied: no author, no reviewers' names), plus ``extra``."""
+    return {**payload, **extra}
 
 
 def kept_cases(context: LayoutContext):

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
 from annotation.errors import ApplicationError
 from annotation.models import Item, Project
-from review.causalt5k import neardup
+from imports.core.schema import RowSchema
+from imports.services import ItemFields, default_item_mapper
+from review.causalt5k import neardup, vocab
 from review.causalt5k.normalise import normalise_record, normalise_release, read_release
+from review.causalt5k.vocab import TRAPS
 from review.models import CausalT5kImport
 
 WORKFLOW = "causalt5k"
@@ -25,6 +30,34 @@ BATCH = 1000
 
 GUIDELINES = """CausalT5k cases: a self-contained scenario and a causal claim at one Pearl rung,
 with the gold answer, the trap (Wolf, W1–W10) or design (Sheep, S1–S8) and a wise refusal."""
+
+
+def case_item_mapper(
+    clean: dict[str, Any], schema: RowSchema, options: Mapping[str, Any]
+) -> ItemFields:
+    """How a row of the Imports page becomes a case item in a CausalT5k project: as the
+    default mapper does (``imports.services.default_item_mapper``), once its vocabulary is
+    checked. A ``trap`` written as a value must be one of the paper's codes (W1–W10, S1–S8,
+    ``review/causalt5k/vocab.py``) or empty, since the review editors offer those alone; an
+    object (the release's ``{type, type_name, …}``) is kept as submitted, its ``type`` read into
+    ``trap_type``. Raises ``ValueError``, which the import reports with the row's line, naming
+    the field and the value."""
+    trap = clean.get("trap")
+    if trap is not None and not isinstance(trap, dict | list):
+        text = str(trap).strip()
+        if text and text not in TRAPS:
+            code, family = vocab.trap_code(text)
+            hint = (
+                f"; {text!r} reads as {code}, write that"
+                if code
+                else f"; {family} has no W/S equivalent: give it as trap_family"
+                if family
+                else ""
+            )
+            raise ValueError(
+                f'Field "trap": {text!r} is not a trap (W1–W10) or design (S1–S8) code{hint}.'
+            )
+    return default_item_mapper(clean, schema, options)
 
 
 def causalt5k_project_create(*, slug: str, name: str, description: str = "", **settings):

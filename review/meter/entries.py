@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from imports.core.values import text_problem
+
 LEVELS = {1: "causal discovery", 2: "intervention", 3: "counterfactual"}
 #: Distractor categories (METER's four), key → label.
 CATEGORIES = {
@@ -98,8 +100,9 @@ def _text(value: Any, where: str, problems: list[EntryProblem]) -> str:
         return ""
     if len(value) > MAX_TEXT:
         problems.append(EntryProblem(where, f"at most {MAX_TEXT} characters ({len(value)} given)"))
-    if "\x00" in value:
-        problems.append(EntryProblem(where, "contains a NUL character"))
+    unstorable = text_problem(value)  # the database's one rule: no NUL, no unpaired surrogate
+    if unstorable:
+        problems.append(EntryProblem(where, f"holds {unstorable}"))
     return value.strip()
 
 
@@ -141,8 +144,16 @@ def _question_from_options(raw: Mapping[str, Any], where: str, problems: list[En
     return (correct[0] if correct else ""), distractors
 
 
-def clean_question(raw: Any, where: str, problems: list[EntryProblem]) -> dict[str, Any] | None:
-    """One question in canonical form (problems appended, None when it is not an object)."""
+def clean_question(
+    raw: Any,
+    where: str,
+    problems: list[EntryProblem],
+    originals: Mapping[Any, Mapping[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """One question in canonical form (problems appended, None when it is not an object).
+    ``originals`` (the stored questions by level, when an edit is checked) lets a distractor
+    keep a category that is not one of METER's four when it is the one already stored at its
+    place: an edit never blanks or replaces a value it cannot show."""
     if not isinstance(raw, Mapping):
         problems.append(EntryProblem(where, "expected an object"))
         return None
@@ -173,6 +184,10 @@ def clean_question(raw: Any, where: str, problems: list[EntryProblem]) -> dict[s
                 continue
             text = _text(distractor.get("text"), f"{here}.text", problems)
             category = category_key(distractor.get("category"))
+            if category is None and _stored_category(originals, level, number) == distractor.get(
+                "category"
+            ):
+                category = distractor.get("category")
             if category is None:
                 problems.append(
                     EntryProblem(
@@ -188,12 +203,35 @@ def clean_question(raw: Any, where: str, problems: list[EntryProblem]) -> dict[s
     return {"level": level, "question": question, "correct": correct, "distractors": distractors}
 
 
-def clean_questions(raw: Any, where: str = "questions") -> list[dict[str, Any]]:
-    """The three questions in canonical form, levels 1, 2, 3 in order; EntryInvalid otherwise."""
+def _stored_category(
+    originals: Mapping[Any, Mapping[str, Any]] | None, level: Any, number: int
+) -> Any:
+    """The category stored for distractor ``number`` of the question at ``level`` (a sentinel
+    that equals nothing when there is none)."""
+    distractors = ((originals or {}).get(level) or {}).get("distractors") or []
+    if number < len(distractors) and isinstance(distractors[number], Mapping):
+        return distractors[number].get("category")
+    return _NOTHING
+
+
+_NOTHING = object()
+
+
+def clean_questions(
+    raw: Any, where: str = "questions", *, original: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The three questions in canonical form, levels 1, 2, 3 in order; EntryInvalid otherwise.
+    ``original``: the questions as stored, when an edit of them is checked (a category that
+    is not one of METER's four is kept where it comes back unchanged; see clean_question)."""
     problems: list[EntryProblem] = []
     if not isinstance(raw, list):
         raise EntryInvalid([EntryProblem(where, "expected a list of three questions")])
-    questions = [clean_question(q, f"{where}[{n}]", problems) for n, q in enumerate(raw)]
+    originals = {
+        question.get("level"): question
+        for question in (original or [])
+        if isinstance(question, Mapping)
+    }
+    questions = [clean_question(q, f"{where}[{n}]", problems, originals) for n, q in enumerate(raw)]
     levels = [q["level"] for q in questions if q is not None and q["level"] is not None]
     for level in LEVELS:
         count = levels.count(level)
@@ -263,7 +301,9 @@ def candidates(
     ``edits`` are (label, questions) in submission order. Each candidate: {"label", "questions",
     "editors": the labels of the edits that produced it, "changes": questions_diff from the
     original}. An editor who changed nothing votes, in effect, for the original."""
-    found = [{"label": "original", "questions": list(original), "editors": [], "changes": []}]
+    found: list[dict[str, Any]] = [
+        {"label": "original", "questions": list(original), "editors": [], "changes": []}
+    ]
     for label, questions in edits:
         if not isinstance(questions, list):
             continue

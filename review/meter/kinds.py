@@ -151,8 +151,9 @@ class MeterEditKind(TaskKind):
         if phase == "check":
             return self._validate_check(payload)
         if phase == "edit":
+            stored = (context.item.payload or {}).get("questions") if context.item else None
             try:
-                questions = clean_questions(payload.get("questions"))
+                questions = clean_questions(payload.get("questions"), original=stored)
             except EntryInvalid as error:
                 problem = error.problems[0]
                 raise ApplicationError(
@@ -368,11 +369,11 @@ class MeterSpansKind(TaskKind):
         }
 
     def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        import json
+        from imports.core.values import loads
 
         raw = data.get("spans") or ""
-        try:
-            return {"spans": json.loads(raw) if raw else {}}
+        try:  # within the nesting limit: the field is posted by the page, or by anyone
+            return {"spans": loads(raw) if raw else {}}
         except (TypeError, ValueError):
             return {"spans": None}
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 from django.db import transaction
 
 from annotation import services as engine
+from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
 from imports.core import FieldSpec, RecordReader, RowError, RowSchema
@@ -112,7 +113,9 @@ def meter_project_create(
     *, slug: str, name: str, description: str = "", overlap: int = 3, seed: int | None = None
 ) -> Project:
     """A METER project: verify (any reject discards) → check, edit and vote (the winning
-    version becomes the entry's revision) → filter (majority keeps)."""
+    version becomes the entry's revision) → filter (majority keeps) → human baseline, blind
+    (nobody who verified the entry's pair or checked, edited, voted on or filtered the entry:
+    the ``blind`` rule following the entry's ``pair_id``) → evidence spans."""
     project = engine.project_create(
         slug=slug,
         name=name,
@@ -135,7 +138,7 @@ def meter_project_create(
          "Confirm the five criteria for each question; keep or discard.", {}),
         ("baseline", "Human baseline", "meter_answer", "meter_record", {"accept": finish},
          "Answer each question from the passage alone; there is one right option.",
-         {"overlap": BASELINE_ANNOTATORS}),
+         {"overlap": BASELINE_ANNOTATORS, "eligibility": [blind("pair_id")]}),
         ("evidence", "Evidence spans", "meter_spans", "meter_record", {"accept": finish},
          "For each question, mark the words of the passage needed to answer it.", {}),
     ]  # fmt: skip

@@ -10,6 +10,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from annotation.inputs import choices_keeping
 from annotation.selectors import item_payload_for_annotator
 from review.causalt5k.kinds import CT5kScoreKind
 from review.causalt5k.review_vocab import ATTACKS, EDITABLE_FIELDS, VERDICTS, labels_for
@@ -67,7 +68,9 @@ def ct5k_rubric(stage):
 @register.simple_tag
 def ct5k_editor(item, stage, form_data=None):
     """The structured editor's fields, prefilled from what was posted (after an error) or the
-    case: {"name", "field", "label", "widget", "value", "original", "options"}."""
+    case: {"name", "field", "label", "widget", "value", "original", "options"}. A choice's
+    options include the case's own value and the posted one even when the list lacks them
+    (annotation.inputs.choices_keeping): the editor never blanks a value it cannot show."""
     posted = form_data or {}
     case = item_payload_for_annotator(item, stage)
     fields = []
@@ -76,18 +79,21 @@ def ct5k_editor(item, stage, form_data=None):
         if widget == "text" and not original and field not in ("scenario", "claim", "rationale"):
             continue  # fields the case does not have stay out of the way
         name = f"edit_{field}"
+        value = posted.get(name, original)
         options = []
         if widget == "label":
-            options = [(value, value) for value in labels_for(case.get("tier"))]
+            options = [(label_, label_) for label_ in labels_for(case.get("tier"))]
         elif widget == "trap":
             options = [("", "—")] + [(code, f"{code} · {name_}") for code, name_ in TRAPS.items()]
+        if options:  # a value the list lacks is shown as it is, never replaced
+            options = choices_keeping(options, original, value)
         fields.append(
             {
                 "name": name,
                 "field": field,
                 "label": label,
                 "widget": widget,
-                "value": posted.get(name, original),
+                "value": value,
                 "original": original,
                 "options": options,
                 "rows": 6 if field == "scenario" else 2,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import template
 
+from annotation.inputs import choices_keeping
 from annotation.selectors import item_payload_for_annotator
 from review.meter.entries import CATEGORIES, CHECK_PROBLEMS, CRITERIA, LEVELS, VERIFY_REASONS
 from review.meter.kinds import stage_candidates
@@ -53,7 +54,10 @@ def has_flag(flags, code):
 @register.simple_tag
 def meter_edit_fields(item, stage, form_data=None):
     """The editor's inputs per question: {"level", "fields": [{"name", "label", "value",
-    "original", "category"?}]}, prefilled from what was posted (after an error) or the item."""
+    "original", "category"?, "category_options"?}]}, prefilled from what was posted (after an
+    error) or the item. A distractor's category options include its own category and the
+    posted one even when they are not METER's four (annotation.inputs.choices_keeping): the
+    editor never replaces a value it cannot show."""
     posted = form_data or {}
     questions = item_payload_for_annotator(item, stage).get("questions") or []
     rows = []
@@ -68,6 +72,7 @@ def meter_edit_fields(item, stage, form_data=None):
             },
         ]
         for number, distractor in enumerate(question["distractors"], start=1):
+            category = posted.get(f"{prefix}d{number}_category", distractor["category"])
             fields.append(
                 {
                     "name": f"{prefix}d{number}_text",
@@ -75,7 +80,10 @@ def meter_edit_fields(item, stage, form_data=None):
                     "original": distractor["text"],
                     "category_name": f"{prefix}d{number}_category",
                     "category_original": distractor["category"],
-                    "category": posted.get(f"{prefix}d{number}_category", distractor["category"]),
+                    "category": category,
+                    "category_options": choices_keeping(
+                        list(CATEGORIES.items()), distractor["category"], category
+                    ),
                 }
             )
         for field in fields:

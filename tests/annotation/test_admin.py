@@ -72,3 +72,69 @@ def test_the_project_page_has_stage_and_membership_inlines(signed_in_superuser, 
         reverse("admin:annotation_project_change", args=[project.pk])
     ).content.decode()
     assert "stages-TOTAL_FORMS" in html and "memberships-TOTAL_FORMS" in html
+
+
+def _leases(stage, people):
+    return [
+        services.assignment_next(
+            annotator=person, stage=access_stage_for_annotator(user=person, stage_id=stage.pk)
+        )
+        for person in people
+    ]
+
+
+def _counters(assignment):
+    from annotation.models import ItemStage
+
+    item_stage = ItemStage.objects.get(pk=assignment.item_stage_id)
+    return item_stage.leased_count, item_stage.submitted_count
+
+
+def test_deleting_an_active_lease_gives_its_slot_back_at_once(signed_in_superuser):
+    from annotation.models import Assignment
+
+    _, verify, _, people = pipeline(overlap=1, items=1, annotators=2)
+    (lease,) = _leases(verify, people[:1])
+    assert _counters(lease) == (1, 0)
+    assert _leases(verify, people[1:]) == [None]  # the only slot is taken
+    delete = reverse("admin:annotation_assignment_delete", args=[lease.pk])
+    assert signed_in_superuser.post(delete, {"post": "yes"}).status_code == 302
+    assert not Assignment.objects.filter(pk=lease.pk).exists()
+    assert _counters(lease) == (0, 0)
+    (taken,) = _leases(verify, people[1:])  # free now, not after the repair sweep
+    assert taken is not None and taken.item_stage_id == lease.item_stage_id
+
+
+def test_the_bulk_delete_action_gives_every_active_slot_back(signed_in_superuser):
+    from annotation.models import Assignment
+
+    _, verify, _, people = pipeline(overlap=3, items=1, annotators=3)
+    leases = _leases(verify, people)
+    assert _counters(leases[0]) == (3, 0)
+    services.annotation_submit(
+        assignment_id=leases[0].pk, annotator=people[0], payload={"value": "keep"}
+    )
+    assert _counters(leases[0]) == (2, 1)
+    changelist = reverse("admin:annotation_assignment_changelist")
+    response = signed_in_superuser.post(
+        changelist,
+        {
+            "action": "delete_selected",
+            "_selected_action": [lease.pk for lease in leases[1:]],
+            "post": "yes",
+        },
+    )
+    assert response.status_code == 302
+    assert list(Assignment.objects.values_list("pk", flat=True)) == [leases[0].pk]
+    assert _counters(leases[0]) == (0, 1)
+
+
+def test_a_lease_with_work_is_not_deleted_and_its_slot_stays_counted(annotated):
+    from django.db.models import ProtectedError
+
+    from annotation.models import Assignment
+
+    with pytest.raises(ProtectedError):
+        services.assignments_delete(assignment_ids=[annotated.assignment_id])
+    assert Assignment.objects.filter(pk=annotated.assignment_id).exists()
+    assert _counters(annotated.assignment) == (0, 1)

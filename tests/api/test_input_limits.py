@@ -106,3 +106,55 @@ def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(monkey
     report = validate_stream(io.BytesIO(data), fmt="jsonl", schema=generic_schema())
     assert report.fatal
     assert [(error.line, error.code) for error in report.errors] == [(2, "line_too_long")]
+
+
+# --- What the database cannot store, sent as JSON escapes ----------------------------------
+# A lone surrogate reaches the server only as the escape "\ud800" in JSON text (no UTF-8 byte
+# sequence spells it), so these bodies are written as raw text.
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ('{"payload": {"value": "keep", "comment": "\\ud800"}}', "payload.comment"),
+        ('{"payload": {"value": "keep", "notes": ["ok", "x\\udfffy"]}}', "payload.notes[1]"),
+        ('{"payload": {"value": "keep", "n\\ud800": 1}}', "payload"),
+        ('{"payload": {"value": "keep"}, "client_info": {"ua": "\\ud800"}}', "client_info.ua"),
+        ('{"payload": {"value": "keep", "comment": "a\\u0000b"}}', "payload.comment"),
+        ('{"payload": {"value": "keep", "score": 1e400}}', "payload.score"),
+    ],
+)
+def test_text_and_numbers_the_database_cannot_store_are_400s_naming_the_path(lease, body, where):
+    api, url, alice, _ = lease
+    response = api.post(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    error = response.json()
+    assert set(error) == {"message", "extra"}
+    assert where in error["message"], error
+    assert Annotation.objects.count() == 0
+    assert api.post(url, {"payload": {"value": "keep"}}, format="json").status_code == 201
+    # The same answer changed through revise is refused the same way, keeping the first version.
+    first = Annotation.objects.get()
+    revised = api.post(
+        f"/api/annotations/{first.pk}/revise/", body, content_type="application/json"
+    )
+    assert revised.status_code == 400, revised.content
+    assert where in revised.json()["message"]
+    assert list(Annotation.all_versions.values_list("pk", flat=True)) == [first.pk]
+
+
+def test_the_services_refuse_unpaired_surrogates_wherever_they_come_from(lease):
+    _, _, alice, _ = lease
+    assignment = Assignment.objects.get(annotator=alice, status="active")
+    with pytest.raises(ApplicationError, match="unpaired surrogate") as refused:
+        services.annotation_submit(
+            assignment_id=assignment.pk,
+            annotator=alice,
+            payload={"value": "keep", "spans": {"a": ["\ud83d"]}},
+        )
+    assert "payload.spans.a[0]" in refused.value.message
+    with pytest.raises(ApplicationError, match="unpaired surrogate"):
+        services.assignment_skip(assignment_id=assignment.pk, annotator=alice, reason="\udc00")
+    assert not Annotation.objects.exists()
+    assignment.refresh_from_db()
+    assert assignment.status == "active"

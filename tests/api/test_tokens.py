@@ -1,4 +1,4 @@
-"""API tokens expire, and a changed password ends them (issue: production defaults)."""
+"""API tokens expire, and a changed password ends them."""
 
 from __future__ import annotations
 

@@ -12,6 +12,9 @@ import pytest
 from celery.exceptions import Retry
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from annotation.models import Role
 from crowd import services, tasks
@@ -21,6 +24,17 @@ from tests.crowd.test_services import enter, ready
 from tests.factories import make_crowd_study, make_member, prolific_ids
 
 pytestmark = pytest.mark.django_db
+
+
+FUZZ = hypothesis_settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 
 
 def pid(number: int) -> str:
@@ -105,6 +119,15 @@ def test_an_uploaded_csv_is_accepted(page_post, client, study, prolific):
         ({"bonus_csv": f"{pid(1)},1,extra"}, "two columns"),
         ({"bonus_csv": "=HYPERLINK(1),1"}, "not a participant"),
         ({}, "at least one participant"),
+        # a line over the CSV reader's 128 KiB cell limit (once a 500), quoted or not
+        ({"bonus_csv": f"{pid(1)},1\n{pid(2)},{'1' * 140_000}"}, "CSV line 2: a cell is longer"),
+        ({"bonus_csv": f'{pid(1)},1\n\n"{"x" * 140_000}",1'}, "CSV line 3: a cell is longer"),
+        ({"bonus_csv": f'{pid(1)},"1\n{"2" * 140_000}\n"'}, "CSV line 1: a cell is longer"),
+        ({"bonus_csv": f"{pid(1)},1\n{'f' * 140_000}"}, "CSV line 2: a cell is longer"),
+        ({"bonus_csv": f"{pid(1)},1\n{pid(2)},2\r3"}, "CSV line 2: not readable as CSV"),
+        ({"bonus_csv": f"{pid(1)},1.{'0' * 100_000}1"}, "0000…"),
+        ({"bonus_csv": f"{pid(1)},{'x' * 100_000}"}, "xxxx…"),
+        ({"bonus_csv": f"{'e' * 100_000},1"}, "eeee…"),
     ],
 )
 def test_bad_bonuses_are_refused_naming_where_and_nothing_is_sent(
@@ -120,6 +143,37 @@ def test_bad_bonuses_are_refused_naming_where_and_nothing_is_sent(
     assert response.status_code == 400 and named in page and "No bonus was paid" in page
     assert not BonusPayment.objects.exists()
     assert not [call for call in prolific.calls if call[0] == "POST"]
+
+
+@FUZZ
+@given(
+    csv_text=st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.sampled_from([f"{pid(1)},1.50", "participant_id,amount", '"', "\r", "\x00"]),
+            st.builds(lambda n: "9" * n, st.integers(131_000, 140_000)),
+        ),
+        max_size=6,
+    ).map("\n".join)
+)
+def test_any_bonus_csv_is_rows_or_an_error_naming_where(study, csv_text):
+    """Whatever the CSV holds: bonuses, or an ApplicationError (a 400 on the page), never csv.Error
+    or another exception (a 500)."""
+    try:
+        rows = services.bonus_rows(study=study, amounts={}, csv_text=csv_text)
+    except services.ApplicationError as error:
+        assert error.message
+    else:
+        assert rows and all(pid_ in {pid(1), pid(2), pid(3)} for pid_, _ in rows)
+
+
+def test_fields_the_bonus_form_does_not_have_change_nothing(page_post, client, study):
+    """The bonus form reads its own fields only: a posted ``study`` or ``project`` cannot send
+    a payment elsewhere."""
+    other = make_crowd_study(platform_study_id=STUDY)
+    data = {"bonus_csv": f"{pid(1)},1", "study": str(other.pk), "project": other.project.slug}
+    assert page_post(client, study, data).status_code == 302
+    assert BonusPayment.objects.get().study_id == study.pk
 
 
 def test_a_typed_amount_and_the_csv_naming_the_same_participant_are_refused(

@@ -14,7 +14,7 @@ from annotation import services as engine
 from annotation.models import Annotation, ItemStage
 from crowd import tasks
 from crowd.models import Participant
-from crowd.prolific import ProlificClient, ProlificError
+from crowd.prolific import OffHostURL, ProlificClient, ProlificError, retryable
 from tests.crowd.test_services import answer, enter, next_item, ready
 from tests.factories import make_crowd_study, prolific_ids
 
@@ -34,6 +34,10 @@ class FakeProlific(BaseHTTPRequestHandler):
     setup_failures: list[int] = []
     bulk: dict[str, dict] = {}
     paid: list[str] = []
+    #: the first page's ``_links.next`` instead of the second page (a tampered answer)
+    next_href: str | None = None
+    #: path -> Location: answered 302 instead of the endpoint
+    redirects: dict[str, str] = {}
 
     def log_message(self, *args):  # quiet
         pass
@@ -53,8 +57,18 @@ class FakeProlific(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _redirected(self) -> bool:
+        location = self.redirects.get(self.path)
+        if location is None:
+            return False
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def do_GET(self):
-        if not self._authorised(None):
+        if not self._authorised(None) or self._redirected():
             return
         path, _, query = self.path.partition("?")
         if path == f"/api/v1/studies/{STUDY}/submissions/":
@@ -64,13 +78,15 @@ class FakeProlific(BaseHTTPRequestHandler):
             more = start + self.page_size < len(self.submissions)
             host = f"http://{self.headers['Host']}"
             links = {"next": {"href": f"{host}{path}?page={page + 1}" if more else None}}
+            if page == 1 and self.next_href is not None:
+                links = {"next": {"href": self.next_href}}
             return self._send(200, {"results": rows, "_links": links})
         self._send(404, {"error": {"detail": "Not found."}})
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"null")
-        if not self._authorised(body):
+        if not self._authorised(body) or self._redirected():
             return
         if self.path.endswith("/transition/"):
             if body.get("action") == "REJECT" and (
@@ -110,6 +126,8 @@ def prolific(settings):
     FakeProlific.setup_failures = []
     FakeProlific.bulk = {}
     FakeProlific.paid = []
+    FakeProlific.next_href = None
+    FakeProlific.redirects = {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProlific)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -182,6 +200,97 @@ def test_an_unreachable_api_is_an_error(settings):
         ProlificClient(base_url="http://127.0.0.1:9/api/v1/", timeout=2).approve("sub1")
 
 
+class Bystander(BaseHTTPRequestHandler):
+    """Another server, which a tampered answer of Prolific's points at: records every request it
+    gets (with its headers) and answers like a page of submissions."""
+
+    seen: list[dict[str, str]] = []
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_GET(self):
+        self.seen.append({"path": self.path, **self.headers})
+        data = json.dumps({"results": [{"id": "x"}], "_links": {"next": {"href": None}}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_GET
+
+
+@pytest.fixture
+def bystander():
+    """The port of a second local server (not the configured API)."""
+    Bystander.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Bystander)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_port
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_next_link_to_another_server_is_refused_without_sending_the_token(
+    prolific, bystander, caplog
+):
+    prolific.submissions = [{"id": f"s{n}", "participant_id": f"p{n}"} for n in range(3)]
+    prolific.next_href = f"http://127.0.0.1:{bystander}/api/v1/studies/{STUDY}/submissions/"
+    with pytest.raises(OffHostURL) as error:
+        ProlificClient().study_submissions(STUDY)
+    assert Bystander.seen == []  # nothing at all reached the other server
+    assert len(prolific.calls) == 1 and not retryable(error.value)
+    assert "PROLIFIC_API_URL" in error.value.message
+    refusals = [r for r in caplog.records if r.name == "crowd.prolific" and r.levelname == "ERROR"]
+    assert len(refusals) == 1 and str(bystander) in refusals[0].getMessage()
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_redirect_to_another_host_is_refused_without_sending_the_token(
+    prolific, bystander, caplog, method
+):
+    path = (
+        f"/api/v1/studies/{STUDY}/submissions/"
+        if method == "GET"
+        else "/api/v1/submissions/sub1/transition/"
+    )
+    prolific.redirects = {path: f"http://localhost:{bystander}/steal"}
+    client = ProlificClient()
+    with pytest.raises(OffHostURL, match="302 redirect"):
+        client.study_submissions(STUDY) if method == "GET" else client.approve("sub1")
+    assert Bystander.seen == []
+    assert [call[1] for call in prolific.calls] == [path]
+    assert any(r.levelname == "ERROR" and "localhost" in r.getMessage() for r in caplog.records)
+
+
+def test_a_redirect_within_the_api_is_followed_with_the_token(prolific):
+    prolific.submissions = [{"id": "s0", "participant_id": "p0"}]
+    path = f"/api/v1/studies/{STUDY}/submissions/"
+    prolific.redirects = {path: f"{path}?page=1"}
+    assert [row["id"] for row in ProlificClient().study_submissions(STUDY)] == ["s0"]
+    # the fake answers 401 to a request without the token: both carried it
+    assert [call[1] for call in prolific.calls] == [path, f"{path}?page=1"]
+
+
+def test_file_urls_are_refused(prolific, tmp_path, settings):
+    page = tmp_path / "page.json"
+    page.write_text(json.dumps({"results": [{"id": "from-a-file"}], "_links": {}}))
+    prolific.submissions = [{"id": f"s{n}", "participant_id": f"p{n}"} for n in range(3)]
+    prolific.next_href = page.as_uri()
+    with pytest.raises(OffHostURL):
+        ProlificClient().study_submissions(STUDY)
+    prolific.next_href = None
+    prolific.redirects = {f"/api/v1/studies/{STUDY}/submissions/": page.as_uri()}
+    with pytest.raises(OffHostURL):
+        ProlificClient().study_submissions(STUDY)
+    settings.PROLIFIC_API_URL = tmp_path.as_uri()
+    with pytest.raises(ProlificError, match="PROLIFIC_API_URL must be an http"):
+        ProlificClient()
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("on_return", ["keep", "withdraw"])
 def test_the_sync_ends_returned_timed_out_and_rejected_sessions(prolific, on_return):
@@ -241,7 +350,7 @@ def test_the_study_page_sends_its_suggestions_to_prolific_once(prolific, client)
     from django.urls import reverse
 
     from annotation.models import Role
-    from tests.factories import make_member
+    from tests.factories import make_member, took_seconds
 
     study = make_crowd_study(
         regular=2, practice=0, checks=1, quota=3, places=5, max_check_failures=0, overlap=5,
@@ -250,8 +359,8 @@ def test_the_study_page_sends_its_suggestions_to_prolific_once(prolific, client)
     for person, value in ((careful, "causal"), (fast, "causal"), (careless, "temporal")):
         while person.status == "active":
             person = answer(person, next_item(person), value)
-    Annotation.objects.filter(item_stage__stage=study.stage).update(seconds_spent=5)
-    Annotation.objects.filter(annotator=fast.user).update(seconds_spent=0.5)
+    took_seconds(Annotation.objects.filter(item_stage__stage=study.stage), 5)
+    took_seconds(Annotation.objects.filter(annotator=fast.user), 0.5)
     admin = make_member(study.project, Role.ADMIN)
     client.force_login(admin)
     url = reverse("crowd:study_decide", args=[study.project.slug, study.pk])

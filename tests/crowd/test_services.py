@@ -57,7 +57,8 @@ def test_an_entry_creates_a_participant_with_a_passwordless_annotator_account():
     assert not user.has_usable_password()
     assert prolific_ids(1)["PROLIFIC_PID"] not in user.username  # the id is for payment only
     assert Membership.objects.filter(project=study.project, user=user, role=Role.ANNOTATOR).exists()
-    assert {"rule": "crowd"} in study.stage.__class__.objects.get(pk=study.stage_id).eligibility
+    # nothing is added to the stages: the crowd gate applies its rule to participants (test_gate)
+    assert study.stage.__class__.objects.get(pk=study.stage_id).eligibility == []
 
 
 def test_the_same_platform_id_resumes_instead_of_taking_a_second_place():
@@ -422,3 +423,15 @@ def test_screened_out_and_completed_participants_keep_their_work():
     assert Annotation.objects.filter(annotator=careless.user).exists()
     assert Annotation.objects.filter(annotator=careful.user).count() == 2
     assert careless.withdrawn == careful.withdrawn == 0
+
+
+def test_a_signed_prolific_resume_is_proof_and_an_unsigned_one_seals_earlier_answers():
+    from dataclasses import replace
+
+    study = make_crowd_study()
+    ready(enter(study, 1))
+    entry = parse_entry(study, prolific_ids(1))
+    services.participant_enter(study=study, entry=replace(entry, signed=True))
+    assert Participant.objects.get().answers_sealed_at is None
+    services.participant_enter(study=study, entry=entry)
+    assert Participant.objects.get().answers_sealed_at is not None

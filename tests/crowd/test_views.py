@@ -5,6 +5,7 @@ redirect, MTurk's preview and submit form, the study page and its CSV."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 from urllib.parse import urlencode
 
@@ -14,7 +15,7 @@ from django.urls import reverse
 
 from annotation.models import Annotation, Assignment, Role
 from crowd.models import Participant, Study
-from tests.factories import make_crowd_study, make_member, prolific_ids
+from tests.factories import make_crowd_study, make_member, prolific_ids, took_seconds
 
 pytestmark = pytest.mark.django_db
 
@@ -262,10 +263,11 @@ def test_the_study_page_counts_and_suggests(admin_client, django_user_model):
     fast = ready(enter(study, 1))
     while fast.status == "active":
         fast = answer(fast, next_item(fast))
-    Annotation.objects.filter(annotator=fast.user).update(seconds_spent=0.4)
+    took_seconds(Annotation.objects.filter(annotator=fast.user), 0.4)
     bad = ready(enter(study, 2))
     while bad.status == "active":
         bad = answer(bad, next_item(bad), "temporal")
+    took_seconds(Annotation.objects.filter(annotator=bad.user), 10)
     enter(study, 3)
     Participant.objects.filter(pk=fast.pk).update(platform_status='=HYPERLINK("x")')
     client.force_login(admin)
@@ -277,11 +279,12 @@ def test_the_study_page_counts_and_suggests(admin_client, django_user_model):
     response = client.get(reverse("crowd:study_csv", args=[study.project.slug, study.pk]))
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
     assert rows[0][:3] == ["participant_id", "status", "items_done"]
+    assert rows[0][4:6] == ["median_seconds_per_item", "median_browser_seconds_per_item"]
     by_id = {row[0]: row for row in rows[1:]}
     fast_row = by_id[prolific_ids(1)["PROLIFIC_PID"]]
-    assert fast_row[1] == "completed" and fast_row[6] == "reject" and "too fast" in fast_row[7]
-    assert fast_row[8].startswith("'=")  # formula injection defused
-    assert by_id[prolific_ids(2)["PROLIFIC_PID"]][6] == "reject"
+    assert fast_row[1] == "completed" and fast_row[7] == "reject" and "too fast" in fast_row[8]
+    assert fast_row[9].startswith("'=")  # formula injection defused
+    assert by_id[prolific_ids(2)["PROLIFIC_PID"]][7] == "reject"
     assert by_id[prolific_ids(3)["PROLIFIC_PID"]][1] == "active"
 
 
@@ -445,7 +448,6 @@ def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
 
     participant = Participant.objects.get()
     study.refresh_from_db()
-    assert {"rule": "crowd"} in extra.__class__.objects.get(pk=extra.pk).eligibility
     Participant.objects.filter(pk=participant.pk).update(status="active")
     access = access_stage_for_annotator(user=participant.user, stage_id=extra.pk)
     assert engine.assignment_next(annotator=participant.user, stage=access) is None
@@ -464,3 +466,155 @@ def test_the_admin_lists_studies_and_participants_read_only(client):
     participant = Participant.objects.get()
     response = client.get(f"/admin/crowd/participant/{participant.pk}/change/")
     assert response.status_code == 200 and 'name="status"' not in response.content.decode()
+
+
+STUDY_FORM = {
+    "name": "Second",
+    "platform": "link",
+    "places": "4",
+    "quota": "2",
+    "consent_text": "I agree.",
+    "completion_code": "DONE2",
+}
+
+
+@pytest.mark.parametrize(
+    ("page", "extra", "named"),
+    [
+        ("create", "project", "no field 'project'"),
+        ("create", "study", "no field 'study'"),
+        ("create", "token", "no field 'token'"),
+        ("edit", "project", "no field 'project'"),
+        ("edit", "study", "no field 'study'"),
+        ("edit", "stage", "stage: a study's stages cannot change"),
+    ],
+)
+def test_a_study_form_with_a_field_it_does_not_take_is_refused_naming_it(
+    admin_client, page, extra, named
+):
+    """A posted field the study forms do not have (once a 500: ``project`` or ``study`` clashed
+    with the service's own arguments) is a 400 naming it, and nothing is written."""
+    client, study, admin = admin_client
+    client.force_login(admin)
+    slug = study.project.slug
+    url = (
+        reverse("crowd:studies", args=[slug])
+        if page == "create"
+        else reverse("crowd:study", args=[slug, study.pk])
+    )
+    data = {**STUDY_FORM, "stage": study.stage_id} if page == "create" else dict(STUDY_FORM)
+    before = list(Study.objects.values())
+    response = client.post(url, {**data, extra: str(study.project_id)})
+    assert response.status_code == 400 and named in html.unescape(response.content.decode())
+    assert list(Study.objects.values()) == before
+    # the same form without the extra field goes through
+    assert client.post(url, data).status_code == 302
+
+
+def link_url(study, pid: str) -> str:
+    return reverse("crowd:enter", args=[study.token]) + "?" + urlencode({"pid": pid})
+
+
+def answered_one(client, study) -> Annotation:
+    """Through the consent and the instructions to one answered item (the plain link's "p1")."""
+    client.get(link_url(study, "p1"))
+    client.post(reverse("crowd:consent", args=[study.token]), {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "temporal"})
+    return Annotation.objects.get()
+
+
+def test_a_plain_link_id_alone_resumes_with_new_items_only(client):
+    from django.test import Client
+
+    study = make_crowd_study(platform="link", practice=0, checks=0, quota=4)
+    earlier = answered_one(client, study)
+    item = earlier.item_stage.item.external_id
+    other = Client()  # another browser that knows the id
+    response = other.get(link_url(study, "p1"))
+    assert response.url == reverse("annotation:stage", args=[study.stage_id])
+    # it never sees the earlier answer ...
+    page = other.get(reverse("annotation:answers", args=[study.stage_id])).content.decode()
+    assert item not in page
+    response = other.get(reverse("annotation:answer_last", args=[study.stage_id]))
+    assert response.url == reverse("annotation:answers", args=[study.stage_id])
+    assert other.get(reverse("annotation:answer", args=[earlier.pk])).status_code == 404
+    # ... nor changes it, on the change page or through the API
+    response = other.post(reverse("annotation:answer", args=[earlier.pk]), {"value": "causal"})
+    assert response.status_code == 404
+    response = other.post(
+        reverse("api:revise", args=[earlier.pk]),
+        {"payload": {"value": "causal"}},
+        content_type="application/json",
+    )
+    assert response.status_code in (403, 404)
+    assert Annotation.all_versions.get().payload["value"] == "temporal"
+    # but goes on with new items, which it may change
+    other.post(reverse("annotation:stage", args=[study.stage_id]))
+    assignment = Assignment.objects.get(status="active")
+    other.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"})
+    later = Annotation.objects.get(assignment=assignment)
+    page = other.get(reverse("annotation:answers", args=[study.stage_id])).content.decode()
+    assert later.item_stage.item.external_id in page
+    response = other.post(reverse("annotation:answer", args=[later.pk]), {"value": "temporal"})
+    assert response.status_code == 302
+
+
+def test_the_original_browser_resuming_keeps_its_answers(client):
+    study = make_crowd_study(platform="link", practice=0, checks=0, quota=4)
+    earlier = answered_one(client, study)
+    client.get(link_url(study, "p1"))  # the same browser opens the link again
+    assert Participant.objects.get().answers_sealed_at is None
+    assert client.get(reverse("annotation:answer", args=[earlier.pk])).status_code == 200
+
+
+def test_an_mturk_resume_needs_the_assignment_on_record(client):
+    from django.test import Client
+
+    study = make_crowd_study(platform="mturk", practice=0, checks=0, quota=4)
+    query = dict(MTURK)
+    url = reverse("crowd:enter", args=[study.token])
+    client.get(url + "?" + urlencode(query))
+    client.post(reverse("crowd:consent", args=[study.token]), {"decision": "accept", "agree": "1"})
+    response = client.post(reverse("crowd:instructions", args=[study.token]))
+    client.post(response.url)
+    assignment = Assignment.objects.get(status="active")
+    client.post(reverse("annotation:submit", args=[assignment.pk]), {"value": "temporal"})
+    earlier = Annotation.objects.get()
+    proven = Client()
+    proven.get(url + "?" + urlencode(query))
+    assert proven.get(reverse("annotation:answer", args=[earlier.pk])).status_code == 200
+    guessed = Client()
+    guessed.get(url + "?" + urlencode({**query, "assignmentId": "3ZZZZZZ9999999"}))
+    assert guessed.get(reverse("annotation:answer", args=[earlier.pk])).status_code == 404
+    # sealed for every session from then on: the site cannot tell which browser is whose
+    assert proven.get(reverse("annotation:answer", args=[earlier.pk])).status_code == 404
+
+
+def test_a_study_link_asks_a_signed_in_researcher_before_signing_them_out(client):
+    study = make_crowd_study()
+    researcher = make_member(study.project, Role.RESEARCHER, username="rhea")
+    client.force_login(researcher)
+    url = entry_url(study, prolific_ids(1))
+    response = client.get(url)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "You are signed in as rhea" in page
+    assert "Continue as a study participant (signs you out)" in page
+    assert "Stay signed in" in page
+    assert int(client.session["_auth_user_id"]) == researcher.pk
+    assert not Participant.objects.exists()
+    # a forged cross-site POST carries no CSRF token: refused, still signed in
+    from django.test import Client
+
+    forged = Client(enforce_csrf_checks=True)
+    forged.force_login(researcher)
+    assert forged.post(url, {"decision": "participant"}).status_code == 403
+    assert not Participant.objects.exists()
+    # continuing from the page switches
+    response = client.post(url, {"decision": "participant"})
+    assert response.url == reverse("crowd:consent", args=[study.token])
+    participant = Participant.objects.get()
+    assert int(client.session["_auth_user_id"]) == participant.user_id

@@ -85,6 +85,37 @@ def test_bad_input_is_a_400_naming_the_field_and_nothing_is_added(project, body,
     assert not Item.objects.filter(project=project).exists()
 
 
+@pytest.mark.parametrize(
+    ("filename", "content", "where"),
+    [
+        ("g.csv", b"cause,effect\nA,B\nB,caf\xe9\n", "line 3, column 6: not UTF-8 (byte 0xE9"),
+        ("g.json", b"[" * 100_000 + b"]" * 100_000, "line 1, column 65: nested more than 64"),
+        ("g.json", b'[["A", "B\\u0000"]]', "[0][1] holds a NUL character"),
+    ],
+)
+def test_an_unreadable_file_is_a_400_naming_where_and_nothing_is_added(
+    project, filename, content, where
+):
+    admin = client_for(make_member(project, Role.ADMIN))
+    upload = SimpleUploadedFile(filename, content)
+    response = admin.post(
+        URL.format(project.slug), {"graph_name": "g", "file": upload}, format="multipart"
+    )
+    assert response.status_code == 400, response.content[:300]
+    error = response.json()
+    assert where in error["message"] and error["extra"]["edges"]
+    assert not Item.objects.filter(project=project).exists()
+
+
+def test_a_json_body_nested_too_deep_is_a_400(project):
+    admin = client_for(make_member(project, Role.ADMIN))
+    body = '{"graph_name": "g", "edges": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = admin.post(URL.format(project.slug), body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "nested more than 64 levels" in response.json()["message"]
+    assert not Item.objects.filter(project=project).exists()
+
+
 def test_only_admins_of_a_carlgt_project_generate(project):
     body = {"graph_name": "g", "edges": [["A", "B"], ["B", "C"]]}
     annotator = client_for(make_member(project, Role.ANNOTATOR))

@@ -74,12 +74,25 @@ def test_json_edge_lists_in_every_form():
         ("cause,effect\nA,B\nB,C\nC,A\n", "not acyclic"),
         ('[["A", "B"], ["C"]]', "edges[1]: expected [cause, effect]"),
         ("[oops", "not JSON"),
+        # What used to stop with an exception (a 500 on the Graphs tab and the API):
+        ("[" * 100_000 + "]" * 100_000, "line 1, column 65: nested more than 64 levels deep"),
+        (b"cause,effect\nA,caf\xe9\n", "line 2, column 6: not UTF-8 (byte 0xE9 at offset 18)"),
+        (b"\xff\xfec\x00a\x00", "encoded as UTF-16"),
+        ('[["A\\u0000", "B"]]', "[0][0] holds a NUL character (U+0000)"),
+        ('{"edges": [["\\ud800", "B"]]}', "edges[0][0] holds an unpaired surrogate (U+D800)"),
+        ("cause,effect\nA\x00,B\n", "line 2: a name holds a NUL character"),
+        ("cause,effect\nA," + "x" * 200_000 + "\n", "line 2: not CSV the graph can use: field"),
     ],
 )
 def test_bad_edge_lists_name_the_problem(text, problem):
     with pytest.raises(GraphInvalid) as error:
         parse_edge_list(text)
     assert any(problem in p for p in error.value.problems)
+
+
+def test_a_csv_edge_list_with_old_mac_line_ends_is_read():
+    """A lone CR ends a line (it stopped the csv module with an exception: a 500)."""
+    assert sorted(parse_edge_list("cause,effect\rA,B\rB,C\r").edges) == [("A", "B"), ("B", "C")]
 
 
 def test_scores_worked_by_hand():

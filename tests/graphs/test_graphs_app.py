@@ -151,12 +151,23 @@ def test_admins_generate_questions_from_an_upload_and_see_bad_files_explained(pr
     response = client.post(url, {"file": bad, "graph_name": "cyc"})
     assert response.status_code == 400 and "not acyclic" in response.content.decode()
     assert not project.items.filter(payload__graph_id="cyc").exists()
+    # Files that used to stop the page with a 500: not UTF-8, nested 100,000 deep.
+    for name, content, where in [
+        ("latin1.csv", b"cause,effect\nA,caf\xe9\n", "line 2, column 6: not UTF-8"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested more than 64 levels deep"),
+    ]:
+        upload = SimpleUploadedFile(name, content)
+        response = client.post(url, {"file": upload, "graph_name": "bad"})
+        assert response.status_code == 400 and where in response.content.decode()
+    assert not project.items.filter(payload__graph_id="bad").exists()
 
 
 def test_the_workflow_template_and_the_demo(client):
     workflow = get_workflow(services.WORKFLOW)
     created = workflow.create(slug="fresh", name="Fresh", description="")
     assert created.stages.get().kind == "graph_question"
+    # A human baseline: the template's stage is blind to earlier work on an item.
+    assert created.stages.get().eligibility == [{"rule": "blind"}]
     from django.apps import apps
     from django.contrib.auth import get_user_model
 

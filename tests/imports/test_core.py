@@ -594,6 +594,9 @@ def test_progress_is_reported_in_rows():
         (None, b'{"id": 1}\n{"id": 2}\n', "jsonl"),
         (None, b'{\n "cases": []\n}', "json"),
         (None, b"id,text\n", "csv"),
+        # A first line nested too deep to decode (a RecursionError here was a 500): JSON, whose
+        # reader then names where the nesting passes the limit.
+        (None, b'{"id": ' + b"[" * 60_000 + b"\n", "json"),
     ],
 )
 def test_format_detection(filename, head, expected):
@@ -699,3 +702,28 @@ def test_every_raw_causalt5k_submission():
     assert report.fmt == "jsonl"
     assert report.ok and report.rows_ok == 230
     assert report.sha256 == hashlib.sha256(jsonl_path.read_bytes()).hexdigest()
+
+
+def nested_value(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "where", "code"),
+    [
+        ({"notes": ["ok", "x\udfffy"]}, "payload.notes[1]", "invalid_text"),
+        ({"a b": [1, {"c": float("inf")}]}, 'payload["a b"][1].c', "invalid_number"),
+        ({"n\x00": 1}, "payload", "invalid_text"),  # a bad key: named at its object
+        ([["ok"], ["a\x00", "\ud800"]], "payload[1][0]", "invalid_text"),  # the first, in order
+        ({"deep": nested_value(70)}, "payload.deep" + "[0]" * 63, "too_deep"),
+    ],
+)
+def test_a_value_the_database_cannot_store_is_named_by_its_path(value, where, code):
+    from imports.core.values import value_problem_at
+
+    problem = value_problem_at(value)
+    assert (problem.where("payload"), problem.code) == (where, code)
+    assert value_problem_at({"fine": [1, 2.5, "é", None, {"x": True}]}) is None

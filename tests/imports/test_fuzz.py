@@ -1,6 +1,8 @@
 """Fuzzing every importer with malformed files: the generic item importer (CSV, JSON Lines, JSON;
-the Django-free core, the services, the upload page and the API) and the ratings importer
-(``ratings/importing.py`` and its services).
+the Django-free core, the services, the upload page and the API), the ratings importer
+(``ratings/importing.py`` and its services), and the plug-ins' uploads read whole: edge lists
+(``graphs/dsep.py``: the Graphs tab and the d-separation API, as a file or a JSON body) and
+narratives files (``narratives/reader.py``: the Narratives tab).
 
 Whatever the file holds, the answer is a located error or a clean import: never an exception
 (a 500), never a value the database would refuse (NUL, an unpaired surrogate, a number JSON
@@ -18,10 +20,12 @@ from dataclasses import dataclass
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
+from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemRevision, ItemStage, Role
 from imports.core import (
@@ -494,6 +498,168 @@ def test_ratings_import_page_answers_4xx_or_imports_for_any_file(ratings_project
     assert response.status_code in (200, 302, 400, 409), response.status_code
     if response.status_code != 302:
         assert counts() == before
+
+
+# --- The graphs and narratives uploads ---------------------------------------------------------
+# An edge list (the Graphs tab and POST /api/projects/<slug>/graphs/dsep/) and a narratives file
+# (the Narratives tab): read whole, by the same rules (imports.core.readers.read_json_document).
+
+NODE = st.one_of(st.sampled_from(["A", "B", "C", "D", "rain", "wet"]), TEXT)
+# A form field as a client can send it: any text but unpaired surrogates, which no encoding of a
+# form carries (the test client could not send them either).
+GRAPH_NAME = st.one_of(
+    st.sampled_from(["g", "smoking-1", "bad name", "a\x00b", ""]),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+)
+
+
+@st.composite
+def edge_lists(draw):
+    """(file name, bytes) of an edge list: CSV cause,effect or JSON in its three shapes, with
+    names, values and nesting of every kind, in any encoding, damaged."""
+    pairs = draw(st.lists(st.lists(NODE, min_size=1, max_size=3), max_size=5))
+    shape = draw(st.sampled_from(["csv", "pairs", "objects", "document", "value"]))
+    ascii_only = draw(st.booleans())
+    if shape == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(draw(st.sampled_from([["cause", "effect"], ["from", "to"], []])))
+        writer.writerows(pairs)
+        text, name = out.getvalue(), "edges.csv"
+    else:
+        if shape == "pairs":
+            document = [draw(st.one_of(st.just(pair), VALUE)) for pair in pairs]
+        elif shape == "objects":
+            document = [{"cause": pair[0], "effect": pair[-1]} for pair in pairs]
+        elif shape == "document":
+            document = {"nodes": draw(st.lists(st.one_of(NODE, VALUE), max_size=3)),
+                        "edges": pairs + draw(st.lists(VALUE, max_size=2))}  # fmt: skip
+        else:
+            document = draw(st.one_of(VALUE, DEEP))
+        text, name = to_json(document, ascii_only), "edges.json"
+    how = draw(st.sampled_from(["utf-8", "utf-8", "utf-8", "latin-1", "utf-16"]))
+    return draw(st.sampled_from([name, "edges.txt"])), draw(damaged(encode(text, how)))
+
+
+@st.composite
+def narrative_files(draw):
+    """(file name, bytes) of a narratives file: chains, graphs and anything else, one a line."""
+    lines = []
+    for _ in range(draw(st.integers(0, 3))):
+        nodes = draw(st.lists(NODE, max_size=4))
+        record = {"nodes": nodes, "sentences": draw(st.lists(TEXT, max_size=3))}
+        if draw(st.booleans()):
+            record["edges"] = draw(st.lists(st.lists(NODE, max_size=3), max_size=3))
+            record["id"] = draw(st.one_of(st.just("g1"), TEXT))
+        lines.append(draw(st.one_of(st.just(record), records(), VALUE, DEEP)))
+    ascii_only = draw(st.booleans())
+    text = "".join(to_json(line, ascii_only) + "\n" for line in lines)
+    how = draw(st.sampled_from(["utf-8", "utf-8", "utf-8", "latin-1", "utf-16"]))
+    return "fuzz.jsonl", draw(damaged(encode(text, how)))
+
+
+@FUZZ
+@given(edge_lists())
+def test_edge_lists_give_a_dag_of_storable_names_or_graph_invalid(case):
+    from graphs.dsep import GraphInvalid, parse_edge_list
+
+    filename, data = case
+    try:
+        dag = parse_edge_list(data, filename)
+    except GraphInvalid as refused:
+        assert refused.problems and all(isinstance(p, str) and p for p in refused.problems)
+        return
+    assert_storable(sorted(str(node) for node in dag.nodes))
+
+
+@FUZZ
+@given(narrative_files())
+def test_narrative_lines_give_storable_narratives_or_located_problems(case):
+    from imports.core.readers import ImportFileError, decode_utf8
+    from narratives.reader import read_lines
+
+    filename, data = case
+    try:
+        text = decode_utf8(data)
+    except ImportFileError as refused:
+        assert_clean_error(refused.error)
+        return
+    reading = read_lines(text, file=filename)
+    for problem in reading.problems:
+        assert problem.file == filename and problem.message
+    for narrative in reading.narratives:
+        assert_storable([list(narrative.nodes), list(narrative.sentences), narrative.true_edges])
+
+
+@pytest.fixture
+def plugin_clients(db):
+    from graphs.services import carlgt_project_create
+    from narratives.services import narratives_project_create
+
+    graphs = carlgt_project_create(slug="fuzz-graphs", name="Fuzz graphs", overlap=2)
+    narratives = narratives_project_create(slug="fuzz-narr", name="Fuzz narr", overlap=2, seed=1)
+    admin = make_member(graphs, Role.ADMIN)
+    engine.membership_add(project=narratives, user=admin, role=Role.ADMIN)
+    page = Client()
+    assert page.login(username=admin.username, password=PASSWORD)
+    api = APIClient()
+    api.force_authenticate(admin)
+    return graphs, narratives, page, api
+
+
+@pytest.mark.django_db
+@FUZZ_DB
+@given(edge_lists(), st.sampled_from(["page", "api", "api-json"]), GRAPH_NAME)
+def test_edge_list_uploads_answer_4xx_or_add_questions(plugin_clients, case, via, name):
+    graphs, _, page, api = plugin_clients
+    filename, data = case
+    before = counts()
+    if via == "page":
+        response = page.post(
+            reverse("graphs:generate", args=[graphs.slug]),
+            {"file": SimpleUploadedFile(filename, data), "graph_name": name},
+        )
+        ok = 302
+    elif via == "api":
+        response = api.post(
+            f"/api/projects/{graphs.slug}/graphs/dsep/",
+            {"file": SimpleUploadedFile(filename, data), "graph_name": name},
+            format="multipart",
+        )
+        ok = 201
+    else:  # the edge list's text as the JSON body's "edges", however broken
+        text = data.decode("utf-8", errors="surrogateescape")
+        body = '{"graph_name": "g", "edges": ' + text + "}"
+        response = api.post(
+            f"/api/projects/{graphs.slug}/graphs/dsep/",
+            body.encode("utf-8", errors="surrogateescape"),
+            content_type="application/json",
+        )
+        ok = 201
+    assert response.status_code in (ok, 400), response.status_code
+    if response.status_code != ok:
+        assert counts() == before
+    if via != "page":
+        assert set(response.json()) == ({"message", "extra"} if response.status_code == 400
+                                         else {"created", "graph_name", "external_ids"})  # fmt: skip
+    Item.objects.filter(project=graphs).delete()
+
+
+@pytest.mark.django_db
+@FUZZ_DB
+@given(narrative_files())
+def test_narrative_uploads_answer_4xx_or_import_everything(plugin_clients, case):
+    _, narratives, page, _ = plugin_clients
+    filename, data = case
+    before = counts()
+    response = page.post(
+        reverse("narratives:import", args=[narratives.slug]),
+        {"file": SimpleUploadedFile(filename, data)},
+    )
+    assert response.status_code in (302, 400), response.status_code
+    if response.status_code != 302:
+        assert counts() == before
+    Item.objects.filter(project=narratives).delete()
 
 
 # --- Regressions: each defect the fuzzers found -----------------------------------------------

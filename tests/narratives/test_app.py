@@ -195,6 +195,18 @@ def test_admins_upload_graphs_and_bad_files_change_nothing(project, client):
     assert response.status_code == 400
     assert "g.jsonl:2: 0 sentences for 2 nodes" in response.content.decode()
     assert Item.objects.count() == before
+    # Files that used to stop the page with a 500 or be stored changed: nested 100,000 deep,
+    # not UTF-8 (bytes were replaced with U+FFFD and imported).
+    for content, where in [
+        (good.encode() + b"\n" + b"[" * 100_000, "g.jsonl:2: not JSON: line 2, column 65: nested"),
+        (
+            good.encode().replace(b'"x and', b'"caf\xe9 x and'),
+            "g.jsonl: line 1, column 93: not UTF-8 (byte 0xE9",
+        ),
+    ]:
+        response = client.post(url, {"file": SimpleUploadedFile("g.jsonl", content)})
+        assert response.status_code == 400 and where in response.content.decode()
+    assert Item.objects.count() == before
     response = client.post(url, {"file": SimpleUploadedFile("g.jsonl", good.encode())})
     assert response.status_code == 302
     graph = item_of(project, "graph-g1").payload
@@ -245,6 +257,8 @@ def test_the_workflow_template_and_the_demo(client):
     workflow = get_workflow(services.WORKFLOW)
     created = workflow.create(slug="fresh", name="Fresh", description="")
     assert created.stages.get().kind == "causal_order"
+    # A human baseline: the template's stage is blind to earlier work on an item.
+    assert created.stages.get().eligibility == [{"rule": "blind"}]
     from django.apps import apps
     from django.contrib.auth import get_user_model
 
@@ -309,3 +323,21 @@ def test_the_forms_without_javascript_post_positions_and_checkboxes(project, cli
         assert sorted(answers[external_id][key]) == sorted(gold[key])
         if key == "order":
             assert answers[external_id]["order"] == gold["order"]
+
+
+def test_an_edge_field_nested_deep_or_holding_nul_is_refused_not_a_500(project, client):
+    """The item screen's edge fields are read within the nesting limit, and what the database
+    cannot store is refused by the engine's one rule (annotation/inputs.py)."""
+    stage = project.stages.get()
+    person = make_member(project)
+    client.force_login(person)
+    for _ in range(project.items.count()):
+        assignment = lease(person, stage)
+        if assignment.item_stage.item.payload["structure"] == "graph":
+            break
+        engine.assignment_skip(assignment_id=assignment.pk, annotator=person, reason="not a graph")
+    url = reverse("annotation:submit", args=[assignment.pk])
+    for edge in ("[" * 100_000, '["x\\u0000", "y"]'):
+        response = client.post(url, {"edges_sent": "1", "edge": [edge]})
+        assert response.status_code == 400, response.status_code
+    assert not person.annotations.exists()

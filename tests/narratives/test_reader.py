@@ -38,6 +38,10 @@ def write_tree(base: Path, files: dict[str, str]) -> Path:
     ("bad", "message"),
     [
         ('{"nodes": ["a", "b"], "sentences": ["x"', "not JSON"),
+        # What used to stop the upload with a 500 (a RecursionError) or reach the database:
+        ('{"nodes": ' + "[" * 100_000, "not JSON: line 2, column 74: nested more than 64 levels"),
+        ('{"nodes": ["a\\u0000", "b"], "sentences": ["x"]}', "nodes[0] holds a NUL character"),
+        ('{"nodes": ["a", "b"], "sentences": ["\\udc00"]}', "sentences[0] holds an unpaired"),
         ({"nodes": ["a", "b", "c"], "sentences": ["only one"]}, "1 sentences for 3 nodes"),
         ({"nodes": [], "sentences": []}, "nodes is empty"),
         ({"nodes": ["a", "b", "a"], "sentences": ["x", "y"]}, "duplicate node 'a'"),

@@ -1,5 +1,6 @@
-"""Historic ratings are imported once (issue: duplicate historic ratings): the same file again is
-refused unless asked for, a named rater never rates an item twice across files (a database
+"""Historic ratings are imported once: the same file again is
+refused unless asked for — and so are the same ratings in another form (CRLF, a byte-order mark,
+JSON Lines), named by the import they repeat —, a named rater never rates an item twice across files (a database
 constraint), and concurrent imports into one project keep the counters equal to the rows."""
 
 from __future__ import annotations
@@ -159,3 +160,100 @@ def test_the_command_and_the_page_refuse_a_second_import_unless_asked(
     with path.open("rb") as handle:
         client.post(url, {"what": "ratings", "file": handle, "allow_duplicate_file": "1"})
     assert state(ratings_project)[0] == before[0] + 5
+
+
+def _as_jsonl(rows):
+    import json
+
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "other_form",
+    [
+        pytest.param(ANONYMOUS.replace("\n", "\r\n").encode(), id="crlf"),
+        pytest.param(b"\xef\xbb\xbf" + ANONYMOUS.encode(), id="bom"),
+        pytest.param(
+            _as_jsonl(
+                [
+                    {"pair_id": "p2", "order": "BA", "connective": "then", "ratings": [4, 3]},
+                    {"pair_id": "p1", "order": "AB", "connective": "so", "ratings": [7, 9, 8]},
+                ]
+            ).encode(),
+            id="jsonl-reordered",
+        ),
+    ],
+)
+def test_the_same_ratings_in_another_form_are_refused_naming_the_earlier_import(
+    ratings_project, other_form
+):
+    services.historic_ratings_import(project=ratings_project, content=ANONYMOUS, filename="a.csv")
+    before = state(ratings_project)
+    filename = "again.jsonl" if other_form.lstrip().startswith(b"{") else "again.csv"
+    with pytest.raises(ApplicationError) as refused:
+        services.historic_ratings_import(
+            project=ratings_project, content=other_form, filename=filename
+        )
+    assert "already imported" in refused.value.message and "a.csv" in refused.value.message
+    assert refused.value.extra["filename"] == "a.csv"
+    assert state(ratings_project) == before
+
+    services.historic_ratings_import(
+        project=ratings_project, content=other_form, filename=filename, allow_duplicate_file=True
+    )
+    assert state(ratings_project)[0] == before[0] * 2
+
+
+@pytest.mark.django_db
+def test_other_ratings_of_the_same_items_are_not_taken_for_a_repeat(ratings_project):
+    services.historic_ratings_import(project=ratings_project, content=ANONYMOUS, filename="a.csv")
+    different = ANONYMOUS.replace("[3, 4]", "[3, 5]")
+    assert (
+        services.historic_ratings_import(
+            project=ratings_project, content=different, filename="b.csv"
+        )
+        == 5
+    )
+
+
+@pytest.mark.django_db
+def test_the_page_names_the_import_a_crlf_copy_repeats(ratings_project, client):
+    from django.contrib.auth import get_user_model
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from annotation import services as engine
+    from annotation.models import Role
+
+    admin = get_user_model().objects.create_user("ratings-admin2", password="pw-long-enough-1")
+    engine.membership_add(project=ratings_project, user=admin, role=Role.ADMIN)
+    client.force_login(admin)
+    url = reverse("ratings:import", args=[ratings_project.slug])
+    client.post(url, {"what": "ratings", "file": SimpleUploadedFile("lf.csv", ANONYMOUS.encode())})
+    before = state(ratings_project)
+    crlf = ANONYMOUS.replace("\n", "\r\n").encode()
+    refused = client.post(url, {"what": "ratings", "file": SimpleUploadedFile("crlf.csv", crlf)})
+    assert refused.status_code == 409
+    assert "already imported" in refused.content.decode() and "lf.csv" in refused.content.decode()
+    assert state(ratings_project) == before
+    client.post(
+        url,
+        {
+            "what": "ratings",
+            "file": SimpleUploadedFile("crlf.csv", crlf),
+            "allow_duplicate_file": "1",
+        },
+    )
+    assert state(ratings_project)[0] == before[0] * 2
+
+
+def test_the_fingerprint_is_of_the_rows_not_their_form():
+    from ratings.importing import RatingRow, ratings_fingerprint
+
+    rows = [RatingRow(2, "p1:AB:so", 9.0, ""), RatingRow(3, "p1:AB:so", 8.0, "")]
+    assert ratings_fingerprint(rows) == ratings_fingerprint(list(reversed(rows)))
+    assert ratings_fingerprint(rows) != ratings_fingerprint(rows[:1])
+    assert ratings_fingerprint(rows) != ratings_fingerprint(
+        [RatingRow(2, "p1:AB:so", 9.0, "r1"), rows[1]]
+    )

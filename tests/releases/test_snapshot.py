@@ -1,6 +1,5 @@
 """A release is read from one snapshot of the database: annotation that goes on while it builds
-(items finishing, annotations arriving) lands in all of its files or in none (issue: torn
-releases). PostgreSQL: the build's reads run in one REPEATABLE READ, READ ONLY transaction."""
+(items finishing, annotations arriving) lands in all of its files or in none. PostgreSQL: the build's reads run in one REPEATABLE READ, READ ONLY transaction."""
 
 from __future__ import annotations
 

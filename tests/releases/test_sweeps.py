@@ -1,4 +1,4 @@
-"""Stuck release builds and imports (issue: nothing lost): a build or import whose message was
+"""Stuck release builds and imports — a build or import whose message was
 lost (broker down, or restarted empty) or whose worker died is sent again by the beat sweep,
 and marked failed with a reason after three started attempts; admins can retry or mark failed.
 The same with the real broker and worker: tests/annotation/test_workers.py."""

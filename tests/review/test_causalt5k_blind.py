@@ -212,3 +212,31 @@ def test_the_answers_are_scored_against_the_gold_by_level():
         after["all"]["correct"] == figures["all"]["correct"]
     )  # one right became wrong, one wrong right
     assert blind.blind_progress(project) == {"sampled": len(CASES), "answered": len(CASES)}
+
+
+def test_nobody_who_worked_on_the_case_answers_it_blind():
+    """The answer stage carries ``not_author`` and ``blind`` following the answer item's
+    case_id: whoever held the case in an earlier stage (here a reviewer who only leased it) is
+    never given its answer item; they are given the others'."""
+    from annotation.eligibility import blind as blind_rule
+
+    project, stage = kept_project(slug="blind-workers")
+    assert stage.eligibility == [{"rule": "not_author"}, blind_rule("case_id")]
+    reviewed = Item.objects.get(project=project, external_id=CASES[2]["case_id"])
+    engine.item_stages_open(items=[reviewed], stage=project.stages.get(slug="review"))
+    reviewer = make_member(project)
+    held = engine.assignment_next(annotator=reviewer, stage=project.stages.get(slug="review"))
+    assert held.item_stage.item == reviewed
+    blind.blind_open(project=project, sample=100, seed=6)
+    given = []
+    while (answer := engine.assignment_next(annotator=reviewer, stage=stage)) is not None:
+        given.append(answer.item_stage.item.payload["case_id"])
+        engine.assignment_skip(assignment_id=answer.pk, annotator=reviewer, reason="test")
+    assert reviewed.external_id not in given
+    assert len(given) == len(CASES) - 1
+    fresh = make_member(project)
+    answered = []
+    while (answer := engine.assignment_next(annotator=fresh, stage=stage)) is not None:
+        answered.append(answer.item_stage.item.payload["case_id"])
+        engine.assignment_skip(assignment_id=answer.pk, annotator=fresh, reason="test")
+    assert reviewed.external_id in answered

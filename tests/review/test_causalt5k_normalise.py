@@ -140,7 +140,10 @@ def test_invalid_json_files_are_reported_with_where_and_why_and_nothing_is_taken
         raw=True,
     )
     write(
-        tmp_path, "raw_submissions/groupJ-submission-24.jsonl", '{"id": 1}\n{"id": 2}\n', raw=True
+        tmp_path,
+        "raw_submissions/groupJ-submission-25.jsonl",
+        '{"id": 1}\n{"id": 2, "scenario": "unfinished\n{"id": 3}\n',
+        raw=True,
     )
     files, records = read_release(tmp_path)
     assert records == []
@@ -148,7 +151,43 @@ def test_invalid_json_files_are_reported_with_where_and_why_and_nothing_is_taken
     assert all(f.status == "invalid" for f in files)
     assert "invalid backslash escape at line 1" in errors["groupD-submission-08.json"]
     assert "2 JSON values one after another" in errors["groupD-submission-11.json"]
-    assert "line 2, column 1" in errors["groupJ-submission-24.jsonl"]
+    assert errors["groupJ-submission-25.jsonl"].startswith("line 2, column ")
+
+
+def test_a_json_lines_file_is_read_one_record_per_line(tmp_path):
+    lines = [
+        case(id="T3-BucketLarge-J-0001", scenario=SCENARIO),
+        case(id="T3-BucketLarge-J-0002", scenario=SCENARIO + " Another.", claim="Other."),
+        {"case_id": "J-3", "responses": {"response1": [case(id="T3-BucketLarge-J-0003")]}},
+    ]
+    text = "\ufeff" + "\r\n".join(json.dumps(line) for line in lines) + "\r\n\r\n"
+    write(tmp_path, "raw_submissions/groupJ-submission-24.jsonl", text, raw=True)
+    files, records = read_release(tmp_path)
+    (only,) = files
+    assert (only.status, only.records, only.error) == ("ok", 3, "")
+    assert [(record.index, record.data["id"]) for record in records] == [
+        ("line 1", "T3-BucketLarge-J-0001"),
+        ("line 2", "T3-BucketLarge-J-0002"),
+        ("line 3.responses.response1[0]", "T3-BucketLarge-J-0003"),
+    ]
+    cases, report = normalise_release(tmp_path)
+    assert report.records_read == 3 and sum(report.outcomes.values()) == 3
+    assert {"raw_submissions/groupJ-submission-24.jsonl#line 2"} <= {
+        source for case_ in cases for source in case_["sources"]
+    }
+
+
+def test_the_shared_json_lines_submission_gives_its_230_records(shared_datasets, tmp_path):
+    source = shared_datasets / "CausalT5k" / "raw_submissions" / "groupJ-submission-24.jsonl"
+    if not source.is_file():
+        pytest.skip(f"{source} not present")
+    (tmp_path / "raw_submissions").mkdir()
+    (tmp_path / "raw_submissions" / source.name).symlink_to(source)
+    files, records = read_release(tmp_path)
+    (only,) = files
+    assert (only.status, only.records, only.error) == ("ok", 230, "")
+    assert len(records) == 230 and records[-1].index == "line 230"
+    assert all(isinstance(record.data, dict) and record.data.get("id") for record in records)
 
 
 def test_unknown_domain_and_trap_spellings_are_reported_with_file_and_record(tmp_path):

@@ -487,6 +487,12 @@ def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, de
     from agreement.services import stage_agreement_refresh
 
     project, users = demo
+    # The kept case waits in the blind stage for annotator3 (annotator1 reviewed and scored
+    # it, annotator2 scored it: the stage keeps them out); their answer is on the tab.
+    answer = project.stages.get(slug="answer")
+    for name in ("annotator1", "annotator2"):
+        assert engine.assignment_next(annotator=users[name], stage=answer) is None
+    assert drive(answer, [users["annotator3"]], lambda i, item, phase: {"label": "YES"}) == 1
     for stage in project.stages.all():
         stage_agreement_refresh(stage_id=stage.pk, force=True)
     client.force_login(users["researcher"])
@@ -518,3 +524,58 @@ def test_the_demo_projects_pages_render_for_researchers_and_reviewers(client, de
     assert "below the floor" in floor_page
     client.force_login(users["reviewer"])
     assert client.get(reverse("agreement:adjudication", args=[project.slug])).status_code == 200
+
+
+def _selected_option(page: str, name: str) -> str:
+    """The value a browser submits for the select ``name`` of a page: its selected option, or
+    its first one when none is selected."""
+    import re
+
+    select = re.search(rf'<select[^>]*name="{name}"[^>]*>(.*?)</select>', page, re.S).group(1)
+    options = re.findall(r'<option value="([^"]*)"( selected)?>', select)
+    return next((value for value, selected in options if selected), options[0][0])
+
+
+def test_a_minor_revision_keeps_a_trap_the_editor_does_not_list(client):
+    project, stages = make(["T2-W9-ECO-001"])
+    Item.objects.filter(project=project).update(
+        payload={**BY_ID["T2-W9-ECO-001"], "trap": "T3", "label": None}
+    )
+    causalt5k_review_open(project=project)
+    reviewer = make_member(project)
+    client.force_login(reviewer)
+    assignment = engine.assignment_next(annotator=reviewer, stage=stages["review"])
+    page = client.get(reverse("annotation:stage", args=[stages["review"].pk])).content.decode()
+    assert '<option value="T3" selected>T3 (not in the list)</option>' in page
+    assert '<option value="" selected>— (none)</option>' in page  # the label it lacks
+    item = assignment.item_stage.item
+    new_claim = item.payload["claim"] + " (edited)"
+    response = client.post(
+        reverse("annotation:submit", args=[assignment.pk]),
+        {
+            "verdict": "minor",
+            "attacks": ["ambiguous"],
+            "explanation": "The claim could be read two ways.",
+            "edit_claim": new_claim,
+            "edit_scenario": item.payload["scenario"],
+            "edit_trap": _selected_option(page, "edit_trap"),
+            "edit_label": _selected_option(page, "edit_label"),
+        },
+    )
+    assert response.status_code == 302
+    assert assignment.item_stage.annotations.get().payload["edits"] == {"claim": new_claim}
+    item_stage_resolve(item_stage_id=assignment.item_stage_id)
+    item.refresh_from_db()
+    assert item.version == 2 and item.payload["claim"] == new_claim
+    assert item.payload["trap"] == "T3" and item.payload["label"] is None
+
+
+def test_the_editor_checks_a_trap_only_when_it_changes():
+    from review.causalt5k.kinds import clean_edits
+
+    case = {"trap": "T3", "claim": "Old.", "label": "NO", "tier": 2}
+    assert clean_edits({"trap": "T3", "claim": "New."}, case) == {"claim": "New."}
+    assert clean_edits({"trap": "W7"}, case) == {"trap": "W7"}
+    assert clean_edits({"trap": ""}, case) == {"trap": ""}  # chosen explicitly: "—"
+    with pytest.raises(ApplicationError, match="W1–W10 or S1–S8"):
+        clean_edits({"trap": "T4"}, case)

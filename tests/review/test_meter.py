@@ -642,3 +642,95 @@ def test_opening_a_sample_refuses_a_bad_size_and_opens_either_stage(meter, clien
     assert not ItemStage.objects.filter(stage=stages["baseline"]).exists()
     assert client.post(url, {"sample": "5"}).status_code == 302
     assert ItemStage.objects.filter(stage=stages["baseline"]).count() == 1
+
+
+def test_the_editor_keeps_a_distractor_category_it_does_not_list(meter, client):
+    import copy
+
+    from annotation import services as engine
+    from annotation.errors import ApplicationError
+    from annotation.services.outcomes import item_stage_resolve
+
+    project, stages, people = verified(meter)
+    import_entries(project, "esl-0001")
+    entry = Item.objects.get(external_id="esl-0001/entry")
+    stored = copy.deepcopy(entry.payload)
+    stored["questions"][0]["distractors"][0]["category"] = "legacy-other"
+    Item.objects.filter(pk=entry.pk).update(
+        payload=stored
+    )  # imported before categories were checked
+    edit = stages["edit"]
+    check = engine.assignment_next(annotator=people[0], stage=edit)
+    engine.annotation_submit(
+        assignment_id=check.pk, annotator=people[0], payload={"flags": [], "comments": {}}
+    )
+    item_stage_resolve(item_stage_id=check.item_stage_id)
+
+    editor = engine.assignment_next(annotator=people[1], stage=edit)
+    client.force_login(people[1])
+    page = client.get(reverse("annotation:stage", args=[edit.pk])).content.decode()
+    assert '<option value="legacy-other" selected>legacy-other (not in the list)</option>' in page
+    questions = copy.deepcopy(stored["questions"])
+    questions[0]["question"] += " (reworded)"
+    engine.annotation_submit(
+        assignment_id=editor.pk, annotator=people[1], payload={"questions": questions}
+    )
+    kept = Annotation.objects.get(assignment=editor).payload["questions"][0]["distractors"][0]
+    assert kept["category"] == "legacy-other"
+
+    # A category that is neither METER's nor the stored one is still refused.
+    other = engine.assignment_next(annotator=people[2], stage=edit)
+    questions[0]["distractors"][1]["category"] = "made-up"
+    with pytest.raises(ApplicationError, match="unknown distractor category 'made-up'"):
+        engine.annotation_submit(
+            assignment_id=other.pk, annotator=people[2], payload={"questions": questions}
+        )
+
+
+def test_the_spans_field_is_read_within_the_nesting_limit():
+    """The spans form field is JSON posted by the page (or by anyone): nested 100,000 deep it
+    is an unreadable answer the kind then refuses, not a RecursionError (a 500)."""
+    from annotation.kinds import get_kind
+
+    kind = get_kind("meter_spans")
+    assert kind.parse_form({"spans": "[" * 100_000 + "]" * 100_000}) == {"spans": None}
+    assert kind.parse_form({"spans": '{"L1": [[0, 5]]}'}) == {"spans": {"L1": [[0, 5]]}}
+
+
+def test_entry_texts_holding_what_the_database_cannot_store_are_named():
+    """Question texts are checked by the one rule of imports/core/values.py: NUL and unpaired
+    surrogates (the latter used to pass, and stop the write with an encoding error)."""
+    import copy
+
+    from review.meter.entries import EntryInvalid, clean_questions
+
+    for bad in ("a\x00b", "\ud800"):
+        questions = copy.deepcopy(ENTRIES["esl-0001"])
+        questions[0]["question"] = bad
+        with pytest.raises(EntryInvalid) as refused:
+            clean_questions(questions)
+        assert any("holds" in str(problem) for problem in refused.value.problems), refused.value
+
+
+def test_the_human_baseline_is_blind_to_everyone_who_worked_on_the_entry_or_its_pair(meter):
+    """The template's baseline stage carries the ``blind`` rule following the entry's pair:
+    the verifiers, checkers, editors, voters and filterers of the entry are never given it,
+    nor the reviewer who decided its pair; someone new is."""
+    from annotation import services as engine
+    from annotation.eligibility import blind
+    from annotation.models import Resolution
+
+    project, stages, people = verified(meter)
+    assert stages["baseline"].eligibility == [blind("pair_id")]
+    import_entries(project, "esl-0001")
+    drive(stages["edit"], people, _answer)
+    drive(stages["filter"], people, _answer)
+    assert services.baseline_open(project=project, sample=1, seed=3) == 1
+    reviewer, fresh = make_member(project), make_member(project)
+    Resolution.objects.filter(
+        item_stage__item__external_id="esl-0001", item_stage__stage=stages["verify"]
+    ).update(decided_by=reviewer)
+    for person in [*people, reviewer]:
+        assert engine.assignment_next(annotator=person, stage=stages["baseline"]) is None
+    leased = engine.assignment_next(annotator=fresh, stage=stages["baseline"])
+    assert leased.item_stage.item.external_id == "esl-0001/entry"

@@ -100,6 +100,19 @@ def test_stages_are_added_and_edited_through_the_engines_checks(client, project)
     assert "no stage 'nowhere'" in html.unescape(broken.content.decode())
     not_json = client.post(edit, {"overlap": "2", "config": "{oops"})
     assert not_json.status_code == 400 and "config: not valid JSON" in not_json.content.decode()
+    # What used to be a 500: JSON nested 100,000 deep, text the database cannot store.
+    for posted, where in [
+        ({"config": "[" * 100_000}, "config: cannot be used (line 1, column 65: nested more"),
+        (
+            {"routes": '{"accept": {"action": "discard", "reason": "\\ud800"}}'},
+            "routes: cannot be used (accept.reason holds an unpaired surrogate",
+        ),
+        ({"name": "Verify\x00"}, "name holds a NUL character"),
+        ({"instructions": "x\x00"}, "instructions holds a NUL character"),
+    ]:
+        refused = client.post(edit, {"overlap": "2", **posted})
+        assert refused.status_code == 400, posted
+        assert where in html.unescape(refused.content.decode()), posted
     verify.refresh_from_db()
     assert verify.overlap == 5  # nothing changed by the refused forms
     page = client.get(reverse("studio:setup", args=[project.slug])).content.decode()
@@ -545,3 +558,21 @@ def test_every_templates_stage_form_posted_as_drawn_changes_nothing(client, staf
         stage.refresh_from_db()
         after = {key: getattr(stage, key) for key in before}
         assert after == before, stage.slug
+
+
+def test_the_setup_tab_says_which_stages_are_blind(client, staff):
+    """A METER project from the template: the human baseline's settings say in words that it
+    is blind (the rule the template switched on); the verify stage's say anyone may work."""
+    create(client, workflow="meter", slug="m-blind", name="METER blind")
+    project = Project.objects.get(slug="m-blind")
+    page = html.unescape(client.get(reverse("studio:setup", args=[project.slug])).content.decode())
+    sections = {
+        stage.slug: page.split(f'id="stage-{stage.pk}"', 1)[1].split("</details>", 1)[0]
+        for stage in project.stages.all()
+    }
+    blind = "Blind: nobody who worked on this item in an earlier stage"
+    assert blind in sections["baseline"].split("</summary>", 1)[0]  # the stage's summary line
+    who = sections["baseline"].split("data-who>", 1)[1].split("</ul>", 1)[0]
+    assert blind in who
+    assert blind not in sections["verify"]
+    assert "Any annotator of the project" in sections["verify"]

@@ -75,6 +75,8 @@ def test_typed_values_read_as_json_when_they_are_json():
     assert stage_form.typed_value('["a", 1]') == ["a", 1]
     assert stage_form.typed_value(" keep ") == "keep"
     assert stage_form.typed_value("") is None
+    deep = "[" * 100_000  # beyond the nesting limit: stays text, never a RecursionError
+    assert stage_form.typed_value(deep) == deep
     for value in ("keep", 0.5, True, ["a"], {"x": 1}, "12 apples"):
         assert stage_form.typed_value(stage_form.shown_value(value)) == value
     assert stage_form.shown_value("7") == '"7"'  # text that would read as a number is quoted

@@ -23,7 +23,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--allow-duplicate-file",
             action="store_true",
-            help="Import the file even if the same file (by SHA-256) was imported before.",
+            help="Import the file even if the same ratings were imported before (the same file by "
+            "SHA-256, or the same rows in another form: line ends, CSV or JSON Lines, row order).",
         )
 
     def handle(self, *args, slug, file, allow_duplicate_file=False, **options):
