@@ -11,11 +11,13 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import models
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
 from annotation.errors import ApplicationError
+from annotation.inputs import StorableJSONDecoder
 from annotation.models import (
     Annotation,
     Assignment,
@@ -39,7 +41,15 @@ admin.site.site_title = "Rungwise admin"
 admin.site.index_title = "Projects, people and data"
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class EngineAdmin(admin.ModelAdmin):
+    """The base of every admin page of the project: JSON typed into a form is read by the one
+    parser, within its nesting limit and only with values the database can store
+    (``annotation.inputs.StorableJSONDecoder``), so bad JSON is a form error, never a 500."""
+
+    formfield_overrides = {models.JSONField: {"decoder": StorableJSONDecoder}}
+
+
+class ReadOnlyAdmin(EngineAdmin):
     """Records that must not change after the fact: viewable, never editable or deletable here."""
 
     def has_add_permission(self, request, obj=None):
@@ -81,7 +91,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(EngineAdmin):
     list_display = [
         "name",
         "slug",
@@ -123,7 +133,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(EngineAdmin):
     list_display = ["user", "project", "role", "is_paused", "created_at"]
     list_filter = ["role", "is_paused", "project"]
     search_fields = ["user__username", "user__email", "project__name", "project__slug"]
@@ -133,7 +143,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Stage)
-class StageAdmin(admin.ModelAdmin):
+class StageAdmin(EngineAdmin):
     list_display = [
         "name",
         "project",
@@ -253,7 +263,7 @@ class ItemStageInline(admin.TabularInline):
 
 
 @admin.register(Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(EngineAdmin):
     list_display = [
         "external_id",
         "project",
@@ -298,7 +308,7 @@ class AssignmentInline(admin.TabularInline):
 
 
 @admin.register(ItemStage)
-class ItemStageAdmin(admin.ModelAdmin):
+class ItemStageAdmin(EngineAdmin):
     list_display = [
         "id",
         "item",
@@ -329,7 +339,7 @@ class ItemStageAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(EngineAdmin):
     list_display = ["id", "annotator", "item_link", "stage", "status", "created_at", "expires_at"]
     list_filter = ["status", "stage__project", "stage"]
     search_fields = ["annotator__username", "item_stage__item__external_id", "skip_reason"]
@@ -411,7 +421,7 @@ class AnnotationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Resolution)
-class ResolutionAdmin(admin.ModelAdmin):
+class ResolutionAdmin(EngineAdmin):
     list_display = [
         "item_stage",
         "status",

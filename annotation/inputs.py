@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation.errors import ApplicationError
-from imports.core.values import text_problem, value_problem_at
+from imports.core.values import NestingTooDeep, loads, text_problem, value_problem_at
 
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_CLIENT_INFO_BYTES = 4 * 1024
@@ -142,3 +142,21 @@ def choices_keeping(options: Sequence[tuple[str, str]], *values: str) -> list[tu
             choices.append((value, f"{value} (not in the list)" if value else "— (none)"))
             known.add(value)
     return choices
+
+
+class StorableJSONDecoder(json.JSONDecoder):
+    """The decoder of JSON typed into a form (the Django admin's JSON fields): the one parser's
+    nesting limit and the one rule for values the database can store
+    (``imports.core.values``), reported as ``json.JSONDecodeError`` so that a form shows
+    "Enter a valid JSON." with the reason instead of a 500 (``RecursionError`` on deep text, an
+    encoding or database error on NUL or an unpaired surrogate)."""
+
+    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            value = loads(s)
+        except NestingTooDeep as error:
+            raise json.JSONDecodeError(str(error), s, error.pos) from None
+        problem = value_problem_at(value)
+        if problem is not None:
+            raise json.JSONDecodeError(f"{problem.where('value')} {problem.words}", s, 0)
+        return value

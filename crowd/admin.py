@@ -4,11 +4,12 @@ change only through the services (entry, refresh, leave, sync)."""
 
 from django.contrib import admin
 
+from annotation.admin import EngineAdmin
 from crowd.models import BonusPayment, Participant, Study
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(EngineAdmin):
     list_display = ["name", "project", "stage", "platform", "places", "quota", "is_open"]
     list_filter = ["platform", "is_open", "project"]
     search_fields = ["name", "token", "platform_study_id"]
@@ -21,7 +22,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(EngineAdmin):
     list_display = ["pk", "study", "status", "platform_status", "started_at", "finished_at"]
     list_filter = ["status", "study"]
     search_fields = ["platform_id", "session_id"]
@@ -34,7 +35,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
 
 @admin.register(BonusPayment)
-class BonusPaymentAdmin(admin.ModelAdmin):
+class BonusPaymentAdmin(EngineAdmin):
     """Bonus payments are made on the study page and sent by crowd.tasks.pay_bonus: read only."""
 
     list_display = ["pk", "study", "status", "total", "prolific_id", "attempts", "created_at"]

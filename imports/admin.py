@@ -2,13 +2,14 @@
 
 from django.contrib import admin, messages
 
+from annotation.admin import EngineAdmin
 from annotation.errors import ApplicationError
 from imports.models import ImportBatch
 from imports.services import import_batch_mark_failed, import_batch_requeue
 
 
 @admin.register(ImportBatch)
-class ImportBatchAdmin(admin.ModelAdmin):
+class ImportBatchAdmin(EngineAdmin):
     list_display = [
         "filename",
         "project",

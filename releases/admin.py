@@ -2,13 +2,14 @@
 
 from django.contrib import admin, messages
 
+from annotation.admin import EngineAdmin
 from annotation.errors import ApplicationError
 from releases.models import Release
 from releases.services import release_mark_failed, release_requeue
 
 
 @admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
+class ReleaseAdmin(EngineAdmin):
     list_display = [
         "__str__",
         "project",

@@ -138,3 +138,50 @@ def test_a_lease_with_work_is_not_deleted_and_its_slot_stays_counted(annotated):
         services.assignments_delete(assignment_ids=[annotated.assignment_id])
     assert Assignment.objects.filter(pk=annotated.assignment_id).exists()
     assert _counters(annotated.assignment) == (0, 1)
+
+
+def test_every_json_field_of_every_admin_form_reads_with_the_one_parser():
+    """JSON typed into any admin form (project settings, stage settings, gold, bonuses…) is read
+    by the one parser: a new admin page gets it by subclassing ``annotation.admin.EngineAdmin``."""
+    from django.db.models import JSONField
+
+    from annotation.inputs import StorableJSONDecoder
+
+    checked = []
+    for model, model_admin in admin.site._registry.items():
+        for field in model._meta.get_fields():
+            if isinstance(field, JSONField):
+                form_field = model_admin.formfield_for_dbfield(field, request=None)
+                assert form_field.decoder is StorableJSONDecoder, (model.__name__, field.name)
+                checked.append(f"{model.__name__}.{field.name}")
+    assert "Project.settings" in checked and "BonusPayment.bonuses" in checked
+
+
+@pytest.mark.parametrize(
+    "typed, named",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested more than"),
+        ('{"note": "a\\u0000b"}', "NUL"),
+        ('{"note": "\\ud800"}', "surrogate"),
+    ],
+)
+def test_json_the_database_cannot_store_is_a_form_error_in_the_admin(typed, named, rf):
+    """Nested 100,000 deep it was a RecursionError (a 500); a NUL or an unpaired surrogate was a
+    database or encoding error on save. Now the form refuses it and nothing is saved."""
+    import json
+
+    from annotation.inputs import StorableJSONDecoder
+    from annotation.models import Project
+    from tests.factories import make_project
+
+    project = make_project()
+    model_admin = admin.site._registry[Project]
+    request = rf.get("/")
+    request.user = type("Staff", (), {"is_superuser": True, "is_staff": True})()
+    form_class = model_admin.get_form(request, project, fields=["settings"])
+    form = form_class(data={"settings": typed}, instance=project)
+    assert not form.is_valid() and "settings" in form.errors
+    with pytest.raises(json.JSONDecodeError, match=named):
+        json.loads(typed, cls=StorableJSONDecoder)
+    project.refresh_from_db()
+    assert project.settings != typed
