@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from importlib import import_module
 from typing import Any
 
 from django.db import transaction
@@ -44,16 +45,23 @@ QUEUED_FIELD = "queued_at"
 def task_named(name: str) -> Any:
     """The registered Celery task called ``name`` (e.g. ``"agreement.tasks.refresh_agreement"``).
 
-    Task modules register their tasks when imported; if this process has not imported them yet,
-    Celery's own autodiscovery (``rungwise/celery.py``) imports every installed app's ``tasks``
-    module first. Sending through the task object, not ``app.send_task``, keeps
-    ``CELERY_TASK_ALWAYS_EAGER`` (tasks run in-process when no broker is configured). Raises
-    KeyError for a name no app registers."""
+    Task modules register their tasks when imported, and tasks are named after their module
+    (CONTRIBUTING.md, "Celery tasks"): if this process has not imported the module yet, it is
+    imported now (the module part of the name). Sending through the task object, not
+    ``app.send_task``, keeps ``CELERY_TASK_ALWAYS_EAGER`` (tasks run in-process when no broker
+    is configured). Raises KeyError (Celery's NotRegistered) for a name no module registers."""
     from celery import current_app
 
     tasks = current_app.tasks
     if name not in tasks:
-        current_app.loader.import_default_modules()
+        module = name.rpartition(".")[0]
+        try:
+            import_module(module)
+        except ModuleNotFoundError as error:
+            # No such module: the name is unknown. A module that exists but fails to import
+            # something of its own is a real error and propagates.
+            if not error.name or not (module + ".").startswith(error.name + "."):
+                raise
     return tasks[name]
 
 
