@@ -44,7 +44,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
+from annotation.api import EVERYONE
 from annotation.errors import ApplicationError, Conflict
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from imports.models import ImportBatch
@@ -64,8 +65,6 @@ from ratings.stats import LabelRule
 
 logger = logging.getLogger(__name__)
 
-#: target_count of item stages every rater should see (practice items, attention checks).
-EVERYONE = 100_000
 ATTENTION_GROUP = "attention-checks"
 BULK_BATCH = 5000
 

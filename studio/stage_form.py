@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
-from annotation.routing import default_route
 from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.

@@ -25,7 +25,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, ItemStage, Project, Resolution, Stage
 from review.causalt5k.review_vocab import DEFAULT_GATE
