@@ -225,7 +225,7 @@ def _annotations_insert(
         for name in ("item_stage_id", "external_rater", "payload", "client_info", "created_at")
     )
     with connection.cursor() as cursor:
-        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:  # type: ignore[attr-defined]  # psycopg 3's cursor; Django's wrapper passes it through
+        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for item_stage_id, rater, payload in rows:
                 copy.write_row(
                     (item_stage_id, rater, json.dumps(payload, ensure_ascii=False), info_text, now)
