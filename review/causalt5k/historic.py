@@ -1,5 +1,5 @@
 """The release's own reviewer scores as the *historic phase* of a CausalT5k project, kept apart
-from the scores given in Rungwise (as the ratings app keeps historic ratings: ratings.services).
+from the scores given in Rungwise (as the ratings app keeps historic ratings: ratings/historic.py).
 
 CausalT5k's review files give each case two reviewers' 0–10 scores — round 1 (``validator``,
 ``final_score``, some with a rubric breakdown: ``detailed_scores`` with 8 criteria or
