@@ -27,6 +27,7 @@ from ratings.model_runs import model_run_create
 from ratings.models import ModelRun
 from ratings.pairs import PairsImportResult, _existing_ids, pairs_create
 from ratings.project_setup import (
+    _rating_stage,
     _regular_item_ids,
     _rejected,
     _setup,
@@ -93,7 +94,7 @@ def explica_import(
         parsed = importing.parse_pairs(
             pair_rows,
             connective_set,
-            scale=scale_bounds(setup.rating_stage.config),
+            scale=scale_bounds(_rating_stage(setup).config),
             existing_ids=_existing_ids(project),
         )
     except ImportRejected as error:
@@ -134,7 +135,7 @@ def explica_import(
             ratings = importing.parse_ratings(
                 rating_rows,
                 connective_set,
-                scale=scale_bounds(setup.rating_stage.config),
+                scale=scale_bounds(_rating_stage(setup).config),
                 known_items=set(known),
             )
         except ImportRejected as error:

@@ -26,7 +26,9 @@ from ratings.importing import ImportRejected
 from ratings.kinds import scale_bounds
 from ratings.models import RatingsSetup
 from ratings.project_setup import (
+    _as_user,
     _historic_stage,
+    _rating_stage,
     _regular_item_ids,
     _rejected,
     _setup,
@@ -75,7 +77,7 @@ def historic_ratings_import(
         ratings = importing.parse_ratings(
             rows,
             connective_set,
-            scale=scale_bounds(setup.rating_stage.config),
+            scale=scale_bounds(_rating_stage(setup).config),
             known_items=set(known),
         )
         fingerprint = importing.ratings_fingerprint(ratings)
@@ -93,7 +95,7 @@ def historic_ratings_import(
     )
     now = timezone.now()
     ImportBatch.objects.create(
-        project=project, created_by=user if user is not None and user.is_authenticated else None,
+        project=project, created_by=_as_user(user) if user is not None and user.is_authenticated else None,
         filename=filename[:255], format=Path(filename).suffix.lstrip(".").lower()[:16],
         sha256=sha256, content_sha256=fingerprint, options=HISTORIC_OPTIONS,
         status=ImportBatch.Status.SUCCEEDED,

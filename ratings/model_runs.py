@@ -19,6 +19,8 @@ from ratings.importing import ImportRejected
 from ratings.kinds import scale_bounds
 from ratings.models import ModelRun, RatingsSetup, SentencePair
 from ratings.project_setup import (
+    _as_user,
+    _rating_stage,
     _regular_item_ids,
     _rejected,
     _setup,
@@ -89,7 +91,7 @@ def model_run_create(
         parsed = importing.parse_model_answers(
             rows,
             connective_set,
-            scale=scale_bounds(setup.rating_stage.config),
+            scale=scale_bounds(_rating_stage(setup).config),
             known_items=set(_regular_item_ids(project)),
             known_pairs=set(
                 SentencePair.objects.filter(project=project).values_list("pair_id", flat=True)
@@ -106,7 +108,7 @@ def model_run_create(
         n_no_answer=parsed.n_no_answer,
         filename=filename[:255],
         sha256=sha256,
-        uploaded_by=user,
+        uploaded_by=_as_user(user),
     )
 
 

@@ -29,7 +29,9 @@ from ratings.models import SentencePair
 from ratings.project_setup import (
     ATTENTION_GROUP,
     BULK_BATCH,
+    _as_user,
     _practice_stage,
+    _rating_stage,
     _rejected,
     _setup,
 )
@@ -67,7 +69,7 @@ def pairs_import(
         parsed = importing.parse_pairs(
             rows,
             connective_set,
-            scale=scale_bounds(setup.rating_stage.config),
+            scale=scale_bounds(_rating_stage(setup).config),
             existing_ids=_existing_ids(project),
         )
     except ImportRejected as error:
@@ -118,7 +120,7 @@ def pairs_create(
     now = timezone.now()
     batch = ImportBatch.objects.create(
         project=project,
-        created_by=user,
+        created_by=_as_user(user),
         filename=filename[:255],
         format=file_format or "rows",
         sha256=sha256,
@@ -146,8 +148,9 @@ def pairs_create(
     )
     rows: list[dict[str, Any]] = []
     # The file's own sentences tell common words from names (connectives.common_words).
+    texts: list[importing.PairRow | importing.SingleItemRow] = [*pairs, *singles]
     common = common_words(
-        sentence for row in (*pairs, *singles) for sentence in (row.sentence_a, row.sentence_b)
+        sentence for row in texts for sentence in (row.sentence_a, row.sentence_b)
     )
     for pair in pairs:
         for variant in expand_pair(
@@ -216,7 +219,7 @@ def pairs_create(
         or (item.purpose == Item.Purpose.REGULAR and open_for_rating)
     ]
     if rated:
-        engine.item_stages_open(items=rated, stage=setup.rating_stage)
+        engine.item_stages_open(items=rated, stage=_rating_stage(setup))
     checks = [item.pk for item in rated if item.purpose == Item.Purpose.ATTENTION_CHECK]
     if checks:
         ItemStage.objects.filter(stage=setup.rating_stage, item_id__in=checks).update(

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation import api as engine
@@ -49,6 +50,9 @@ from ratings.importing import ImportRejected
 from ratings.kinds import DEFAULT_ANCHORS, DEFAULT_QUESTION, scale_bounds
 from ratings.models import RatingsSetup
 from ratings.stats import LabelRule
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 ATTENTION_GROUP = "attention-checks"
 BULK_BATCH = 5000
@@ -190,15 +194,32 @@ def _setup(project: Project) -> RatingsSetup:
     return setup
 
 
+def _as_user(user: AbstractBaseUser | None) -> User | None:
+    """``user`` typed as the foreign keys' model (Django's ``User``: no AUTH_USER_MODEL is set)."""
+    return cast("User | None", user)
+
+
+def _rating_stage(setup: RatingsSetup) -> Stage:
+    """The project's live rating stage (``ratings_project_create`` makes it): an
+    ApplicationError, not an AttributeError, if it was removed."""
+    stage = setup.rating_stage
+    if stage is None:
+        raise ApplicationError(
+            f"{setup.project.name} has no rating stage.", {"project": setup.project.slug}
+        )
+    return stage
+
+
 def _practice_stage(setup: RatingsSetup) -> Stage:
     if setup.practice_stage is None:
+        rating_stage = _rating_stage(setup)
         setup.practice_stage = engine.stage_create(
             project=setup.project,
             slug="practice",
             name="Practice",
             kind="rate",
             overlap=EVERYONE,
-            config=dict(setup.rating_stage.config),
+            config=dict(rating_stage.config),
             position=0,
             order_policy=Stage.OrderPolicy.DEPTH_FIRST,
             on_accept=Stage.OnAccept.KEEP,
@@ -207,9 +228,9 @@ def _practice_stage(setup: RatingsSetup) -> Stage:
         )
         setup.save(update_fields=["practice_stage", "updated_at"])
         # Practice first: the real sentences go only to raters who did every practice item.
-        rules = list(setup.rating_stage.eligibility or [])
+        rules = list(rating_stage.eligibility or [])
         rules.append({"rule": "after_stage", "stage": "practice"})
-        setup.rating_stage = engine.stage_update(stage=setup.rating_stage, eligibility=rules)
+        setup.rating_stage = engine.stage_update(stage=rating_stage, eligibility=rules)
     return setup.practice_stage
 
 
@@ -221,8 +242,8 @@ def _historic_stage(setup: RatingsSetup) -> Stage:
             slug="historic",
             name="Imported ratings",
             kind="rate",
-            overlap=setup.rating_stage.overlap,
-            config=dict(setup.rating_stage.config),
+            overlap=_rating_stage(setup).overlap,
+            config=dict(_rating_stage(setup).config),
             position=(last or 0) + 1,
             on_accept=Stage.OnAccept.KEEP,
             is_active=False,
