@@ -18,9 +18,9 @@ from django.db import transaction
 
 from annotation.errors import ApplicationError
 from annotation.models import Project
+from annotation.values import shown
 from imports.core.pipeline import DUPLICATE_POLICIES
 from imports.core.readers import EXTENSIONS, FORMATS
-from imports.core.values import shown
 from imports.models import ImportBatch
 
 LAYOUTS = ("rows", "release")
