@@ -18,15 +18,13 @@ template; every hx-* sits beside a real href or form action.
 
 from __future__ import annotations
 
-import csv
 import json
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -43,8 +41,7 @@ from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
 from annotation.navigation import project_tabs, register_project_tab
 from annotation.selectors import item_stages_with_final_votes
-from annotation.views import page
-from releases.writers import csv_timestamp, spreadsheet_safe
+from annotation.web import csv_response, page
 
 register_project_tab("Agreement", "agreement:dashboard", roles=MONITOR, order=30)
 register_project_tab("Adjudication", "agreement:adjudication", roles=ADJUDICATE, order=40)
@@ -333,39 +330,6 @@ def stage_plot(request, slug: str, stage_slug: str, plot: str):
 
 
 # --- CSV tables ---------------------------------------------------------------------------------
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-def _csv_cell(value: Any) -> Any:
-    """None as an empty cell; text made inert for spreadsheets (``spreadsheet_safe``);
-    timestamps in ISO 8601, UTC, with the offset (``csv_timestamp``); numbers and booleans as
-    they are."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return csv_timestamp(value)
-    if isinstance(value, str):
-        return spreadsheet_safe(value)
-    return value
-
-
-def csv_response(filename: str, header: list[str], rows) -> StreamingHttpResponse:
-    """A streamed CSV download: a BOM (spreadsheet programs then read UTF-8), the header, then
-    the rows, every text cell made safe to open in a spreadsheet."""
-    writer = csv.writer(_Echo())
-
-    def lines():
-        yield "\ufeff" + writer.writerow(header)
-        for row in rows:
-            yield writer.writerow([_csv_cell(value) for value in row])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 CSV_TABLES = ("agreement", "annotators", "labels", "progress", "disagreements")

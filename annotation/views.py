@@ -9,11 +9,9 @@ POST → redirect → GET the next item.
 from __future__ import annotations
 
 import math
-from functools import wraps
 from typing import TYPE_CHECKING
 
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -41,6 +39,7 @@ from annotation.navigation import (
 )
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
+from annotation.web import page
 
 if TYPE_CHECKING:
     from annotation.models import Annotation
@@ -56,32 +55,6 @@ SKIP_REASONS = (
 #: Form fields of the item screen that are not part of the kind's payload.
 META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
 MAX_SECONDS = services.work.MAX_SECONDS_SPENT
-
-
-def page(view):
-    """Sign-in required (htmx requests are redirected as a whole page), and ApplicationErrors
-    rendered as an error page, or as the error fragment for htmx, with their status."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            if request.htmx:
-                login = redirect_to_login(
-                    request.htmx.current_url_abs_path or request.get_full_path()
-                )
-                return HttpResponseClientRedirect(login.url)
-            return redirect_to_login(request.get_full_path())
-        try:
-            return view(request, *args, **kwargs)
-        except ApplicationError as error:
-            return render_error(request, error)
-
-    return wrapper
-
-
-def render_error(request, error: ApplicationError, **context):
-    template = "includes/error.html" if request.htmx else "annotation/error.html"
-    return render(request, template, {"error": error, **context}, status=error.status)
 
 
 # --- My projects, project -----------------------------------------------------------------
