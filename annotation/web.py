@@ -9,6 +9,7 @@ One place for what each page of every app does alike:
   (downloads here, release files in ``releases/writers.py``): ``spreadsheet_safe`` (the
   formula-injection guard), ``csv_timestamp`` (ISO 8601 in UTC with its offset), ``csv_cell``;
 * ``csv_response``: a streamed CSV download (a BOM, the header, the rows, every cell made safe);
+* ``application_error``: an invalid ``django.forms`` form as an ``ApplicationError``;
 * ``page_of``: one page of a long list, numbered by the ``page`` query parameter.
 
 The cell rule is plain Python and this module imports nothing at its top that needs Django's
@@ -23,26 +24,41 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.paginator import Page, Paginator
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.errors import ApplicationError
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_htmx.middleware import HtmxDetails
 
 _T = TypeVar("_T")
 
 # --- Pages ------------------------------------------------------------------------------------
 
 
-def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+class PageRequest(HttpRequest):
+    """The request a view decorated with ``page`` receives (for type checking only): a
+    signed-in ``user`` (``page`` sent everyone else to sign in) and the htmx details that
+    ``django_htmx.middleware.HtmxMiddleware`` sets."""
+
+    user: User
+    htmx: HtmxDetails
+
+
+def page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Sign-in required (htmx requests are redirected as a whole page), and ApplicationErrors
     rendered as an error page, or as the error fragment for htmx, with their status."""
 
     @wraps(view)
-    def wrapper(request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             # Imported here: django.contrib.auth.views needs the app registry, and this module
             # is imported by the Django-free release writers.
@@ -67,6 +83,19 @@ def render_error(request: Any, error: ApplicationError, **context: Any) -> HttpR
     htmx, with the error's status and any extra ``context``."""
     template = "includes/error.html" if request.htmx else "annotation/error.html"
     return render(request, template, {"error": error, **context}, status=error.status)
+
+
+def application_error(form: Form) -> ApplicationError:
+    """An invalid form's errors as the one error type (CONTRIBUTING.md, "One error type"): the
+    first error's message, ``extra`` naming each field in error with its error's code, status
+    400. Pages render it as they render a service's refusal."""
+    message = ""
+    extra: dict[str, Any] = {}
+    for field, errors in form.errors.as_data().items():
+        for error in errors:
+            message = message or error.messages[0]
+            extra.setdefault(field, error.code)
+    return ApplicationError(message, extra)
 
 
 def page_of(request: HttpRequest, items: Sequence[_T] | Any, per_page: int) -> Page:
