@@ -44,11 +44,8 @@ from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound
 from annotation.models import Project
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import project_tabs
 from annotation.web import PageRequest, application_error, csv_response, page, page_of
-
-register_project_tab("Agreement", "agreement:dashboard", roles=MONITOR, order=30)
-register_project_tab("Adjudication", "agreement:adjudication", roles=ADJUDICATE, order=40)
 
 PAGE_SIZE = 50
 #: The figures and CSV tables a stage offers (``agreement.figures``, ``agreement.exports``).
