@@ -132,7 +132,9 @@ def agreement_over_time(
         for index, entry in enumerate(series):
             colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
             values, lows, highs = _nan(entry.values), _nan(entry.lows), _nan(entry.highs)
-            times = list(entry.times)
+            # Datetimes: matplotlib plots them through its date converter, which its stubs
+            # do not know (they type the x values as numbers).
+            times: Any = list(entry.times)
             latest = next((value for value in reversed(values) if value == value), None)
             label = entry.label if latest is None else f"{entry.label}: {latest:.3f}"
             if single:

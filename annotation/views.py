@@ -9,11 +9,9 @@ POST → redirect → GET the next item.
 from __future__ import annotations
 
 import math
-from functools import wraps
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -39,6 +37,7 @@ from annotation.navigation import (
 )
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
+from annotation.web import page
 
 if TYPE_CHECKING:
     from annotation.models import Annotation
@@ -52,32 +51,6 @@ SKIP_REASONS = (
 #: Form fields of the item screen that are not part of the kind's payload.
 META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
 MAX_SECONDS = services.work.MAX_SECONDS_SPENT
-
-
-def page(view):
-    """Sign-in required (htmx requests are redirected as a whole page), and ApplicationErrors
-    rendered as an error page, or as the error fragment for htmx, with their status."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            if request.htmx:
-                login = redirect_to_login(
-                    request.htmx.current_url_abs_path or request.get_full_path()
-                )
-                return HttpResponseClientRedirect(login.url)
-            return redirect_to_login(request.get_full_path())
-        try:
-            return view(request, *args, **kwargs)
-        except ApplicationError as error:
-            return render_error(request, error)
-
-    return wrapper
-
-
-def render_error(request, error: ApplicationError, **context):
-    template = "includes/error.html" if request.htmx else "annotation/error.html"
-    return render(request, template, {"error": error, **context}, status=error.status)
 
 
 # --- My projects, project -----------------------------------------------------------------
@@ -95,18 +68,24 @@ def home(request):
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
     stages = selectors.project_stages(request.user, project)
+    # access_project sets the caller's roles on the project, project_stages each stage's
+    # progress (annotation/access.py, annotation/selectors.py): run-time attributes.
+    roles: set[str] = project.user_roles  # type: ignore[attr-defined]
     graph = None
-    if project.user_roles & {Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}:
+    if roles & {Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}:
         graph = pipeline_svg(*project_pipeline(project))
     return render(
         request,
         "annotation/project.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
-            "roles": sorted(project.user_roles),
+            "project_tabs": project_tabs(project, roles),
+            "roles": sorted(roles),
             "stages": stages,
-            "is_annotator": any(stage.progress is not None for stage in stages),
+            "is_annotator": any(
+                stage.progress is not None  # type: ignore[attr-defined]  # see above
+                for stage in stages
+            ),
             "pipeline_svg": graph,
         },
     )
@@ -131,7 +110,9 @@ def stage_annotate(request, stage_id: int):
         if not request.htmx:
             return redirect("annotation:stage", stage_id=stage.pk)
         return _item_response(request, stage, assignment)
-    held = selectors.assignment_held(stage.current_assignment_id, stage)
+    # access_stage_for_annotator sets the lease the annotator holds (annotation/access.py).
+    held_id = stage.current_assignment_id  # type: ignore[attr-defined]
+    held = selectors.assignment_held(held_id, stage)
     return _item_response(request, stage, held, waiting=held is None)
 
 
@@ -263,7 +244,7 @@ def answer_change(request, annotation_id: int):
         data.pop(field, None)
     kind = get_kind(stage.kind)
     payload = kind.parse_form(data)
-    seconds_spent, timing = _seconds_spent(request.POST.get("seconds_spent"), answer.assignment)
+    seconds_spent, timing = _seconds_spent(request.POST.get("seconds_spent"), _lease_of(answer))
     try:
         stored, created = services.annotation_revise(
             annotation_id=annotation_id,
@@ -293,7 +274,7 @@ def _change_response(
     item_stage = answer.item_stage
     stage = item_stage.stage
     refusal = change_refusal(answer, item_stage, stage)
-    assignment = answer.assignment
+    assignment = _lease_of(answer)
     assignment.item_stage, assignment.stage = item_stage, stage
     filled = {
         key: ("1" if value is True else "" if value in (False, None) else str(value))
@@ -315,6 +296,12 @@ def _change_response(
             "earlier": selectors.annotator_latest_answer(request.user, stage, before=answer),
         },
     )
+
+
+def _lease_of(answer: Annotation) -> Assignment:
+    """The lease an annotator's own answer was given under: access_own_answer returns only
+    answers that have one (imported history has none)."""
+    return cast(Assignment, answer.assignment)
 
 
 def _leave_for(request, url: str):

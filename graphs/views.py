@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.views import page
+from annotation.web import page
 from graphs import services
 
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES

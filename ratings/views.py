@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.access import MANAGE, MONITOR
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.views import page
+from annotation.web import page, spreadsheet_safe
 from ratings import report as report_module
 from ratings import selectors, services
 from ratings.access import (
@@ -28,7 +28,6 @@ from ratings.access import (
     access_model_run_for_deletion,
     access_ratings_project,
 )
-from releases.writers import spreadsheet_safe
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 PREVIEW_ROWS = 12

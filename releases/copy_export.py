@@ -38,9 +38,10 @@ from django.db import connection, transaction
 from agreement.selectors import vote_sql
 from annotation.kinds import KINDS
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
+from annotation.web import FORMULA_STARTS, PLAIN_NUMBER
 from releases.identities import identity_rule, salt_for
 from releases.pseudonyms import pseudonym_sql
-from releases.writers import FORMULA_STARTS, PLAIN_NUMBER, FileEntry, write_blocks
+from releases.writers import FileEntry, write_blocks
 
 #: COPY options under which a line of JSON text is never quoted (see the module docstring).
 JSONL_COPY_OPTIONS = "FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02'"

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.views import page, render_error
+from annotation.web import page, render_error
 from releases import selectors, services
 from releases.access import access_release
 from releases.downloads import release_download_response

@@ -1,5 +1,6 @@
 """Release files: streaming JSONL and CSV writers, a SHA-256 manifest, a deterministic zip and
-a diff between two releases. Pure Python, no Django.
+a diff between two releases. Plain Python: it needs no Django settings nor app registry (the
+spreadsheet-safe cell rule it shares with every CSV download comes from annotation/web.py).
 
 Every writer takes an iterator of dicts and holds one row at a time: memory does not grow with
 the number of rows. Bytes are hashed as they are written, so a file's SHA-256 costs no second
@@ -36,16 +37,18 @@ import hashlib
 import io
 import json
 import os
-import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
+
+# The spreadsheet-safe cell rule is the one every CSV download uses too (annotation/web.py).
+from annotation.web import csv_timestamp, spreadsheet_safe
 
 ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 ZIP_FILE_MODE = 0o644
@@ -153,36 +156,6 @@ def write_blocks(
         buffered.flush()
         buffered.detach()
     return FileEntry(path.name, sink.sha256, sink.bytes_written, rows)
-
-
-#: First characters that make a spreadsheet read a cell as a formula (OWASP's list for CSV
-#: injection: "=", "+", "-", "@", tab and carriage return).
-FORMULA_STARTS = frozenset("=+-@\t\r")
-#: A plain decimal number ("-0.25", "+3", "1e-5"): a spreadsheet reads it as a number, never a
-#: formula, so it stays as it is. ``releases.copy_export.SPREADSHEET_SAFE_SQL`` tests the same
-#: pattern in SQL.
-PLAIN_NUMBER = r"[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?"
-_plain_number = re.compile(PLAIN_NUMBER).fullmatch
-
-
-def spreadsheet_safe(text: str) -> str:
-    """A text cell made inert for spreadsheets: one that starts with ``=``, ``+``, ``-``, ``@``,
-    a tab or a carriage return gets a leading single quote (OWASP's advice against CSV
-    injection), unless the whole text is a plain decimal number. Callers pass text cells only:
-    numbers (``-0.25`` from a float) are never prefixed."""
-    if text and text[0] in FORMULA_STARTS and not _plain_number(text):
-        return "'" + text
-    return text
-
-
-def csv_timestamp(value: datetime) -> str:
-    """A timestamp as every CSV (and release row) of the project spells it: ISO 8601 in UTC with
-    an explicit offset, ``2026-11-25T19:45:55.123456+00:00`` (PostgreSQL's ``to_json`` spelling
-    under ``TimeZone=UTC``, which the COPY export uses). Naive datetimes are taken as UTC, as
-    the database stores them (``USE_TZ``)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat()
 
 
 def _cell(value: Any) -> str:

@@ -17,7 +17,7 @@ from annotation.kinds import KINDS
 from annotation.models import Item, Membership, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.views import page
+from annotation.web import page
 from studio import services, stage_form
 from studio.models import Invite
 
@@ -259,7 +259,7 @@ def invite_revoke(request, slug: str, invite_id: int):
 def join(request, token: str):
     """An invite link: signed-in people join with one click; others create an account here
     (or sign in) and join. Errors (expired, used up, withdrawn) are said plainly."""
-    from annotation.views import render_error
+    from annotation.web import render_error
 
     try:
         invite = services.invite_usable(token)

@@ -8,11 +8,10 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from agreement.views import csv_response
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.views import page
+from annotation.web import csv_response, page
 from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 

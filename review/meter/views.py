@@ -12,11 +12,10 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
 from agreement.selectors import latest_snapshots_by_stage
-from agreement.views import csv_response
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.views import page
+from annotation.web import csv_response, page
 from review.meter import plots, services
 from review.meter.entries import CATEGORIES, CRITERIA
 

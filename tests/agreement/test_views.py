@@ -495,18 +495,3 @@ def test_annotations_are_untouched_by_every_page(study):
     for url in research_urls(study):
         client.get(url)
     assert list(Annotation.objects.order_by("pk").values_list("pk", "payload")) == before
-
-
-def test_csv_response_spells_every_datetime_in_utc_with_its_offset():
-    """The one CSV download helper (agreement.views.csv_response, used by every app's
-    downloads): naive times (SQLite's) are taken as UTC, aware ones converted to UTC."""
-    from datetime import datetime, timedelta, timezone
-
-    from agreement.views import csv_response
-
-    rows = [
-        [datetime(2026, 3, 1, 12, 0)],
-        [datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))],
-    ]
-    cells = [row["at"] for row in read_csv(csv_response("t.csv", ["at"], rows))]
-    assert cells == ["2026-03-01T12:00:00+00:00", "2026-03-01T12:00:00+00:00"]

@@ -14,7 +14,7 @@ from annotation import services, sql
 from annotation.access import access_stage_for_annotator
 from annotation.errors import NotFound, PermissionDenied
 from annotation.models import Assignment, Item, ItemStage, Project, Stage
-from api.views import (
+from api.serializers import (
     AnnotationSerializer,
     AssignmentSerializer,
     annotation_out,

@@ -9,6 +9,7 @@ import json
 import pytest
 import schemathesis
 from django.core import signals
+from django.core.cache import cache
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
@@ -42,6 +43,14 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
+
+
+@pytest.fixture(autouse=True)
+def _forget_throttle_counts():
+    """Generated requests include hundreds of submits by one user: forget the throttles'
+    counters afterwards, or the next test's user (the same id on SQLite) starts throttled."""
+    yield
+    cache.clear()
 
 
 @pytest.fixture

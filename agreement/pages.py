@@ -1,0 +1,309 @@
+"""What each research page shows, one selector per page (CONTRIBUTING.md, "Thin views"):
+agreement/views.py parses the request, fetches through ``access_*``, calls one of these and
+renders. Rows are typed results (``DashboardStage``, ``DisagreementRow``, ``QueueRow``), not
+attributes attached to model instances.
+
+The caller has checked who may see the page: ``access_project(..., MONITOR)`` for the
+dashboards, ``(..., ADJUDICATE)`` and ``agreement.access.access_adjudication_item`` for
+adjudication.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.paginator import Page
+
+from agreement import headlines, selectors
+from agreement.models import AgreementRefresh
+from agreement.selectors import AnnotatorRow, StageProgress
+from annotation.errors import ApplicationError
+from annotation.kinds import KindContext, get_kind
+from annotation.models import ItemStage, Project, Stage
+
+#: How often the stage page's live part reloads itself (an htmx trigger).
+LIVE_REFRESH = "every 30s"
+#: The headline figures a stage page lists, in order.
+STAGE_METRICS = (*selectors.HEADLINE_METRICS, "percent_agreement")
+
+
+def kind_label(key: str) -> str:
+    """A kind's label, or its key when no plug-in registers it any more."""
+    try:
+        return get_kind(key).label
+    except ApplicationError:
+        return key
+
+
+# --- Project overview ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DashboardStage:
+    """A row of the project's Agreement tab: a stage, how far it is and its headline figure
+    (a workflow's own figure, ``agreement.headlines``, or the latest snapshot of a
+    ``HEADLINE_METRICS``)."""
+
+    stage: Stage
+    progress: StageProgress
+    latest: dict[str, Any]
+    headline: Any
+    kind_label: str
+
+
+def dashboard_stages(project: Project) -> list[DashboardStage]:
+    """Every stage of the project in pipeline order, with its progress and headline."""
+    stages = list(project.stages.order_by("position"))
+    latest = selectors.latest_snapshots_by_stage(stages)
+    # A workflow that computes its stages' reliability itself gives the figure (one source for
+    # both pages; agreement.headlines).
+    provided = headlines.provided_headlines(project, stages)
+    rows = []
+    for stage in stages:
+        stage_latest = latest.get(stage.pk, {})
+        headline = provided.get(stage.pk) or next(
+            (stage_latest[m] for m in selectors.HEADLINE_METRICS if m in stage_latest),
+            None,
+        )
+        rows.append(
+            DashboardStage(
+                stage=stage,
+                progress=selectors.stage_progress(stage),
+                latest=stage_latest,
+                headline=headline,
+                kind_label=kind_label(stage.kind),
+            )
+        )
+    return rows
+
+
+# --- Stage dashboard ----------------------------------------------------------------------------
+
+_ANNOTATOR_COLUMNS = (
+    ("name", "Annotator", False),
+    ("n_annotations", "Annotations", True),
+    ("majority_agreement", "Agrees with majority", True),
+    ("gold_agreement", "Matches gold", True),
+    ("mean_abs_deviation", "Distance to others", True),
+    ("median_seconds", "Median time", True),
+    ("skip_rate", "Skips", True),
+    ("flags", "Flags", False),
+)
+
+
+def annotator_columns(
+    sort: str, descending: bool, *, numeric: bool, has_gold: bool
+) -> list[dict[str, Any]]:
+    """Header cells of the per-annotator table: the link of each toggles or starts its sort."""
+    columns = []
+    for key, label, is_number in _ANNOTATOR_COLUMNS:
+        if key == "mean_abs_deviation" and not numeric or key == "gold_agreement" and not has_gold:
+            continue
+        if key == sort:
+            next_dir = "asc" if descending else "desc"
+            aria = "descending" if descending else "ascending"
+        else:
+            next_dir, aria = selectors.ANNOTATOR_SORTS[key], None
+        columns.append(
+            {
+                "key": key,
+                "label": label,
+                "numeric": is_number,
+                "next_dir": next_dir,
+                "aria_sort": aria,
+            }
+        )
+    return columns
+
+
+def stage_page(
+    project: Project, stage: Stage, *, sort: str, descending: bool | None
+) -> dict[str, Any]:
+    """The stage dashboard: its figures, progress, history, label distribution and the
+    per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
+    snapshots = selectors.latest_snapshots(stage)
+    progress = selectors.stage_progress(stage)
+    rows, annotator_snapshot = selectors.annotator_rows(stage, sort=sort, descending=descending)
+    # Members who have done nothing in this stage are listed in one line under the table.
+    annotators: list[AnnotatorRow] = [
+        row for row in rows if row.quality.get("n_annotations") or row.quality.get("n_decisions")
+    ]
+    inactive = [row for row in rows if row not in annotators]
+    if descending is None:
+        descending = selectors.ANNOTATOR_SORTS[sort] == "desc"
+    headline = [snapshots[metric] for metric in STAGE_METRICS if metric in snapshots]
+    latest = headline[0] if headline else None
+    history = selectors.agreement_history_table(stage)
+    history_metrics = [
+        metric for metric in STAGE_METRICS if any(metric in row["metrics"] for row in history)
+    ]
+    kind = get_kind(stage.kind)
+    refresh = AgreementRefresh.of_stage(stage.pk)
+    return {
+        "stage": stage,
+        "stages": list(project.stages.order_by("position")),
+        "kind_label": kind.label,
+        "numeric": not kind.agreement.categorical,
+        "snapshots": snapshots,
+        "headline": headline,
+        "latest": latest,
+        "progress": progress,
+        "since_refresh": max(progress.annotations - latest.n_annotations, 0)
+        if latest
+        else progress.annotations,
+        "annotators": annotators,
+        "inactive": inactive,
+        "has_gold": any(row.quality.get("n_gold") for row in annotators),
+        "annotator_snapshot": annotator_snapshot,
+        "flagged": sum(1 for row in annotators if row.quality.get("flags")),
+        "sort": sort,
+        "descending": descending,
+        "annotator_columns": annotator_columns(
+            sort,
+            descending,
+            numeric=not kind.agreement.categorical,
+            has_gold=any(row.quality.get("n_gold") for row in annotators),
+        ),
+        "labels": selectors.label_distribution(stage, snapshots),
+        "history": history,
+        "history_metrics": history_metrics,
+        "version": f"{refresh.computed_changes}-{progress.annotations}-{progress.done}",
+        "live_refresh": LIVE_REFRESH,
+        "refresh_interval": int(settings.AGREEMENT_REFRESH_INTERVAL),
+        "stale": refresh.stale,
+    }
+
+
+# --- Disagreements ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DisagreementRow:
+    """An item of the disagreement list: its summary and one vote cell per rater (None where
+    the rater did not vote), in the order of the page's rater columns."""
+
+    item_stage: ItemStage
+    summary: str
+    cells: list[Any]
+
+
+def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
+    """The disagreement list: the rows of ``page`` (a page of
+    ``selectors.disagreement_items(stage, show=show)``) with every rater's vote."""
+    item_stages = list(page.object_list)
+    votes, raters = selectors.votes_by_item(item_stages, stage)
+    kind = get_kind(stage.kind)
+    rows = [
+        DisagreementRow(
+            item_stage=item_stage,
+            summary=selectors.item_summary(item_stage.item),
+            cells=[votes.get(item_stage.pk, {}).get(rater) for rater, _ in raters],
+        )
+        for item_stage in item_stages
+    ]
+    return {
+        "stage": stage,
+        "page": page,
+        "rows": rows,
+        "raters": raters,
+        "show": show,
+        "filters": selectors.DISAGREEMENT_FILTERS,
+        "categories": kind.categories(stage.config) or [],
+        "numeric": not kind.agreement.categorical,
+    }
+
+
+# --- Adjudication -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """An item waiting for a reviewer: its summary and the vote tally, most votes first, as
+    (value, count, colour index: the value's place among the kind's categories, 0 if none)."""
+
+    item_stage: ItemStage
+    summary: str
+    tally: list[tuple[Any, int, int]]
+
+
+def queue_row(item_stage: ItemStage) -> QueueRow:
+    resolution = getattr(item_stage, "resolution", None)
+    categories = [
+        str(c) for c in (get_kind(item_stage.stage.kind).categories(item_stage.stage.config) or [])
+    ]
+    tally = [
+        (value, count, categories.index(value) % 6 + 1 if value in categories else 0)
+        for value, count in sorted(
+            (resolution.votes if resolution else {}).items(), key=lambda pair: -pair[1]
+        )
+    ]
+    return QueueRow(
+        item_stage=item_stage, summary=selectors.item_summary(item_stage.item), tally=tally
+    )
+
+
+def adjudication_queue_page(project: Project, *, page: Page) -> dict[str, Any]:
+    """The reviewer's queue: the rows of ``page`` (a page of ``selectors.adjudication_queue``),
+    how many items wait in all, and the latest decisions."""
+    return {
+        "page": page,
+        "rows": [queue_row(item_stage) for item_stage in page.object_list],
+        "waiting": page.paginator.count,
+        "recent": selectors.adjudication_recent(project),
+    }
+
+
+def decision_is_numeric(item_stage: ItemStage) -> bool:
+    """Whether a decision on the item is a number: its kind offers no choices for it."""
+    context = KindContext(stage=item_stage.stage, item_stage=item_stage)
+    return get_kind(item_stage.stage.kind).choices(context) is None
+
+
+def adjudication_page(project: Project, item_stage: ItemStage, *, reviewer: Any) -> dict[str, Any]:
+    """One item to decide: its fields, every annotator's vote (pseudonymised), the choices with
+    their vote counts, and its place in ``reviewer``'s queue."""
+    stage = item_stage.stage
+    kind = get_kind(stage.kind)
+    votes = selectors.adjudication_votes(item_stage)
+    counts: dict[str, int] = {}
+    for row in votes:
+        if row["value"] is not None:
+            key = row["value"] if isinstance(row["value"], str) else json.dumps(row["value"])
+            counts[key] = counts.get(key, 0) + 1
+    categories = kind.choices(KindContext(stage=stage, item_stage=item_stage))
+    choices = [
+        {
+            "value": category,
+            "votes": counts.get(category if isinstance(category, str) else json.dumps(category), 0),
+        }
+        for category in (categories or [])
+    ]
+    queue = selectors.adjudication_queue(project, reviewer=reviewer)
+    position = (
+        queue.filter(completed_at__lt=item_stage.completed_at).count() + 1
+        if item_stage.completed_at
+        else None
+    )
+    return {
+        "item_stage": item_stage,
+        "stage": stage,
+        "item": item_stage.item,
+        "fields": selectors.item_fields(item_stage.item),
+        "votes": votes,
+        "choices": choices,
+        "numeric": categories is None,
+        "adjudication_template": kind.adjudication_template,
+        "display_template": kind.display_template,
+        "waiting": queue.count(),
+        "position": position,
+        "resolution": getattr(item_stage, "resolution", None),
+        "decided": item_stage.state != ItemStage.State.ADJUDICATION,
+    }
+
+
+def next_to_decide(project: Project, *, reviewer: Any, after: ItemStage) -> ItemStage | None:
+    """The oldest item in ``reviewer``'s queue other than ``after`` (just decided)."""
+    return selectors.adjudication_queue(project, reviewer=reviewer).exclude(pk=after.pk).first()

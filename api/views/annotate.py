@@ -1,0 +1,133 @@
+"""The annotator loop over the API: lease the next item, submit (and lease the next), change an
+answer, skip. The same services as the item screen (``annotation.services``); the hot path of the
+API (its outputs are built by ``api.serializers.assignment_out`` and ``annotation_out``)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import services
+from annotation.access import access_stage_for_annotator
+from annotation.models import Assignment
+from api.serializers import (
+    AnnotationSerializer,
+    AssignmentSerializer,
+    SkipInSerializer,
+    SubmitInSerializer,
+    SubmitNextInSerializer,
+    SubmittedSerializer,
+    annotation_out,
+    assignment_out,
+)
+from api.throttles import ScopedThrottle
+
+
+class NextItemView(APIView):
+    """Lease the next item of a stage (or get the one you hold)."""
+
+    @extend_schema(
+        request=None,
+        responses={200: AssignmentSerializer, 204: None},
+        summary="Lease the next item of a stage",
+        tags=["annotate"],
+    )
+    def post(self, request, stage_id: int):
+        stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+        assignment = services.assignment_next(annotator=request.user, stage=stage)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(assignment_out(assignment))
+
+
+class SubmitView(APIView):
+    """Submit the annotation of a leased item. Retrying returns the stored annotation (200).
+    With ``"next": true`` the answer also carries the next lease of the same stage (what
+    ``POST /api/stages/<id>/next/`` would return), saving the client a request per item; a
+    retried submit then returns the lease it already got."""
+
+    # Throttled per user through the cache: no SQL is added to the hot path.
+    throttle_classes = [ScopedThrottle]
+    throttle_scope = "submit"
+
+    @extend_schema(
+        request=SubmitNextInSerializer,
+        responses={201: SubmittedSerializer, 200: SubmittedSerializer},
+        summary="Submit an annotation (and lease the next item)",
+        tags=["annotate"],
+    )
+    def post(self, request, assignment_id: int):
+        body = SubmitNextInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        annotation, created = services.annotation_submit(
+            assignment_id=assignment_id,
+            annotator=request.user,
+            payload=body.validated_data["payload"],
+            seconds_spent=body.validated_data.get("seconds_spent"),
+            client_info=body.validated_data.get("client_info") or {},
+        )
+        answer = annotation_out(annotation)
+        if body.validated_data["next"]:
+            # A submit always stores the assignment it answers (only imported history has none).
+            assignment = cast(Assignment, annotation.assignment)
+            stage = access_stage_for_annotator(user=request.user, stage_id=assignment.stage_id)
+            following = services.assignment_next(annotator=request.user, stage=stage)
+            answer["next"] = assignment_out(following) if following is not None else None
+        return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ReviseView(APIView):
+    """Change one's own answer while its item is undecided: a new version superseding the
+    annotation named in the URL (services.annotation_revise). 201 with the new version; 200
+    when this change was already stored (a retry) or the answer is unchanged; 409 once the
+    item is decided, or when the named version was already replaced by another answer."""
+
+    throttle_classes = [ScopedThrottle]
+    throttle_scope = "submit"
+
+    @extend_schema(
+        request=SubmitInSerializer,
+        responses={201: AnnotationSerializer, 200: AnnotationSerializer},
+        summary="Change an annotation (a new version)",
+        tags=["annotate"],
+    )
+    def post(self, request, annotation_id: int):
+        body = SubmitInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        annotation, created = services.annotation_revise(
+            annotation_id=annotation_id,
+            annotator=request.user,
+            payload=body.validated_data["payload"],
+            seconds_spent=body.validated_data.get("seconds_spent"),
+            client_info=body.validated_data.get("client_info") or {},
+        )
+        return Response(
+            annotation_out(annotation),
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class SkipView(APIView):
+    @extend_schema(
+        request=SkipInSerializer,
+        responses={
+            200: inline_serializer(
+                "Skipped", {"id": serializers.IntegerField(), "status": serializers.CharField()}
+            )
+        },
+        summary="Skip a leased item (with a reason)",
+        tags=["annotate"],
+    )
+    def post(self, request, assignment_id: int):
+        body = SkipInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        assignment = services.assignment_skip(
+            assignment_id=assignment_id,
+            annotator=request.user,
+            reason=body.validated_data["reason"],
+        )
+        return Response({"id": assignment.pk, "status": assignment.status})
