@@ -17,7 +17,7 @@ Blindness is built into the items, not only into what a page shows:
 * The case's author is the answer item's author: the stage's ``not_author`` rule keeps authors
   off their own cases.
 
-tests/review/test_causalt5k_blind.py checks the page HTML and the API responses for every gold
+tests/review/causalt5k/test_blind.py checks the page HTML and the API responses for every gold
 field and the canonical id.
 """
 

@@ -17,7 +17,7 @@ manifest):
   mapping, every unmapped value with file and record, every record not imported, every merge)
   and its counts as JSON for the datasheet.
 
-Registered for project kind "causalt5k" in ReviewConfig.ready()."""
+Registered for project kind "causalt5k" in CausalT5kConfig.ready() (review/causalt5k/apps.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
 from review.causalt5k.services import latest_import, report_summary
 
 #: Payload paths that name people (pseudonyms in the release, usernames in Rungwise): every file
-#: of a CausalT5k release leaves them out (releases.identities, declared in ReviewConfig.ready()).
+#: of a CausalT5k release leaves them out (releases.identities, declared in
+#: review/causalt5k/apps.py).
 IDENTITIES = IdentityRule(paths=("author", "reviews[].reviewer"), treatment="remove")
 
 
