@@ -28,7 +28,7 @@ from typing import Any
 from releases.identities import IdentityRule
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv, write_jsonl
-from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
+from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 from review.causalt5k.services import latest_import, report_summary
 
 #: Payload paths that name people (pseudonyms in the release, usernames in Rungwise): every file
