@@ -36,10 +36,12 @@ class CausalT5kConfig(AppConfig):
         from annotation.navigation import register_project_tab
         from annotation.policies import register_policy
         from annotation.workflows import Workflow, register_workflow
+        from imports.core.schema import register_schema
         from imports.services import register_item_mapper
         from releases.identities import register_identities
         from releases.layouts import register_layout
         from review.causalt5k import kinds, pipeline, policies, release_layout, services
+        from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
         register_workflow(
             Workflow(
@@ -50,6 +52,7 @@ class CausalT5kConfig(AppConfig):
                 "score with a gate.",
             )
         )
+        register_schema(services.WORKFLOW, CAUSALT5K_SCHEMA)
         register_layout(services.WORKFLOW, release_layout.causalt5k_layout)
         register_item_mapper(services.WORKFLOW, services.case_item_mapper)
         register_identities(services.WORKFLOW, release_layout.IDENTITIES)

@@ -126,10 +126,14 @@ def normalise_record(raw: RawRecord) -> Normalised:
         else:
             mapped("trap", spelling_text, trap or (f"family {family}" if family else None))
             if trap is None and family is None:
-                issues.append(Issue("trap", spelling_text))
+                issues.append(Issue("trap", spelling_text or ""))
             elif trap is None:
                 issues.append(
-                    Issue("trap", spelling_text, f"not one of W1–W10/S1–S8; family {family} kept")
+                    Issue(
+                        "trap",
+                        spelling_text or "",
+                        f"not one of W1–W10/S1–S8; family {family} kept",
+                    )
                 )
 
     label_spelling = first(flat, "ground_truth", "label", "correct_answer", "label_name")
@@ -414,8 +418,8 @@ def build_cases(files: list[FileResult], records: Iterable[RawRecord]) -> tuple[
         where = {"file": raw.file, "record": raw.index}
         keys = [flat.get("key"), text_of(flat.get("case_id"))]
         matches: list[dict] = []
-        for key in keys:
-            found = [c for c in by_key.get(key or "", []) if c["tier"] == 3]
+        for candidate in keys:
+            found = [c for c in by_key.get(candidate or "", []) if c["tier"] == 3]
             if found:
                 matches = found
                 break
