@@ -8,8 +8,8 @@ DEMO_SLUG = "causalt5k-demo"
 class CausalT5kConfig(AppConfig):
     """CausalT5k as a plug-in of the engine: the release imported and normalised, then validated
     (near-duplicate queue, adversarial review, quality gate), blind answers, pressure variants,
-    the human floor (review/README.md, "CausalT5k"). Everything is registered here; the engine
-    imports nothing from this app.
+    the human floor (review/README.md, "CausalT5k"). Everything it adds is one ``Plugin``
+    (annotation/plugins.py) registered in ``ready()``; the engine imports nothing from this app.
 
     The app label stays ``review``, the label of the one app ``review/`` was before METER and
     CausalT5k became two: CausalT5k's models (``CausalT5kImport``, ``CausalT5kDuplicate``) and
@@ -30,63 +30,62 @@ class CausalT5kConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.eligibility import register_rule
-        from annotation.events import on_item_stage_decided
-        from annotation.kinds import register_kind
-        from annotation.navigation import register_project_tab
-        from annotation.policies import register_policy
-        from annotation.workflows import Workflow, register_workflow
-        from imports.core.schema import register_schema
-        from imports.services import register_item_mapper
-        from releases.identities import register_identities
-        from releases.layouts import register_layout
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
+        from annotation.workflows import Workflow
         from review.causalt5k import kinds, pipeline, policies, release_layout, services
         from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
-        register_workflow(
-            Workflow(
-                services.WORKFLOW,
-                "Causal cases across three rungs (CausalT5k-style)",
-                "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
-                "normalised; near-duplicate queue, adversarial review and a composite quality "
-                "score with a gate.",
+        register_plugin(
+            Plugin(
+                name=self.name,
+                kinds=[
+                    kinds.CT5kClusterKind(),
+                    kinds.CT5kReviewKind(),
+                    kinds.CT5kAuthorKind(),
+                    kinds.CT5kScoreKind(),
+                    kinds.CT5kAnswerKind(),
+                    kinds.CT5kPressureKind(),
+                    kinds.CT5kPressureCheckKind(),
+                ],
+                policies=[
+                    policies.CT5kReviewPolicy(),
+                    policies.CT5kAuthorPolicy(),
+                    policies.CT5kGatePolicy(),
+                    policies.CT5kAnswersPolicy(),
+                    policies.CT5kPressurePolicy(),
+                    policies.CT5kPressureCheckPolicy(),
+                ],
+                eligibility_rules=[pipeline.AuthorIfKnown()],
+                workflows=[
+                    Workflow(
+                        services.WORKFLOW,
+                        "Causal cases across three rungs (CausalT5k-style)",
+                        "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
+                        "normalised; near-duplicate queue, adversarial review and a composite "
+                        "quality score with a gate.",
+                    )
+                ],
+                import_schemas={services.WORKFLOW: CAUSALT5K_SCHEMA},
+                item_mappers={services.WORKFLOW: services.case_item_mapper},
+                release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
+                release_identities={services.WORKFLOW: release_layout.IDENTITIES},
+                project_tabs=[
+                    ProjectTab(
+                        "CausalT5k",
+                        "causalt5k:report",
+                        ("admin", "researcher"),
+                        order=35,
+                        kinds=(services.WORKFLOW,),
+                    )
+                ],
+                on_item_stage_decided=[pipeline.cluster_decided],
+                demo=self.demo_seed,
             )
         )
-        register_schema(services.WORKFLOW, CAUSALT5K_SCHEMA)
-        register_layout(services.WORKFLOW, release_layout.causalt5k_layout)
-        register_item_mapper(services.WORKFLOW, services.case_item_mapper)
-        register_identities(services.WORKFLOW, release_layout.IDENTITIES)
-        for kind in (
-            kinds.CT5kClusterKind(),
-            kinds.CT5kReviewKind(),
-            kinds.CT5kAuthorKind(),
-            kinds.CT5kScoreKind(),
-            kinds.CT5kAnswerKind(),
-            kinds.CT5kPressureKind(),
-            kinds.CT5kPressureCheckKind(),
-        ):
-            register_kind(kind)
-        for policy in (
-            policies.CT5kReviewPolicy(),
-            policies.CT5kAuthorPolicy(),
-            policies.CT5kGatePolicy(),
-            policies.CT5kAnswersPolicy(),
-            policies.CT5kPressurePolicy(),
-            policies.CT5kPressureCheckPolicy(),
-        ):
-            register_policy(policy)
-        register_rule(pipeline.AuthorIfKnown())
-        on_item_stage_decided(pipeline.cluster_decided)
-        register_project_tab(
-            "CausalT5k",
-            "causalt5k:report",
-            roles=("admin", "researcher"),
-            order=35,
-            kinds=(services.WORKFLOW,),
-        )
 
-    def seed_demo(self, *, users: dict) -> None:
-        """The CausalT5k demo project (review.causalt5k.demo)."""
+    def demo_seed(self, *, users: dict) -> None:
+        """The CausalT5k demo project (review.causalt5k.demo), created once."""
         from review.causalt5k.demo import seed
 
         seed(users=users, slug=DEMO_SLUG)
