@@ -60,6 +60,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.errors import ApplicationError, Conflict
 from annotation.models import Item, ItemStage, Project
+from annotation.values import shown
 from imports.core import (
     FieldSpec,
     ImportRejected,
@@ -72,7 +73,6 @@ from imports.core import (
 )
 from imports.core.pipeline import DUPLICATE_POLICIES, CleanRow
 from imports.core.readers import EXTENSIONS, FORMATS
-from imports.core.values import shown
 from imports.models import ImportBatch
 
 logger = logging.getLogger(__name__)

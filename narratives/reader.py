@@ -18,7 +18,7 @@ rule), at least one sentence.
 ``read_narratives(path)`` reads a file or a directory tree of them into :class:`Narrative` s, or
 reports every problem as :class:`Problem` (file and line): bad JSON (each line is read by the
 imports' rules, ``imports.core.readers.read_json_document``: nested at most
-``imports.core.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text, a file in
+``annotation.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text, a file in
 UTF-8), a line that is not an
 object, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1`` (chains), bad edges
 (graphs), empty sentences. The caller imports nothing when there is any problem.

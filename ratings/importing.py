@@ -31,7 +31,7 @@ file as a whole) and field ("" = the whole row); a file with any error is reject
 Reading problems (encoding, JSON syntax, CSV quoting and cell counts) carry the core reader's
 messages, which lead with their place ("line 4, column 12: …"); a file that cannot be read is
 reported with those alone, before the rules below are applied.
-Values meet the limits of ``imports.core.values``: JSON nested at most 64 levels, numbers Python
+Values meet the limits of ``annotation.values``: JSON nested at most 64 levels, numbers Python
 holds as written, text without NUL or unpaired surrogates, each refused naming line and field.
 """
 
@@ -48,9 +48,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from annotation.values import InvalidNumber, value_problem
 from imports.core.readers import UTF8_BOM, ImportFileError, RecordReader
 from imports.core.report import RowError
-from imports.core.values import InvalidNumber, value_problem
 from ratings.connectives import SENTENCE_ORDERS, ConnectiveSet, variant_key
 
 #: Error lists stop growing here; the count of all errors is still reported.

@@ -22,7 +22,7 @@ Reading values
   JSON array or items separated by ``;``. JSON input keeps its own types, with two allowances seen
   in real submissions: numbers given as numeric strings, and booleans given as strings.
 * ``choice`` matches exactly, then case-insensitively, and stores the declared spelling.
-* Every value kept (declared or extra) must be storable (``imports.core.values``): no NUL or
+* Every value kept (declared or extra) must be storable (``annotation.values``): no NUL or
   unpaired surrogate in any text or key, no number Python cannot hold as written, nesting of at
   most ``MAX_DEPTH`` levels; otherwise the error names the field (codes ``invalid_text``,
   ``invalid_number``, ``too_deep``).
@@ -43,8 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from annotation.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 from imports.core.report import RowError, truncated_repr
-from imports.core.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
