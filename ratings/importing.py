@@ -458,8 +458,9 @@ def parse_pairs(
                 errors.add(line, name, f"not a number: {row.get(name)!r}")
                 bounds[name] = None
                 continue
-            if bounds[name] is not None and not low <= bounds[name] <= high:
-                errors.add(line, name, f"{bounds[name]:g} is outside the scale {low}–{high}")
+            bound = bounds[name]
+            if bound is not None and not low <= bound <= high:
+                errors.add(line, name, f"{bound:g} is outside the scale {low}–{high}")
         if bounds["expected_min"] is None and bounds["expected_max"] is None:
             errors.add(
                 line,
@@ -530,7 +531,7 @@ def _item_key(
             f"unknown connective {connective!r}; this project uses {', '.join(connective_set.words)}",
         )
         ok = False
-    if not ok:
+    if not ok or order is None:
         return None
     key = variant_key(pair_id, order, connective)
     if known_items is not None and key not in known_items:
@@ -571,7 +572,8 @@ def parse_ratings(
         total += 1
         key = _item_key(line, row, connective_set, errors, known_items)
         if "ratings" in row and row.get("ratings") not in (None, ""):
-            values, rater, column = _rating_list(row["ratings"]), "", "ratings"
+            values: list[Any] = _rating_list(row["ratings"])
+            rater, column = "", "ratings"
             if not values:
                 errors.add(line, "ratings", "no ratings in the list")
         else:

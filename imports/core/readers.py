@@ -36,7 +36,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from annotation.values import (
     MAX_DEPTH,
@@ -1029,7 +1029,9 @@ class _JsonArrayReader:
                 self.pos = self.base + end
                 return value
 
-    def _raise(self, absolute: int, cause: str, expected: str, code: str = "json_syntax") -> None:
+    def _raise(
+        self, absolute: int, cause: str, expected: str, code: str = "json_syntax"
+    ) -> NoReturn:
         line, column = self._locate(absolute)
         raise ImportFileError(
             RowError(
@@ -1141,7 +1143,7 @@ class _JsonArrayReader:
                 "',' or ']'",
             )
 
-    def _truncated(self, open_at: int, complete: int) -> None:
+    def _truncated(self, open_at: int, complete: int) -> NoReturn:
         open_line, _ = self._locate(open_at)
         self._raise(
             self.base + len(self.text),

@@ -146,6 +146,7 @@ class FieldSpec:
         ``value`` must not be missing (callers check ``is_missing`` first).
         """
         kind = self.type
+        result: Any
         if kind == "str":
             result = self._coerce_str(value)
         elif kind == "int":
@@ -490,7 +491,7 @@ class RowSchema:
         ``line``/``index``/``column`` locate the record for the errors. ``text_values`` is True
         for CSV, whose cells are all text.
         """
-        where = {"line": line, "index": index, "column": column}
+        where: dict[str, Any] = {"line": line, "index": index, "column": column}
         if not isinstance(raw, Mapping):
             return None, [
                 RowError(
@@ -547,15 +548,15 @@ class RowSchema:
                 problem = value_problem(coerced, depth=2) if coerced is not value else None
                 if problem is not None:
                     raise _unstorable(spec.name, problem)
-            except FieldValueError as problem:
+            except FieldValueError as refused:
                 errors.append(
                     RowError(
                         **where,
                         field=spec.name,
-                        code=problem.code,
-                        expected=problem.expected,
+                        code=refused.code,
+                        expected=refused.expected,
                         found=truncated_repr(value),
-                        message=problem.message,
+                        message=refused.message,
                     )
                 )
                 continue
