@@ -23,8 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from imports.core import CAUSALT5K_SCHEMA, validate_stream  # noqa: E402
+from imports.core import validate_stream  # noqa: E402
 from releases import write_csv, write_jsonl  # noqa: E402
+from review.causalt5k.schema import CAUSALT5K_SCHEMA  # noqa: E402
 
 COLUMNS = ["id", "pearl_level", "domain", "scenario", "claim", "label", "trap_type", "final_score"]
 

@@ -26,7 +26,7 @@ urlpatterns = [
         name="password_change_done",
     ),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
-    path("projects/<slug:slug>/meter/", include("review.urls")),
+    path("projects/<slug:slug>/meter/", include("review.meter.urls")),
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),
     path("", include("crowd.urls")),
     path("projects/<slug:slug>/graphs/", include("graphs.urls")),

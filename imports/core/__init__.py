@@ -18,7 +18,6 @@ from imports.core.readers import (
 )
 from imports.core.report import ImportReport, RowError
 from imports.core.schema import (
-    CAUSALT5K_SCHEMA,
     FieldSpec,
     RowSchema,
     generic_schema,
@@ -27,7 +26,6 @@ from imports.core.schema import (
 )
 
 __all__ = [
-    "CAUSALT5K_SCHEMA",
     "CleanRow",
     "FieldSpec",
     "ImportFileError",

@@ -17,7 +17,7 @@ Blindness is built into the items, not only into what a page shows:
 * The case's author is the answer item's author: the stage's ``not_author`` rule keeps authors
   off their own cases.
 
-tests/review/test_causalt5k_blind.py checks the page HTML and the API responses for every gold
+tests/review/causalt5k/test_blind.py checks the page HTML and the API responses for every gold
 field and the canonical id.
 """
 
@@ -190,7 +190,7 @@ def blind_accuracy(project: Project, *, n_boot: int = 2000, seed: int = 0) -> li
         item_stage__stage__project=project, item_stage__stage__kind=BLIND_KIND
     ).values_list("item_stage__item__payload", "payload")
     gold = {}
-    answers: dict[str, list[bool]] = defaultdict(list)
+    answers: dict[str, list[Any]] = defaultdict(list)  # each answer's label, as submitted
     level_of: dict[str, str] = {}
     for item_payload, payload in rows:
         answers[item_payload["case_id"]].append((payload or {}).get("label"))

@@ -304,9 +304,11 @@ def _pressure(index: int, item: Any, phase: str) -> dict[str, Any]:
 
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
-    project = Project.objects.filter(slug=slug).first()
-    created = project is None
-    if created:
+    existing = Project.objects.filter(slug=slug).first()
+    created = existing is None
+    if existing is not None:
+        project = existing
+    else:
         project = causalt5k_project_create(
             slug=slug,
             name="Causal cases (CausalT5k demo)",

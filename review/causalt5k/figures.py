@@ -11,9 +11,9 @@ import pandas as pd
 
 from agreement import stats
 from annotation.models import Annotation, ItemStage, Project
+from review.causalt5k.models import CausalT5kDuplicate
 from review.causalt5k.pipeline import PAPER_CASCADE, PAPER_REVIEW, case_items
 from review.causalt5k.review_vocab import clean_rubric
-from review.models import CausalT5kDuplicate
 
 REVIEW_OUTCOMES = ("pass", "minor", "major", "removed")
 

@@ -99,7 +99,7 @@ def human_floor(project: Project, *, threshold: Any = None, basis: Any = None) -
     traps += sorted({k[0] for k in cells} - set(TRAPS))
     domains = [d for d in DOMAINS if any(k[1] == d for k in cells)]
     domains += sorted({k[1] for k in cells} - set(DOMAINS))
-    grid = []
+    grid: list[dict[str, Any]] = []
     for trap in traps:
         row = []
         for domain in domains:

@@ -52,6 +52,14 @@ def _getlist(data: Mapping[str, Any], name: str) -> list[Any]:
     return list(getlist(name) if getlist else data.get(name) or [])
 
 
+def _case(context: KindContext) -> dict[str, Any]:
+    """The case being answered: every CausalT5k kind validates an answer to an item stage, so
+    its context always carries the item (annotation.kinds.base.KindContext)."""
+    item = context.item
+    assert item is not None, "a CausalT5k answer is validated with its item"
+    return item.payload
+
+
 def parse_edits(data: Mapping[str, Any]) -> dict[str, Any]:
     """The editor's fields (``edit_<field>``) as posted."""
     return {name: data.get(f"edit_{name}") for name in EDITABLE_FIELDS if f"edit_{name}" in data}
@@ -133,7 +141,7 @@ class CT5kClusterKind(TaskKind):
             raise _invalid(
                 "Confirm the cluster (keep one case) or split it.", "verdict", "confirm or split"
             )
-        members = [m["case_id"] for m in (context.item.payload.get("members") or [])]
+        members = [m["case_id"] for m in (_case(context).get("members") or [])]
         keep = payload.get("keep") or []
         if not isinstance(keep, list) or any(case not in members for case in keep):
             raise _invalid("Keep cases of this cluster only.", "keep", ", ".join(members))
@@ -224,7 +232,7 @@ class CT5kReviewKind(TaskKind):
             )
         edits = {}
         if verdict == "minor":
-            edits = clean_edits(payload.get("edits"), context.item.payload)
+            edits = clean_edits(payload.get("edits"), _case(context))
             if not edits:
                 raise _invalid(
                     "A minor revision edits the case in place: change at least one field "
@@ -268,7 +276,7 @@ class CT5kAuthorKind(TaskKind):
         return {"edits": parse_edits(data), "comment": data.get("comment") or ""}
 
     def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
-        edits = clean_edits(payload.get("edits"), context.item.payload)
+        edits = clean_edits(payload.get("edits"), _case(context))
         if not edits:
             raise _invalid(
                 "Restructure the case: change at least one field.", "edits", "a changed field"
@@ -400,7 +408,7 @@ class CT5kAnswerKind(TaskKind):
         return {"label": data.get("label") or "", "comment": data.get("comment") or ""}
 
     def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
-        labels = labels_for(context.item.payload.get("tier"))
+        labels = labels_for(_case(context).get("tier"))
         if payload.get("label") not in labels:
             raise _invalid(f"Answer with one of {', '.join(labels)}.", "label", ", ".join(labels))
         return {"label": payload["label"], "comment": _comment(payload)}
@@ -443,7 +451,7 @@ class CT5kPressureKind(TaskKind):
     def validate(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
         from review.causalt5k.pressure import PRESSURES, neutral_prompt
 
-        neutral = neutral_prompt(dict(context.item.payload))
+        neutral = neutral_prompt(dict(_case(context)))
         clean = {}
         for key, label in PRESSURES.items():
             value = str(payload.get(key) or "").replace("\r\n", "\n").strip()

@@ -1,323 +1,35 @@
-"""Read CausalT5k's release and normalise it into canonical cases, with nothing lost silently.
+"""Normalise CausalT5k's records into canonical cases, with nothing lost silently.
 
-Django-free (CONTRIBUTING.md, "Statistics are pure functions" applies alike): ``read_release``
-walks the release folder, ``normalise_record`` turns one submitted record into a canonical case,
-``build_cases`` merges the records that are the same case and gives each a case id in the
-paper's form. Every record read ends in exactly one place of the ``Report``: it made a case, was
-merged into one, was attached to one as a review, or was not imported — with the reason.
-
-Values stored as Python reprs ("{'X': …}", "True") are parsed with ``ast.literal_eval``, never
-``eval``.
+Django-free (CONTRIBUTING.md, "Statistics are pure functions" applies alike). One concern per
+module: review.causalt5k.release_files reads the release folder into raw records,
+review.causalt5k.parsing reads values out of a record, this module maps a record to a canonical
+case (``normalise_record``) and merges the records that are the same case, giving each a case id
+in the paper's form (``build_cases``), and review.causalt5k.report holds the report. Every
+record read ends in exactly one place of the ``Report``: it made a case, was merged into one,
+was attached to one as a review, or was not imported — with the reason.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imports.core.readers import ImportFileError, RecordReader
 from review.causalt5k import vocab
-
-#: Source kinds, in the order their values win a merge.
-SOURCE_KINDS = ("final", "clean", "unlabelled", "review_round2", "review_round1", "raw")
-NULLS = {"", "none", "null", "n/a", "na", "nan", "-"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading files
-
-
-@dataclass
-class FileResult:
-    path: str
-    kind: str
-    status: str  # "ok" | "invalid"
-    records: int = 0
-    error: str = ""
-    detail: str = ""
-
-
-@dataclass
-class RawRecord:
-    file: str
-    index: str  # position in the file: "12", "cases[3]", "[4].responses.response1[0]", a key
-    kind: str
-    data: dict
-
-
-def _source_kind(rel: str) -> str | None:
-    if rel.startswith("final_dataset/clean/"):
-        return "clean"
-    if rel.startswith("final_dataset/unlabelled/"):
-        return "unlabelled"
-    if re.match(r"final_dataset/D\d+/D\d+_L[123]\.json$", rel):
-        return "final"
-    for kind in ("review_round1", "review_round2", "raw_submissions"):
-        if rel.startswith(kind + "/"):
-            return "raw" if kind == "raw_submissions" else kind
-    return None
-
-
-def describe_json_error(text: str, error: json.JSONDecodeError) -> str:
-    """Why a file is not one JSON document, in words a person can act on."""
-    where = f"line {error.lineno}, column {error.colno}"
-    if error.msg.startswith("Invalid \\escape"):
-        snippet = text[max(0, error.pos - 20) : error.pos + 6].replace("\n", " ")
-        return f'invalid backslash escape at {where} (…{snippet}…): JSON allows only \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX'
-    if error.msg.startswith("Extra data"):
-        values, pos, decoder = 0, 0, json.JSONDecoder()
-        valid = True
-        while pos < len(text):
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
-            if pos >= len(text):
-                break
-            try:
-                _, pos = decoder.raw_decode(text, pos)
-                values += 1
-            except json.JSONDecodeError:
-                valid = False
-                break
-        tail = "" if valid else "; the text after them is not JSON either"
-        return (
-            f"a second JSON value starts at {where}: {values} JSON values one after another "
-            f"(JSON Lines or concatenated documents), not one document{tail}"
-        )
-    return f"{error.msg} at {where}"
-
-
-def _expand(data: Any, kind: str, file: str) -> tuple[list[RawRecord], str]:
-    """The records of one parsed JSON document and a note on its shape."""
-    note = ""
-    if isinstance(data, dict):
-        lists = [k for k in ("cases", "questions") if isinstance(data.get(k), list)]
-        if lists:
-            key = lists[0]
-            skipped = [k for k in data if k != key]
-            note = f"records under '{key}'" + (
-                f"; block {skipped} is file metadata" if skipped else ""
-            )
-            items = [(f"{key}[{i}]", r) for i, r in enumerate(data[key])]
-        elif data and all(isinstance(v, dict) for v in data.values()):
-            note = "an object keyed by case"
-            items = [(k, {**v, "_key": k}) for k, v in data.items()]
-        else:
-            note = "one object"
-            items = [("0", data)]
-    elif isinstance(data, list):
-        items = [(str(i), r) for i, r in enumerate(data)]
-    else:
-        items = [("0", data)]
-    out, wrapped = _records(items, kind, file)
-    return out, note or wrapped
-
-
-def _records(items: Iterable[tuple[str, Any]], kind: str, file: str) -> tuple[list[RawRecord], str]:
-    """(position, value) pairs as records, each ``{case_id, responses}`` wrapper opened into
-    its responses; the note says when there was one."""
-    out: list[RawRecord] = []
-    note = ""
-    for index, record in items:
-        if isinstance(record, dict) and isinstance(record.get("responses"), dict):
-            note = "records wrapped in {case_id, responses}"
-            for name, inner in record["responses"].items():
-                for j, sub in enumerate(inner if isinstance(inner, list) else [inner]):
-                    out.append(RawRecord(file, f"{index}.responses.{name}[{j}]", kind, sub))
-            continue
-        out.append(RawRecord(file, index, kind, record))
-    return out, note
-
-
-def _read_json_lines(path: Path, kind: str, rel: str) -> tuple[list[RawRecord], str]:
-    """The records of a JSON Lines file, one per non-blank line, read by the import core's
-    reader (``imports.core.readers.RecordReader``: UTF-8 with or without a byte-order mark,
-    the values' limits of ``annotation.values``). A record's position is its line
-    (``"line 12"``). Raises ``ValueError`` with the reader's message (its line and column) for
-    the first line that is not a JSON value, or for a file that cannot be read at all: like a
-    JSON file that is not valid, such a file gives nothing."""
-    items: list[tuple[str, Any]] = []
-    with path.open("rb") as handle:
-        reader = RecordReader(handle, fmt="jsonl", filename=path.name)
-        try:
-            for raw in reader:
-                if raw.error is not None:
-                    raise ValueError(raw.error.message.rstrip("."))
-                items.append((f"line {raw.line}", raw.data))
-        except ImportFileError as error:
-            raise ValueError(error.error.message.rstrip(".")) from None
-    found, note = _records(items, kind, rel)
-    return found, note or f"JSON Lines, {len(items)} lines"
-
-
-def read_release(root: Path) -> tuple[list[FileResult], list[RawRecord]]:
-    """Every JSON / JSON Lines file of the release, in path order. A ``.json`` file is one JSON
-    document; a ``.jsonl`` file is JSON Lines, one value per line, read by the import core's
-    reader (``_read_json_lines``). A file that is not valid in its form is reported with where
-    and why, and nothing is taken from it."""
-    root = Path(root)
-    files: list[FileResult] = []
-    records: list[RawRecord] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if path.suffix not in (".json", ".jsonl"):
-            continue
-        kind = _source_kind(rel)
-        if kind is None:
-            files.append(FileResult(rel, "unknown", "invalid", error="not a folder of the release"))
-            continue
-        if path.suffix == ".jsonl":
-            try:
-                found, note = _read_json_lines(path, kind, rel)
-            except ValueError as error:
-                files.append(FileResult(rel, kind, "invalid", error=str(error)))
-                continue
-            files.append(FileResult(rel, kind, "ok", records=len(found), detail=note))
-            records.extend(found)
-            continue
-        text = path.read_text(encoding="utf-8")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            files.append(FileResult(rel, kind, "invalid", error=describe_json_error(text, error)))
-            continue
-        found, note = _expand(data, kind, rel)
-        files.append(FileResult(rel, kind, "ok", records=len(found), detail=note))
-        records.extend(found)
-    return files, records
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing values
-
-
-def snake(key: str) -> str:
-    """'pearlLevel' → 'pearl_level', 'Case ID' → 'case_id', 'variables, X' → 'variables_x'."""
-    key = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key))
-    return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
-
-
-def parse_value(value: Any) -> Any:
-    """Strings holding JSON or a Python literal become the value; 'None'/'N/A'/'' become None."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower() in NULLS:
-            return None
-        if text in ("True", "true"):
-            return True
-        if text in ("False", "false"):
-            return False
-        if text[:1] in "{[" and text[-1:] in "}]":
-            try:
-                return json.loads(text)
-            except ValueError:
-                pass
-            try:
-                return ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                return value
-        return value
-    return value
-
-
-def flatten(record: dict) -> dict[str, Any]:
-    """Keys in snake case, reprs parsed; an ``annotations``/``annotation`` object's keys are
-    fallbacks (the record's own keys win)."""
-    flat: dict[str, Any] = {}
-    nested: dict[str, Any] = {}
-    for key, value in record.items():
-        name = snake(key)
-        value = parse_value(value)
-        if name in ("annotations", "annotation") and isinstance(value, dict):
-            for k, v in value.items():
-                nested.setdefault(snake(k), parse_value(v))
-            flat.setdefault("annotation_meta", value)
-            continue
-        flat[name] = value
-    for key, value in nested.items():
-        if flat.get(key) is None:
-            flat[key] = value
-    return flat
-
-
-def first(flat: dict, *names: str) -> Any:
-    for name in names:
-        value = flat.get(name)
-        if value is not None and value != "" and value != [] and value != {}:
-            return value
-    return None
-
-
-def text_of(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return "\n".join(str(v) for v in value if v is not None) or None
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
-    text = str(value).strip()
-    return text or None
-
-
-def variable(value: Any) -> dict | None:
-    """'Exercise' or {'name', 'role'} or 'X = Exercise' → {'name', 'role'}."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        name = text_of(value.get("name") or value.get("variable") or value.get("description"))
-        if name is None:
-            return None
-        return {"name": name, "role": text_of(value.get("role"))}
-    text = str(value).strip()
-    text = re.sub(r"^[XYZ]\d?\s*[=:]\s*", "", text)
-    return {"name": text, "role": None} if text else None
-
-
-def variables_of(flat: dict) -> dict:
-    raw = flat.get("variables")
-    xs: dict[str, Any] = {"X": None, "Y": None, "Z": []}
-    if isinstance(raw, list):  # ["X = …", "Y = …", "Z = …"]
-        as_dict: dict[str, Any] = {}
-        for entry in raw:
-            match = re.match(r"^\s*([XYZ])\d?\s*[=:]", str(entry))
-            if match:
-                as_dict.setdefault(match.group(1), []).append(entry)
-        raw = {k: (v[0] if k != "Z" else v) for k, v in as_dict.items()}
-    if isinstance(raw, dict):
-        lower = {str(k).upper(): v for k, v in raw.items()}
-        xs["X"] = variable(lower.get("X"))
-        xs["Y"] = variable(lower.get("Y"))
-        zs = lower.get("Z")
-        zs = zs if isinstance(zs, list) else [zs] if zs is not None else []
-        for k in sorted(lower):
-            if re.match(r"^Z\d$", k):
-                zs.append(lower[k])
-        xs["Z"] = [v for v in (variable(z) for z in zs) if v]
-    xs["X"] = xs["X"] or variable(first(flat, "var_x", "variables_x", "x"))
-    xs["Y"] = xs["Y"] or variable(first(flat, "var_y", "variables_y", "y"))
-    if not xs["Z"]:
-        zs = [first(flat, f"var_z{i}") for i in (1, 2, 3)] + [first(flat, "variables_z", "z")]
-        xs["Z"] = [v for v in (variable(z) for z in zs) if v]
-    return xs
-
-
-def score_of(value: Any) -> float | None | str:
-    """A 0–10 score, None when absent, or the text itself when it is not a score (reported)."""
-    if value is None:
-        return None
-    try:
-        score = float(str(value).strip().split("/")[0])
-    except ValueError:
-        return str(value)
-    if not 0 <= score <= 10:
-        return str(value)
-    return score
-
+from review.causalt5k.parsing import (
+    first,
+    flatten,
+    parse_value,
+    score_of,
+    snake,
+    text_of,
+    variables_of,
+)
+from review.causalt5k.release_files import SOURCE_KINDS, FileResult, RawRecord, read_release
+from review.causalt5k.report import Report
 
 # ---------------------------------------------------------------------------------------------
 # One record → one canonical case
@@ -414,10 +126,14 @@ def normalise_record(raw: RawRecord) -> Normalised:
         else:
             mapped("trap", spelling_text, trap or (f"family {family}" if family else None))
             if trap is None and family is None:
-                issues.append(Issue("trap", spelling_text))
+                issues.append(Issue("trap", spelling_text or ""))
             elif trap is None:
                 issues.append(
-                    Issue("trap", spelling_text, f"not one of W1–W10/S1–S8; family {family} kept")
+                    Issue(
+                        "trap",
+                        spelling_text or "",
+                        f"not one of W1–W10/S1–S8; family {family} kept",
+                    )
                 )
 
     label_spelling = first(flat, "ground_truth", "label", "correct_answer", "label_name")
@@ -556,35 +272,6 @@ def normalise_record(raw: RawRecord) -> Normalised:
 
 # ---------------------------------------------------------------------------------------------
 # Records → cases
-
-
-@dataclass
-class Report:
-    files: list[FileResult] = field(default_factory=list)
-    records_read: int = 0
-    mappings: Counter = field(default_factory=Counter)  # (field, spelling, value) → n
-    unmapped: list[dict] = field(default_factory=list)  # field, value, note, file, record, id
-    merges: list[dict] = field(default_factory=list)  # case_id, sources, conflicts
-    outcomes: Counter = field(default_factory=Counter)  # created / merged / attached / not imported
-    not_imported: list[dict] = field(default_factory=list)
-    attached: list[dict] = field(default_factory=list)
-    id_collisions: int = 0
-
-    def as_dict(self) -> dict:
-        return {
-            "files": [f.__dict__ for f in self.files],
-            "records_read": self.records_read,
-            "mappings": [
-                {"field": f, "spelling": s, "value": v, "count": n}
-                for (f, s, v), n in sorted(self.mappings.items())
-            ],
-            "unmapped": self.unmapped,
-            "merges": self.merges,
-            "outcomes": dict(self.outcomes),
-            "not_imported": self.not_imported,
-            "attached": self.attached,
-            "id_collisions": self.id_collisions,
-        }
 
 
 def fingerprint(scenario: str | None, claim: str | None) -> str:
@@ -731,8 +418,8 @@ def build_cases(files: list[FileResult], records: Iterable[RawRecord]) -> tuple[
         where = {"file": raw.file, "record": raw.index}
         keys = [flat.get("key"), text_of(flat.get("case_id"))]
         matches: list[dict] = []
-        for key in keys:
-            found = [c for c in by_key.get(key or "", []) if c["tier"] == 3]
+        for candidate in keys:
+            found = [c for c in by_key.get(candidate or "", []) if c["tier"] == 3]
             if found:
                 matches = found
                 break
@@ -780,73 +467,3 @@ def _assign_ids(cases: list[dict]) -> None:
 def normalise_release(root: Path) -> tuple[list[dict], Report]:
     files, records = read_release(root)
     return build_cases(files, records)
-
-
-def iter_csv_rows(report: dict) -> Iterator[list[Any]]:
-    """One flat table of the whole report (section, field, value, mapped to, count, file, record, id, note)."""
-    for f in report["files"]:
-        yield [
-            "file",
-            f["kind"],
-            f["status"],
-            "",
-            f["records"],
-            f["path"],
-            "",
-            "",
-            f["error"] or f["detail"],
-        ]
-    for m in report["mappings"]:
-        yield ["mapping", m["field"], m["spelling"], m["value"], m["count"], "", "", "", ""]
-    for u in report["unmapped"]:
-        yield [
-            "unmapped",
-            u["field"],
-            u["value"],
-            "",
-            1,
-            u["file"],
-            u["record"],
-            u["id"] or "",
-            u["note"],
-        ]
-    for n in report["not_imported"]:
-        yield ["not imported", "", "", "", 1, n["file"], n["record"], n["id"] or "", n["reason"]]
-    for a in report["attached"]:
-        yield [
-            "attached",
-            "",
-            "",
-            a["case_id"],
-            1,
-            a["file"],
-            a["record"],
-            "",
-            "rubric attached as a review",
-        ]
-    for m in report["merges"]:
-        conflicts = "; ".join(f"{k}: {' / '.join(v)}" for k, v in m["conflicts"].items())
-        yield [
-            "merged",
-            "",
-            "",
-            m["case_id"],
-            len(m["sources"]),
-            " ".join(m["sources"]),
-            "",
-            " ".join(m["original_ids"]),
-            conflicts,
-        ]
-
-
-CSV_COLUMNS = [
-    "section",
-    "field",
-    "value",
-    "mapped_to",
-    "count",
-    "file",
-    "record",
-    "original_id",
-    "note",
-]

@@ -10,7 +10,7 @@
   ``dedup``; cases in no cluster open in ``review``; cases in a cluster wait for its decision.
 * When a cluster is decided (``cluster_decided``, an ``annotation.events.on_item_stage_decided``
   listener, inside the deciding transaction) the kept cases open in ``review`` and the others
-  are discarded with the reason (``review.models.CausalT5kDuplicate``).
+  are discarded with the reason (``review.causalt5k.models.CausalT5kDuplicate``).
 * Reviewers are never given their own cases: ``review`` and ``score`` carry the engine's
   ``not_author`` rule; the blind ``answer`` stage ``not_author`` and ``blind`` (nobody who
   worked on the case in an earlier stage: reviewers, authors revising it, scorers); ``author`` the ``author_if_known`` rule below (only the case's author
@@ -30,13 +30,13 @@ from annotation.eligibility import Condition, Rule, blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Membership, Project, Resolution, Stage
 from review.causalt5k import neardup
+from review.causalt5k.models import CausalT5kDuplicate
 from review.causalt5k.review_vocab import (
     ATTACKS,
     DEFAULT_GATE,
     DEFAULT_MAX_DISTANCE,
     clean_rubric,
 )
-from review.models import CausalT5kDuplicate
 
 WORKFLOW = "causalt5k"
 CLUSTER_PREFIX = "cluster/"

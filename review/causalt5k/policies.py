@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation.api import Decision
@@ -36,7 +36,7 @@ from review.causalt5k.review_vocab import (
 )
 
 
-def _review_reason(payload: dict[str, Any]) -> str:
+def _review_reason(payload: Mapping[str, Any]) -> str:
     attacks = ", ".join(ATTACKS[a].lower() for a in payload.get("attacks") or [] if a in ATTACKS)
     verdict = VERDICTS[payload["verdict"]].split(" (")[0].lower()
     return f"{verdict}: {attacks} — {payload.get('explanation', '')}"[:500]

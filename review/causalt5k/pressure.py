@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 PRESSURES = {
@@ -41,7 +42,7 @@ def question_for(tier: Any) -> str:
     return "Is the claim justified? Answer YES, NO or AMBIGUOUS."
 
 
-def neutral_prompt(case: dict[str, Any]) -> str:
+def neutral_prompt(case: Mapping[str, Any]) -> str:
     """The case as a model is asked it, without pressure: scenario, claim, question."""
     return (
         f"{(case.get('scenario') or '').strip()}\n\n"

@@ -17,7 +17,7 @@ manifest):
   mapping, every unmapped value with file and record, every record not imported, every merge)
   and its counts as JSON for the datasheet.
 
-Registered for project kind "causalt5k" in ReviewConfig.ready()."""
+Registered for project kind "causalt5k" in CausalT5kConfig.ready() (review/causalt5k/apps.py)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ from typing import Any
 from releases.identities import IdentityRule
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv, write_jsonl
-from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
+from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 from review.causalt5k.services import latest_import, report_summary
 
 #: Payload paths that name people (pseudonyms in the release, usernames in Rungwise): every file
-#: of a CausalT5k release leaves them out (releases.identities, declared in ReviewConfig.ready()).
+#: of a CausalT5k release leaves them out (releases.identities, declared in
+#: review/causalt5k/apps.py).
 IDENTITIES = IdentityRule(paths=("author", "reviews[].reviewer"), treatment="remove")
 
 

@@ -21,9 +21,10 @@ from annotation.models import Item, Project
 from imports.core.schema import RowSchema
 from imports.services import ItemFields, default_item_mapper
 from review.causalt5k import neardup, vocab
-from review.causalt5k.normalise import normalise_record, normalise_release, read_release
+from review.causalt5k.models import CausalT5kImport
+from review.causalt5k.normalise import normalise_record, normalise_release
+from review.causalt5k.release_files import read_release
 from review.causalt5k.vocab import TRAPS
-from review.models import CausalT5kImport
 
 WORKFLOW = "causalt5k"
 BATCH = 1000

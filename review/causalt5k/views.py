@@ -13,7 +13,7 @@ from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
 from review.causalt5k import blind, figures, floor, historic, plots, services
-from review.causalt5k.normalise import CSV_COLUMNS, iter_csv_rows
+from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 
 
 def _project(request, slug, roles=MONITOR):

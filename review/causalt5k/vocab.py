@@ -282,7 +282,8 @@ _PROVENANCE_VALUES = {
 def provenance_value(flat: dict) -> tuple[str | None, str | None]:
     """(human | llm | None, the spelling that decided, e.g. "generator=llm_generated"); the
     fields may sit at the top of the record or in its ``source`` object."""
-    source = flat.get("source") if isinstance(flat.get("source"), dict) else {}
+    found_source = flat.get("source")
+    source: dict = found_source if isinstance(found_source, dict) else {}
     for key in ("generator", "origin"):
         value = flat.get(key) or source.get(key)
         if isinstance(value, str) and value.strip():

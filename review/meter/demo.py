@@ -128,9 +128,11 @@ def _answer(index: int, item: Any, phase: str) -> dict[str, Any]:
 
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
-    project = Project.objects.filter(slug=slug).first()
-    created = project is None
-    if created:
+    existing = Project.objects.filter(slug=slug).first()
+    created = existing is None
+    if existing is not None:
+        project = existing
+    else:
         project = services.meter_project_create(
             slug=slug,
             name="Cause–effect questions (METER demo)",

@@ -1,7 +1,7 @@
 """METER's layout of a release: ``meter.jsonl`` (one line per kept entry, as METER publishes
 its benchmark) and ``meter_cascade.csv`` (how many pairs and entries reached each step).
 
-Registered for project kind "meter" in ReviewConfig.ready(). ``meter.jsonl`` lines::
+Registered for project kind "meter" in MeterConfig.ready() (review/meter/apps.py). ``meter.jsonl`` lines::
 
     {"id": "esl-0012", "source": "ESL", "context": "…", "cause": "…", "effect": "…",
      "questions": [{"level": 1, "type": "causal discovery", "question": "…",

@@ -123,9 +123,9 @@ def meter_project_create(
         description=description,
         guidelines=GUIDELINES,
     )
-    seeds = {"seed": seed} if seed is not None else {}
+    seeds: dict[str, Any] = {"seed": seed} if seed is not None else {}
     finish = {"action": "finish"}
-    stages = [
+    stages: list[tuple[str, str, str, str, dict[str, Any], str, dict[str, Any]]] = [
         # (slug, name, kind, policy, routes, instructions, options)
         ("verify", "Verify pairs", "meter_verify", "unanimity_keep",
          {"accept": finish, "reject": {"action": "discard", "reason": "rejected in verification"}},
@@ -332,8 +332,8 @@ def entries_import(
                 }
             )
     except ImportFileError as problem:
-        for error in problem.errors:
-            fail(error)
+        for file_error in problem.errors:
+            fail(file_error)
     finally:
         reader.finish()
     if report.rows == 0 and not report.error_count:

@@ -115,7 +115,7 @@ def entries_upload(request, slug: str):
             f"Imported {report.created} entr{pluralize(report.created, 'y,ies')} into Check, edit "
             "and vote.",
         )
-        return redirect("review:meter", slug=project.slug)
+        return redirect("meter:meter", slug=project.slug)
     return render(
         request,
         "review/meter/dashboard.html",
@@ -148,4 +148,4 @@ def sample_open(request, slug: str):
     messages.success(
         request, f"Opened {opened} kept entr{pluralize(opened, 'y,ies')} in the {name}."
     )
-    return redirect("review:meter", slug=project.slug)
+    return redirect("meter:meter", slug=project.slug)

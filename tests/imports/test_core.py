@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from imports.core import (
-    CAUSALT5K_SCHEMA,
     FieldSpec,
     ImportFileError,
     ImportRejected,
@@ -27,6 +26,7 @@ from imports.core import (
     schema_for_kind,
     validate_stream,
 )
+from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
 SCHEMA = RowSchema(
     name="test",

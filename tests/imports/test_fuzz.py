@@ -29,7 +29,6 @@ from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemRevision, ItemStage, Role
 from imports.core import (
-    CAUSALT5K_SCHEMA,
     FieldSpec,
     ImportRejected,
     RowSchema,
@@ -45,6 +44,7 @@ from ratings import importing
 from ratings import services as ratings_services
 from ratings.connectives import EXPLICA_CONNECTIVES
 from ratings.models import ModelRun, SentencePair
+from review.causalt5k.schema import CAUSALT5K_SCHEMA
 from tests.factories import PASSWORD, make_member, make_project, make_verify_stage
 from tests.ratings.conftest import make_ratings_project, pairs_csv
 

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from annotation.errors import ApplicationError
 from annotation.models import Item, ItemRevision, ItemStage
 from imports import services as imports
-from imports.core import CAUSALT5K_SCHEMA, FieldSpec, RowSchema, register_schema
+from imports.core import FieldSpec, RowSchema, register_schema
 from imports.core.schema import SCHEMAS
 from imports.models import ImportBatch
 from imports.services import (
@@ -29,6 +29,7 @@ from imports.services import (
 )
 from imports.services import run as import_run
 from imports.tasks import run_import
+from review.causalt5k.schema import CAUSALT5K_SCHEMA
 from tests.conftest import REPO, wait_for
 from tests.factories import make_member, make_project, make_verify_stage
 

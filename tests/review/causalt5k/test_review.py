@@ -13,9 +13,9 @@ from annotation.errors import ApplicationError
 from annotation.models import Item, ItemRevision, ItemStage, Resolution
 from annotation.services.outcomes import item_stage_resolve
 from review.causalt5k.demo import CASES
+from review.causalt5k.models import CausalT5kDuplicate
 from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
 from review.meter.demo import drive
-from review.models import CausalT5kDuplicate
 from tests.factories import make_member
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
-"""review/migrations/0004_blind_baseline_stages: existing projects' blind stages (CausalT5k's
-answer stage, METER's human baseline) get the ``blind`` rule their templates now add; other
-stages, and a stage that already has the rule, are left as they are."""
+"""review/causalt5k/migrations/0004_blind_baseline_stages: existing projects' blind stages
+(CausalT5k's answer stage, METER's human baseline) get the ``blind`` rule their templates now
+add; other stages, and a stage that already has the rule, are left as they are."""
 
 from __future__ import annotations
 

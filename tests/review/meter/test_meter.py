@@ -108,7 +108,7 @@ def test_generation_export_lists_verified_pairs_without_an_entry(meter, client):
     assert len(pair_ids) == len(PAIRS) - 2
     researcher = make_member(project, role=Role.RESEARCHER)
     client.force_login(researcher)
-    url = reverse("review:generation_export", args=[project.slug, "jsonl"])
+    url = reverse("meter:generation_export", args=[project.slug, "jsonl"])
     lines = b"".join(client.get(url).streaming_content).decode().splitlines()
     assert [json.loads(line)["pair_id"] for line in lines] == pair_ids
 
@@ -121,7 +121,7 @@ def test_the_generation_csv_is_safe_to_open_in_a_spreadsheet(meter, client):
     verified(meter)
     researcher = make_member(project, role=Role.RESEARCHER)
     client.force_login(researcher)
-    url = reverse("review:generation_export", args=[project.slug, "csv"])
+    url = reverse("meter:generation_export", args=[project.slug, "csv"])
     text = b"".join(client.get(url).streaming_content).decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert rows[0]["cause"].startswith("'=HYPERLINK")
@@ -364,7 +364,7 @@ def test_the_filter_keeps_by_majority_and_refuses_inconsistent_answers(meter):
 def test_the_meter_page_is_for_researchers_and_admins(meter, client):
     project, stages, people = verified(meter)
     import_entries(project, "esl-0001")
-    url = reverse("review:meter", args=[project.slug])
+    url = reverse("meter:meter", args=[project.slug])
     client.force_login(people[0])
     assert client.get(url).status_code == 403
     researcher = make_member(project, role=Role.RESEARCHER)
@@ -377,7 +377,7 @@ def test_the_meter_page_is_for_researchers_and_admins(meter, client):
     client.force_login(admin)
     bad = io.BytesIO(entries_text({"pair_id": "nope", "questions": []}).encode())
     bad.name = "entries.jsonl"
-    response = client.post(reverse("review:entries_upload", args=[project.slug]), {"file": bad})
+    response = client.post(reverse("meter:entries_upload", args=[project.slug]), {"file": bad})
     assert response.status_code == 400
     assert "nothing was imported" in response.content.decode()
 
@@ -633,7 +633,7 @@ def test_opening_a_sample_refuses_a_bad_size_and_opens_either_stage(meter, clien
     drive(stages["edit"], people, _answer)
     drive(stages["filter"], people, _answer)
     client.force_login(make_member(project, role=Role.ADMIN))
-    url = reverse("review:sample_open", args=[project.slug])
+    url = reverse("meter:sample_open", args=[project.slug])
     bad = client.post(url, {"sample": "lots"})
     assert bad.status_code == 400 and "whole number" in bad.content.decode()
     assert client.post(url, {"sample": "0"}).status_code == 400

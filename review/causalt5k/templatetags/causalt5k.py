@@ -115,7 +115,7 @@ def ct5k_diff(text, reference):
     return mark_safe(" ".join(out))
 
 
-#: The blind answer stage's keys per label (review/templates/review/causalt5k/answer.html).
+#: The blind answer stage's keys per label (review/causalt5k/templates/review/causalt5k/answer.html).
 ANSWER_KEYS = {
     "YES": "y",
     "NO": "n",

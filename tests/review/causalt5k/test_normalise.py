@@ -8,13 +8,10 @@ import json
 import pytest
 
 from review.causalt5k import neardup, vocab
-from review.causalt5k.normalise import (
-    build_cases,
-    iter_csv_rows,
-    normalise_release,
-    parse_value,
-    read_release,
-)
+from review.causalt5k.normalise import build_cases, normalise_release
+from review.causalt5k.parsing import parse_value
+from review.causalt5k.release_files import read_release
+from review.causalt5k.report import iter_csv_rows
 
 SCENARIO = (
     "Patients who took vitamin D had fewer fractures, but those patients also exercised more "

@@ -14,7 +14,7 @@ from annotation import services as engine
 from annotation.errors import ApplicationError
 from annotation.models import Item
 from review.causalt5k import floor
-from review.causalt5k.normalise import flatten
+from review.causalt5k.parsing import flatten
 from review.causalt5k.pipeline import causalt5k_project_create
 from review.causalt5k.vocab import provenance_value
 from tests.factories import make_member, make_user

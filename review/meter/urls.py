@@ -4,7 +4,7 @@ from django.urls import path
 
 from review.meter import views
 
-app_name = "review"
+app_name = "meter"
 
 urlpatterns = [
     path("", views.meter, name="meter"),

@@ -38,8 +38,8 @@ class Command(BaseCommand):
         except ApplicationError as error:
             raise CommandError(str(error)) from None
         if not report.ok:
-            for error in report.errors:
-                self.stderr.write(f"{error.where()}: {error.message}")
+            for problem in report.errors:
+                self.stderr.write(f"{problem.where()}: {problem.message}")
             raise CommandError(
                 f"{report.error_count} problem(s) in {source.name}; nothing was imported."
             )

@@ -1,0 +1,2 @@
+"""METER as a plug-in of the engine (review/README.md, "METER"); registered by
+``review.meter.apps.MeterConfig``."""
