@@ -93,7 +93,7 @@ def causalt5k_project_create(
     project = engine.project_create(
         slug=slug, name=name, kind=WORKFLOW, description=description, guidelines=GUIDELINES
     )
-    seeds = {"seed": seed} if seed is not None else {}
+    seeds: dict[str, Any] = {"seed": seed} if seed is not None else {}
     engine.stage_create(
         project=project,
         slug="dedup",
