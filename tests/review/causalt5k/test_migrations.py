@@ -8,7 +8,8 @@ import pytest
 
 from tests.test_migrations import _leaf_targets, _migrate
 
-BEFORE = [("review", "0003_duplicate_survivor_cascade")]
+# The engine as it was then too: its Stage still had the agreement refresh columns.
+BEFORE = [("review", "0003_duplicate_survivor_cascade"), ("annotation", "0008_annotation_versions")]
 
 
 @pytest.mark.django_db(transaction=True)
