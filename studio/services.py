@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -89,53 +89,36 @@ def _whole(name: str, raw: Any, low: int, high: int) -> int:
     return value
 
 
+class StageChanges(TypedDict, total=False):
+    """The settings ``stage_edit`` changes (each optional: a form changes what it posts), typed
+    as the engine's ``stage_update`` takes them (studio.forms.StageEditForm reads the page)."""
+
+    name: str
+    instructions: str
+    overlap: int
+    lease_seconds: int
+    resolution_policy: str
+    tie_policy: str
+    is_active: bool
+    config: Any
+    routes: Any
+    phases: Any
+    eligibility: Any
+    policy_options: Any
+    tie_default: Any
+
+
 @transaction.atomic
-def stage_edit(*, stage: Stage, data: dict[str, Any]) -> Stage:
-    """Apply the setup page's stage form (texts as posted) through engine.stage_update: every
-    setting is checked with the ones it keeps, and nothing changes when one is wrong."""
-    changes: dict[str, Any] = {}
-    if "name" in data:
-        name = str(data["name"]).strip()
-        if not name:
-            raise ApplicationError("A stage needs a name.", {"name": "required"})
-        changes["name"] = name[:200]
-    if "instructions" in data:
-        changes["instructions"] = str(data["instructions"])
-    if "overlap" in data:
-        changes["overlap"] = _whole("overlap", data["overlap"], 1, 100)
-    if "lease_seconds" in data:
-        changes["lease_seconds"] = _whole("lease_seconds", data["lease_seconds"], 30, 86_400)
-    if "resolution_policy" in data:
-        changes["resolution_policy"] = str(data["resolution_policy"])
-    if "tie_policy" in data:
-        changes["tie_policy"] = str(data["tie_policy"])
-    if "is_active" in data:
-        changes["is_active"] = str(data["is_active"]).lower() in ("1", "true", "on", "yes")
-    for name in JSON_SETTINGS:
-        if name in data:
-            changes[name] = parse_json_setting(name, data[name])
-    if data.get("stage_form"):
-        changes.update(_stage_form_settings(stage, data))
+def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
+    """Change ``stage``'s settings through engine.stage_update: every setting is checked with
+    the ones it keeps, and nothing changes when one is wrong."""
+    if "name" in changes and not changes["name"].strip():
+        raise ApplicationError("A stage needs a name.", {"name": "required"})
+    if "overlap" in changes:
+        _whole("overlap", changes["overlap"], 1, 100)
+    if "lease_seconds" in changes:
+        _whole("lease_seconds", changes["lease_seconds"], 30, 86_400)
     return engine.stage_update(stage=stage, **changes)
-
-
-def _stage_form_settings(stage: Stage, data: dict[str, Any]) -> dict[str, Any]:
-    """The settings the stage form posts field by field (studio.stage_form): the policy's
-    options and tie default, and a route per outcome of the policy chosen in the same form
-    (routes of outcomes it does not decide are dropped with it)."""
-    from annotation.policies import get_policy
-    from studio import stage_form
-
-    def get(name: str, default: str = "") -> str:
-        return str(data.get(name, default))
-
-    rows = _whole("option-rows", data.get("option-rows", "0"), 0, 50)
-    policy = get_policy(str(data.get("resolution_policy") or stage.resolution_policy))
-    return {
-        "policy_options": stage_form.options_from_form(get, rows),
-        "tie_default": stage_form.typed_value(get("tie_default")),
-        "routes": stage_form.routes_from_form(get, policy.outcomes),
-    }
 
 
 def _pipeline_check(project: Project) -> None:
@@ -215,7 +198,7 @@ def stage_remove(*, stage: Stage) -> None:
 
 
 @transaction.atomic
-def stage_add(*, project: Project, slug: str, name: str, kind: str, overlap: Any) -> Stage:
+def stage_add(*, project: Project, slug: str, name: str, kind: str, overlap: int = 3) -> Stage:
     """A new stage at the end of the pipeline, with the kind's defaults."""
     from annotation.kinds import get_kind
 
@@ -242,7 +225,7 @@ def member_add_by_name(*, project: Project, username: str, role: str) -> Members
 
 @transaction.atomic
 def invite_create(
-    *, project: Project, role: str, days: Any, max_uses: Any, created_by: AbstractBaseUser
+    *, project: Project, role: str, days: int, max_uses: int, created_by: AbstractBaseUser
 ) -> Invite:
     if role not in Role.values:
         raise ApplicationError(f"Unknown role {role!r}.", {"role": ", ".join(Role.values)})
