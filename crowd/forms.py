@@ -6,13 +6,14 @@ turns posted text into types and refuses what has none (``annotation.forms.form_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
 from annotation.errors import ApplicationError
 from annotation.forms import TextField, YesNoField
 from crowd.services import INT_FIELDS, STUDY_STAGES, TEXT_FIELDS, study_fields_check
+from crowd.services.studies import StudySettings
 
 #: The largest bonus CSV accepted from the study page.
 BONUS_CSV_MAX_BYTES = 1 << 20
@@ -89,13 +90,14 @@ class StudyForm(forms.Form):
             "practice_stage": self.cleaned_data["practice_stage"] or None,
         }
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> StudySettings:
         """The posted settings, typed, for ``study_create`` / ``study_update``."""
-        return {
+        found = {
             name: self.cleaned_data[name]
             for name in self.posted()
             if name in self.fields and name not in STUDY_STAGES
         }
+        return cast(StudySettings, found)
 
 
 class ConsentForm(forms.Form):
@@ -155,7 +157,7 @@ class BonusForm(forms.Form):
         upload = self.files.get("bonus_file")
         if upload is None:
             return None
-        if upload.size > BONUS_CSV_MAX_BYTES:
+        if (upload.size or 0) > BONUS_CSV_MAX_BYTES:
             self.application_error = ApplicationError(
                 "The bonus CSV is larger than 1 MiB.", {"bonus_file": "size"}
             )

@@ -47,7 +47,7 @@ def _refused(request, error: ApplicationError, study: Study | None = None):
 
 @require_http_methods(["GET", "POST"])
 @xframe_options_exempt
-@csp_replace(MTURK_FRAME)
+@csp_replace(MTURK_FRAME)  # type: ignore[arg-type]  # django-csp types views without URL arguments
 def enter(request, token: str):
     """The study URL. Checks the platform's parameters before writing anything (400 page),
     refuses excluded ids (403) and full or closed studies (409), resumes a known participant,
@@ -183,7 +183,7 @@ def work(request, token: str):
 
 @require_GET
 @xframe_options_exempt
-@csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})
+@csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})  # type: ignore[arg-type]  # as above
 def done(request, token: str):
     """The end of a session: Prolific participants go back with the completion (or screen-out)
     code; MTurk workers' assignment is submitted to MTurk by an auto-submitting form; a plain
@@ -195,10 +195,11 @@ def done(request, token: str):
     study = participant.study
     if participant.status == Participant.Status.ACTIVE:
         return redirect(next_url(participant))
-    code = {
+    codes: dict[str, str] = {
         Participant.Status.COMPLETED: study.completion_code,
         Participant.Status.SCREENED_OUT: study.screenout_code,
-    }.get(participant.status, "")
+    }
+    code = codes.get(participant.status, "")
     context = {"participant": participant, "study": study, "code": code}
     if participant.status in (Participant.Status.COMPLETED, Participant.Status.SCREENED_OUT):
         if study.platform == Study.Platform.PROLIFIC and code:
@@ -232,7 +233,13 @@ def studies(request, slug: str):
         try:
             if not form.is_valid():
                 raise form_error(form)
-            study = services.study_create(project=project, **form.stages(), **form.settings())
+            stages = form.stages()
+            study = services.study_create(
+                project=project,
+                stage=stages["stage"] or "",
+                practice_stage=stages["practice_stage"],
+                **form.settings(),
+            )
         except ApplicationError as error:
             context = _tab_context(
                 request,

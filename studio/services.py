@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any, TypedDict, Unpack
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
@@ -19,6 +19,7 @@ from django.utils import timezone
 from annotation import services as engine
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
+from annotation.services import stages as engine_stages
 from annotation.workflows import WORKFLOWS
 from imports.core.readers import ImportFileError, read_json_document
 from studio.models import Invite
@@ -121,80 +122,17 @@ def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
     return engine.stage_update(stage=stage, **changes)
 
 
-def _pipeline_check(project: Project) -> None:
-    """Every stage's settings checked again in the pipeline's current order and membership
-    (``engine.stage_settings_clean``), after a stage moved or went: a 'back' route now
-    pointing forward, a route or a rule naming a removed stage, raise ApplicationError naming
-    the stage and the setting; the caller's transaction then leaves everything as it was."""
-    for stage in project.stages.order_by("position"):
-        try:
-            engine.stage_settings_clean(
-                project=project,
-                slug=stage.slug,
-                kind=stage.kind,
-                overlap=stage.overlap,
-                settings={key: getattr(stage, key) for key in engine.STAGE_SETTINGS},
-            )
-        except ApplicationError as error:
-            raise ApplicationError(
-                f"{stage.name}: {error.message} Change that stage's settings first.",
-                {f"{stage.slug}.{key}": value for key, value in error.extra.items()},
-                status=error.status,
-            ) from None
-
-
-@transaction.atomic
 def stage_move(*, stage: Stage, direction: str) -> Stage:
-    """Swap ``stage`` with its neighbour (``direction`` "up" or "down"), then check every
-    stage in the new order; refused (nothing moved) when a setting no longer works, e.g. a
-    'back' route that would point to a later stage."""
-    if direction not in ("up", "down"):
-        raise ApplicationError("Move a stage up or down.", {"direction": direction[:10]})
-    project = Project.objects.select_for_update().get(pk=stage.project_id)
-    stages = list(project.stages.select_for_update().order_by("position"))
-    index = next(n for n, other in enumerate(stages) if other.pk == stage.pk)
-    neighbour_index = index - 1 if direction == "up" else index + 1
-    if not 0 <= neighbour_index < len(stages):
-        raise ApplicationError(
-            f"{stage.name} is already the {'first' if direction == 'up' else 'last'} stage.",
-            {"direction": direction},
-        )
-    moving, neighbour = stages[index], stages[neighbour_index]
-    spare = max(other.position for other in stages) + 1  # (project, position) is unique
-    first, second = moving.position, neighbour.position
-    Stage.objects.filter(pk=moving.pk).update(position=spare)
-    Stage.objects.filter(pk=neighbour.pk).update(position=first)
-    Stage.objects.filter(pk=moving.pk).update(position=second)
-    _pipeline_check(project)
-    moving.refresh_from_db()
-    return moving
+    """Swap ``stage`` with its neighbour ("up" or "down"): the engine's
+    ``annotation.services.stages.stage_move``, which checks every stage in the new order and
+    moves nothing when a setting no longer works."""
+    return engine_stages.stage_move(stage=stage, direction=direction)
 
 
-@transaction.atomic
 def stage_remove(*, stage: Stage) -> None:
-    """Delete a stage no item has entered yet (one with items is closed instead: its work is
-    kept), then check the others without it: a route or a rule that names it refuses the
-    removal and names itself."""
-    from django.db.models import ProtectedError
-
-    from annotation.models import ItemStage
-
-    locked = Stage.objects.select_for_update().get(pk=stage.pk)
-    if ItemStage.objects.filter(stage=locked).exists():
-        raise Conflict(
-            f"Items have entered {locked.name}; close it (Open for work: Closed) instead of "
-            f"removing it, so that their work is kept.",
-            {"stage": locked.slug},
-        )
-    project = locked.project
-    try:
-        locked.delete()
-    except ProtectedError:
-        raise Conflict(
-            f"{locked.name} is used elsewhere (a crowd study runs on it); remove that first.",
-            {"stage": locked.slug},
-        ) from None
-    _pipeline_check(project)
+    """Delete a stage no item has entered yet: the engine's
+    ``annotation.services.stages.stage_remove`` (a stage with items is closed instead)."""
+    engine_stages.stage_remove(stage=stage)
 
 
 @transaction.atomic
@@ -225,7 +163,7 @@ def member_add_by_name(*, project: Project, username: str, role: str) -> Members
 
 @transaction.atomic
 def invite_create(
-    *, project: Project, role: str, days: int, max_uses: int, created_by: AbstractBaseUser
+    *, project: Project, role: str, days: int, max_uses: int, created_by: User
 ) -> Invite:
     if role not in Role.values:
         raise ApplicationError(f"Unknown role {role!r}.", {"role": ", ".join(Role.values)})
@@ -265,7 +203,7 @@ def _invite_locked(token: str) -> Invite:
 
 
 @transaction.atomic
-def invite_accept(*, token: str, user: AbstractBaseUser) -> Membership:
+def invite_accept(*, token: str, user: User) -> Membership:
     """Make ``user`` a member through an invite (once per person: a second visit is a no-op
     and uses nothing). The use counter is checked and bumped under a row lock."""
     invite = _invite_locked(token)
@@ -279,7 +217,7 @@ def invite_accept(*, token: str, user: AbstractBaseUser) -> Membership:
 
 
 @transaction.atomic
-def invite_sign_up(*, token: str, username: str, password: str) -> AbstractBaseUser:
+def invite_sign_up(*, token: str, username: str, password: str) -> User:
     """Create an account through an invite and make it a member, in one transaction: the
     invite's row is locked and its limits (revoked, expired, ``max_uses``) checked before the
     account exists, then the account, its membership and the use are written together. So

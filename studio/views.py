@@ -181,7 +181,7 @@ def guidelines_preview(request, slug: str):
     context = {
         "project": project,
         "text": text,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
     }
     if request.htmx:
         return render(request, "studio/setup.html#preview", context)
@@ -251,7 +251,7 @@ def join(request, token: str):
         invite = services.invite_usable(token)
     except ApplicationError as error:
         return render_error(request, error)
-    form = None
+    form: UserCreationForm | None = None
     if request.method == "POST":
         try:
             if request.user.is_authenticated:
@@ -292,7 +292,7 @@ def items(request, slug: str):
         "studio/items.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
             "items": listing,
             "filters": filters,
             "stages": selectors.project_stages(project),
@@ -312,9 +312,12 @@ def item_detail(request, slug: str, item_id: int):
         "studio/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
             **selectors.item_history(
-                project, item_id, viewer=request.user, roles=project.user_roles
+                project,
+                item_id,
+                viewer=request.user,
+                roles=project.user_roles,  # type: ignore[attr-defined]  # set by annotation.access.access_project
             ),
         },
     )

@@ -53,7 +53,7 @@ def _bonus_amount(text: str, where: str) -> Decimal:
 
 
 def bonus_rows(
-    *, study: Study, amounts: Mapping[int | str, str], csv_text: str = ""
+    *, study: Study, amounts: Mapping[Any, str], csv_text: str = ""
 ) -> list[tuple[str, Decimal]]:
     """The bonuses a researcher asked for: ``amounts`` by participant pk (the study page's
     inputs; empty ones skipped) and ``csv_text`` (``participant id,amount`` a line, an optional
@@ -150,7 +150,7 @@ def _bonus_csv_lines(csv_text: str) -> list[tuple[int, list[str]]]:
 
 @transaction.atomic
 def bonus_payment_create(
-    *, study: Study, requested_by: Any, amounts: Mapping[int | str, str], csv_text: str = ""
+    *, study: Study, requested_by: Any, amounts: Mapping[Any, str], csv_text: str = ""
 ) -> BonusPayment:
     """A bonus payment of a Prolific study (see bonus_rows), sent by the task
     crowd.tasks.pay_bonus once the transaction commits."""

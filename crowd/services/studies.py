@@ -17,7 +17,8 @@ from django.db import transaction
 from annotation.errors import ApplicationError, NotFound
 from annotation.forms import parse_bool
 from annotation.inputs import clean_text
-from annotation.models import Item, ItemStage, Project, Stage
+from annotation.models import Item, Project, Stage
+from annotation.services.stages import item_stages_target_set
 from crowd.models import Study
 
 logger = logging.getLogger(__name__)
@@ -109,14 +110,14 @@ def _clean_fields(data: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
             clean[name] = value
     if "too_fast_seconds" in data:
         try:
-            value = float(str(data["too_fast_seconds"]).strip())
+            seconds = float(str(data["too_fast_seconds"]).strip())
         except ValueError:
-            value = -1.0
-        if not (math.isfinite(value) and 0 <= value <= 3600):
+            seconds = -1.0
+        if not (math.isfinite(seconds) and 0 <= seconds <= 3600):
             raise ApplicationError(
-                "too_fast_seconds must be between 0 and 3600.", {"too_fast_seconds": value}
+                "too_fast_seconds must be between 0 and 3600.", {"too_fast_seconds": seconds}
             )
-        clean["too_fast_seconds"] = value
+        clean["too_fast_seconds"] = seconds
     for name, choices in (
         ("platform", Study.Platform.values),
         ("practice_rule", Study.PracticeRule.values),
@@ -170,13 +171,14 @@ def _stage_of(project: Project, stage: Stage | int | str | None, field: str) -> 
 def _prepare_stages(study: Study) -> None:
     """Practice items and attention checks for everyone. (Which stages participants work on is
     the crowd annotator gate's rule, crowd/gate.py, whatever stages exist or are added.)"""
-    practice_stage = study.practice_stage or study.stage
-    ItemStage.objects.filter(
-        stage=practice_stage, item__purpose=Item.Purpose.PRACTICE, state=ItemStage.State.OPEN
-    ).update(target_count=EVERYONE)
-    ItemStage.objects.filter(
-        stage=study.stage, item__purpose=Item.Purpose.ATTENTION_CHECK, state=ItemStage.State.OPEN
-    ).update(target_count=EVERYONE)
+    item_stages_target_set(
+        stage=study.practice_stage or study.stage,
+        purpose=Item.Purpose.PRACTICE,
+        target_count=EVERYONE,
+    )
+    item_stages_target_set(
+        stage=study.stage, purpose=Item.Purpose.ATTENTION_CHECK, target_count=EVERYONE
+    )
 
 
 @transaction.atomic
@@ -188,15 +190,15 @@ def study_create(
     **settings: Unpack[StudySettings],
 ) -> Study:
     """A new study on ``stage`` of ``project`` (fields: see crowd.models.Study)."""
-    stage = _stage_of(project, stage, "stage")
-    if stage is None:
+    work_stage = _stage_of(project, stage, "stage")
+    if work_stage is None:
         raise ApplicationError("Choose the stage participants work on.", {"stage": "required"})
     practice = _stage_of(project, practice_stage, "practice_stage")
-    if practice is not None and practice.pk == stage.pk:
+    if practice is not None and practice.pk == work_stage.pk:
         practice = None
     study = Study(
         project=project,
-        stage=stage,
+        stage=work_stage,
         practice_stage=practice,
         token=secrets.token_urlsafe(12),
         **_clean_fields(settings, partial=False),
