@@ -27,11 +27,12 @@ FALSE_WORDS = frozenset({"", "0", "false", "off", "no"})
 
 
 def parse_bool(value: Any) -> bool:
-    """True for a yes (``TRUE_WORDS``) or the value True, False for anything else: a no
-    (``FALSE_WORDS``), None, an unknown word. ``YesNoField`` refuses unknown words instead."""
-    if isinstance(value, bool):
-        return value
-    return value is not None and str(value).strip().lower() in TRUE_WORDS
+    """A text: True for a yes (``TRUE_WORDS``), False for anything else (a no, an unknown
+    word; ``YesNoField`` refuses unknown words instead). None: False. Any other value (a JSON
+    number, a bool): its truth value."""
+    if isinstance(value, str):
+        return value.strip().lower() in TRUE_WORDS
+    return bool(value)
 
 
 class YesNoField(forms.Field):
