@@ -10,6 +10,7 @@ as the setup page's forms each post a part of a stage.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -21,6 +22,20 @@ from annotation.policies import get_policy
 from studio import stage_form
 from studio.services import JSON_SETTINGS, MAX_INVITE_DAYS, parse_json_setting
 
+#: Where the setup page scrolls back to after a change: a fragment naming an element.
+ANCHOR = re.compile(r"#[A-Za-z][\w-]{0,80}")
+
+
+class SetupForm(forms.Form):
+    """A form of the setup page: each may name the ``anchor`` the page returns to (a fragment
+    like ``#stage-3``; anything else is ignored, so a redirect never leaves the page)."""
+
+    anchor = TextField()
+
+    def clean_anchor(self) -> str:
+        anchor = self.cleaned_data["anchor"].strip()
+        return anchor if ANCHOR.fullmatch(anchor) else ""
+
 
 class ProjectNewForm(forms.Form):
     workflow = TextField()
@@ -29,18 +44,18 @@ class ProjectNewForm(forms.Form):
     description = TextField()
 
 
-class StageAddForm(forms.Form):
+class StageAddForm(SetupForm):
     slug = TextField()
     name = TextField()
     kind = TextField()
     overlap = WholeNumberField("overlap", 1, 100, default=3)
 
 
-class StageMoveForm(forms.Form):
+class StageMoveForm(SetupForm):
     direction = TextField()
 
 
-class StageEditForm(forms.Form):
+class StageEditForm(SetupForm):
     """One stage's settings as the setup page posts them; only the posted ones change.
 
     The field-by-field part (``stage_form`` posted: policy options, tie default, a route per
@@ -123,19 +138,19 @@ class StageEditForm(forms.Form):
         return found
 
 
-class MemberAddForm(forms.Form):
+class MemberAddForm(SetupForm):
     username = TextField()
     role = TextField()
 
 
-class MemberRemoveForm(forms.Form):
+class MemberRemoveForm(SetupForm):
     user = forms.IntegerField(
         error_messages={"required": "Choose a member.", "invalid": "Choose a member."}
     )
     role = TextField()
 
 
-class InviteCreateForm(forms.Form):
+class InviteCreateForm(SetupForm):
     role = TextField()
     days = WholeNumberField("days", 1, MAX_INVITE_DAYS, default=14)
     max_uses = WholeNumberField("max_uses", 0, 100_000, default=0)
@@ -145,5 +160,5 @@ class GuidelinesForm(forms.Form):
     instructions = TextField()
 
 
-class NoFieldsForm(forms.Form):
+class NoFieldsForm(SetupForm):
     """A POST that carries nothing but its CSRF token (remove a stage, withdraw an invite)."""

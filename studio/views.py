@@ -96,7 +96,7 @@ def setup(request, slug: str):
 
 
 def _setup_action(request, slug: str, form_class, action, success: str, **form_options):
-    """Read the POST with ``form_class``, then ``action(project, cleaned_data)``; a refused
+    """Read the POST with ``form_class``, then ``action(project, form)``; a refused
     form or action re-renders the setup page with what was posted and the error."""
     project = access_project_setup(request.user, slug)
     try:
@@ -108,7 +108,7 @@ def _setup_action(request, slug: str, form_class, action, success: str, **form_o
         context = _setup_context(request, project, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)
     messages.success(request, success)
-    return redirect(reverse("studio:setup", args=[project.slug]) + request.POST.get("anchor", ""))
+    return redirect(reverse("studio:setup", args=[project.slug]) + form.cleaned_data["anchor"])
 
 
 @require_POST
