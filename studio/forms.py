@@ -36,6 +36,10 @@ class SetupForm(forms.Form):
         anchor = self.cleaned_data["anchor"].strip()
         return anchor if ANCHOR.fullmatch(anchor) else ""
 
+    def values(self) -> dict[str, Any]:
+        """The cleaned fields for the service (the anchor is the page's, not the service's)."""
+        return {name: value for name, value in self.cleaned_data.items() if name != "anchor"}
+
 
 class ProjectNewForm(forms.Form):
     workflow = TextField()

@@ -192,7 +192,7 @@ def guidelines_preview(request, slug: str):
 @page
 def stage_add(request, slug: str):
     def act(project, form):
-        services.stage_add(project=project, **form.cleaned_data)
+        services.stage_add(project=project, **form.values())
 
     return _setup_action(
         request, slug, forms.StageAddForm, act, "Stage added at the end of the pipeline."
@@ -203,7 +203,7 @@ def stage_add(request, slug: str):
 @page
 def member_add(request, slug: str):
     def act(project, form):
-        services.member_add_by_name(project=project, **form.cleaned_data)
+        services.member_add_by_name(project=project, **form.values())
 
     return _setup_action(request, slug, forms.MemberAddForm, act, "Member added.")
 
@@ -224,7 +224,7 @@ def member_remove(request, slug: str):
 @page
 def invite_create(request, slug: str):
     def act(project, form):
-        services.invite_create(project=project, **form.cleaned_data, created_by=request.user)
+        services.invite_create(project=project, **form.values(), created_by=request.user)
 
     return _setup_action(
         request, slug, forms.InviteCreateForm, act, "Invite link created: copy it from the list."
