@@ -87,6 +87,9 @@ def dashboard(request, slug: str):
         run=run,
         runs=selectors.model_runs(context.project),
         computing=not state.fresh,
+        # Asked for once per drawing of the section, not by each of its polls (their trigger
+        # is the section itself): one request, and the worker is not raced by its own askers.
+        ask=not state.fresh and not (request.htmx and request.htmx.trigger == "analysis"),
         computed_at=state.computed_at,
     )
     if state.analysis is not None:
