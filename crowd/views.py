@@ -20,7 +20,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agreement.views import csv_response
-from annotation import selectors as engine_selectors
+from annotation import api as engine_selectors
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.forms import form_error
 from annotation.navigation import project_tabs

@@ -16,10 +16,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
-from annotation.services import stages as engine_stages
 from annotation.workflows import WORKFLOWS
 from imports.core.readers import ImportFileError, read_json_document
 from studio.models import Invite
@@ -126,13 +125,13 @@ def stage_move(*, stage: Stage, direction: str) -> Stage:
     """Swap ``stage`` with its neighbour ("up" or "down"): the engine's
     ``annotation.services.stages.stage_move``, which checks every stage in the new order and
     moves nothing when a setting no longer works."""
-    return engine_stages.stage_move(stage=stage, direction=direction)
+    return engine.stage_move(stage=stage, direction=direction)
 
 
 def stage_remove(*, stage: Stage) -> None:
     """Delete a stage no item has entered yet: the engine's
     ``annotation.services.stages.stage_remove`` (a stage with items is closed instead)."""
-    engine_stages.stage_remove(stage=stage)
+    engine.stage_remove(stage=stage)
 
 
 @transaction.atomic

@@ -11,14 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.api import TIE_POLICIES, membership_remove
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.forms import form_error
 from annotation.kinds import KINDS
 from annotation.models import Item, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.resolution import TIE_POLICIES
-from annotation.services import membership_remove
 from annotation.views import page, render_error
 from studio import forms, selectors, services, stage_form
 from studio.access import (

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError
 from crowd.models import BonusPayment, Participant, Study
 from crowd.services.studies import shown

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError, Conflict, PermissionDenied
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, Item, ItemStage, Role

@@ -14,17 +14,13 @@ from typing import Any, TypedDict, Unpack
 
 from django.db import transaction
 
+from annotation.api import EVERYONE, clean_text, item_stages_target_set
 from annotation.errors import ApplicationError, NotFound
 from annotation.forms import parse_bool
-from annotation.inputs import clean_text
 from annotation.models import Item, Project, Stage
-from annotation.services.stages import item_stages_target_set
 from crowd.models import Study
 
 logger = logging.getLogger(__name__)
-
-#: target_count of practice items and attention checks: every participant meets them.
-EVERYONE = 100_000
 
 #: Study fields a researcher edits, with their parsers.
 TEXT_FIELDS = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError
 from crowd.models import Participant, Study
 from crowd.services.participants import participant_leave
