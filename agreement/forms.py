@@ -3,7 +3,7 @@ of these (CONTRIBUTING.md, "Thin views").
 
 The forms spell the pages' rules for their input, not new ones: a query parameter outside its
 choices falls back to the page's default (a link never fails), and a decision that cannot be
-read is a form error the page shows (``annotation.web.application_error``). Text is taken as
+read is a form error the page shows (``annotation.forms.form_error``). Text is taken as
 posted (not stripped, NUL included): the services decide what they store.
 """
 

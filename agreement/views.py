@@ -43,9 +43,10 @@ from agreement.forms import (
 from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound
+from annotation.forms import form_error
 from annotation.models import Project
 from annotation.navigation import project_tabs
-from annotation.web import PageRequest, application_error, csv_response, page, page_of
+from annotation.web import PageRequest, csv_response, page, page_of
 
 PAGE_SIZE = 50
 #: The figures and CSV tables a stage offers (``agreement.figures``, ``agreement.exports``).
@@ -211,7 +212,7 @@ def adjudicate(request: PageRequest, slug: str, item_stage_id: int) -> HttpRespo
     form = AdjudicationForm(request.POST, numeric=pages.decision_is_numeric(item_stage))
     try:
         if not form.is_valid():
-            raise application_error(form)
+            raise form_error(form)
         value = form.cleaned_data["value"]
         services.item_stage_adjudicate(
             item_stage_id=item_stage.pk,

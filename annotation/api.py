@@ -15,7 +15,9 @@ Write services (each owns its transaction; CONTRIBUTING.md):
 
 * projects, people, stages, items: ``project_create``, ``membership_add``,
   ``membership_remove``, ``stage_create``, ``stage_update``, ``stage_settings_clean`` (with
-  ``STAGE_SETTINGS``, the settings it checks), ``items_create``, ``item_stages_open``;
+  ``STAGE_SETTINGS``, the settings it checks), ``stage_move``, ``stage_remove``,
+  ``items_create``, ``item_stages_open``, ``item_stages_target_set``
+  (annotation/services/stages.py);
 * work: ``assignment_next``, ``annotation_submit``, ``item_stage_resolve``,
   ``assignments_release``, ``annotations_withdraw``;
 * what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
@@ -72,6 +74,7 @@ from annotation.services.historic import (
     historic_annotations_import,
 )
 from annotation.services.items import items_author_link, items_discard
+from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
 from annotation.slots import EVERYONE
 
 __all__ = [
@@ -97,6 +100,7 @@ __all__ = [
     "item_payload_for_annotator",
     "item_stage_resolve",
     "item_stages_open",
+    "item_stages_target_set",
     "items_author_link",
     "items_create",
     "items_discard",
@@ -107,6 +111,8 @@ __all__ = [
     "project_create",
     "sees_annotators",
     "stage_create",
+    "stage_move",
+    "stage_remove",
     "stage_settings_clean",
     "stage_update",
     "votes_final",

@@ -9,8 +9,10 @@ One place for what each page of every app does alike:
   (downloads here, release files in ``releases/writers.py``): ``spreadsheet_safe`` (the
   formula-injection guard), ``csv_timestamp`` (ISO 8601 in UTC with its offset), ``csv_cell``;
 * ``csv_response``: a streamed CSV download (a BOM, the header, the rows, every cell made safe);
-* ``application_error``: an invalid ``django.forms`` form as an ``ApplicationError``;
 * ``page_of``: one page of a long list, numbered by the ``page`` query parameter.
+
+Forms' own helpers (an invalid form as the one error type, the yes / no rule) are in
+``annotation/forms.py``.
 
 The cell rule is plain Python and this module imports nothing at its top that needs Django's
 settings or app registry, so the Django-free release writers (``releases/writers.py``) import
@@ -27,7 +29,6 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.paginator import Page, Paginator
-from django.forms import Form
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
@@ -83,19 +84,6 @@ def render_error(request: Any, error: ApplicationError, **context: Any) -> HttpR
     htmx, with the error's status and any extra ``context``."""
     template = "includes/error.html" if request.htmx else "annotation/error.html"
     return render(request, template, {"error": error, **context}, status=error.status)
-
-
-def application_error(form: Form) -> ApplicationError:
-    """An invalid form's errors as the one error type (CONTRIBUTING.md, "One error type"): the
-    first error's message, ``extra`` naming each field in error with its error's code, status
-    400. Pages render it as they render a service's refusal."""
-    message = ""
-    extra: dict[str, Any] = {}
-    for field, errors in form.errors.as_data().items():
-        for error in errors:
-            message = message or error.messages[0]
-            extra.setdefault(field, error.code)
-    return ApplicationError(message, extra)
 
 
 def page_of(request: HttpRequest, items: Sequence[_T] | Any, per_page: int) -> Page:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 from django.conf import settings
 
-from annotation.errors import ApplicationError
+from crowd.errors import BadEntry
+from crowd.signing import verify_prolific_token
 
 PROLIFIC_ID = re.compile(r"^[0-9a-f]{24}$")
 MTURK_ID = re.compile(r"^[A-Z0-9]{8,64}$")
@@ -27,8 +28,7 @@ MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PROLIFIC_PARAMETERS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
-class BadEntry(ApplicationError):
-    status = 400
+__all__ = ["BadEntry", "Entry", "parse_entry"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,6 @@ def parse_entry(study, query: Mapping[str, str], *, audience: Sequence[str] = ()
             session_id=_field(query, "SESSION_ID", PROLIFIC_ID, "Prolific"),
         )
         if study.signed_links:
-            from crowd.signing import verify_prolific_token
-
             verify_prolific_token(
                 (query.get(settings.PROLIFIC_JWT_PARAM) or "").strip(),
                 ids={name: (query.get(name) or "").strip() for name in PROLIFIC_PARAMETERS},

@@ -1,15 +1,19 @@
-"""Reads of crowd studies: the researcher's figures and the participants' review table."""
+"""Reads of crowd studies: the researcher's figures and the participants' review table (and
+its CSV), the Crowd tab's lists, and what the participant's pages say about a study."""
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import QuerySet
+
 from annotation.kinds import get_kind
-from annotation.models import Annotation, Item
-from crowd.models import Participant, Study
-from crowd.services import _failed, checks_phrase
+from annotation.models import Annotation, Item, ItemStage, Project, Stage
+from crowd.models import BonusPayment, Participant, Study
+from crowd.services.participants import _failed, checks_phrase
 
 
 def participant_rows(study: Study) -> list[dict[str, Any]]:
@@ -125,3 +129,84 @@ def study_summary(study: Study, rows: list[dict[str, Any]] | None = None) -> dic
         "items_done": sum(row["items_done"] for row in rows),
         "target_items": study.places * study.quota,
     }
+
+
+def project_stages(project: Project) -> list[Stage]:
+    """The project's stages in pipeline order (the study forms' choices)."""
+    return list(Stage.objects.filter(project=project).order_by("position"))
+
+
+def project_studies(project: Project) -> QuerySet[Study]:
+    """The project's studies with their stages (the Crowd tab's list)."""
+    return Study.objects.filter(project=project).select_related("stage")
+
+
+def bonus_payments(study: Study, *, limit: int = 20) -> list[BonusPayment]:
+    """The study's newest bonus payments (the study page lists ``limit``)."""
+    return list(study.bonus_payments.all()[:limit])
+
+
+def preview_item(study: Study) -> Item | None:
+    """A sample regular item of the study's stage (MTurk's preview), the first one in."""
+    sample = (
+        ItemStage.objects.filter(stage=study.stage, item__purpose=Item.Purpose.REGULAR)
+        .select_related("item")
+        .order_by("pk")
+        .first()
+    )
+    return sample.item if sample else None
+
+
+def study_has_practice(study: Study) -> bool:
+    """Whether participants of ``study`` get practice items (the instructions say so)."""
+    return (
+        study.practice_rule != Study.PracticeRule.NONE
+        and ItemStage.objects.filter(
+            stage_id=study.practice_stage_id or study.stage_id, item__purpose=Item.Purpose.PRACTICE
+        ).exists()
+    )
+
+
+def study_has_checks(study: Study) -> bool:
+    """Whether the study's stage holds attention checks (the instructions say so)."""
+    return ItemStage.objects.filter(
+        stage_id=study.stage_id, item__purpose=Item.Purpose.ATTENTION_CHECK
+    ).exists()
+
+
+def is_participant_account(user_id: int) -> bool:
+    """Whether the account ``user_id`` is a study participant's (not a researcher's or an
+    annotator's own)."""
+    return Participant.objects.filter(user_id=user_id).exists()
+
+
+#: The participants' review CSV's columns (participants_csv).
+PARTICIPANTS_CSV_HEADER = [
+    "participant_id", "status", "items_done", "checks_failed", "median_seconds_per_item",
+    "median_browser_seconds_per_item", "minutes", "suggestion", "reason", "platform_status",
+]  # fmt: skip
+
+
+def _rounded(value: float | None, digits: int) -> float | str:
+    return round(value, digits) if value is not None else ""
+
+
+def participants_csv(study: Study) -> tuple[list[str], Iterator[list[Any]]]:
+    """The study page's review table as CSV rows (header, rows): one row per participant
+    (participant_rows), figures rounded, empty where there is none yet."""
+    rows = (
+        [
+            row["platform_id"],
+            row["status"],
+            row["items_done"],
+            row["checks_failed"],
+            _rounded(row["median_seconds"], 2),
+            _rounded(row["median_client_seconds"], 2),
+            _rounded(row["minutes"], 1),
+            row["suggestion"],
+            row["reason"],
+            row["participant"].platform_status,
+        ]
+        for row in participant_rows(study)
+    )
+    return PARTICIPANTS_CSV_HEADER, rows

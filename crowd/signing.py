@@ -33,7 +33,7 @@ import jwt
 from django.conf import settings
 
 from annotation.errors import ApplicationError
-from crowd.entry import BadEntry
+from crowd.errors import BadEntry
 
 logger = logging.getLogger(__name__)
 

@@ -20,16 +20,16 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import api as engine_selectors
-from annotation.access import MANAGE, access_project
-from annotation.api import enqueue_on_commit
-from annotation.errors import ApplicationError, NotFound
-from annotation.models import Item, ItemStage
+from annotation.errors import ApplicationError, NotFound, PermissionDenied
+from annotation.forms import form_error
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
-from crowd import selectors, services
+from crowd import forms, selectors, services
+from crowd.access import access_crowd_project, access_session_participant, access_study
 from crowd.entry import BadEntry, parse_entry
 from crowd.gate import SESSION_KEY, next_url, session_participant
 from crowd.models import Participant, Study
+from crowd.prolific import ProlificClient
 from crowd.signing import KeySetMissing, audiences
 
 MTURK_FRAME = {"frame-ancestors": list(settings.CROWD_MTURK_SUBMIT_HOSTS)}
@@ -46,7 +46,7 @@ def _refused(request, error: ApplicationError, study: Study | None = None):
 
 @require_http_methods(["GET", "POST"])
 @xframe_options_exempt
-@csp_replace(MTURK_FRAME)
+@csp_replace(MTURK_FRAME)  # type: ignore[arg-type]  # django-csp types views without URL arguments
 def enter(request, token: str):
     """The study URL. Checks the platform's parameters before writing anything (400 page),
     refuses excluded ids (403) and full or closed studies (409), resumes a known participant,
@@ -77,7 +77,7 @@ def enter(request, token: str):
             request, "crowd/mturk_frame.html", {"study": study, "url": request.get_full_path()}
         )
     if _signed_in_elsewhere(request):
-        if request.method != "POST" or request.POST.get("decision") != "participant":
+        if request.method != "POST" or not forms.SwitchForm(request.POST).as_participant():
             return render(
                 request,
                 "crowd/switch.html",
@@ -107,33 +107,22 @@ def _signed_in_elsewhere(request) -> bool:
     user = request.user
     if not user.is_authenticated:
         return False
-    return not Participant.objects.filter(user_id=user.pk).exists()
+    return not selectors.is_participant_account(user.pk)
 
 
 def _preview(request, study: Study):
     """MTurk's preview: a sample regular item of the stage as the item screen shows it."""
-    sample = (
-        ItemStage.objects.filter(stage=study.stage, item__purpose=Item.Purpose.REGULAR)
-        .select_related("item")
-        .order_by("pk")
-        .first()
-    )
-    display = engine_selectors.item_display(sample.item, study.stage) if sample else None
+    sample = selectors.preview_item(study)
+    display = engine_selectors.item_display(sample, study.stage) if sample else None
     return render(request, "crowd/preview.html", {"study": study, "display": display})
 
 
 def _participant_or_refuse(request, token: str):
-    participant = session_participant(request)
-    if participant is None or participant.study.token != token:
-        return None, _refused(
-            request,
-            ApplicationError(
-                "Your session of this study was not found: open the study again from the link "
-                "your platform gave you.",
-                status=403,
-            ),
-        )
-    return participant, None
+    """The session's participant of this study, or the refusal page to answer with."""
+    try:
+        return access_session_participant(request, token), None
+    except PermissionDenied as error:
+        return None, _refused(request, error)
 
 
 @require_http_methods(["GET", "POST"])
@@ -143,15 +132,14 @@ def consent(request, token: str):
     if refusal:
         return refusal
     if request.method == "POST":
-        # Only the decline button declines: Enter in the form (no button named) means accept.
-        accepted = request.POST.get("decision") != "decline"
-        if accepted and request.POST.get("agree") != "1":
-            error = ApplicationError(
-                "Tick the box to say you agree, or decline.", {"agree": "required"}
-            )
+        form = forms.ConsentForm(request.POST)
+        if not form.is_valid():
+            error = form_error(form)
             context = {"participant": participant, "study": participant.study, "error": error}
-            return render(request, "crowd/consent.html", context, status=400)
-        participant = services.participant_consent(participant=participant, accepted=accepted)
+            return render(request, "crowd/consent.html", context, status=error.status)
+        participant = services.participant_consent(
+            participant=participant, accepted=form.accepted()
+        )
         return redirect(next_url(participant))
     if participant.consented_at is not None or participant.status != Participant.Status.ACTIVE:
         return redirect(next_url(participant))
@@ -175,20 +163,11 @@ def instructions(request, token: str):
     if participant.consented_at is None or participant.instructed_at is not None:
         return redirect(next_url(participant))
     study = participant.study
-    has_practice = (
-        study.practice_rule != Study.PracticeRule.NONE
-        and ItemStage.objects.filter(
-            stage_id=study.practice_stage_id or study.stage_id, item__purpose=Item.Purpose.PRACTICE
-        ).exists()
-    )
-    has_checks = ItemStage.objects.filter(
-        stage_id=study.stage_id, item__purpose=Item.Purpose.ATTENTION_CHECK
-    ).exists()
     context = {
         "participant": participant,
         "study": study,
-        "has_practice": has_practice,
-        "has_checks": has_checks,
+        "has_practice": selectors.study_has_practice(study),
+        "has_checks": selectors.study_has_checks(study),
     }
     return render(request, "crowd/instructions.html", context)
 
@@ -203,7 +182,7 @@ def work(request, token: str):
 
 @require_GET
 @xframe_options_exempt
-@csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})
+@csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})  # type: ignore[arg-type]  # as above
 def done(request, token: str):
     """The end of a session: Prolific participants go back with the completion (or screen-out)
     code; MTurk workers' assignment is submitted to MTurk by an auto-submitting form; a plain
@@ -215,10 +194,11 @@ def done(request, token: str):
     study = participant.study
     if participant.status == Participant.Status.ACTIVE:
         return redirect(next_url(participant))
-    code = {
+    codes: dict[str, str] = {
         Participant.Status.COMPLETED: study.completion_code,
         Participant.Status.SCREENED_OUT: study.screenout_code,
-    }.get(participant.status, "")
+    }
+    code = codes.get(participant.status, "")
     context = {"participant": participant, "study": study, "code": code}
     if participant.status in (Participant.Status.COMPLETED, Participant.Status.SCREENED_OUT):
         if study.platform == Study.Platform.PROLIFIC and code:
@@ -235,7 +215,7 @@ def _tab_context(request, project, **extra):
     return {
         "project": project,
         "project_tabs": project_tabs(project, project.user_roles),
-        "stages": list(project.stages.order_by("position")),
+        "stages": selectors.project_stages(project),
         "platforms": Study.Platform.choices,
         "practice_rules": Study.PracticeRule.choices,
         "on_return_choices": Study.OnReturn.choices,
@@ -246,39 +226,32 @@ def _tab_context(request, project, **extra):
 @require_http_methods(["GET", "POST"])
 @page
 def studies(request, slug: str):
-    project = access_project(request.user, slug, MANAGE)
+    project = access_crowd_project(request.user, slug)
     if request.method == "POST":
-        data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
+        form = forms.StudyForm(request.POST, creating=True)
         try:
-            services.study_fields_check(data, creating=True)
+            if not form.is_valid():
+                raise form_error(form)
+            stages = form.stages()
             study = services.study_create(
                 project=project,
-                stage=data.pop("stage", ""),
-                practice_stage=data.pop("practice_stage", "") or None,
-                **data,
+                stage=stages["stage"] or "",
+                practice_stage=stages["practice_stage"],
+                **form.settings(),
             )
         except ApplicationError as error:
             context = _tab_context(
                 request,
                 project,
-                studies=project.crowd_studies.all(),
+                studies=selectors.project_studies(project),
                 error=error,
                 posted=request.POST,
             )
             return render(request, "crowd/studies.html", context, status=error.status)
         messages.success(request, f"Created the study {study.name}. Give its URL to your platform.")
         return redirect("crowd:study", slug=project.slug, study_id=study.pk)
-    context = _tab_context(request, project, studies=project.crowd_studies.select_related("stage"))
+    context = _tab_context(request, project, studies=selectors.project_studies(project))
     return render(request, "crowd/studies.html", context)
-
-
-def _study(project, study_id: int) -> Study:
-    study = (
-        project.crowd_studies.select_related("stage", "practice_stage").filter(pk=study_id).first()
-    )
-    if study is None:
-        raise NotFound("There is no such study in this project.")
-    return study
 
 
 def _entry_url(request, study: Study) -> str:
@@ -296,14 +269,15 @@ def _entry_url(request, study: Study) -> str:
 @require_http_methods(["GET", "POST"])
 @page
 def study_detail(request, slug: str, study_id: int):
-    project = access_project(request.user, slug, MANAGE)
-    study = _study(project, study_id)
+    project = access_crowd_project(request.user, slug)
+    study = access_study(project, study_id)
     error = None
     if request.method == "POST":
-        data = {k: v for k, v in request.POST.dict().items() if k != "csrfmiddlewaretoken"}
+        form = forms.StudyForm(request.POST, creating=False)
         try:
-            services.study_fields_check(data, creating=False)
-            study = services.study_update(study=study, **data)
+            if not form.is_valid():
+                raise form_error(form)
+            study = services.study_update(study=study, **form.settings())
         except ApplicationError as failure:
             error = failure
         else:
@@ -334,7 +308,7 @@ def _study_page(request, project, study: Study, *, error=None, bonus_error=None,
         can_sync=bool(settings.PROLIFIC_TOKEN) and study.platform == Study.Platform.PROLIFIC,
         rejection_message=REJECTION_MESSAGE,
         jwt_param=settings.PROLIFIC_JWT_PARAM,
-        bonus_payments=study.bonus_payments.all()[:20],
+        bonus_payments=selectors.bonus_payments(study),
         can_pay=can_pay,
         bonus_error=bonus_error,
         max_bonus=services.MAX_BONUS,
@@ -347,40 +321,18 @@ def _study_page(request, project, study: Study, *, error=None, bonus_error=None,
 @require_GET
 @page
 def study_csv(request, slug: str, study_id: int):
-    project = access_project(request.user, slug, MANAGE)
-    study = _study(project, study_id)
-    header = [
-        "participant_id", "status", "items_done", "checks_failed", "median_seconds_per_item",
-        "median_browser_seconds_per_item", "minutes", "suggestion", "reason", "platform_status",
-    ]  # fmt: skip
-    rows = (
-        [
-            row["platform_id"],
-            row["status"],
-            row["items_done"],
-            row["checks_failed"],
-            round(row["median_seconds"], 2) if row["median_seconds"] is not None else "",
-            round(row["median_client_seconds"], 2)
-            if row["median_client_seconds"] is not None
-            else "",
-            round(row["minutes"], 1) if row["minutes"] is not None else "",
-            row["suggestion"],
-            row["reason"],
-            row["participant"].platform_status,
-        ]
-        for row in selectors.participant_rows(study)
-    )
+    project = access_crowd_project(request.user, slug)
+    study = access_study(project, study_id)
+    header, rows = selectors.participants_csv(study)
     return csv_response(f"{project.slug}-study-{study.pk}-participants.csv", header, rows)
 
 
 @require_POST
 @page
 def study_sync(request, slug: str, study_id: int):
-    project = access_project(request.user, slug, MANAGE)
-    study = _study(project, study_id)
-    from crowd.tasks import sync_prolific_study
-
-    enqueue_on_commit(sync_prolific_study, study.pk)
+    project = access_crowd_project(request.user, slug)
+    study = access_study(project, study_id)
+    services.study_sync_request(study=study)
     messages.info(request, "Syncing with Prolific: reload this page in a moment.")
     return redirect("crowd:study", slug=project.slug, study_id=study.pk)
 
@@ -397,14 +349,15 @@ REJECTION_MESSAGE = (
 @page
 def study_decide(request, slug: str, study_id: int):
     """Send the suggested approvals and rejections to Prolific (see study_apply_suggestions)."""
-    project = access_project(request.user, slug, MANAGE)
-    study = _study(project, study_id)
-    from crowd.prolific import ProlificClient
-
+    project = access_crowd_project(request.user, slug)
+    study = access_study(project, study_id)
+    form = forms.DecideForm(request.POST)
+    if not form.is_valid():
+        raise form_error(form)
     counts = services.study_apply_suggestions(
         study=study,
         client=ProlificClient(),
-        message=request.POST.get("message", "") or REJECTION_MESSAGE,
+        message=form.cleaned_data["message"] or REJECTION_MESSAGE,
     )
     messages.success(
         request,
@@ -414,10 +367,6 @@ def study_decide(request, slug: str, study_id: int):
     return redirect("crowd:study", slug=project.slug, study_id=study.pk)
 
 
-#: The largest bonus CSV accepted from the study page.
-BONUS_CSV_MAX_BYTES = 1 << 20
-
-
 @require_POST
 @page
 def study_bonus(request, slug: str, study_id: int):
@@ -425,29 +374,17 @@ def study_bonus(request, slug: str, study_id: int):
     lines of a ``participant id,amount`` CSV (typed or uploaded); sent to Prolific by a task
     (see crowd.services.bonus_payment_create). Bad input re-renders the page naming the line
     or participant, and nothing is written."""
-    project = access_project(request.user, slug, MANAGE)
-    study = _study(project, study_id)
-    amounts = {
-        key.removeprefix("bonus-"): value
-        for key, value in request.POST.items()
-        if key.startswith("bonus-")
-    }
-    csv_text = request.POST.get("bonus_csv", "")
-    upload = request.FILES.get("bonus_file")
+    project = access_crowd_project(request.user, slug)
+    study = access_study(project, study_id)
+    form = forms.BonusForm(request.POST, request.FILES)
     try:
-        if upload is not None:
-            if upload.size > BONUS_CSV_MAX_BYTES:
-                raise ApplicationError(
-                    "The bonus CSV is larger than 1 MiB.", {"bonus_file": "size"}
-                )
-            try:
-                csv_text = upload.read().decode("utf-8-sig") + "\n" + csv_text
-            except UnicodeDecodeError:
-                raise ApplicationError(
-                    "The bonus CSV is not UTF-8 text.", {"bonus_file": "encoding"}
-                ) from None
+        if not form.is_valid():
+            raise form_error(form)
         payment = services.bonus_payment_create(
-            study=study, requested_by=request.user, amounts=amounts, csv_text=csv_text
+            study=study,
+            requested_by=request.user,
+            amounts=form.amounts(),
+            csv_text=form.csv_text(),
         )
     except ApplicationError as error:
         return _study_page(request, project, study, bonus_error=error, posted=request.POST)

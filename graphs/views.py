@@ -9,22 +9,14 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_project
+from annotation.access import MANAGE, MONITOR
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import page
 from graphs import services
+from graphs.access import access_graphs_project
 
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
-
-
-def _project(request, roles):
-    project = access_project(request.user, request.resolver_match.kwargs["slug"], roles)
-    if project.kind != services.WORKFLOW:
-        raise ApplicationError(
-            f"{project.name} is not a CARL-GT project.", {"project": project.slug}
-        )
-    return project
 
 
 def _context(project, **extra):
@@ -42,7 +34,7 @@ def _context(project, **extra):
 @require_GET
 @page
 def scores(request, slug: str):
-    project = _project(request, MONITOR)
+    project = access_graphs_project(request.user, slug, MONITOR)
     return render(request, "graphs/scores.html", _context(project))
 
 
@@ -62,7 +54,7 @@ def _int(raw: str, name: str, low: int, high: int) -> int:
 @require_POST
 @page
 def generate(request, slug: str):
-    project = _project(request, MANAGE)
+    project = access_graphs_project(request.user, slug, MANAGE)
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError(

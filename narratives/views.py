@@ -6,30 +6,21 @@ of narrative files."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_project
+from annotation.access import MANAGE, MONITOR
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import page
 from narratives import plots, services
+from narratives.access import access_narrative, access_narratives_project
 from narratives.reader import humanise
 
 MAX_UPLOAD_BYTES = 8 << 20
 ITEM_ROWS = 200
-
-
-def _project(request, roles):
-    project = access_project(request.user, request.resolver_match.kwargs["slug"], roles)
-    if project.kind != services.WORKFLOW:
-        raise ApplicationError(
-            f"{project.name} is not a CausalNarratives project.", {"project": project.slug}
-        )
-    return project
 
 
 def _items(rows):
@@ -78,17 +69,15 @@ def _context(project, **extra):
 @require_GET
 @page
 def baseline(request, slug: str):
-    project = _project(request, MONITOR)
+    project = access_narratives_project(request.user, slug, MONITOR)
     return render(request, "narratives/baseline.html", _context(project))
 
 
 @require_GET
 @page
 def item_answers(request, slug: str, item_id: int):
-    project = _project(request, MONITOR)
-    item = project.items.filter(pk=item_id).first()
-    if item is None or not (item.payload or {}).get("gold"):
-        raise Http404("No such narrative in this project.")
+    project = access_narratives_project(request.user, slug, MONITOR)
+    item = access_narrative(project, item_id)
     rows = services.answers(project, item_id=item.pk)
     gold = item.payload["gold"]
     truth = gold.get("order") or []
@@ -106,7 +95,7 @@ def item_answers(request, slug: str, item_id: int):
         "narratives/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
             "item": item,
             "payload": item.payload,
             "truth": [humanise(n) for n in truth],
@@ -131,7 +120,7 @@ def _graph_svg(gold):
 @require_POST
 @page
 def upload(request, slug: str):
-    project = _project(request, MANAGE)
+    project = access_narratives_project(request.user, slug, MANAGE)
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError("Choose a narratives file (JSON Lines).", {"file": "required"})

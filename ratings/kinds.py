@@ -21,6 +21,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from annotation.errors import ApplicationError
+from annotation.forms import parse_bool
 from annotation.kinds import AgreementSpec, KindContext, TaskKind
 
 DEFAULT_MIN = 1
@@ -93,9 +94,7 @@ def _as_int(value: Any) -> int | None:
 
 
 def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "on", "yes"}
-    return bool(value)
+    return parse_bool(value)  # the one yes / no rule
 
 
 class RateKind(TaskKind):

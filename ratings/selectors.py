@@ -21,6 +21,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project
+from imports.models import ImportBatch
 from ratings import plots, report
 from ratings.connectives import ConnectiveSet, connective_set_from_json
 from ratings.kinds import scale_bounds
@@ -502,3 +503,9 @@ def stage_headlines(project: Project, stages) -> dict[int, Any]:
             note=what + ("" if state.fresh else " (updating…)"),
         )
     return headlines
+
+
+def import_batches(project: Project, *, limit: int = 10) -> list[ImportBatch]:
+    """The project's newest imports of pairs and historic ratings (the import page lists
+    ``limit``)."""
+    return list(project.import_batches.filter(options__ratings__in=["pairs", "historic"])[:limit])

@@ -8,6 +8,7 @@ app_name = "ratings"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("analysis/", views.analysis_request, name="analysis_request"),
     path("tables/<slug:table>.csv", views.table_csv, name="table"),
     path("plots/<slug:name>.svg", views.plot_svg, name="plot"),
     path("models/new/", views.model_run_form, name="model_form"),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import re
+from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.access import MANAGE, MONITOR
 from annotation.errors import ApplicationError
+from annotation.forms import TextField, form_error, parse_bool
 from annotation.navigation import project_tabs
 from annotation.web import page, spreadsheet_safe
 from ratings import report as report_module
@@ -74,17 +77,18 @@ def dashboard(request, slug: str):
             response["HX-Trigger"] = "ratings-data-changed"
         return response
     run = access_model_run(context, request.GET.get("run"))
-    # The page never computes the analysis: it shows the stored one and, when that is missing
-    # or stale, asks the worker for a new one and polls (ratings.services, "stored analysis").
+    # The page never computes the analysis and never writes: it shows the stored one and, when
+    # that is missing or stale, says so and polls; its analysis section asks the worker for a
+    # new one with a POST (analysis_request: sent by htmx when the section loads, or by its
+    # button without JavaScript).
     state = selectors.stored_analysis(context, source=source, run=run)
-    if not state.fresh:
-        services.analysis_refresh_request(
-            project_id=context.project.pk, source=source, run_id=run.pk if run else None
-        )
     page_context.update(
         run=run,
         runs=selectors.model_runs(context.project),
         computing=not state.fresh,
+        # Asked for once per drawing of the section, not by each of its polls (their trigger
+        # is the section itself): one request, and the worker is not raced by its own askers.
+        ask=not state.fresh and not (request.htmx and request.htmx.trigger == "analysis"),
         computed_at=state.computed_at,
     )
     if state.analysis is not None:
@@ -92,6 +96,41 @@ def dashboard(request, slug: str):
     if request.htmx and part == "analysis":
         return render(request, "ratings/dashboard.html#analysis", page_context)
     return render(request, "ratings/dashboard.html", page_context)
+
+
+@require_POST
+@page
+def analysis_request(request, slug: str):
+    """Ask the worker to compute the analysis of the posted selection (``source``, ``run``)
+    when it is missing or stale (ratings.services.analysis_refresh_request: one message at a
+    time per selection, sent after commit). htmx gets 204 (the polling section shows the
+    result); a plain form goes back to the page."""
+    context = access_ratings_project(request.user, slug, MONITOR)
+    form = AnalysisRequestForm(request.POST)
+    if not form.is_valid():
+        raise form_error(form)
+    source = form.cleaned_data["source"] or "all"
+    if source not in selectors.SOURCES:
+        raise ApplicationError(
+            f"Unknown source {source!r}; use one of {', '.join(selectors.SOURCES)}.",
+            {"source": source},
+        )
+    run = access_model_run(context, form.cleaned_data["run"])
+    if not selectors.stored_analysis(context, source=source, run=run).fresh:
+        services.analysis_refresh_request(
+            project_id=context.project.pk, source=source, run_id=run.pk if run else None
+        )
+    if request.htmx:
+        return HttpResponse(status=204)
+    query = urlencode({"source": source, **({"run": run.pk} if run else {})})
+    return redirect(f"{reverse('ratings:dashboard', args=[slug])}?{query}")
+
+
+class AnalysisRequestForm(forms.Form):
+    """The selection whose analysis the page asks for (``run`` empty: none)."""
+
+    source = TextField()
+    run = TextField()
 
 
 def _display(frame, limit=None):
@@ -312,9 +351,7 @@ def import_page(request, slug: str):
         "scale": context.scale,
         "sample": selectors.pair_sample(context),
         "progress": selectors.progress(context),
-        "batches": context.project.import_batches.filter(
-            options__ratings__in=["pairs", "historic"]
-        )[:10],
+        "batches": selectors.import_batches(context.project),
     }
     if request.method == "GET":
         return render(request, "ratings/import.html", page_context)
@@ -327,7 +364,7 @@ def import_page(request, slug: str):
                 content=content,
                 filename=filename,
                 user=request.user,
-                allow_duplicate_file=request.POST.get("allow_duplicate_file") == "1",
+                allow_duplicate_file=parse_bool(request.POST.get("allow_duplicate_file")),
             )
             messages.success(
                 request, f"Imported {count:,} rating{pluralize(count)} from {filename}."
@@ -338,7 +375,7 @@ def import_page(request, slug: str):
                 content=content,
                 filename=filename,
                 user=request.user,
-                open_for_rating=request.POST.get("open_for_rating", "on") == "on",
+                open_for_rating=parse_bool(request.POST.get("open_for_rating", "on")),
             )
             messages.success(
                 request,

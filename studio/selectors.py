@@ -13,7 +13,8 @@ from django.db.models.functions import Cast
 
 from annotation.api import GOLD_FIELD, annotations_visible, sees_annotators, votes_final
 from annotation.errors import ApplicationError, NotFound
-from annotation.models import Annotation, Item, ItemStage, Project
+from annotation.models import Annotation, Item, ItemStage, Membership, Project, Stage
+from studio.models import Invite
 
 ITEM_STATES = tuple(ItemStage.State.values)
 MAX_QUERY = 200
@@ -156,3 +157,22 @@ def item_history(
         ],
         "stages": stages,
     }
+
+
+def project_stages(project: Project) -> list[Stage]:
+    """The project's stages in pipeline order."""
+    return list(Stage.objects.filter(project=project).order_by("position"))
+
+
+def project_members(project: Project) -> QuerySet[Membership]:
+    """The project's memberships with their users, by role then name (the setup page)."""
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("role", "user__username")
+    )
+
+
+def project_invites(project: Project, *, limit: int = 50) -> list[Invite]:
+    """The project's newest invite links (the setup page lists ``limit``)."""
+    return list(Invite.objects.filter(project=project)[:limit])

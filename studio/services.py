@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
@@ -89,133 +89,53 @@ def _whole(name: str, raw: Any, low: int, high: int) -> int:
     return value
 
 
+class StageChanges(TypedDict, total=False):
+    """The settings ``stage_edit`` changes (each optional: a form changes what it posts), typed
+    as the engine's ``stage_update`` takes them (studio.forms.StageEditForm reads the page)."""
+
+    name: str
+    instructions: str
+    overlap: int
+    lease_seconds: int
+    resolution_policy: str
+    tie_policy: str
+    is_active: bool
+    config: Any
+    routes: Any
+    phases: Any
+    eligibility: Any
+    policy_options: Any
+    tie_default: Any
+
+
 @transaction.atomic
-def stage_edit(*, stage: Stage, data: dict[str, Any]) -> Stage:
-    """Apply the setup page's stage form (texts as posted) through engine.stage_update: every
-    setting is checked with the ones it keeps, and nothing changes when one is wrong."""
-    changes: dict[str, Any] = {}
-    if "name" in data:
-        name = str(data["name"]).strip()
-        if not name:
-            raise ApplicationError("A stage needs a name.", {"name": "required"})
-        changes["name"] = name[:200]
-    if "instructions" in data:
-        changes["instructions"] = str(data["instructions"])
-    if "overlap" in data:
-        changes["overlap"] = _whole("overlap", data["overlap"], 1, 100)
-    if "lease_seconds" in data:
-        changes["lease_seconds"] = _whole("lease_seconds", data["lease_seconds"], 30, 86_400)
-    if "resolution_policy" in data:
-        changes["resolution_policy"] = str(data["resolution_policy"])
-    if "tie_policy" in data:
-        changes["tie_policy"] = str(data["tie_policy"])
-    if "is_active" in data:
-        changes["is_active"] = str(data["is_active"]).lower() in ("1", "true", "on", "yes")
-    for name in JSON_SETTINGS:
-        if name in data:
-            changes[name] = parse_json_setting(name, data[name])
-    if data.get("stage_form"):
-        changes.update(_stage_form_settings(stage, data))
+def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
+    """Change ``stage``'s settings through engine.stage_update: every setting is checked with
+    the ones it keeps, and nothing changes when one is wrong."""
+    if "name" in changes and not changes["name"].strip():
+        raise ApplicationError("A stage needs a name.", {"name": "required"})
+    if "overlap" in changes:
+        _whole("overlap", changes["overlap"], 1, 100)
+    if "lease_seconds" in changes:
+        _whole("lease_seconds", changes["lease_seconds"], 30, 86_400)
     return engine.stage_update(stage=stage, **changes)
 
 
-def _stage_form_settings(stage: Stage, data: dict[str, Any]) -> dict[str, Any]:
-    """The settings the stage form posts field by field (studio.stage_form): the policy's
-    options and tie default, and a route per outcome of the policy chosen in the same form
-    (routes of outcomes it does not decide are dropped with it)."""
-    from annotation.policies import get_policy
-    from studio import stage_form
-
-    def get(name: str, default: str = "") -> str:
-        return str(data.get(name, default))
-
-    rows = _whole("option-rows", data.get("option-rows", "0"), 0, 50)
-    policy = get_policy(str(data.get("resolution_policy") or stage.resolution_policy))
-    return {
-        "policy_options": stage_form.options_from_form(get, rows),
-        "tie_default": stage_form.typed_value(get("tie_default")),
-        "routes": stage_form.routes_from_form(get, policy.outcomes),
-    }
-
-
-def _pipeline_check(project: Project) -> None:
-    """Every stage's settings checked again in the pipeline's current order and membership
-    (``engine.stage_settings_clean``), after a stage moved or went: a 'back' route now
-    pointing forward, a route or a rule naming a removed stage, raise ApplicationError naming
-    the stage and the setting; the caller's transaction then leaves everything as it was."""
-    for stage in project.stages.order_by("position"):
-        try:
-            engine.stage_settings_clean(
-                project=project,
-                slug=stage.slug,
-                kind=stage.kind,
-                overlap=stage.overlap,
-                settings={key: getattr(stage, key) for key in engine.STAGE_SETTINGS},
-            )
-        except ApplicationError as error:
-            raise ApplicationError(
-                f"{stage.name}: {error.message} Change that stage's settings first.",
-                {f"{stage.slug}.{key}": value for key, value in error.extra.items()},
-                status=error.status,
-            ) from None
-
-
-@transaction.atomic
 def stage_move(*, stage: Stage, direction: str) -> Stage:
-    """Swap ``stage`` with its neighbour (``direction`` "up" or "down"), then check every
-    stage in the new order; refused (nothing moved) when a setting no longer works, e.g. a
-    'back' route that would point to a later stage."""
-    if direction not in ("up", "down"):
-        raise ApplicationError("Move a stage up or down.", {"direction": direction[:10]})
-    project = Project.objects.select_for_update().get(pk=stage.project_id)
-    stages = list(project.stages.select_for_update().order_by("position"))
-    index = next(n for n, other in enumerate(stages) if other.pk == stage.pk)
-    neighbour_index = index - 1 if direction == "up" else index + 1
-    if not 0 <= neighbour_index < len(stages):
-        raise ApplicationError(
-            f"{stage.name} is already the {'first' if direction == 'up' else 'last'} stage.",
-            {"direction": direction},
-        )
-    moving, neighbour = stages[index], stages[neighbour_index]
-    spare = max(other.position for other in stages) + 1  # (project, position) is unique
-    first, second = moving.position, neighbour.position
-    Stage.objects.filter(pk=moving.pk).update(position=spare)
-    Stage.objects.filter(pk=neighbour.pk).update(position=first)
-    Stage.objects.filter(pk=moving.pk).update(position=second)
-    _pipeline_check(project)
-    moving.refresh_from_db()
-    return moving
+    """Swap ``stage`` with its neighbour ("up" or "down"): the engine's
+    ``annotation.services.stages.stage_move``, which checks every stage in the new order and
+    moves nothing when a setting no longer works."""
+    return engine.stage_move(stage=stage, direction=direction)
 
 
-@transaction.atomic
 def stage_remove(*, stage: Stage) -> None:
-    """Delete a stage no item has entered yet (one with items is closed instead: its work is
-    kept), then check the others without it: a route or a rule that names it refuses the
-    removal and names itself."""
-    from django.db.models import ProtectedError
-
-    from annotation.models import ItemStage
-
-    locked = Stage.objects.select_for_update().get(pk=stage.pk)
-    if ItemStage.objects.filter(stage=locked).exists():
-        raise Conflict(
-            f"Items have entered {locked.name}; close it (Open for work: Closed) instead of "
-            f"removing it, so that their work is kept.",
-            {"stage": locked.slug},
-        )
-    project = locked.project
-    try:
-        locked.delete()
-    except ProtectedError:
-        raise Conflict(
-            f"{locked.name} is used elsewhere (a crowd study runs on it); remove that first.",
-            {"stage": locked.slug},
-        ) from None
-    _pipeline_check(project)
+    """Delete a stage no item has entered yet: the engine's
+    ``annotation.services.stages.stage_remove`` (a stage with items is closed instead)."""
+    engine.stage_remove(stage=stage)
 
 
 @transaction.atomic
-def stage_add(*, project: Project, slug: str, name: str, kind: str, overlap: Any) -> Stage:
+def stage_add(*, project: Project, slug: str, name: str, kind: str, overlap: int = 3) -> Stage:
     """A new stage at the end of the pipeline, with the kind's defaults."""
     from annotation.kinds import get_kind
 
@@ -242,7 +162,7 @@ def member_add_by_name(*, project: Project, username: str, role: str) -> Members
 
 @transaction.atomic
 def invite_create(
-    *, project: Project, role: str, days: Any, max_uses: Any, created_by: AbstractBaseUser
+    *, project: Project, role: str, days: int, max_uses: int, created_by: User
 ) -> Invite:
     if role not in Role.values:
         raise ApplicationError(f"Unknown role {role!r}.", {"role": ", ".join(Role.values)})
@@ -282,7 +202,7 @@ def _invite_locked(token: str) -> Invite:
 
 
 @transaction.atomic
-def invite_accept(*, token: str, user: AbstractBaseUser) -> Membership:
+def invite_accept(*, token: str, user: User) -> Membership:
     """Make ``user`` a member through an invite (once per person: a second visit is a no-op
     and uses nothing). The use counter is checked and bumped under a row lock."""
     invite = _invite_locked(token)
@@ -296,7 +216,7 @@ def invite_accept(*, token: str, user: AbstractBaseUser) -> Membership:
 
 
 @transaction.atomic
-def invite_sign_up(*, token: str, username: str, password: str) -> AbstractBaseUser:
+def invite_sign_up(*, token: str, username: str, password: str) -> User:
     """Create an account through an invite and make it a member, in one transaction: the
     invite's row is locked and its limits (revoked, expired, ``max_uses``) checked before the
     account exists, then the account, its membership and the use are written together. So

@@ -27,6 +27,7 @@ from typing import Any
 from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
+from annotation.forms import parse_bool
 from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
@@ -229,7 +230,7 @@ def field_errors(extra: Mapping[str, Any], message: str) -> dict[str, str]:
         if key.startswith("routes."):
             outcome = key.split(".")[1]
             found[f"route-{outcome}"] = message
-        elif key.startswith("option-") or key == "policy_options":
+        elif key.startswith("option-") or key in ("option_rows", "policy_options"):
             found["options"] = message
         else:
             found[key] = message
@@ -292,7 +293,7 @@ def stage_view(
         "name": get("name", stage.name),
         "overlap": get("overlap", str(stage.overlap)),
         "lease_seconds": get("lease_seconds", str(stage.lease_seconds)),
-        "is_active": get("is_active", "1" if stage.is_active else "0") in ("1", "true", "on"),
+        "is_active": parse_bool(get("is_active", "1" if stage.is_active else "0")),
         "tie_policy": get("tie_policy", stage.tie_policy),
         "tie_default": get("tie_default", shown_value(stage.tie_default)),
         "instructions": get("instructions", stage.instructions),

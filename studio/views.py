@@ -6,26 +6,31 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.access import MANAGE, access_project
-from annotation.api import TIE_POLICIES
-from annotation.errors import ApplicationError, NotFound, PermissionDenied
+from annotation.api import TIE_POLICIES, membership_remove
+from annotation.errors import ApplicationError, PermissionDenied
+from annotation.forms import form_error
 from annotation.kinds import KINDS
-from annotation.models import Item, Membership, Role
+from annotation.models import Item, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.web import page
-from studio import services, stage_form
-from studio.models import Invite
+from annotation.web import page, render_error
+from studio import forms, selectors, services, stage_form
+from studio.access import (
+    access_project_items,
+    access_project_setup,
+    access_setup_stage,
+)
 
 
 def _setup_context(request, project, *, error=None, posted=None, **extra):
     """The setup page's context; after a refused stage form, that stage's form shows what was
     posted, with the error beside the field it names (``stage_form.field_errors``)."""
-    stages = list(project.stages.order_by("position"))
+    stages = selectors.project_stages(project)
     posted_stage = (posted or {}).get("stage", "")
     errors = (
         stage_form.field_errors(error.extra, error.message)
@@ -43,11 +48,6 @@ def _setup_context(request, project, *, error=None, posted=None, **extra):
         )
         for stage in stages
     ]
-    members = (
-        Membership.objects.filter(project=project)
-        .select_related("user")
-        .order_by("role", "user__username")
-    )
     return {
         "project": project,
         "project_tabs": project_tabs(project, project.user_roles),
@@ -55,9 +55,9 @@ def _setup_context(request, project, *, error=None, posted=None, **extra):
         "stage_forms": stage_forms,
         "kinds": sorted((key, kind.label) for key, kind in KINDS.items()),
         "tie_policies": TIE_POLICIES,
-        "members": members,
+        "members": selectors.project_members(project),
         "roles": Role.choices,
-        "invites": Invite.objects.filter(project=project)[:50],
+        "invites": selectors.project_invites(project),
         "invite_base": request.build_absolute_uri(reverse("studio:join", args=["TOKEN"])),
         "error": error,
         "posted": posted or {},
@@ -73,14 +73,11 @@ def project_new(request):
         raise PermissionDenied("Only staff create projects; ask an administrator of this site.")
     context = {"templates": services.workflow_templates(), "posted": request.POST}
     if request.method == "POST":
+        form = forms.ProjectNewForm(request.POST)
         try:
-            project = services.project_from_template(
-                workflow=request.POST.get("workflow", ""),
-                slug=request.POST.get("slug", ""),
-                name=request.POST.get("name", ""),
-                description=request.POST.get("description", ""),
-                creator=request.user,
-            )
+            if not form.is_valid():
+                raise form_error(form)
+            project = services.project_from_template(**form.cleaned_data, creator=request.user)
         except ApplicationError as error:
             return render(
                 request, "studio/new.html", {**context, "error": error}, status=error.status
@@ -93,55 +90,60 @@ def project_new(request):
 @require_http_methods(["GET"])
 @page
 def setup(request, slug: str):
-    project = access_project(request.user, slug, MANAGE)
+    project = access_project_setup(request.user, slug)
     return render(request, "studio/setup.html", _setup_context(request, project))
 
 
-def _setup_action(request, slug: str, action, success: str):
-    project = access_project(request.user, slug, MANAGE)
+def _setup_action(request, slug: str, form_class, action, success: str, **form_options):
+    """Read the POST with ``form_class``, then ``action(project, form)``; a refused
+    form or action re-renders the setup page with what was posted and the error."""
+    project = access_project_setup(request.user, slug)
     try:
-        action(project)
+        form = form_class(request.POST, **{k: v(project) for k, v in form_options.items()})
+        if not form.is_valid():
+            raise form_error(form)
+        action(project, form)
     except ApplicationError as error:
         context = _setup_context(request, project, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)
     messages.success(request, success)
-    return redirect(reverse("studio:setup", args=[project.slug]) + request.POST.get("anchor", ""))
+    return redirect(reverse("studio:setup", args=[project.slug]) + form.cleaned_data["anchor"])
 
 
 @require_POST
 @page
 def stage_edit(request, slug: str, stage_id: int):
-    def act(project):
-        services.stage_edit(stage=_project_stage(project, stage_id), data=request.POST.dict())
+    def act(project, form):
+        services.stage_edit(stage=form.stage, **form.changes())
 
-    return _setup_action(request, slug, act, "Stage saved.")
-
-
-def _project_stage(project, stage_id: int):
-    stage = project.stages.filter(pk=stage_id).first()
-    if stage is None:  # unknown and other projects' ids answer alike
-        raise NotFound("There is no such stage in this project.")
-    return stage
+    return _setup_action(
+        request,
+        slug,
+        forms.StageEditForm,
+        act,
+        "Stage saved.",
+        stage=lambda project: access_setup_stage(project, stage_id),
+    )
 
 
 @require_POST
 @page
 def stage_move(request, slug: str, stage_id: int):
-    direction = request.POST.get("direction", "")
+    def act(project, form):
+        stage = access_setup_stage(project, stage_id)
+        services.stage_move(stage=stage, direction=form.cleaned_data["direction"])
 
-    def act(project):
-        services.stage_move(stage=_project_stage(project, stage_id), direction=direction)
-
-    return _setup_action(request, slug, act, f"Stage moved {direction}.")
+    direction = str(request.POST.get("direction", ""))
+    return _setup_action(request, slug, forms.StageMoveForm, act, f"Stage moved {direction}.")
 
 
 @require_POST
 @page
 def stage_remove(request, slug: str, stage_id: int):
-    def act(project):
-        services.stage_remove(stage=_project_stage(project, stage_id))
+    def act(project, form):
+        services.stage_remove(stage=access_setup_stage(project, stage_id))
 
-    return _setup_action(request, slug, act, "Stage removed.")
+    return _setup_action(request, slug, forms.NoFieldsForm, act, "Stage removed.")
 
 
 @require_GET
@@ -151,12 +153,12 @@ def stage_policy(request, slug: str, stage_id: int):
     (htmx swaps them in when the select changes, sending the form's fields so that the
     options and the routes of outcomes both policies decide keep what was typed; nothing is
     saved)."""
-    project = access_project(request.user, slug, MANAGE)
-    stage = _project_stage(project, stage_id)
+    project = access_project_setup(request.user, slug)
+    stage = access_setup_stage(project, stage_id)
     chosen = request.GET.get("resolution_policy", "")
     view = stage_form.stage_view(
         stage,
-        list(project.stages.order_by("position")),
+        selectors.project_stages(project),
         kinds=KINDS,
         policies=POLICIES,
         # The form's fields as they stand (htmx includes them), so nothing typed is lost.
@@ -172,12 +174,13 @@ def stage_policy(request, slug: str, stage_id: int):
 def guidelines_preview(request, slug: str):
     """Guidelines as annotators will see them: the item screen's own renderer and sanitiser
     (the ``guidelines`` filter of annotation_ui), nothing stored."""
-    project = access_project(request.user, slug, MANAGE)
-    text = request.POST.get("instructions", "")
+    project = access_project_setup(request.user, slug)
+    form = forms.GuidelinesForm(request.POST)
+    text = form.cleaned_data["instructions"] if form.is_valid() else ""
     context = {
         "project": project,
         "text": text,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
     }
     if request.htmx:
         return render(request, "studio/setup.html#preview", context)
@@ -187,61 +190,44 @@ def guidelines_preview(request, slug: str):
 @require_POST
 @page
 def stage_add(request, slug: str):
-    def act(project):
-        services.stage_add(
-            project=project,
-            slug=request.POST.get("slug", ""),
-            name=request.POST.get("name", ""),
-            kind=request.POST.get("kind", ""),
-            overlap=request.POST.get("overlap", "3"),
-        )
+    def act(project, form):
+        services.stage_add(project=project, **form.values())
 
-    return _setup_action(request, slug, act, "Stage added at the end of the pipeline.")
+    return _setup_action(
+        request, slug, forms.StageAddForm, act, "Stage added at the end of the pipeline."
+    )
 
 
 @require_POST
 @page
 def member_add(request, slug: str):
-    def act(project):
-        services.member_add_by_name(
-            project=project,
-            username=request.POST.get("username", ""),
-            role=request.POST.get("role", ""),
-        )
+    def act(project, form):
+        services.member_add_by_name(project=project, **form.values())
 
-    return _setup_action(request, slug, act, "Member added.")
+    return _setup_action(request, slug, forms.MemberAddForm, act, "Member added.")
 
 
 @require_POST
 @page
 def member_remove(request, slug: str):
-    from annotation.api import membership_remove
-
-    def act(project):
-        try:
-            user_id = int(request.POST.get("user", ""))
-        except ValueError:
-            raise ApplicationError("Choose a member.", {"user": "required"}) from None
-        if user_id == request.user.pk and request.POST.get("role") == Role.ADMIN:
+    def act(project, form):
+        user_id, role = form.cleaned_data["user"], form.cleaned_data["role"]
+        if user_id == request.user.pk and role == Role.ADMIN:
             raise ApplicationError("You cannot remove your own admin role.", {"user": user_id})
-        membership_remove(project=project, user_id=user_id, role=request.POST.get("role", ""))
+        membership_remove(project=project, user_id=user_id, role=role)
 
-    return _setup_action(request, slug, act, "Member removed.")
+    return _setup_action(request, slug, forms.MemberRemoveForm, act, "Member removed.")
 
 
 @require_POST
 @page
 def invite_create(request, slug: str):
-    def act(project):
-        services.invite_create(
-            project=project,
-            role=request.POST.get("role", ""),
-            days=request.POST.get("days", "14"),
-            max_uses=request.POST.get("max_uses", "0"),
-            created_by=request.user,
-        )
+    def act(project, form):
+        services.invite_create(project=project, **form.values(), created_by=request.user)
 
-    return _setup_action(request, slug, act, "Invite link created: copy it from the list.")
+    return _setup_action(
+        request, slug, forms.InviteCreateForm, act, "Invite link created: copy it from the list."
+    )
 
 
 @require_POST
@@ -250,7 +236,8 @@ def invite_revoke(request, slug: str, invite_id: int):
     return _setup_action(
         request,
         slug,
-        lambda project: services.invite_revoke(project=project, invite_id=invite_id),
+        forms.NoFieldsForm,
+        lambda project, form: services.invite_revoke(project=project, invite_id=invite_id),
         "Invite link withdrawn.",
     )
 
@@ -259,13 +246,11 @@ def invite_revoke(request, slug: str, invite_id: int):
 def join(request, token: str):
     """An invite link: signed-in people join with one click; others create an account here
     (or sign in) and join. Errors (expired, used up, withdrawn) are said plainly."""
-    from annotation.web import render_error
-
     try:
         invite = services.invite_usable(token)
     except ApplicationError as error:
         return render_error(request, error)
-    form = None
+    form: UserCreationForm | None = None
     if request.method == "POST":
         try:
             if request.user.is_authenticated:
@@ -293,18 +278,11 @@ def join(request, token: str):
     return render(request, "studio/join.html", {"invite": invite, "form": form})
 
 
-BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
-
-
 @require_http_methods(["GET"])
 @page
 def items(request, slug: str):
     """The item browser: search, filter by stage and state or status, 50 per page."""
-    from django.core.paginator import Paginator
-
-    from studio import selectors
-
-    project = access_project(request.user, slug, BROWSE_ROLES)
+    project = access_project_items(request.user, slug)
     filters = {key: request.GET.get(key, "") for key in ("q", "stage", "state", "status")}
     found = selectors.items_browse(project, **filters)
     listing = Paginator(found, 50).get_page(request.GET.get("page"))
@@ -313,10 +291,10 @@ def items(request, slug: str):
         "studio/items.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
             "items": listing,
             "filters": filters,
-            "stages": project.stages.order_by("position"),
+            "stages": selectors.project_stages(project),
             "states": selectors.ITEM_STATES,
             "statuses": Item.Status.choices,
             "query": request.GET.copy(),
@@ -327,17 +305,18 @@ def items(request, slug: str):
 @require_http_methods(["GET"])
 @page
 def item_detail(request, slug: str, item_id: int):
-    from studio import selectors
-
-    project = access_project(request.user, slug, BROWSE_ROLES)
+    project = access_project_items(request.user, slug)
     return render(
         request,
         "studio/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
             **selectors.item_history(
-                project, item_id, viewer=request.user, roles=project.user_roles
+                project,
+                item_id,
+                viewer=request.user,
+                roles=project.user_roles,  # type: ignore[attr-defined]  # set by annotation.access.access_project
             ),
         },
     )

@@ -397,3 +397,25 @@ def test_a_prolific_error_while_deciding_is_shown_and_stops(prolific, client, se
     response = client.post(reverse("crowd:study_decide", args=[study.project.slug, study.pk]))
     assert response.status_code == 502 and "Invalid token" in response.content.decode()
     assert Participant.objects.get().platform_status == ""
+
+
+@pytest.mark.django_db
+def test_the_study_pages_sync_button_asks_for_the_sync_after_commit(
+    prolific, client, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+
+    from annotation.models import Role
+    from tests.factories import make_member
+
+    study = make_crowd_study(platform_study_id=STUDY)
+    admin = make_member(study.project, Role.ADMIN)
+    client.force_login(admin)
+    url = reverse("crowd:study_sync", args=[study.project.slug, study.pk])
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(url)
+    assert response.status_code == 302 and len(callbacks) == 1
+    assert prolific.calls == []  # nothing sent before the commit
+    callbacks[0]()  # the commit: the task runs (in-process here)
+    assert [call[1] for call in prolific.calls] == [f"/api/v1/studies/{STUDY}/submissions/"]
+    assert client.get(url).status_code == 405

@@ -74,11 +74,15 @@ def url(project, name="ratings:dashboard", *args):
 
 
 def computed_page(client, project, django_capture_on_commit_callbacks, **params):
-    """The dashboard once its stored analysis is computed: a first load asks for it when it is
-    missing (the refresh task runs in-process after commit, tasks being eager here), the
-    second shows it."""
+    """The dashboard once its stored analysis is computed: a first load shows it, or that it
+    is missing with the page's request for it (a POST: the page's GETs write nothing), which
+    is sent here (the refresh task runs in-process after commit, tasks being eager here); the
+    second load shows it."""
+    first = client.get(url(project), params).content.decode()
+    if "Computing the analysis" in first:
+        assert 'action="' + url(project, "ratings:analysis_request") + '"' in first
     with django_capture_on_commit_callbacks(execute=True):
-        client.get(url(project), params)
+        client.post(url(project, "ratings:analysis_request"), params)
     return client.get(url(project), params)
 
 
@@ -303,3 +307,27 @@ def test_table_downloads_neutralise_formulas_in_imported_text(client, ratings_pr
     assert ",-2," in text or text.rstrip().endswith(",-2")  # a plain number is left as it is
     items = client.get(url(ratings_project, "ratings:table", "items")).content.decode()
     assert "'=HYPERLINK(1)" in items and ",=" not in items
+
+
+def test_loading_the_page_writes_nothing_and_asks_for_the_analysis_with_a_post(
+    client, analysed, django_capture_on_commit_callbacks
+):
+    from ratings.models import StoredAnalysis
+
+    signed_in(client, make_member(analysed, Role.RESEARCHER))
+    StoredAnalysis.objects.filter(project=analysed).delete()  # nothing stored: the page asks
+    request_url = url(analysed, "ratings:analysis_request")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        page = client.get(url(analysed), {"source": "live"}).content.decode()
+        client.get(url(analysed), {"source": "live", "part": "analysis"}, **HTMX)
+    assert callbacks == [] and not StoredAnalysis.objects.filter(project=analysed).exists()
+    assert "Computing the analysis" in page and f'hx-post="{request_url}"' in page
+    assert client.get(request_url).status_code == 405
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        asked = client.post(request_url, {"source": "live", "run": ""}, **HTMX)
+    assert asked.status_code == 204 and len(callbacks) == 1
+    assert StoredAnalysis.objects.get(project=analysed, source="live").queued_at is not None
+    plain = client.post(request_url, {"source": "live"})
+    assert plain.status_code == 302 and plain.url == url(analysed) + "?source=live"
+    assert client.post(request_url, {"source": "nonsense"}).status_code == 400
+    assert client.post(request_url, {"source": "live", "run": "999999"}).status_code == 404

@@ -1,0 +1,34 @@
+"""Permission-checked fetches of the setup pages (CONTRIBUTING.md, "Permission-checked
+fetches"): a project's admins reach its stages and invites, admins, researchers and reviewers
+its item browser. Unknown ids and other projects' ids answer alike (404)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from annotation.access import MANAGE, access_project
+from annotation.errors import NotFound
+from annotation.models import Project, Role, Stage
+
+#: Who opens the item browser and an item's history.
+BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
+
+
+def access_project_setup(user: AbstractBaseUser, slug: str) -> Project:
+    """The project ``slug`` for its setup pages: its admins only (404 / 403 as
+    ``annotation.access.access_project``)."""
+    return access_project(user, slug, MANAGE)
+
+
+def access_project_items(user: AbstractBaseUser, slug: str) -> Project:
+    """The project ``slug`` for its item browser (``BROWSE_ROLES``)."""
+    return access_project(user, slug, BROWSE_ROLES)
+
+
+def access_setup_stage(project: Project, stage_id: int) -> Stage:
+    """A stage of ``project`` (fetched by ``access_project_setup``); another project's stage
+    id answers as an unknown one."""
+    stage = Stage.objects.filter(project=project, pk=stage_id).first()
+    if stage is None:
+        raise NotFound("There is no such stage in this project.")
+    return stage

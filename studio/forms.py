@@ -1,0 +1,168 @@
+"""The setup pages' forms (CONTRIBUTING.md, "Thin views"): every POST of the studio app is read
+by one of these, and the services get typed values. Whether a value can work (a slug free, a
+role known, a stage's settings together) stays the services' and the engine's decision; a form
+turns posted text into types and refuses what has none (``annotation.forms.form_error`` makes
+the refusal the page's usual error).
+
+Partial forms: the stage form changes only the settings it posts (``StageEditForm.changes``),
+as the setup page's forms each post a part of a stage.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from annotation.errors import ApplicationError
+from annotation.forms import TextField, WholeNumberField, YesNoField
+from annotation.models import Stage
+from annotation.policies import get_policy
+from studio import stage_form
+from studio.services import JSON_SETTINGS, MAX_INVITE_DAYS, parse_json_setting
+
+#: Where the setup page scrolls back to after a change: a fragment naming an element.
+ANCHOR = re.compile(r"#[A-Za-z][\w-]{0,80}")
+
+
+class SetupForm(forms.Form):
+    """A form of the setup page: each may name the ``anchor`` the page returns to (a fragment
+    like ``#stage-3``; anything else is ignored, so a redirect never leaves the page)."""
+
+    anchor = TextField()
+
+    def clean_anchor(self) -> str:
+        anchor = self.cleaned_data["anchor"].strip()
+        return anchor if ANCHOR.fullmatch(anchor) else ""
+
+    def values(self) -> dict[str, Any]:
+        """The cleaned fields for the service (the anchor is the page's, not the service's)."""
+        return {name: value for name, value in self.cleaned_data.items() if name != "anchor"}
+
+
+class ProjectNewForm(forms.Form):
+    workflow = TextField()
+    slug = TextField()
+    name = TextField()
+    description = TextField()
+
+
+class StageAddForm(SetupForm):
+    slug = TextField()
+    name = TextField()
+    kind = TextField()
+    overlap = WholeNumberField("overlap", 1, 100, default=3)
+
+
+class StageMoveForm(SetupForm):
+    direction = TextField()
+
+
+class StageEditForm(SetupForm):
+    """One stage's settings as the setup page posts them; only the posted ones change.
+
+    The field-by-field part (``stage_form`` posted: policy options, tie default, a route per
+    outcome) is read by ``studio.stage_form`` for the policy chosen in the same form."""
+
+    name = TextField()
+    instructions = TextField()
+    overlap = WholeNumberField("overlap", 1, 100)
+    lease_seconds = WholeNumberField("lease_seconds", 30, 86_400)
+    resolution_policy = TextField()
+    tie_policy = TextField()
+    is_active = YesNoField(label="is_active")
+    config = TextField()
+    routes = TextField()
+    phases = TextField()
+    eligibility = TextField()
+    policy_options = TextField()
+    stage_form = TextField()
+    option_rows = WholeNumberField("option-rows", 0, 50, default=0)
+
+    def __init__(self, data: Any, *, stage: Stage) -> None:
+        # "option-rows" is not a Python name; the field reads it under its posted name.
+        posted = data.copy() if hasattr(data, "copy") else dict(data)
+        if "option-rows" in posted:
+            posted["option_rows"] = posted["option-rows"]
+        super().__init__(posted)
+        self.stage = stage
+        self.application_error: ApplicationError | None = None
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if "name" in self.data and not name:
+            raise forms.ValidationError("A stage needs a name.", code="required")
+        return name[:200]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        try:
+            for name in JSON_SETTINGS:
+                if name in self.data:
+                    cleaned[name] = parse_json_setting(name, cleaned[name])
+            if cleaned.get("stage_form"):
+                cleaned.update(self._field_by_field(cleaned))
+        except ApplicationError as error:
+            self.application_error = error
+            raise forms.ValidationError(error.message, code="invalid") from None
+        return cleaned
+
+    def _field_by_field(self, cleaned: dict[str, Any]) -> dict[str, Any]:
+        data = self.data
+
+        def get(name: str, default: str = "") -> str:
+            return str(data.get(name, default))
+
+        policy = get_policy(str(data.get("resolution_policy") or self.stage.resolution_policy))
+        return {
+            "policy_options": stage_form.options_from_form(get, cleaned["option_rows"]),
+            "tie_default": stage_form.typed_value(get("tie_default")),
+            "routes": stage_form.routes_from_form(get, policy.outcomes),
+        }
+
+    def changes(self) -> dict[str, Any]:
+        """The settings posted, typed, for ``studio.services.stage_edit``."""
+        names = [
+            "name",
+            "instructions",
+            "overlap",
+            "lease_seconds",
+            "resolution_policy",
+            "tie_policy",
+            "is_active",
+            *JSON_SETTINGS,
+        ]
+        found = {name: self.cleaned_data[name] for name in names if name in self.data}
+        if self.cleaned_data.get("stage_form"):
+            for name in ("policy_options", "tie_default", "routes"):
+                found[name] = self.cleaned_data[name]
+        return found
+
+
+class MemberAddForm(SetupForm):
+    username = TextField()
+    role = TextField()
+
+
+class MemberRemoveForm(SetupForm):
+    user = forms.IntegerField(
+        error_messages={"required": "Choose a member.", "invalid": "Choose a member."}
+    )
+    role = TextField()
+
+
+class InviteCreateForm(SetupForm):
+    role = TextField()
+    days = WholeNumberField("days", 1, MAX_INVITE_DAYS, default=14)
+    max_uses = WholeNumberField("max_uses", 0, 100_000, default=0)
+
+
+class GuidelinesForm(forms.Form):
+    instructions = TextField()
+
+
+class NoFieldsForm(SetupForm):
+    """A POST that carries nothing but its CSRF token (remove a stage, withdraw an invite)."""
