@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
@@ -91,13 +92,24 @@ def _stage_for_annotator_sql(vendor: str) -> str:
     )
 
 
-def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stage:
-    """The stage, if `user` is an active (not paused) annotator of its project.
+class StageForAnnotator(NamedTuple):
+    """A stage as its annotator reaches it (access_stage_for_annotator): what
+    services.assignment_next needs to lease without reading them again."""
+
+    #: The stage, with its project loaded (``stage.project``).
+    stage: Stage
+    #: The annotator's active lease in this stage, if they hold one.
+    current_assignment_id: int | None
+    #: Whether an annotator gate governs the annotator in the project (annotation.gates).
+    governed: bool
+
+
+def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> StageForAnnotator:
+    """The stage, if `user` is an active (not paused) annotator of its project, with the user's
+    current lease id in it and whether an annotator gate governs them (StageForAnnotator).
 
     One statement (hand-written, annotation.sql: this runs on every next item): the stage, its
-    project, the membership tests, the user's current lease id in this stage (as
-    `current_assignment_id`) and whether an annotator gate governs them (as `governed`,
-    annotation.gates)."""
+    project, the membership tests, the lease id and the gates' condition (annotation.gates)."""
     row = None
     if sql.in_range(Stage, stage_id):
         row = sql.fetchone(
@@ -106,7 +118,8 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     if row is None:
         raise NotFound("There is no such stage in your projects.")
     (stage, project), flags = sql.unpack(row, (Stage, Project), _STAGE_FLAGS)
-    if not (flags["is_member"] or user.is_superuser):
+    assert isinstance(stage, Stage) and isinstance(project, Project)
+    if not (flags["is_member"] or getattr(user, "is_superuser", False)):
         # The same answer for "no such stage" and "not yours": ids reveal nothing.
         raise NotFound("There is no such stage in your projects.")
     if not flags["is_annotator"]:
@@ -116,11 +129,13 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
             "Your annotation in this project is paused by the researchers; contact them."
         )
     stage.project = project
-    stage.current_assignment_id = flags["current_assignment_id"]
-    stage.governed = bool(flags["governed"])
-    if not (stage.is_active and stage.project.is_active):
+    if not (stage.is_active and project.is_active):
         raise Conflict("This stage is closed.")
-    return stage
+    return StageForAnnotator(
+        stage=stage,
+        current_assignment_id=flags["current_assignment_id"],
+        governed=bool(flags["governed"]),
+    )
 
 
 def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
@@ -169,6 +184,7 @@ __all__ = [
     "MANAGE",
     "MONITOR",
     "Conflict",
+    "StageForAnnotator",
     "access_assignment",
     "access_own_answer",
     "access_project",

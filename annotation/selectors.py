@@ -67,7 +67,7 @@ def annotator_progress_by_stage(
     done: items the user submitted in the stage. left: items the user may still get — open item
     stages with a free slot they have not held in the item stage's current round and phase (a
     checker may vote on the item later) — plus the one they hold now. On stages with phases or
-    eligibility rules this is an upper bound: the candidate search (annotation.services.work)
+    eligibility rules this is an upper bound: the candidate search (annotation.services.next_item)
     has the last word on who gets what. Only the user's own assignments are read; other
     annotators' work enters only through the slot counters.
     """

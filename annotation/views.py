@@ -55,7 +55,7 @@ SKIP_REASONS = (
 )
 #: Form fields of the item screen that are not part of the kind's payload.
 META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
-MAX_SECONDS = services.work.MAX_SECONDS_SPENT
+MAX_SECONDS = services.submit.MAX_SECONDS_SPENT
 
 
 def page(view):
@@ -129,13 +129,14 @@ def stage_annotate(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    reached = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = reached.stage
     if request.method == "POST":
-        assignment = services.assignment_next(annotator=request.user, stage=stage)
+        assignment = services.assignment_next(annotator=request.user, stage=reached)
         if not request.htmx:
             return redirect("annotation:stage", stage_id=stage.pk)
         return _item_response(request, stage, assignment)
-    held = selectors.assignment_held(stage.current_assignment_id, stage)
+    held = selectors.assignment_held(reached.current_assignment_id, stage)
     return _item_response(request, stage, held, waiting=held is None)
 
 
@@ -198,8 +199,9 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     gate = work_gate(request, stage.pk)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
-    assignment = services.assignment_next(annotator=request.user, stage=stage)
+    reached = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
+    stage = reached.stage
+    assignment = services.assignment_next(annotator=request.user, stage=reached)
     if not request.htmx:
         if notice:
             messages.info(request, notice)
@@ -219,7 +221,7 @@ def stage_answers(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id).stage
     answers = selectors.annotator_recent_answers(request.user, stage)
     context = {
         "stage": stage,
@@ -239,7 +241,7 @@ def stage_answer_last(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id).stage
     latest = selectors.annotator_latest_answer(request.user, stage)
     if latest is None:
         messages.info(request, "You have no answers in this stage yet.")

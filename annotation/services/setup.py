@@ -34,7 +34,7 @@ from annotation.models import (
 from annotation.phases import first_slots, validate_phases
 from annotation.policies import PolicySettings, check_settings, get_policy
 from annotation.routing import validate_routes
-from annotation.services.work import _release_assignments
+from annotation.services.leases import _release_assignments
 from annotation.sql import table as sql_table
 
 logger = logging.getLogger(__name__)

@@ -171,10 +171,10 @@ def test_a_change_racing_the_resolution_is_either_counted_or_refused(postgres, m
     when a change arrives makes the change wait, find the item decided and be refused."""
     from django.db import transaction
 
-    from annotation.services import work
+    from annotation.services import submit
 
     # Items complete without resolving at once: this test runs the resolution itself.
-    monkeypatch.setattr(work, "enqueue_on_commit", lambda *args, **kwargs: None)
+    monkeypatch.setattr(submit, "enqueue_on_commit", lambda *args, **kwargs: None)
     _, verify, _, (alice, bob, carol) = pipeline(overlap=3, items=2)
 
     def complete_one_item():
