@@ -33,7 +33,9 @@ def change_refusal(annotation: Annotation, item_stage: ItemStage, stage: Stage) 
     if not (stage.is_active and stage.project.is_active):
         return "This stage is closed, so your answer can no longer be changed."
     if item_stage.state not in CHANGEABLE_STATES:
-        return _BY_STATE.get(item_stage.state, "Your answer can no longer be changed.")
+        return _BY_STATE.get(
+            ItemStage.State(item_stage.state), "Your answer can no longer be changed."
+        )
     if (item_stage.round, item_stage.phase) != (annotation.round, annotation.phase):
         return (
             "This item has moved on to its next step since you answered, so your answer can no "

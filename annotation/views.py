@@ -110,7 +110,7 @@ def project_detail(request, slug: str):
             "project_tabs": project_tabs(project, project.user_roles),
             "roles": sorted(project.user_roles),
             "stages": stages,
-            "is_annotator": any(stage.progress is not None for stage in stages),
+            "is_annotator": any(row.progress is not None for row in stages),
             "pipeline_svg": graph,
         },
     )

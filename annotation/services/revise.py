@@ -74,9 +74,10 @@ def _annotation_revise(
         )
     if base is None or base.assignment_id is None:
         raise NotFound(NO_SUCH_ANSWER)
+    assignment_id: int = base.assignment_id  # a version keeps its assignment
     gated = Stage.objects.filter(item_stages=base.item_stage_id).only("pk", "project_id").get()
     if gates.governed(annotator_id=annotator.pk, project_id=gated.project_id):
-        current = Annotation.objects.filter(assignment_id=base.assignment_id).first()
+        current = Annotation.objects.filter(assignment_id=assignment_id).first()
         gates.check(
             annotator_id=annotator.pk, stage=gated, action=gates.CHANGE, answer=current or base
         )
@@ -90,7 +91,7 @@ def _annotation_revise(
     stage = item_stage.stage
     kind = get_kind(stage.kind)
     if not base.is_current:
-        current = Annotation.objects.filter(assignment_id=base.assignment_id).first()
+        current = Annotation.objects.filter(assignment_id=assignment_id).first()
         clean = kind.validate(
             payload, KindContext(stage=stage, item_stage=item_stage, annotator_id=annotator.pk)
         )
@@ -127,7 +128,7 @@ def _annotation_revise(
         raise Conflict("Your answer changed meanwhile; open it again to change it.")
     revised = Annotation.all_versions.create(
         item_stage=item_stage,
-        assignment_id=base.assignment_id,
+        assignment_id=assignment_id,
         annotator=annotator,
         payload=clean,
         seconds_spent=seconds_spent,

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -72,7 +72,7 @@ def project_create(
     )
 
 
-def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def membership_add(*, project: Project, user: User, role: str) -> Membership:
     if role not in Role.values:
         raise ApplicationError(
             f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"}
@@ -123,7 +123,7 @@ def membership_remove(*, project: Project, user_id: int, role: str = Role.ANNOTA
 
 
 @transaction.atomic
-def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
+def user_remove(*, user: User) -> User:
     """Remove a person from Rungwise without losing their work: their active leases are
     released (the slots go to others), their memberships and API tokens removed, and the
     account anonymised and locked. Annotations keep pointing at the account, so releases and
@@ -566,7 +566,7 @@ def item_revise(
     *,
     item: Item,
     payload: Mapping[str, Any],
-    author: AbstractBaseUser | None,
+    author: User | None,
     reason: str,
     stage: Stage | None = None,
 ) -> ItemRevision:

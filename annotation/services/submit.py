@@ -243,7 +243,7 @@ def _annotation_submit(
     now = timezone.now()
     annotation = _first_version(assignment, annotator, clean, seconds_spent, client_info, now)
     complete = item_stage.submitted_count + 1 >= item_stage.target_count
-    _record_submission(annotation, holds_slot=holds_slot, complete=complete)
+    _record_submission(annotation, assignment, holds_slot=holds_slot, complete=complete)
     if read.governed:
         gates.after_submit(annotator_id=annotator.pk, stage=assignment.stage)
     if complete:
@@ -253,11 +253,14 @@ def _annotation_submit(
     return annotation, True
 
 
-def _record_submission(annotation: Annotation, *, holds_slot: bool, complete: bool) -> None:
+def _record_submission(
+    annotation: Annotation, assignment: Assignment, *, holds_slot: bool, complete: bool
+) -> None:
     """Store the annotation, mark its assignment submitted and move the slot from leased to
     submitted (closing the item stage when it reaches its target): one statement on PostgreSQL
-    (data-modifying CTEs), three elsewhere. The caller holds both rows' locks."""
-    assignment, now = annotation.assignment, annotation.created_at
+    (data-modifying CTEs), three elsewhere. `assignment` is the annotation's, marked submitted
+    (_first_version). The caller holds both rows' locks."""
+    now = annotation.created_at
     item_stage_id = assignment.item_stage_id
     if connection.vendor != "postgresql":
         annotation.save(force_insert=True)
