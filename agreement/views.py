@@ -41,13 +41,10 @@ from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import project_tabs
 from annotation.selectors import item_stages_with_final_votes
 from annotation.views import page
 from releases.writers import csv_timestamp, spreadsheet_safe
-
-register_project_tab("Agreement", "agreement:dashboard", roles=MONITOR, order=30)
-register_project_tab("Adjudication", "agreement:adjudication", roles=ADJUDICATE, order=40)
 
 PAGE_SIZE = 50
 LIVE_REFRESH = "every 30s"

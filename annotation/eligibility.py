@@ -331,5 +331,5 @@ def blind(made_from: str | None = None) -> dict[str, Any]:
     return spec
 
 
-for _rule in (NotAuthor(), NotInStage(), Blind(), Skill(), AfterStage()):
-    register_rule(_rule)
+#: The engine's own rules, registered by the engine's plug-in (annotation/apps.py).
+BUILT_IN_RULES: tuple[Rule, ...] = (NotAuthor(), NotInStage(), Blind(), Skill(), AfterStage())

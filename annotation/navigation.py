@@ -1,9 +1,8 @@
 """The site navigation: the signed-in user's projects and the role-aware project tabs.
 
-Other apps add tabs to a project's navigation in their AppConfig.ready():
+Apps add tabs to a project's navigation through their ``Plugin`` (``annotation.plugins``):
 
-    from annotation.navigation import register_project_tab
-    register_project_tab("Dashboard", "annotation:dashboard", roles=MONITOR, order=30)
+    Plugin(name="myapp", project_tabs=[ProjectTab("Dashboard", "myapp:dashboard", MONITOR, 30)])
 
 A tab is shown when the user holds one of its roles in the project, the project is of one of the
 tab's ``kinds`` (workflows; empty: every project) *and* its URL name resolves with the project's
@@ -32,11 +31,18 @@ from annotation.models import Role
 
 @dataclass(frozen=True)
 class ProjectTab:
+    """A tab of the project navigation (see the module docstring); ``roles`` and ``kinds`` may
+    be any iterables of names and are kept as frozensets."""
+
     label: str
     url_name: str
-    roles: frozenset[str]
+    roles: Iterable[str]
     order: int = 50
-    kinds: frozenset[str] = frozenset()
+    kinds: Iterable[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", frozenset(self.roles))
+        object.__setattr__(self, "kinds", frozenset(self.kinds))
 
 
 PROJECT_TABS: list[ProjectTab] = []
@@ -62,7 +68,7 @@ def project_tabs(project, roles: Iterable[str]) -> list[dict[str, str]]:
     held = set(roles)
     tabs = []
     for tab in PROJECT_TABS:
-        if not held & tab.roles or (tab.kinds and project.kind not in tab.kinds):
+        if not held.intersection(tab.roles) or (tab.kinds and project.kind not in tab.kinds):
             continue
         try:
             url = reverse(tab.url_name, args=[project.slug])

@@ -8,10 +8,9 @@ pauses on ``pending`` (a reviewer or more votes are needed) and routes every oth
 the stage's routes (annotation.routing), so a policy may return ``"revise"`` or ``"remove"`` as
 long as the stages that use it route those outcomes.
 
-Plug-ins register their own policies in ``AppConfig.ready()``::
+Plug-ins declare their own policies in their ``Plugin`` (``annotation.plugins``)::
 
-    from annotation.policies import Policy, register_policy
-    register_policy(MyPolicy())
+    Plugin(name="myapp", policies=[MyPolicy()], ...)
 
 The engine ships ``majority``, ``plurality``, ``unanimity_keep`` and ``mean`` (the pure rules are
 in annotation.resolution, tested on their own).
@@ -186,5 +185,10 @@ def check_settings(policy_key: str, settings: PolicySettings) -> None:
         raise ApplicationError(str(error), {"resolution_policy": policy_key}) from None
 
 
-for _policy in (MajorityPolicy(), PluralityPolicy(), UnanimityKeepPolicy(), MeanPolicy()):
-    register_policy(_policy)
+#: The engine's own policies, registered by the engine's plug-in (annotation/apps.py).
+BUILT_IN_POLICIES: tuple[Policy, ...] = (
+    MajorityPolicy(),
+    PluralityPolicy(),
+    UnanimityKeepPolicy(),
+    MeanPolicy(),
+)

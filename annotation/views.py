@@ -22,7 +22,6 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import selectors, services
 from annotation.access import (
-    ANY_ROLE,
     access_assignment,
     access_own_answer,
     access_project,
@@ -35,7 +34,6 @@ from annotation.models import Assignment, Role, Stage
 from annotation.navigation import (
     items_left,
     project_tabs,
-    register_project_tab,
     work_gate,
     work_pending,
 )
@@ -44,8 +42,6 @@ from annotation.pipeline import pipeline_svg, project_pipeline
 
 if TYPE_CHECKING:
     from annotation.models import Annotation
-
-register_project_tab("Overview", "annotation:project", roles=ANY_ROLE, order=10)
 
 #: Reasons offered when skipping an item (the annotator may also type their own).
 SKIP_REASONS = (

@@ -2,10 +2,9 @@
 
 A project's ``kind`` names a registered workflow; the workflow's key is what import schemas
 (imports.core.schema.register_schema) and release layouts (releases.layouts.register_layout)
-are registered under. Plug-ins register theirs in ``AppConfig.ready()``::
+are registered under. Plug-ins declare theirs in their ``Plugin`` (``annotation.plugins``)::
 
-    from annotation.workflows import Workflow, register_workflow
-    register_workflow(Workflow("meter", "Verify / edit / filter (METER-style)"))
+    Plugin(name="review.meter", workflows=[Workflow("meter", "Verify / edit / filter")], ...)
 
 A workflow may offer a **template** (``create``): a function ``create(*, slug, name,
 description) -> Project`` that builds a project with its stages ready for work (the studio's
@@ -61,11 +60,10 @@ def _generic_create(*, slug: str, name: str, description: str = "") -> Any:
     return project_create(slug=slug, name=name, description=description)
 
 
-register_workflow(
-    Workflow(
-        "generic",
-        "From scratch",
-        "An empty project: add stages of any kind (verify, label, …) yourself.",
-        create=_generic_create,
-    )
+#: The engine's own workflow, registered by the engine's plug-in (annotation/apps.py).
+GENERIC = Workflow(
+    "generic",
+    "From scratch",
+    "An empty project: add stages of any kind (verify, label, …) yourself.",
+    create=_generic_create,
 )

@@ -11,14 +11,9 @@ class CrowdConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.access import MANAGE
-        from annotation.eligibility import register_rule
-        from annotation.gates import register_annotator_gate
-        from annotation.navigation import (
-            register_progress_cap,
-            register_project_tab,
-            register_work_gate,
-            register_work_pending,
-        )
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
+        from crowd.demo import seed
         from crowd.eligibility import CrowdParticipantRule
         from crowd.gate import (
             CrowdGate,
@@ -27,14 +22,15 @@ class CrowdConfig(AppConfig):
             crowd_work_pending,
         )
 
-        register_rule(CrowdParticipantRule())
-        register_annotator_gate(CrowdGate())
-        register_work_gate(crowd_work_gate)
-        register_progress_cap(crowd_progress_cap)
-        register_work_pending(crowd_work_pending)
-        register_project_tab("Crowd", "crowd:studies", roles=MANAGE, order=85)
-
-    def seed_demo(self, *, users) -> None:
-        from crowd.demo import seed
-
-        seed(users=users)
+        register_plugin(
+            Plugin(
+                name=self.name,
+                eligibility_rules=[CrowdParticipantRule()],
+                annotator_gates=[CrowdGate()],
+                work_gates=[crowd_work_gate],
+                progress_caps=[crowd_progress_cap],
+                work_pending=[crowd_work_pending],
+                project_tabs=[ProjectTab("Crowd", "crowd:studies", MANAGE, order=85)],
+                demo=seed,
+            )
+        )

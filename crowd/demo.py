@@ -1,4 +1,4 @@
-"""The crowd demo (seed_demo, through CrowdConfig.seed_demo): a small labelling project with
+"""The crowd demo (its plug-in's ``demo``, crowd/apps.py): a small labelling project with
 practice items and attention checks, a Prolific study on it at /s/demo-pilot/ and three
 simulated participants (one completed, one screened out, one still working), so that the Crowd
 tab has figures and the study URL can be tried at once."""

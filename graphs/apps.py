@@ -16,36 +16,42 @@ class GraphsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.kinds import register_kind
-        from annotation.navigation import register_project_tab
-        from annotation.policies import register_policy
-        from annotation.workflows import Workflow, register_workflow
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
+        from annotation.workflows import Workflow
         from graphs import kinds, policies, services
         from graphs.release_layout import carlgt_layout
-        from releases.layouts import register_layout
 
-        register_kind(kinds.GraphQuestionKind())
-        register_policy(policies.GraphRecordPolicy())
-        register_workflow(
-            Workflow(
-                services.WORKFLOW,
-                "Causal-graph questions (CARL-GT-style)",
-                "d-separation, independence, causal direction (yes / no) and intervention or "
-                "counterfactual expectations (numbers), answered by people and scored like the "
-                "paper scores models.",
-                create=services.carlgt_project_create,
+        register_plugin(
+            Plugin(
+                name=self.name,
+                kinds=[kinds.GraphQuestionKind()],
+                policies=[policies.GraphRecordPolicy()],
+                workflows=[
+                    Workflow(
+                        services.WORKFLOW,
+                        "Causal-graph questions (CARL-GT-style)",
+                        "d-separation, independence, causal direction (yes / no) and "
+                        "intervention or counterfactual expectations (numbers), answered by "
+                        "people and scored like the paper scores models.",
+                        create=services.carlgt_project_create,
+                    )
+                ],
+                release_layouts={services.WORKFLOW: carlgt_layout},
+                project_tabs=[
+                    ProjectTab(
+                        "Graphs",
+                        "graphs:scores",
+                        ("admin", "researcher"),
+                        order=35,
+                        kinds=(services.WORKFLOW,),
+                    )
+                ],
+                demo=self.demo_seed,
             )
         )
-        register_layout(services.WORKFLOW, carlgt_layout)
-        register_project_tab(
-            "Graphs",
-            "graphs:scores",
-            roles=("admin", "researcher"),
-            order=35,
-            kinds=(services.WORKFLOW,),
-        )
 
-    def seed_demo(self, *, users: dict) -> None:
+    def demo_seed(self, *, users: dict) -> None:
         from graphs.demo import seed
 
         seed(users=users, slug=CARLGT_DEMO_SLUG)

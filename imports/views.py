@@ -13,13 +13,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.access import MANAGE, access_project
 from annotation.errors import ApplicationError, NotFound
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import project_tabs
 from annotation.views import page
 from imports import selectors, services
 from imports.core.pipeline import DUPLICATE_POLICIES
 from imports.core.readers import FORMATS
-
-register_project_tab("Imports", "imports:imports", roles=MANAGE, order=60)
 
 ERRORS_SHOWN = 200
 PAGE_SIZE = 25

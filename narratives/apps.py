@@ -16,36 +16,42 @@ class NarrativesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.kinds import register_kind
-        from annotation.navigation import register_project_tab
-        from annotation.policies import register_policy
-        from annotation.workflows import Workflow, register_workflow
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
+        from annotation.workflows import Workflow
         from narratives import kinds, policies, services
         from narratives.release_layout import narratives_layout
-        from releases.layouts import register_layout
 
-        register_kind(kinds.CausalOrderKind())
-        register_policy(policies.NarrativeRecordPolicy())
-        register_workflow(
-            Workflow(
-                services.WORKFLOW,
-                "Causal narratives (CausalNarratives-style)",
-                "Annotators read a short narrative and rebuild its causal chain by ordering event "
-                "cards (or draw a graph's edges); scored against the true structure (exact "
-                "order, Kendall's τ, edge precision / recall, SHD).",
-                create=services.narratives_project_create,
+        register_plugin(
+            Plugin(
+                name=self.name,
+                kinds=[kinds.CausalOrderKind()],
+                policies=[policies.NarrativeRecordPolicy()],
+                workflows=[
+                    Workflow(
+                        services.WORKFLOW,
+                        "Causal narratives (CausalNarratives-style)",
+                        "Annotators read a short narrative and rebuild its causal chain by "
+                        "ordering event cards (or draw a graph's edges); scored against the true "
+                        "structure (exact order, Kendall's τ, edge precision / recall, SHD).",
+                        create=services.narratives_project_create,
+                    )
+                ],
+                release_layouts={services.WORKFLOW: narratives_layout},
+                project_tabs=[
+                    ProjectTab(
+                        "Narratives",
+                        "narratives:baseline",
+                        ("admin", "researcher"),
+                        order=35,
+                        kinds=(services.WORKFLOW,),
+                    )
+                ],
+                demo=self.demo_seed,
             )
         )
-        register_layout(services.WORKFLOW, narratives_layout)
-        register_project_tab(
-            "Narratives",
-            "narratives:baseline",
-            roles=("admin", "researcher"),
-            order=35,
-            kinds=(services.WORKFLOW,),
-        )
 
-    def seed_demo(self, *, users: dict) -> None:
+    def demo_seed(self, *, users: dict) -> None:
         from narratives.demo import seed
 
         seed(users=users, slug=NARRATIVES_DEMO_SLUG)

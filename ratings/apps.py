@@ -13,52 +13,55 @@ class RatingsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.kinds import register_kind
         from annotation.models import Role
-        from annotation.navigation import register_project_tab
-        from annotation.workflows import Workflow, register_workflow
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
+        from annotation.workflows import Workflow
         from ratings.kinds import RateKind
         from ratings.release_layout import explica_layout
-        from releases.layouts import register_layout
-
-        register_kind(RateKind())
-        # The researcher page's stored analysis is recomputed when items resolve (services).
-        from annotation.events import on_item_stages_resolved
+        from ratings.selectors import stage_headlines
         from ratings.services import analyses_item_stages_resolved
 
-        on_item_stages_resolved(analyses_item_stages_resolved)
-        # The Agreement page's figure for the rating and historic stages is this app's α.
-        from agreement.headlines import register_headline_provider
-        from ratings.selectors import stage_headlines
-
-        register_headline_provider(stage_headlines)
-        register_workflow(
-            Workflow(
-                RATINGS_WORKFLOW,
-                "Acceptability ratings (ExpliCa-style)",
-                "Sentence pairs × connectives × orders rated 1–10 by 15 raters, with practice "
-                "items and attention checks; labels per ordered pair.",
-                create=_template,
+        register_plugin(
+            Plugin(
+                name=self.name,
+                kinds=[RateKind()],
+                workflows=[
+                    Workflow(
+                        RATINGS_WORKFLOW,
+                        "Acceptability ratings (ExpliCa-style)",
+                        "Sentence pairs × connectives × orders rated 1–10 by 15 raters, with "
+                        "practice items and attention checks; labels per ordered pair.",
+                        create=_template,
+                    )
+                ],
+                release_layouts={RATINGS_WORKFLOW: explica_layout},
+                # Tabs on every page of a ratings project, not only its own.
+                project_tabs=[
+                    ProjectTab(
+                        "Ratings",
+                        "ratings:dashboard",
+                        (Role.ADMIN, Role.RESEARCHER),
+                        order=35,
+                        kinds=(RATINGS_WORKFLOW,),
+                    ),
+                    ProjectTab(
+                        "Import ratings",
+                        "ratings:import",
+                        (Role.ADMIN,),
+                        order=65,
+                        kinds=(RATINGS_WORKFLOW,),
+                    ),
+                ],
+                # The researcher page's stored analysis is recomputed when items resolve.
+                on_item_stages_resolved=[analyses_item_stages_resolved],
+                # The Agreement page's figure for the rating and historic stages is this app's α.
+                headline_providers=[stage_headlines],
+                demo=self.demo_seed,
             )
         )
-        register_layout("ratings", explica_layout)
-        # Tabs on every page of a ratings project (annotation.navigation), not only its own.
-        register_project_tab(
-            "Ratings",
-            "ratings:dashboard",
-            roles=(Role.ADMIN, Role.RESEARCHER),
-            order=35,
-            kinds=(RATINGS_WORKFLOW,),
-        )
-        register_project_tab(
-            "Import ratings",
-            "ratings:import",
-            roles=(Role.ADMIN,),
-            order=65,
-            kinds=(RATINGS_WORKFLOW,),
-        )
 
-    def seed_demo(self, *, users: dict) -> None:
+    def demo_seed(self, *, users: dict) -> None:
         """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,
         3 practice items, 3 attention checks, a simulated 15-rater pilot study as historic
         ratings and a simulated model run. Safe to run again (memberships are re-added)."""

@@ -2,8 +2,27 @@ from django.apps import AppConfig
 
 
 class ReleasesConfig(AppConfig):
-    """Versioned, checksummed releases: writers, the COPY export, datasheets, benchmark layouts."""
+    """Versioned, checksummed releases: writers, the COPY export, datasheets, benchmark layouts.
+    Applies the plug-ins' ``release_layouts`` and ``release_identities``
+    (annotation/plugins.py)."""
 
     name = "releases"
     verbose_name = "Releases"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from annotation.access import MONITOR
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, extension_point, register_plugin
+        from releases import identities, layouts
+
+        extension_point("release_layouts", layouts.register_layout, registry=layouts.LAYOUTS)
+        extension_point(
+            "release_identities", identities.register_identities, registry=identities.RULES
+        )
+        register_plugin(
+            Plugin(
+                name=self.name,
+                project_tabs=[ProjectTab("Releases", "releases:releases", MONITOR, order=70)],
+            )
+        )

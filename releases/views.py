@@ -13,14 +13,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
-from annotation.navigation import project_tabs, register_project_tab
+from annotation.navigation import project_tabs
 from annotation.views import page, render_error
 from releases import selectors, services
 from releases.access import access_release
 from releases.downloads import release_download_response
 from releases.models import Release
-
-register_project_tab("Releases", "releases:releases", roles=MONITOR, order=70)
 
 PAGE_SIZE = 25
 

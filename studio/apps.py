@@ -12,9 +12,16 @@ class StudioConfig(AppConfig):
     def ready(self) -> None:
         from annotation.access import MANAGE
         from annotation.models import Role
-        from annotation.navigation import register_project_tab
+        from annotation.navigation import ProjectTab
+        from annotation.plugins import Plugin, register_plugin
 
-        register_project_tab("Setup", "studio:setup", roles=MANAGE, order=80)
-        register_project_tab(
-            "Items", "studio:items", roles=(Role.ADMIN, Role.RESEARCHER, Role.REVIEWER), order=20
+        items_roles = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
+        register_plugin(
+            Plugin(
+                name=self.name,
+                project_tabs=[
+                    ProjectTab("Setup", "studio:setup", MANAGE, order=80),
+                    ProjectTab("Items", "studio:items", items_roles, order=20),
+                ],
+            )
         )

@@ -12,14 +12,17 @@ from django.contrib.auth.models import User
 
 from annotation import services
 from annotation.access import access_stage_for_annotator
-from annotation.eligibility import RULES, Condition, Rule, conditions, register_rule
+from annotation.eligibility import RULES, Condition, Rule, conditions
 from annotation.errors import ApplicationError
-from annotation.kinds import KINDS, AgreementSpec, KindContext, TaskKind, register_kind
+from annotation.kinds import KINDS, AgreementSpec, KindContext, TaskKind
 from annotation.models import Item, ItemRevision, ItemStage, Resolution
-from annotation.policies import POLICIES, Policy, register_policy
+from annotation.navigation import ProjectTab, project_tabs
+from annotation.plugins import Plugin, registered_plugins, temporarily_registered
+from annotation.policies import POLICIES, Policy
 from annotation.resolution import Decision
 from annotation.selectors import item_payload_for_annotator
-from annotation.workflows import WORKFLOWS, Workflow, register_workflow
+from annotation.workflows import WORKFLOWS, Workflow
+from imports.core.schema import SCHEMAS, FieldSpec, RowSchema, schema_for_kind
 from tests.factories import make_member, make_project
 
 pytestmark = pytest.mark.django_db
@@ -98,17 +101,36 @@ class NotFiler(Rule):
         )
 
 
+# --- 4. The plug-in: everything above, declared once ---------------------------------------------
+
+TRIAGE_SCHEMA = RowSchema(
+    name="triage",
+    external_id_field="id",
+    fields=(
+        FieldSpec("id", required=True, max_length=255, help="the tracker's id of the report"),
+        FieldSpec("report", required=True, help="the bug report as filed"),
+    ),
+)
+
+
+def triage_plugin() -> Plugin:
+    """What a triage app's ``AppConfig.ready()`` would pass to ``register_plugin``."""
+    return Plugin(
+        name="triage",
+        kinds=[SeverityKind()],
+        policies=[SeverityGate()],
+        eligibility_rules=[NotFiler()],
+        workflows=[Workflow("triage", "Bug-report triage")],
+        import_schemas={"triage": TRIAGE_SCHEMA},
+        project_tabs=[ProjectTab("Triage", "annotation:project", ("admin",), kinds=("triage",))],
+    )
+
+
 @pytest.fixture
 def triage():
-    register_kind(SeverityKind())
-    register_policy(SeverityGate())
-    register_rule(NotFiler())
-    register_workflow(Workflow("triage", "Bug-report triage"))
-    yield
-    KINDS.pop("severity", None)
-    POLICIES.pop("severity_gate", None)
-    RULES.pop("not_filer", None)
-    WORKFLOWS.pop("triage", None)
+    # An installed app registers once, in ready(); the test puts the registries back after.
+    with temporarily_registered(triage_plugin()):
+        yield
 
 
 def build_project():
@@ -235,3 +257,29 @@ def test_bad_settings_are_refused_with_the_setting_named(triage):
 def test_the_rule_is_sql_with_named_parameters(triage):
     (condition,) = conditions([{"rule": "not_filer"}])
     assert "%(annotator)s" in condition.sql and condition.params == {}
+
+
+def test_the_plugin_registers_everything_it_declares_and_nothing_else():
+    before = {name: set(registry) for name, registry in registries().items()}
+    with temporarily_registered(triage_plugin()):
+        project = make_project(kind="triage")
+        assert KINDS["severity"].key == "severity"
+        assert POLICIES["severity_gate"].key == "severity_gate"
+        assert RULES["not_filer"].name == "not_filer"
+        assert WORKFLOWS["triage"].label == "Bug-report triage"
+        # An extension point of an app above the engine (imports) got the schema too.
+        assert schema_for_kind("triage") is TRIAGE_SCHEMA
+        assert "Triage" in [tab["label"] for tab in project_tabs(project, ["admin"])]
+        assert "triage" in [plugin.name for plugin in registered_plugins()]
+    assert {name: set(registry) for name, registry in registries().items()} == before
+    assert "triage" not in [plugin.name for plugin in registered_plugins()]
+
+
+def registries():
+    return {
+        "kinds": KINDS,
+        "policies": POLICIES,
+        "rules": RULES,
+        "workflows": WORKFLOWS,
+        "schemas": SCHEMAS,
+    }

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.urls import reverse
 
 from annotation.models import Annotation, Role
+from annotation.plugins import get_plugin
 from ratings import services
 from ratings.models import RatingsSetup
 from tests.factories import PASSWORD, make_member
@@ -203,7 +203,7 @@ def test_a_researcher_opens_the_dashboard_and_sees_the_plots(live_server, page):
     researcher = make_member(
         make_ratings_project(slug="unrelated-project"), Role.RESEARCHER, username="rhea"
     )
-    apps.get_app_config("ratings").seed_demo(users={"researcher": researcher})
+    get_plugin("ratings").demo(users={"researcher": researcher})
     sign_in_with_the_keyboard(page, live_server.url, "rhea")
     dashboard = live_server.url + reverse("ratings:dashboard", args=["ratings-demo"])
     page.goto(dashboard)

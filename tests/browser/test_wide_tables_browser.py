@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.urls import reverse
 
 from annotation.models import Role
+from annotation.plugins import get_plugin
 from tests.factories import (
     PASSWORD,
     annotate_stage,
@@ -98,7 +98,7 @@ def test_the_ratings_dashboard_fits_a_phone_and_its_tables_scroll_in_their_own_r
     researcher = make_member(
         make_ratings_project(slug="elsewhere"), Role.RESEARCHER, username="rhea"
     )
-    apps.get_app_config("ratings").seed_demo(users={"researcher": researcher})
+    get_plugin("ratings").demo(users={"researcher": researcher})
     page = new_page(browser, 390)
     sign_in(page, live_server.url, "rhea")
     page.goto(live_server.url + reverse("ratings:dashboard", args=["ratings-demo"]))

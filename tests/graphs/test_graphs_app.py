@@ -168,15 +168,16 @@ def test_the_workflow_template_and_the_demo(client):
     assert created.stages.get().kind == "graph_question"
     # A human baseline: the template's stage is blind to earlier work on an item.
     assert created.stages.get().eligibility == [{"rule": "blind"}]
-    from django.apps import apps
     from django.contrib.auth import get_user_model
+
+    from annotation.plugins import get_plugin
 
     users = {
         name: get_user_model().objects.create_user(name, password="x")
         for name in ("admin", "researcher", "annotator1", "annotator2", "annotator3")
     }
-    apps.get_app_config("graphs").seed_demo(users=users)
-    apps.get_app_config("graphs").seed_demo(users=users)  # again: nothing doubles
+    get_plugin("graphs").demo(users=users)
+    get_plugin("graphs").demo(users=users)  # again: nothing doubles
     demo = Project.objects.get(slug="carlgt-demo")
     assert demo.items.count() == DEMO_QUESTIONS + 2
     rows = services.project_scores(demo)

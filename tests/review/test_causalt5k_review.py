@@ -339,16 +339,15 @@ def test_the_tab_shows_the_cascade_beside_the_paper_and_the_scorers_agreement(cl
 
 @pytest.fixture
 def demo():
-    from django.apps import apps
-
     from annotation.models import Role
+    from annotation.plugins import get_plugin
     from tests.factories import make_user
 
     users = {
         name: make_user(name)
         for name in ("admin", "researcher", "reviewer", "annotator1", "annotator2", "annotator3")
     }
-    apps.get_app_config("review").seed_demo(users=users)
+    get_plugin("review.causalt5k").demo(users=users)
     from annotation.models import Project
 
     project = Project.objects.get(slug="causalt5k-demo")

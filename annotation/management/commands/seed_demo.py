@@ -11,70 +11,19 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation import services
-from annotation.fixtures.demo_pairs import DEMO_PAIRS
-from annotation.fixtures.demo_users import DEMO_ROLES, DEMO_USERS
-from annotation.models import Project
+from annotation.demo import DEMO_SLUG
+from annotation.fixtures.demo_users import DEMO_USERS
 
-DEMO_SLUG = "demo"
-GUIDELINES = """Each item is a pair of events, A then B.
-
-**Verify**: keep the pair if both sentences are fluent English and each describes one event;
-reject it otherwise.
-
-**Label**: choose *causal* when A brings about B, *temporal* when A merely happens before B, and
-*unrelated* when the two events have nothing to do with each other."""
+__all__ = ["DEMO_SLUG", "Command", "demo_projects_seed"]
 
 
 def demo_projects_seed(users: Mapping[str, Any]) -> None:
-    """Create every demo project (this command's verify → label pipeline, then each app's
-    ``seed_demo`` hook) for ``users``: the demo cast by demo name (``DEMO_USERS``: "admin",
-    "annotator1"…), whatever their usernames. Safe to run again."""
-    project = Project.objects.filter(slug=DEMO_SLUG).first()
-    if project is None:
-        project = services.project_create(
-            slug=DEMO_SLUG,
-            name="Causal pairs (demo)",
-            description="A small two-stage pipeline: verify the pairs, then label the relation.",
-            guidelines=GUIDELINES,
-        )
-        services.stage_create(
-            project=project,
-            slug="verify",
-            name="Verify pairs",
-            kind="verify",
-            overlap=3,
-            instructions="Keep fluent pairs of single events; reject anything else.",
-        )
-        services.stage_create(
-            project=project,
-            slug="label",
-            name="Label the relation",
-            kind="label",
-            overlap=3,
-            config={"choices": ["causal", "temporal", "unrelated"]},
-            instructions="Does A cause B, merely precede it, or neither?",
-        )
-        services.items_create(
-            project=project,
-            rows=[
-                {
-                    "external_id": f"demo-{index:03d}",
-                    "payload": {"sentence_a": a, "sentence_b": b, "expected": expected},
-                    "source": "rungwise-demo",
-                }
-                for index, (a, b, expected) in enumerate(DEMO_PAIRS, start=1)
-            ],
-        )
-    for name, user in users.items():
-        services.membership_add(project=project, user=user, role=DEMO_ROLES[name])
-    # Other apps add their own demo projects (ratings, review) through this hook.
-    from django.apps import apps
+    """Create every demo project: each registered plug-in's ``demo`` (annotation/plugins.py),
+    the engine's verify → label pipeline first, for ``users``: the demo cast by demo name
+    (``DEMO_USERS``: "admin", "annotator1"…), whatever their usernames. Safe to run again."""
+    from annotation.plugins import demos_seed
 
-    for config in apps.get_app_configs():
-        seed = getattr(config, "seed_demo", None)
-        if callable(seed):
-            seed(users=dict(users))
+    demos_seed(users)
 
 
 class Command(BaseCommand):
