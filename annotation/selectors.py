@@ -26,7 +26,12 @@ from annotation.models import (
 )
 from annotation.navigation import project_tabs
 from annotation.phases import stage_phases
-from annotation.versions import CHANGEABLE_STATES
+
+# The rule of final votes lives in annotation.versions, beside its Python twin and the states it
+# is made of; other apps read it from here with the rest of the engine's reads.
+from annotation.versions import final_votes as final_votes
+from annotation.versions import item_stages_with_final_votes as item_stages_with_final_votes
+from annotation.versions import votes_final as votes_final
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
@@ -284,40 +289,19 @@ def sees_annotators(roles: Iterable[str]) -> bool:
     return bool(IDENTITY_ROLES & set(roles))
 
 
-def final_votes() -> Q:
-    """The condition (on Annotation) of a final vote, the complement of an open one. A vote is
-    open while it was given in its item stage's current round and that round still collects or
-    may change answers (state open or resolving: annotation.versions.CHANGEABLE_STATES). Votes
-    of an item stage that is decided, discarded or waiting for a reviewer are final, and so are
-    those of an earlier round (decided before a route sent the item back)."""
-    return ~Q(item_stage__state__in=CHANGEABLE_STATES) | Q(round__lt=F("item_stage__round"))
-
-
 def annotations_visible(
     annotations: QuerySet[Annotation], viewer: User | AnonymousUser | None
 ) -> QuerySet[Annotation]:
-    """`annotations` without the open votes (see final_votes) of anyone but `viewer`: an open
-    vote is seen by its author alone, whatever their role, until its item stage is decided or
-    waits for a reviewer. The one rule for every page, partial, CSV and API response that shows
-    the annotations of an item or item stage (the item browser, the disagreement drill-down and
-    its CSV, the adjudication page); callers check the viewer's role first (access_project)."""
+    """`annotations` without the open votes (annotation.versions.final_votes) of anyone but
+    `viewer`: an open vote is seen by its author alone, whatever their role, until its item
+    stage is decided or waits for a reviewer. The one rule for every page, partial, CSV and API
+    response that shows the annotations of an item or item stage (the item browser, the
+    disagreement drill-down and its CSV, the adjudication page); callers check the viewer's
+    role first (access_project)."""
     shown = final_votes()
     if viewer is not None and viewer.is_authenticated:
         shown |= Q(annotator_id=viewer.pk)
     return annotations.filter(shown)
-
-
-def item_stages_with_final_votes(item_stages: QuerySet[ItemStage]) -> QuerySet[ItemStage]:
-    """`item_stages` whose current votes are final (annotations_visible shows them to every role
-    its page admits): decided, discarded or waiting for a reviewer, never one still collecting
-    or changing answers."""
-    return item_stages.exclude(state__in=CHANGEABLE_STATES)
-
-
-def votes_final(item_stage: ItemStage) -> bool:
-    """Whether `item_stage`'s current votes are final (item_stages_with_final_votes, for one row
-    already read); its resolution (value, tally) is shown only then."""
-    return item_stage.state not in CHANGEABLE_STATES
 
 
 def assignment_held(assignment_id: int | None, stage: Stage) -> Assignment | None:
