@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from annotation.slots import EVERYONE
+
 #: Slots given to stages every annotator should see (practice items, attention checks): any
-#: overlap at least this large reads "every annotator", not a number.
-EVERYONE_AT_LEAST = 100_000
+#: overlap at least this large reads "every annotator", not a number (the engine's EVERYONE).
+EVERYONE_AT_LEAST = EVERYONE
 
 
 @dataclass(frozen=True)

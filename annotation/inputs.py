@@ -5,7 +5,7 @@ Every write service that stores text or JSON from a request calls these first, s
 
 What the database cannot store at all (NUL, which PostgreSQL refuses in text and JSON; an
 unpaired surrogate, which is not Unicode and cannot be encoded; a number JSON cannot hold) is
-one rule for every path into the database, ``imports.core.values`` (a Django-free module with
+one rule for every path into the database, ``annotation.values`` (a Django-free module with
 no imports of its own, shared with the importers and the API's parser); these checks apply it
 first and name the value's path (``payload.notes[1]``). The rest is this module's own: no
 control characters in text people type, payloads nested at most ``MAX_DEPTH`` levels and of
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotation.errors import ApplicationError
-from imports.core.values import NestingTooDeep, loads, text_problem, value_problem_at
+from annotation.values import NestingTooDeep, loads, text_problem, value_problem_at
 
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_CLIENT_INFO_BYTES = 4 * 1024
@@ -78,7 +78,7 @@ def clean_client_info(value: Any) -> dict[str, Any]:
 
 def check_storable(value: Any, *, field: str, root: str = "") -> None:
     """ApplicationError unless every string, key and number in ``value`` is one the database
-    can store (``imports.core.values.value_problem_at``); the message names the value's path
+    can store (``annotation.values.value_problem_at``); the message names the value's path
     under ``root`` (``payload.notes[1]``), ``extra`` the top-level field a person filled in."""
     problem = value_problem_at(value)
     if problem is not None:
@@ -147,7 +147,7 @@ def choices_keeping(options: Sequence[tuple[str, str]], *values: str) -> list[tu
 class StorableJSONDecoder(json.JSONDecoder):
     """The decoder of JSON typed into a form (the Django admin's JSON fields): the one parser's
     nesting limit and the one rule for values the database can store
-    (``imports.core.values``), reported as ``json.JSONDecodeError`` so that a form shows
+    (``annotation.values``), reported as ``json.JSONDecodeError`` so that a form shows
     "Enter a valid JSON." with the reason instead of a 500 (``RecursionError`` on deep text, an
     encoding or database error on NUL or an unpaired surrogate)."""
 

@@ -97,6 +97,33 @@ class Policy:
         return None
 
 
+class RecordPolicy(Policy):
+    """Base class of *record and score* policies: the answers are scored against the item's
+    known answer, not decided. Every complete item stage is accepted as it is; the resolution's
+    value is the score (status ``mean``), or None with ``recorded_reason`` when there is nothing
+    to score. Subclasses set ``key`` and ``label`` and implement ``score``; they take no options.
+    """
+
+    outcomes: ClassVar[tuple[str, ...]] = ("accept",)
+    option_names: ClassVar[tuple[str, ...] | None] = ()
+    #: The resolution's reason when ``score`` returns None.
+    recorded_reason: ClassVar[str] = "answers recorded"
+
+    def score(
+        self, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> tuple[float, str] | None:
+        """The score of the item stage's answers and a reason naming what it measures (e.g.
+        "share correct"), or None when there is nothing to score (no answer, no known answer)."""
+        raise NotImplementedError
+
+    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+        scored = self.score(ballots, settings)
+        if scored is None:
+            return Decision(None, "mean", "accept", False, reason=self.recorded_reason)
+        value, reason = scored
+        return Decision(value, "mean", "accept", False, reason=reason)
+
+
 class _ValuePolicy(Policy):
     """The engine's built-in policies: they decide from the votes' values alone."""
 

@@ -3,7 +3,7 @@
 ``JSONParser`` replaces DRF's (settings ``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``; plug-in
 endpoints that list their parsers name it too, e.g. graphs/api.py). It reads the body with
 ``imports.core.readers.read_json_document``: UTF-8, nested at most
-``imports.core.values.MAX_DEPTH`` levels (checked before decoding, so a body nested 100,000 deep
+``annotation.values.MAX_DEPTH`` levels (checked before decoding, so a body nested 100,000 deep
 costs a scan, not a crash), no NaN or Infinity, and no value the database cannot store (NUL, an
 unpaired surrogate, a number no Python number holds). Anything else is a 400 in the API's one
 error format (api/errors.py) before any view runs, on every endpoint, signed in or not:

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.access import access_stage_for_annotator
 from annotation.models import Assignment, Project, Role, Stage
 from crowd import services

@@ -36,9 +36,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
+from annotation.api import (
+    EVERYONE,
+    clean_text,
+)
 from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
-from annotation.inputs import clean_text
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project, Role, Stage
 from crowd.entry import Entry
@@ -46,8 +49,6 @@ from crowd.models import BonusPayment, Participant, Study
 
 logger = logging.getLogger(__name__)
 
-#: target_count of practice items and attention checks: every participant meets them.
-EVERYONE = 100_000
 
 #: Study fields a researcher edits, with their parsers.
 TEXT_FIELDS = {

@@ -20,12 +20,12 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agreement.views import csv_response
-from annotation import selectors as engine_selectors
+from annotation import api as engine_selectors
 from annotation.access import MANAGE, access_project
+from annotation.api import enqueue_on_commit
 from annotation.errors import ApplicationError, NotFound
 from annotation.models import Item, ItemStage
 from annotation.navigation import project_tabs
-from annotation.services import enqueue_on_commit
 from annotation.views import page
 from crowd import selectors, services
 from crowd.entry import BadEntry, parse_entry

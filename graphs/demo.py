@@ -12,11 +12,11 @@ from typing import Any
 
 import networkx as nx
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.access import access_stage_for_annotator
+from annotation.api import item_stage_resolve
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import ItemStage, Project
-from annotation.services.outcomes import item_stage_resolve
 from graphs import services
 
 #: Season is a fork (it drives Rain and Sprinkler); Wet is a collider of Rain and Sprinkler;

@@ -5,7 +5,7 @@ An edge list is CSV with a header ``cause,effect`` (one edge a row) or JSON: ``[
 without edges may be listed). ``parse_edge_list`` returns a DAG or raises :class:`GraphInvalid`
 with every problem by line (CSV) or position (JSON); a cycle is named. Files are read by the
 imports' rules (``imports.core.readers``): UTF-8 (the first other byte named by line, column
-and offset), JSON nested at most ``imports.core.values.MAX_DEPTH`` levels, no name holding
+and offset), JSON nested at most ``annotation.values.MAX_DEPTH`` levels, no name holding
 what the database cannot store (NUL, an unpaired surrogate).
 
 ``dsep_questions(dag, …)`` generates CARL-GT-style questions "Are X and Y d-separated given
@@ -25,8 +25,8 @@ from typing import Any
 
 import networkx as nx
 
+from annotation.values import text_problem
 from imports.core.readers import ImportFileError, decode_utf8, read_json_document
-from imports.core.values import text_problem
 
 
 class GraphInvalid(ValueError):

@@ -6,24 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from annotation.policies import Ballot, Policy, PolicySettings
-from annotation.resolution import Decision
+from annotation.policies import Ballot, PolicySettings, RecordPolicy
 
 
-class GraphRecordPolicy(Policy):
+class GraphRecordPolicy(RecordPolicy):
     key = "graph_record"
     label = "Record the answers (scored against the computed answer)"
-    outcomes = ("accept",)
 
-    option_names = ()
-
-    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+    def score(
+        self, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> tuple[float, str] | None:
         truth = settings.item_payload.get("answer")
         values = [ballot.vote for ballot in ballots if ballot.vote is not None]
         if not values or truth is None:
-            return Decision(None, "mean", "accept", False, reason="answers recorded")
+            return None
         if settings.item_payload.get("answer_type") == "number":
             error = sum(abs(float(v) - float(truth)) for v in values) / len(values)
-            return Decision(round(error, 6), "mean", "accept", False, reason="mean abs. error")
+            return round(error, 6), "mean abs. error"
         share = sum(v == truth for v in values) / len(values)
-        return Decision(round(share, 4), "mean", "accept", False, reason="share correct")
+        return round(share, 4), "share correct"

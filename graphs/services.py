@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project
@@ -42,6 +42,7 @@ def carlgt_project_create(
     project = engine.project_create(
         slug=slug, name=name, kind=WORKFLOW, description=description, guidelines=GUIDELINES
     )
+    seeded: dict[str, Any] = {"seed": seed} if seed is not None else {}
     engine.stage_create(
         project=project,
         slug="answer",
@@ -52,7 +53,7 @@ def carlgt_project_create(
         routes={"accept": {"action": "finish"}},
         eligibility=[blind()],  # a human baseline: blind to any earlier work on the item
         instructions="y / n for yes or no; a number then Enter.",
-        **({"seed": seed} if seed is not None else {}),
+        **seeded,
     )
     return project
 

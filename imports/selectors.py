@@ -3,9 +3,14 @@ first; these functions only read."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from annotation.models import Project
+from imports.core import RowError
 from imports.models import ImportBatch
 
 
@@ -19,3 +24,59 @@ def import_batches(project: Project) -> QuerySet[ImportBatch]:
 
 def import_batch(project: Project, batch_id: int) -> ImportBatch | None:
     return import_batches(project).filter(pk=batch_id).first()
+
+
+# --- Progress of a batch (what the import pages and the API show) ---------------------------
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """What the progress bar shows: percent (None = unknown), rows/s, seconds left."""
+
+    phase: str
+    percent: float | None
+    rows_per_second: float | None
+    eta_seconds: float | None
+    rows: int
+    finished: bool
+    elapsed_seconds: float | None = None
+
+
+def import_batch_progress(batch: ImportBatch, *, now: datetime | None = None) -> ImportProgress:
+    """Progress of a batch: validation is the first half of the bar, writing the second."""
+    now = now or timezone.now()
+    status = batch.status
+    finished = status in (ImportBatch.Status.SUCCEEDED, ImportBatch.Status.FAILED)
+    if finished:
+        rows = batch.rows_written if status == ImportBatch.Status.SUCCEEDED else batch.rows_done
+        elapsed = (
+            (batch.finished_at - batch.started_at).total_seconds()
+            if batch.finished_at and batch.started_at
+            else None
+        )
+        rate = batch.rows_total / elapsed if elapsed else None
+        return ImportProgress(status, 100.0, rate, 0.0, rows, True, elapsed)
+    if status == ImportBatch.Status.PENDING or batch.started_at is None:
+        return ImportProgress(status, 0.0, None, None, 0, False)
+    if status == ImportBatch.Status.VALIDATING:
+        fraction = batch.bytes_done / batch.file_size if batch.file_size else 0.0
+        percent = 50.0 * fraction
+        elapsed = max((now - batch.started_at).total_seconds(), 1e-3)
+        rows, rate = batch.rows_done, batch.rows_done / elapsed if batch.rows_done else None
+    else:
+        fraction = batch.rows_written / batch.rows_total if batch.rows_total else 0.0
+        percent = 50.0 + 50.0 * fraction
+        started = batch.validated_at or batch.started_at
+        elapsed = max((now - started).total_seconds(), 1e-3)
+        rows = batch.rows_written
+        rate = rows / elapsed if rows else None
+    total_elapsed = max((now - batch.started_at).total_seconds(), 1e-3)
+    eta = total_elapsed * (100.0 - percent) / percent if percent >= 1.0 else None
+    if status == ImportBatch.Status.WRITING and batch.rows_written == 0 and percent == 50.0:
+        # Pass-2 progress is not visible (SQLite) or not yet saved: say "unknown".
+        return ImportProgress(status, None, None, None, rows, False, total_elapsed)
+    return ImportProgress(status, percent, rate, eta, rows, False, total_elapsed)
+
+
+def import_batch_errors(batch: ImportBatch) -> list[RowError]:
+    return [RowError.from_dict(error) for error in batch.errors or []]

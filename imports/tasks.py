@@ -17,7 +17,7 @@ def run_import(batch_id: int) -> str:
 @shared_task(name="imports.tasks.sweep_stuck_imports")
 def sweep_stuck_imports() -> int:
     """Send again the import runs whose message was lost or whose worker died; after
-    imports.services.MAX_ATTEMPTS started runs the batch is marked failed with a reason."""
+    imports.services.jobs.MAX_ATTEMPTS started runs the batch is marked failed with a reason."""
     from annotation.services.common import sweep_each
     from imports.services import import_batch_requeue, import_batches_stuck
 

@@ -141,7 +141,7 @@ def demo_answer(index: int, item: Any) -> dict[str, Any]:
 
 def seed(*, users: dict, slug: str) -> Project:
     """Create the demo project once (memberships are re-added every run)."""
-    from annotation import services as engine
+    from annotation import api as engine
 
     project = Project.objects.filter(slug=slug).first()
     created = project is None

@@ -25,7 +25,7 @@ import networkx as nx
 
 from annotation.errors import ApplicationError
 from annotation.kinds import AgreementSpec, KindContext, TaskKind
-from imports.core.values import loads
+from annotation.values import loads
 from narratives.reader import humanise
 
 VISIBLE_FIELDS = ("structure", "sentences", "events")

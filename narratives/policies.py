@@ -7,22 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from annotation.policies import Ballot, Policy, PolicySettings
-from annotation.resolution import Decision
+from annotation.policies import Ballot, PolicySettings, RecordPolicy
 from narratives.scoring import score_answer
 
 
-class NarrativeRecordPolicy(Policy):
+class NarrativeRecordPolicy(RecordPolicy):
     key = "narrative_record"
     label = "Record the rebuilt structures (scored against the true chain or graph)"
-    outcomes = ("accept",)
 
-    option_names = ()
-
-    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+    def score(
+        self, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> tuple[float, str] | None:
         gold = settings.item_payload.get("gold")
         votes = [ballot.vote for ballot in ballots if isinstance(ballot.vote, dict)]
         if not votes or not gold:
-            return Decision(None, "mean", "accept", False, reason="answers recorded")
+            return None
         right = sum(score_answer(gold, vote)["exact"] for vote in votes)
-        return Decision(round(right / len(votes), 4), "mean", "accept", False, reason="share exact")
+        return round(right / len(votes), 4), "share exact"

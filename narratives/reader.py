@@ -18,8 +18,9 @@ rule), at least one sentence.
 ``read_narratives(path)`` reads a file or a directory tree of them into :class:`Narrative` s, or
 reports every problem as :class:`Problem` (file and line): bad JSON (each line is read by the
 imports' rules, ``imports.core.readers.read_json_document``: nested at most
-``imports.core.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text, a file in
-UTF-8), a line that is not an
+``annotation.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text; a file in
+UTF-8, read by ``imports.core.readers.decode_utf8``, which names the first other byte by line,
+column and offset), a line that is not an
 object, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1`` (chains), bad edges
 (graphs), empty sentences. The caller imports nothing when there is any problem.
 """
@@ -35,7 +36,7 @@ from typing import Any
 
 # One "file:line: message" problem type for the benchmark readers (CARL-GT's and this one).
 from graphs.carlgt import Problem
-from imports.core.readers import ImportFileError, read_json_document
+from imports.core.readers import ImportFileError, decode_utf8, read_json_document
 
 DIRECTIONS = ("forward", "reverse")
 _FOLDER = re.compile(r"^(?P<source>[a-z_]+?)_(?P<direction>forward|reverse)$")
@@ -245,9 +246,11 @@ def read_narratives(path: str | Path) -> Reading:
     for file in files:
         name = str(file.relative_to(root)) if root.is_dir() else file.name
         try:
-            text = file.read_text(encoding="utf-8-sig")
-        except UnicodeDecodeError as error:
-            reading.problems.append(Problem(name, None, f"not UTF-8: {error}"))
+            # The imports' encoding rule, as for an upload (narratives.services): the first
+            # byte that is not UTF-8 named by line, column and offset.
+            text = decode_utf8(file.read_bytes())
+        except ImportFileError as refused:
+            reading.problems.append(Problem(name, None, refused.error.message))
             continue
         part = read_lines(text, file=name, folder=file.parent.name)
         reading.narratives.extend(part.narratives)

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from agreement.plots import wilson_interval
-from annotation import services as engine
+from annotation import api as engine
 from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Project

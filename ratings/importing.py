@@ -31,7 +31,7 @@ file as a whole) and field ("" = the whole row); a file with any error is reject
 Reading problems (encoding, JSON syntax, CSV quoting and cell counts) carry the core reader's
 messages, which lead with their place ("line 4, column 12: …"); a file that cannot be read is
 reported with those alone, before the rules below are applied.
-Values meet the limits of ``imports.core.values``: JSON nested at most 64 levels, numbers Python
+Values meet the limits of ``annotation.values``: JSON nested at most 64 levels, numbers Python
 holds as written, text without NUL or unpaired surrogates, each refused naming line and field.
 """
 
@@ -48,9 +48,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from annotation.values import InvalidNumber, value_problem
 from imports.core.readers import UTF8_BOM, ImportFileError, RecordReader
 from imports.core.report import RowError
-from imports.core.values import InvalidNumber, value_problem
 from ratings.connectives import SENTENCE_ORDERS, ConnectiveSet, variant_key
 
 #: Error lists stop growing here; the count of all errors is still reported.
@@ -458,8 +458,9 @@ def parse_pairs(
                 errors.add(line, name, f"not a number: {row.get(name)!r}")
                 bounds[name] = None
                 continue
-            if bounds[name] is not None and not low <= bounds[name] <= high:
-                errors.add(line, name, f"{bounds[name]:g} is outside the scale {low}–{high}")
+            bound = bounds[name]
+            if bound is not None and not low <= bound <= high:
+                errors.add(line, name, f"{bound:g} is outside the scale {low}–{high}")
         if bounds["expected_min"] is None and bounds["expected_max"] is None:
             errors.add(
                 line,
@@ -530,7 +531,7 @@ def _item_key(
             f"unknown connective {connective!r}; this project uses {', '.join(connective_set.words)}",
         )
         ok = False
-    if not ok:
+    if not ok or order is None:
         return None
     key = variant_key(pair_id, order, connective)
     if known_items is not None and key not in known_items:
@@ -571,7 +572,8 @@ def parse_ratings(
         total += 1
         key = _item_key(line, row, connective_set, errors, known_items)
         if "ratings" in row and row.get("ratings") not in (None, ""):
-            values, rater, column = _rating_list(row["ratings"]), "", "ratings"
+            values: list[Any] = _rating_list(row["ratings"])
+            rater, column = "", "ratings"
             if not values:
                 errors.add(line, "ratings", "no ratings in the list")
         else:

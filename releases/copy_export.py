@@ -131,10 +131,11 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
     outer query, a part used more than once in a line (a CSV cell is tested, then quoted) would
     be computed each time. Parts the line does not use are dropped by the planner.
     ``payload``: SQL (jsonb) of the released payload from ``a.payload`` (the identity rule)."""
-    annotation = Annotation._meta.db_table
-    item_stage = ItemStage._meta.db_table
-    item = Item._meta.db_table
-    stage = Stage._meta.db_table
+    quote = connection.ops.quote_name
+    annotation = quote(Annotation._meta.db_table)
+    item_stage = quote(ItemStage._meta.db_table)
+    item = quote(Item._meta.db_table)
+    stage = quote(Stage._meta.db_table)
     exported = f"""
         FROM {annotation} a
         JOIN {item_stage} s ON s.id = a.item_stage_id
@@ -197,17 +198,26 @@ def _copy(
     payload = identity_rule(project.kind).sql("a.payload", salt_param="identity_salt")
     query = _select(output, stages, params, payload)
     names = list(COPY_SETTINGS)
-    change = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in names)
+    setting = {f"setting_{number}": name for number, name in enumerate(names)}
+    change = "SELECT " + ", ".join(
+        f"set_config(%(setting_{number})s, %(value_{number})s, true)"
+        for number in range(len(names))
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         # For this COPY only: restored after it, should a caller's transaction enclose this one.
-        cursor.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names), names)
+        cursor.execute(
+            "SELECT " + ", ".join(f"current_setting(%({key})s)" for key in setting), setting
+        )
         saved = cursor.fetchone()
-        cursor.execute(change, [part for name in names for part in (name, COPY_SETTINGS[name])])
+        values = {f"value_{number}": COPY_SETTINGS[name] for number, name in enumerate(names)}
+        cursor.execute(change, {**setting, **values})
         raw = cursor.cursor
         with raw.copy(f"COPY ({query}) TO STDOUT ({options})", params) as copy:
             entry = write_blocks(read(copy), path)
         rows = raw.rowcount  # from the server's "COPY n"
-        cursor.execute(change, [part for pair in zip(names, saved, strict=True) for part in pair])
+        cursor.execute(
+            change, {**setting, **{f"value_{number}": value for number, value in enumerate(saved)}}
+        )
     return FileEntry(
         entry.name, entry.sha256, entry.bytes, rows
     )  # COPY's count leaves out the header

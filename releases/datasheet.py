@@ -129,7 +129,9 @@ def _agreement_section(stages: list[Mapping[str, Any]]) -> str:
     each row states its own time in a "Computed" column."""
     if not stages:
         return NOT_RECORDED
-    figures = [stage.get("agreement") for stage in stages if stage.get("agreement")]
+    figures: list[Mapping[str, Any]] = [
+        stage["agreement"] for stage in stages if stage.get("agreement")
+    ]
     moments = {figure.get("computed_at") for figure in figures}
     at_build = (
         bool(figures)

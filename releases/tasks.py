@@ -17,7 +17,7 @@ def build_release(release_id: int) -> str:
 @shared_task(name="releases.tasks.sweep_stuck_releases")
 def sweep_stuck_releases() -> int:
     """Send again the builds whose message was lost or whose worker died; after
-    releases.services.MAX_ATTEMPTS started builds the release is marked failed with a reason."""
+    releases.services.jobs.MAX_ATTEMPTS started builds the release is marked failed with a reason."""
     from annotation.services.common import sweep_each
     from releases.services import release_requeue, releases_stuck
 

@@ -42,7 +42,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 ZIP_FILE_MODE = 0o644
@@ -73,11 +76,12 @@ class HashingWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+    def write(self, data: ReadableBuffer, /) -> int:
+        size = memoryview(data).nbytes
         self._hash.update(data)
-        self.bytes_written += len(data)
+        self.bytes_written += size
         self._target.write(data)
-        return len(data)
+        return size
 
     @property
     def sha256(self) -> str:

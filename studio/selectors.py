@@ -11,9 +11,9 @@ from typing import Any
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from annotation.api import GOLD_FIELD, annotations_visible, sees_annotators, votes_final
 from annotation.errors import ApplicationError, NotFound
 from annotation.models import Annotation, Item, ItemStage, Project
-from annotation.selectors import GOLD_FIELD, annotations_visible, sees_annotators, votes_final
 
 ITEM_STATES = tuple(ItemStage.State.values)
 MAX_QUERY = 200

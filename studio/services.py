@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
 from annotation.workflows import WORKFLOWS

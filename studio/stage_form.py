@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
-from annotation.routing import default_route
-from imports.core.values import loads
+from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
 PLAIN_TARGETS = {
@@ -47,7 +47,7 @@ Getter = Callable[[str, str], str]
 
 def typed_value(text: str) -> Any:
     """A value typed into the form: JSON when it reads as JSON (within the nesting limit of
-    imports.core.values: deeper text stays text), else the text (stripped); None for an empty
+    annotation.values: deeper text stays text), else the text (stripped); None for an empty
     field. What the database cannot store is refused when the stage is saved
     (annotation.inputs.check_storable)."""
     text = (text or "").strip()

@@ -11,12 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import MANAGE, access_project
+from annotation.api import TIE_POLICIES
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.kinds import KINDS
 from annotation.models import Item, Membership, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.resolution import TIE_POLICIES
 from annotation.views import page
 from studio import services, stage_form
 from studio.models import Invite
@@ -215,7 +215,7 @@ def member_add(request, slug: str):
 @require_POST
 @page
 def member_remove(request, slug: str):
-    from annotation.services import membership_remove
+    from annotation.api import membership_remove
 
     def act(project):
         try:

@@ -1,6 +1,8 @@
 """The worked example of docs/adding-a-workflow.md, run: a "triage" workflow added purely from
 outside the engine — a kind with a structured vote, a policy, routes, an eligibility rule and a
-workflow, all registered, none of them known to annotation/."""
+workflow, declared as one plug-in, none of them known to annotation/. It uses the engine's
+public modules only (``annotation.api`` and the extension-point modules), as the ``engine-api``
+import contract holds every plug-in to."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from annotation import services
+from annotation import api as services
 from annotation.access import access_stage_for_annotator
+from annotation.api import Decision, item_payload_for_annotator
 from annotation.eligibility import RULES, Condition, Rule, conditions
 from annotation.errors import ApplicationError
 from annotation.kinds import KINDS, AgreementSpec, KindContext, TaskKind
@@ -19,8 +22,6 @@ from annotation.models import Item, ItemRevision, ItemStage, Resolution
 from annotation.navigation import ProjectTab, project_tabs
 from annotation.plugins import Plugin, registered_plugins, temporarily_registered
 from annotation.policies import POLICIES, Policy
-from annotation.resolution import Decision
-from annotation.selectors import item_payload_for_annotator
 from annotation.workflows import WORKFLOWS, Workflow
 from imports.core.schema import SCHEMAS, FieldSpec, RowSchema, schema_for_kind
 from tests.factories import make_member, make_project

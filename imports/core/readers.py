@@ -14,7 +14,7 @@ and the error positions that make every message point at a line and column.
   body, an uploaded edge list, one line of a narratives file) within the same rules, raising
   ``ImportFileError`` that names line and column (or the path of a value); ``decode_utf8``
   applies the encoding rule alone to a small file read whole (a CSV edge list).
-* Values: the numbers and nesting limits of ``imports.core.values`` (JSON nested more than 64
+* Values: the numbers and nesting limits of ``annotation.values`` (JSON nested more than 64
   levels is refused before it is decoded: per line in JSON Lines, for the whole file inside a
   JSON array, whose element's end is then unknown).
 * Every byte read is hashed (SHA-256) on the way; ``RecordReader.finish()`` reads whatever is
@@ -36,10 +36,9 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
-from imports.core.report import RowError
-from imports.core.values import (
+from annotation.values import (
     MAX_DEPTH,
     NestingTooDeep,
     decoder,
@@ -48,6 +47,7 @@ from imports.core.values import (
     shown,
     value_problem_at,
 )
+from imports.core.report import RowError
 
 FORMATS = ("csv", "jsonl", "json")
 EXTENSIONS = {
@@ -336,7 +336,7 @@ def _reject_constant(name: str) -> Any:
     raise _NonFiniteNumber(name)
 
 
-# The standard decoder (kept over ijson: see imports.core.values), with its number hooks: numbers
+# The standard decoder (kept over ijson: see annotation.values), with its number hooks: numbers
 # no Python number holds come out as InvalidNumber, for the schema to report against their field.
 _DECODER = decoder(parse_constant=_reject_constant)
 _TOO_DEEP = (
@@ -531,7 +531,7 @@ def read_json_document(
     Bytes must be UTF-8 (a byte-order mark is dropped); the text is nested at most
     ``MAX_DEPTH`` levels (checked before decoding, so any depth is safe to send); NaN and
     Infinity are refused; and every value in it must be one the database can store
-    (``imports.core.values.value_problem_at``: no NUL, no unpaired surrogate, no number Python
+    (``annotation.values.value_problem_at``: no NUL, no unpaired surrogate, no number Python
     cannot hold). Anything else raises ``ImportFileError`` whose ``RowError`` has a message
     starting with where: ``line L, column C: …`` (``first_line`` is the number of the text's
     first line), or, for a value, its path (``RowError.field``, e.g. ``payload.notes[1]``).
@@ -1029,7 +1029,9 @@ class _JsonArrayReader:
                 self.pos = self.base + end
                 return value
 
-    def _raise(self, absolute: int, cause: str, expected: str, code: str = "json_syntax") -> None:
+    def _raise(
+        self, absolute: int, cause: str, expected: str, code: str = "json_syntax"
+    ) -> NoReturn:
         line, column = self._locate(absolute)
         raise ImportFileError(
             RowError(
@@ -1141,7 +1143,7 @@ class _JsonArrayReader:
                 "',' or ']'",
             )
 
-    def _truncated(self, open_at: int, complete: int) -> None:
+    def _truncated(self, open_at: int, complete: int) -> NoReturn:
         open_line, _ = self._locate(open_at)
         self._raise(
             self.base + len(self.text),

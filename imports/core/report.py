@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imports.core.values import shown
+from annotation.values import shown
 
 FOUND_MAX_CHARS = 80
 
@@ -34,7 +34,7 @@ ERROR_CODES = (
     "duplicate_existing",  # the external id is already in the project (policy "reject")
     "invalid_text",  # text holding NUL or an unpaired surrogate (the database refuses both)
     "invalid_number",  # a number no Python number holds as written (4,301+ digits, 1e400)
-    "too_deep",  # JSON nested more than imports.core.values.MAX_DEPTH levels
+    "too_deep",  # JSON nested more than annotation.values.MAX_DEPTH levels
     "invalid_value",  # a value a kind's own rules refuse (ratings: an unknown connective, …)
 )
 
@@ -62,7 +62,7 @@ class RowError:
     ``found`` are short descriptions (``found`` is a truncated repr of the offending value);
     ``message`` is a full sentence a person can act on.
 
-    Every text attribute is kept as ``imports.core.values.shown`` writes it: control
+    Every text attribute is kept as ``annotation.values.shown`` writes it: control
     characters, surrogates and bidirectional controls from the file appear escaped, so an
     error is safe to print and to store (PostgreSQL refuses NUL in JSON).
     """

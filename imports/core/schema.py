@@ -22,7 +22,7 @@ Reading values
   JSON array or items separated by ``;``. JSON input keeps its own types, with two allowances seen
   in real submissions: numbers given as numeric strings, and booleans given as strings.
 * ``choice`` matches exactly, then case-insensitively, and stores the declared spelling.
-* Every value kept (declared or extra) must be storable (``imports.core.values``): no NUL or
+* Every value kept (declared or extra) must be storable (``annotation.values``): no NUL or
   unpaired surrogate in any text or key, no number Python cannot hold as written, nesting of at
   most ``MAX_DEPTH`` levels; otherwise the error names the field (codes ``invalid_text``,
   ``invalid_number``, ``too_deep``).
@@ -43,8 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from annotation.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 from imports.core.report import RowError, truncated_repr
-from imports.core.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
@@ -146,6 +146,7 @@ class FieldSpec:
         ``value`` must not be missing (callers check ``is_missing`` first).
         """
         kind = self.type
+        result: Any
         if kind == "str":
             result = self._coerce_str(value)
         elif kind == "int":
@@ -490,7 +491,7 @@ class RowSchema:
         ``line``/``index``/``column`` locate the record for the errors. ``text_values`` is True
         for CSV, whose cells are all text.
         """
-        where = {"line": line, "index": index, "column": column}
+        where: dict[str, Any] = {"line": line, "index": index, "column": column}
         if not isinstance(raw, Mapping):
             return None, [
                 RowError(
@@ -547,15 +548,15 @@ class RowSchema:
                 problem = value_problem(coerced, depth=2) if coerced is not value else None
                 if problem is not None:
                     raise _unstorable(spec.name, problem)
-            except FieldValueError as problem:
+            except FieldValueError as refused:
                 errors.append(
                     RowError(
                         **where,
                         field=spec.name,
-                        code=problem.code,
-                        expected=problem.expected,
+                        code=refused.code,
+                        expected=refused.expected,
                         found=truncated_repr(value),
-                        message=problem.message,
+                        message=refused.message,
                     )
                 )
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotation.selectors import item_payload_for_annotator
+from annotation.api import item_payload_for_annotator
 
 register = template.Library()
 

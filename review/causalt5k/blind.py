@@ -30,7 +30,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import Project
 from review.causalt5k.blind import blind_open

@@ -1,5 +1,5 @@
 """The release's own reviewer scores as the *historic phase* of a CausalT5k project, kept apart
-from the scores given in Rungwise (as the ratings app keeps historic ratings: ratings.services).
+from the scores given in Rungwise (as the ratings app keeps historic ratings: ratings/historic.py).
 
 CausalT5k's review files give each case two reviewers' 0–10 scores — round 1 (``validator``,
 ``final_score``, some with a rubric breakdown: ``detailed_scores`` with 8 criteria or
@@ -10,7 +10,9 @@ an assignment: ``external_rater`` ``round1`` / ``round2`` (the reviewers are pse
 release; they are not copied), payload ``{"composite": score, "verdict": keep | drop at the
 gate, "round", "rubric": the breakdown as found, "historic": true}``. Each case's item stage is
 written resolved with the mean of its scores (``accept`` when the mean meets the gate, else
-``reject``); the case's own status is not touched. Per round the first scored review counts; a
+``reject``) by the engine's historic import (``annotation.api.historic_annotations_import``,
+which keeps the counters and resolutions as the engine's own); the case's own status is not
+touched. Per round the first scored review counts; a
 second score of the same round (records merged from several files that disagree) is counted as
 ``extra`` and not written.
 
@@ -20,14 +22,14 @@ at the gate, and the two rounds' agreement (``figures.score_agreement`` on the s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.errors import ApplicationError
-from annotation.models import Annotation, ItemStage, Project, Resolution, Stage
+from annotation.models import Annotation, ItemStage, Project, Stage
 from review.causalt5k.review_vocab import DEFAULT_GATE
 
 HISTORIC_SLUG = "historic"
@@ -63,14 +65,15 @@ def historic_scores_import(*, project: Project) -> dict[str, int]:
     from review.causalt5k.pipeline import case_items
 
     stage = historic_stage(project, create=True)
+    assert stage is not None  # create=True makes it when missing
     if Annotation.objects.filter(item_stage__stage=stage).exists():
         raise ApplicationError(
             f"The release's scores of {project.name} are imported already.",
             {"stage": HISTORIC_SLUG},
         )
     gate = _gate(project)
-    now = timezone.now()
-    per_case: list[tuple[int, list[dict[str, Any]]]] = []
+    annotations: list[engine.HistoricAnnotation] = []
+    cases = 0
     extra = 0
     for item_id, payload in case_items(project).order_by("pk").values_list("pk", "payload"):
         chosen: dict[int, dict[str, Any]] = {}
@@ -83,30 +86,12 @@ def historic_scores_import(*, project: Project) -> dict[str, int]:
                 continue
             chosen[review.get("round")] = review
         if chosen:
-            per_case.append((item_id, [chosen[r] for r in sorted(chosen)]))
-    states = ItemStage.objects.bulk_create(
-        [
-            ItemStage(
-                item_id=item_id,
-                stage=stage,
-                state=ItemStage.State.RESOLVED,
-                target_count=len(reviews),
-                submitted_count=len(reviews),
-                random_key=0,
-                completed_at=now,
-                resolved_at=now,
-            )
-            for item_id, reviews in per_case
-        ],
-        batch_size=2000,
-    )
-    annotations, resolutions = [], []
-    for state, (_, reviews) in zip(states, per_case, strict=True):
-        for review in reviews:
+            cases += 1
+        for review in (chosen[r] for r in sorted(chosen)):
             score = float(review["score"])
             annotations.append(
-                Annotation(
-                    item_stage_id=state.pk,
+                engine.HistoricAnnotation(
+                    item_id=item_id,
                     external_rater=f"round{review.get('round')}",
                     payload={
                         "composite": score,
@@ -115,24 +100,23 @@ def historic_scores_import(*, project: Project) -> dict[str, int]:
                         "rubric": review.get("rubric") or {},
                         "historic": True,
                     },
-                    client_info={"via": "import", "source": "causalt5k release reviews"},
-                    created_at=now,
                 )
             )
-        mean = round(sum(float(r["score"]) for r in reviews) / len(reviews), 4)
-        resolutions.append(
-            Resolution(
-                item_stage_id=state.pk,
-                value=mean,
-                status=Resolution.Status.MEAN,
-                outcome="accept" if mean >= gate else "reject",
-                n_annotations=len(reviews),
-                policy="ct5k_gate",
-            )
+
+    def resolve(payloads: Sequence[Mapping[str, Any]]) -> engine.HistoricResolution:
+        mean = round(sum(float(p["composite"]) for p in payloads) / len(payloads), 4)
+        return engine.HistoricResolution(
+            value=mean, outcome="accept" if mean >= gate else "reject", policy="ct5k_gate"
         )
-    Annotation.objects.bulk_create(annotations, batch_size=2000)
-    Resolution.objects.bulk_create(resolutions, batch_size=2000)
-    return {"cases": len(per_case), "scores": len(annotations), "extra": extra}
+
+    engine.historic_annotations_import(
+        stage=stage,
+        annotations=annotations,
+        resolve=resolve,
+        client_info={"via": "import", "source": "causalt5k release reviews"},
+        key="causalt5k release reviews",
+    )
+    return {"cases": cases, "scores": len(annotations), "extra": extra}
 
 
 def historic_summary(project: Project) -> dict[str, Any] | None:

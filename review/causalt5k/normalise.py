@@ -137,7 +137,7 @@ def _records(items: Iterable[tuple[str, Any]], kind: str, file: str) -> tuple[li
 def _read_json_lines(path: Path, kind: str, rel: str) -> tuple[list[RawRecord], str]:
     """The records of a JSON Lines file, one per non-blank line, read by the import core's
     reader (``imports.core.readers.RecordReader``: UTF-8 with or without a byte-order mark,
-    the values' limits of ``imports.core.values``). A record's position is its line
+    the values' limits of ``annotation.values``). A record's position is its line
     (``"line 12"``). Raises ``ValueError`` with the reader's message (its line and column) for
     the first line that is not a JSON value, or for a file that cannot be read at all: like a
     JSON file that is not valid, such a file gives nothing."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.eligibility import Condition, Rule, blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Membership, Project, Resolution, Stage
@@ -336,13 +336,12 @@ def _link_authors(project: Project, cases) -> int:
     )
     if not members:
         return 0
-    linked = 0
+    authors = {}
     for pk, payload in cases.filter(author__isnull=True).values_list("pk", "payload"):
         user_id = members.get(str(payload.get("author") or ""))
         if user_id is not None:
-            Item.objects.filter(pk=pk).update(author_id=user_id)
-            linked += 1
-    return linked
+            authors[pk] = user_id
+    return engine.items_author_link(project=project, authors=authors)
 
 
 def cluster_decided(item_stage: ItemStage, resolution: Resolution) -> None:
@@ -368,6 +367,7 @@ def cluster_decided(item_stage: ItemStage, resolution: Resolution) -> None:
     review = Stage.objects.get(project_id=cluster.project_id, slug="review")
     engine.item_stages_open(items=[item.pk for item in kept], stage=review)
     similarity = cluster.payload.get("similarity")
+    duplicates = []
     for case in members:
         if case in keep or case not in items:
             continue
@@ -378,7 +378,8 @@ def cluster_decided(item_stage: ItemStage, resolution: Resolution) -> None:
         CausalT5kDuplicate.objects.update_or_create(
             item=items[case], defaults={"cluster": cluster, "survivor": survivor, "reason": reason}
         )
-        Item.objects.filter(pk=items[case].pk).update(status=Item.Status.DISCARDED)
+        duplicates.append(items[case].pk)
+    engine.items_discard(project=cluster.project, item_ids=duplicates)
 
 
 def last_critique(item: Item) -> dict[str, Any] | None:

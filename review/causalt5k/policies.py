@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from annotation.api import Decision
 from annotation.policies import Ballot, Policy, PolicySettings
-from annotation.resolution import Decision
 from review.causalt5k.review_vocab import (
     ATTACKS,
     DEFAULT_GATE,

@@ -83,7 +83,7 @@ def added_words(neutral: str, variant: str) -> int:
 def pressure_open(*, project, max_cases: int | None = None) -> int:
     """Open the tier-2 cases the gate kept (not in the stage yet) in the ``pressure`` stage;
     ``max_cases`` caps how many (in case order). Returns how many were opened."""
-    from annotation import services as engine
+    from annotation import api as engine
     from annotation.errors import ApplicationError
     from annotation.models import Item, ItemStage
     from review.causalt5k.pipeline import case_items

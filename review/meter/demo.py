@@ -16,12 +16,11 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.access import access_stage_for_annotator
+from annotation.api import item_stage_resolve, phase_of
 from annotation.fixtures.demo_users import demo_members_add
 from annotation.models import ItemStage, Project, Stage
-from annotation.phases import phase_of
-from annotation.services.outcomes import item_stage_resolve
 from review.meter import services
 from review.meter.entries import clean_questions
 from review.meter.fixtures import ENTRIES, PAIRS, entry_line

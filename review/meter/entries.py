@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imports.core.values import text_problem
+from annotation.values import text_problem
 
 LEVELS = {1: "causal discovery", 2: "intervention", 3: "counterfactual"}
 #: Distractor categories (METER's four), key → label.

@@ -369,7 +369,7 @@ class MeterSpansKind(TaskKind):
         }
 
     def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        from imports.core.values import loads
+        from annotation.values import loads
 
         raw = data.get("spans") or ""
         try:  # within the nesting limit: the field is posted by the page, or by anyone

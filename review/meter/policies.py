@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from annotation.policies import Ballot, Policy, PolicySettings
-from annotation.resolution import Decision
+from annotation.api import Decision
+from annotation.policies import Ballot, Policy, PolicySettings, RecordPolicy
 from review.meter.entries import candidates
 
 
@@ -78,17 +78,17 @@ class MeterVotePolicy(Policy):
         return _decision(chosen, settings, "adjudicated", {}, f"a reviewer chose {who}")
 
 
-class MeterRecordPolicy(Policy):
+class MeterRecordPolicy(RecordPolicy):
     """The baseline's answers are scored, not decided: every complete item stage is accepted
     as it is (the item is already kept); its value is the share of correct answers."""
 
     key = "meter_record"
     label = "Record the answers (human baseline)"
-    outcomes = ("accept",)
+    recorded_reason = "baseline answers recorded"
 
-    option_names = ()
-
-    def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
+    def score(
+        self, ballots: Sequence[Ballot], settings: PolicySettings
+    ) -> tuple[float, str] | None:
         from review.meter.entries import release_question
 
         seed = settings.item_payload.get("pair_id") or ""
@@ -101,5 +101,6 @@ class MeterRecordPolicy(Policy):
             for ballot in ballots
             for level, answer in ((ballot.payload or {}).get("answers") or {}).items()
         ]
-        share = round(sum(marks) / len(marks), 4) if marks else None
-        return Decision(share, "mean", "accept", False, reason="baseline answers recorded")
+        if not marks:
+            return None
+        return round(sum(marks) / len(marks), 4), "baseline answers recorded"

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from django.db import transaction
 
-from annotation import services as engine
+from annotation import api as engine
 from annotation.eligibility import blind
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Project, Stage

@@ -10,8 +10,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from annotation.inputs import choices_keeping
-from annotation.selectors import item_payload_for_annotator
+from annotation.api import choices_keeping, item_payload_for_annotator
 from review.causalt5k.kinds import CT5kScoreKind
 from review.causalt5k.review_vocab import ATTACKS, EDITABLE_FIELDS, VERDICTS, labels_for
 from review.causalt5k.vocab import TRAPS

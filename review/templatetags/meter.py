@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotation.inputs import choices_keeping
-from annotation.selectors import item_payload_for_annotator
+from annotation.api import choices_keeping, item_payload_for_annotator
 from review.meter.entries import CATEGORIES, CHECK_PROBLEMS, CRITERIA, LEVELS, VERIFY_REASONS
 from review.meter.kinds import stage_candidates
 

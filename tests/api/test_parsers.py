@@ -1,5 +1,5 @@
 """The API's JSON parser (api/parsers.py): every JSON body is read within the limits of
-imports/core/values.py, so text nested too deep, bad syntax or bad encoding is a 400 in the
+annotation/values.py, so text nested too deep, bad syntax or bad encoding is a 400 in the
 API's error format naming where, on every endpoint, signed in or not."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from annotation.models import Annotation
-from imports.core.values import MAX_DEPTH
+from annotation.values import MAX_DEPTH
 from tests.api.test_input_limits import lease  # noqa: F401 (a fixture)
 from tests.imports.test_fuzz import FUZZ_DB, VALUE, assert_storable, to_json
 

@@ -722,7 +722,7 @@ def nested_value(depth: int) -> list:
     ],
 )
 def test_a_value_the_database_cannot_store_is_named_by_its_path(value, where, code):
-    from imports.core.values import value_problem_at
+    from annotation.values import value_problem_at
 
     problem = value_problem_at(value)
     assert (problem.where("payload"), problem.code) == (where, code)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation.errors import ApplicationError
 from annotation.models import Item, ItemRevision, ItemStage
 from imports import services as imports
 from imports.core import CAUSALT5K_SCHEMA, FieldSpec, RowSchema, register_schema
@@ -26,6 +27,7 @@ from imports.services import (
     import_batch_start,
     register_item_mapper,
 )
+from imports.services import run as import_run
 from imports.tasks import run_import
 from tests.conftest import REPO, wait_for
 from tests.factories import make_member, make_project, make_verify_stage
@@ -170,13 +172,13 @@ def test_second_pass_problem_rolls_everything_back(monkeypatch):
     rows written before it in the same transaction disappear."""
     project = make_project()
     rows = [{"id": f"r{n:04d}"} for n in range(2500)]
-    real_write = imports._write
+    real_write = import_run._write
 
     def racing_write(batch, *args, **kwargs):
         Item.objects.create(project=project, external_id="r2400", payload={})
         return real_write(batch, *args, **kwargs)
 
-    monkeypatch.setattr(imports, "_write", racing_write)
+    monkeypatch.setattr(import_run, "_write", racing_write)
     batch = upload(project, jsonl(*rows), "race.jsonl")
     assert batch.status == ImportBatch.Status.FAILED
     assert "Nothing was imported" in batch.message
@@ -195,7 +197,7 @@ def test_bad_options_and_files_are_refused_before_anything_is_stored(media):
         ({"filename": "empty.jsonl", "data": b""}, "is empty"),
     ]
     for case, phrase in cases:
-        with pytest.raises(imports.ApplicationError) as caught:
+        with pytest.raises(ApplicationError) as caught:
             import_batch_create(
                 project=project,
                 user=None,

@@ -72,6 +72,25 @@ def test_every_failure_class_is_named_by_file_and_line(bad, message):
     assert len(reading.narratives) == 2
 
 
+def test_a_file_in_a_directory_that_is_not_utf8_is_named_by_line_column_and_byte(tmp_path):
+    """Files read from a directory follow the imports' encoding rule, as uploads do: the first
+    byte that is not UTF-8 by line, column and offset; a byte-order mark is dropped."""
+    write_tree(tmp_path, {"real_world_forward/t_narrative_size=3.txt": lines(CHAIN)})
+    bad = tmp_path / "real_world_reverse" / "t_narrative_size=3.txt"
+    bad.parent.mkdir()
+    bad.write_bytes(lines(CHAIN).encode() + b'{"nodes": ["caf\xe9"]}\n')
+    (tmp_path / "real_world_forward" / "bom.txt").write_bytes(
+        b"\xef\xbb\xbf" + lines(CHAIN).encode()
+    )
+    reading = read_narratives(tmp_path)
+    assert [str(problem) for problem in reading.problems] == [
+        "real_world_reverse/t_narrative_size=3.txt: line 2, column 16: not UTF-8 (byte 0xE9 at "
+        "offset 81); save the file as UTF-8. It looks like Windows-1252 or Latin-1 text, where "
+        "that byte is 'é'."
+    ]
+    assert len(reading.narratives) == 2  # the good file and the one with a byte-order mark
+
+
 @pytest.mark.django_db
 def test_a_directory_with_one_bad_line_imports_nothing(tmp_path):
     write_tree(

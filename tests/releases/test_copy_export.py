@@ -23,7 +23,6 @@ from annotation.kinds import KINDS, TaskKind, register_kind
 from annotation.kinds.base import AgreementSpec
 from annotation.models import Annotation, Item, ItemStage, Role
 from releases import copy_export
-from releases import services as release_services
 from releases.copy_export import (
     copy_annotations_csv,
     copy_annotations_jsonl,
@@ -37,6 +36,7 @@ from releases.services import (
     release_annotations_csv,
     release_annotations_jsonl,
 )
+from releases.services import rows as release_rows
 from releases.writers import spreadsheet_safe, write_csv
 from tests.factories import make_items, make_label_stage, make_member, make_project
 
@@ -336,7 +336,7 @@ def test_every_kind_is_written_by_copy_with_its_declared_vote(every_kind, tmp_pa
         {"verdict": None, "score": 3}, None, None,
     ]  # fmt: skip
     write_csv(rows, tmp_path / "python.csv", columns=ANNOTATION_COLUMNS)
-    monkeypatch.setattr(release_services, "release_annotation_rows", None)  # must not be used
+    monkeypatch.setattr(release_rows, "release_annotation_rows", None)  # must not be used
     jsonl = release_annotations_jsonl(every_kind, tmp_path / "a.jsonl")
     table = release_annotations_csv(every_kind, tmp_path / "a.csv")
     assert jsonl.rows == table.rows == len(rows) == 15
@@ -348,7 +348,7 @@ def test_every_kind_is_written_by_copy_with_its_declared_vote(every_kind, tmp_pa
 
 
 def test_the_release_services_use_copy_on_postgresql(tricky, tmp_path, monkeypatch):
-    monkeypatch.setattr(release_services, "release_annotation_rows", None)  # must not be used
+    monkeypatch.setattr(release_rows, "release_annotation_rows", None)  # must not be used
     jsonl = release_annotations_jsonl(tricky, tmp_path / "annotations.jsonl")
     table = release_annotations_csv(tricky, tmp_path / "annotations.csv")
     assert (jsonl.name, jsonl.rows, table.name, table.rows) == (

@@ -22,7 +22,9 @@ from imports.services import import_batch_create, import_batch_run
 from releases import layouts
 from releases import services as release_services
 from releases.models import Release
+from releases.services import build as release_building
 from releases.services import release_build, release_datasheet, release_publish
+from releases.services import rows as release_rows
 from releases.writers import Manifest, write_csv, write_jsonl
 from tests.factories import make_items, make_member, make_project, make_verify_stage
 
@@ -218,7 +220,7 @@ def test_a_failed_build_keeps_its_reason_and_its_version_is_reused(
     def broken(project, path):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(release_services, "release_annotations_csv", broken)
+    monkeypatch.setattr(release_building, "release_annotations_csv", broken)
     failed = publish(project, admin, django_capture_on_commit_callbacks)
     assert failed.status == Release.Status.FAILED and "disk full" in failed.message
     assert not failed.archive
@@ -347,8 +349,8 @@ def test_kind_layout_plug_in_adds_files_to_the_release(
 def test_export_memory_is_flat_in_the_number_of_annotations(monkeypatch, tmp_path):
     """Peak traced memory of streaming annotations to JSONL barely moves from 1,500 to 6,000
     annotations: rows are fetched in fixed-size chunks and written one at a time."""
-    monkeypatch.setattr(release_services, "ANNOTATION_CHUNK", 300)
-    monkeypatch.setattr(release_services, "ITEM_CHUNK", 100)
+    monkeypatch.setattr(release_rows, "ANNOTATION_CHUNK", 300)
+    monkeypatch.setattr(release_rows, "ITEM_CHUNK", 100)
 
     def peak(items: int) -> tuple[int, int]:
         project = make_project()

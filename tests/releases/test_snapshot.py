@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 
 from annotation.models import Annotation, Item, ItemStage
-from releases import services as release_services
 from releases.models import Release
+from releases.services import build as release_building
 from releases.services import release_build
 from tests.factories import make_items, make_project, make_verify_stage
 
@@ -61,7 +61,7 @@ def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
     release = Release.objects.create(project=project, version=1, status=Release.Status.BUILDING)
 
     # Between the first file (items.jsonl) and the next ones, the fourth item is finished.
-    original = release_services.write_csv
+    original = release_building.write_csv
     fired = []
 
     def write_csv_after_more_work(*args, **kwargs):
@@ -70,7 +70,7 @@ def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
             _finish_one_more_item(late.pk, late_stage.pk)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(release_services, "write_csv", write_csv_after_more_work)
+    monkeypatch.setattr(release_building, "write_csv", write_csv_after_more_work)
     built = release_build(release_id=release.pk)
     assert fired and built.status == Release.Status.PUBLISHED, built.message
 

@@ -19,6 +19,8 @@ from imports.models import ImportBatch
 from imports.tasks import run_import, sweep_stuck_imports
 from releases import services as release_services
 from releases.models import Release
+from releases.services import build as release_building
+from releases.services import jobs as release_jobs
 from releases.tasks import build_release, sweep_stuck_releases
 from tests.factories import make_items, make_member, make_project, make_verify_stage
 
@@ -92,7 +94,7 @@ def test_a_build_whose_worker_died_is_retried_then_failed_with_a_reason(
     def dies(release, workdir):
         raise SystemExit("killed")
 
-    monkeypatch.setattr(release_services, "_build", dies)
+    monkeypatch.setattr(release_building, "_build", dies)
     for attempt in (2, 3):
         age(Release, release.pk, started_at=24 * 3600)
         with pytest.raises(SystemExit), django_capture_on_commit_callbacks(execute=True):
@@ -219,18 +221,18 @@ def test_a_slow_superseded_build_does_not_publish_over_the_newer_one(
     project = finished_project()
     with django_capture_on_commit_callbacks(execute=False):
         release = release_services.release_publish(project=project, user=None, notes="first")
-    slow = release_services._claim(release.pk)
+    slow = release_jobs.release_claim(release.pk)
     release_services.release_mark_failed(release_id=release.pk, reason="taking too long")
     with django_capture_on_commit_callbacks(execute=False):
         again = release_services.release_publish(project=project, user=None, notes="second")
     assert again.pk == release.pk  # the failed version is reused
-    newer = release_services._claim(release.pk)
+    newer = release_jobs.release_claim(release.pk)
     (tmp_path / "slow").mkdir()
     (tmp_path / "newer").mkdir()
 
-    finished = release_services._build(slow, tmp_path / "slow")
+    finished = release_building._build(slow, tmp_path / "slow")
     assert finished.status == Release.Status.BUILDING  # superseded: nothing published
-    published = release_services._build(newer, tmp_path / "newer")
+    published = release_building._build(newer, tmp_path / "newer")
     assert published.status == Release.Status.PUBLISHED
     assert published.notes == "second"
     assert published.attempts == newer.attempts

@@ -698,7 +698,7 @@ def test_the_spans_field_is_read_within_the_nesting_limit():
 
 
 def test_entry_texts_holding_what_the_database_cannot_store_are_named():
-    """Question texts are checked by the one rule of imports/core/values.py: NUL and unpaired
+    """Question texts are checked by the one rule of annotation/values.py: NUL and unpaired
     surrogates (the latter used to pass, and stop the write with an encoding error)."""
     import copy
 

@@ -86,8 +86,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Import #{batch.pk}: {batch.message}"))
             return
         self.stderr.write(self.style.ERROR(f"Import #{batch.pk} failed: {batch.message}"))
-        for error in import_batch_errors(batch)[: options["max_errors"]]:
-            self.stderr.write(f"  {error}")
+        for row_error in import_batch_errors(batch)[: options["max_errors"]]:
+            self.stderr.write(f"  {row_error}")
         shown = min(len(batch.errors), options["max_errors"])
         if batch.error_count > shown:
             self.stderr.write(f"  … and {batch.error_count - shown:,} more.")

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agreement.selectors import latest_snapshots
 from agreement.services import stage_agreement_refresh
-from annotation import services as engine
+from annotation import api as engine
 from annotation.models import Project, Role
 from review.meter.services import WORKFLOW
 from review.meter.simulate import expected_kappa, simulate_binary_stage

@@ -1,6 +1,9 @@
 """What an imported value may be: the limits every importer applies before anything is stored.
 
-Pure Python, no Django; shared by the readers, the schemas and the ratings importer.
+Pure Python, no Django and no import of any app (annotation/__init__.py is empty, so importing it
+loads nothing else): the engine's input checks (annotation/inputs.py), the import core's readers
+and schemas (imports/core/), the API's parser and the plug-ins' own readers all call it, so it
+lives at the bottom of the map, in the engine, and is one of the engine's public modules.
 
 * JSON is nested at most ``MAX_DEPTH`` levels (a record counts as one). Deeper text is refused
   before the decoder sees it: the standard decoder recurses once per level and would stop with

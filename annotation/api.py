@@ -1,0 +1,113 @@
+"""The engine's public Python API for plug-ins: every service, selector and rule a workflow app
+may call. Plug-ins (ratings, review, graphs, narratives, crowd, studio) import the engine only
+through this module and the engine's other public modules (annotation/README.md, "Public
+modules"; CONTRIBUTING.md, "Apps and boundaries"); an import-linter contract in pyproject.toml
+refuses their imports of the internals (``annotation.services``, ``annotation.sql``,
+``annotation.selectors``, ``annotation.resolution``, ``annotation.routing``,
+``annotation.phases``, ``annotation.versions``, ``annotation.tasks``, ``annotation.inputs``,
+``annotation.management``).
+
+A name here is a promise: its signature and contract (the docstring of the function it names)
+change only together with every plug-in that calls it. What a plug-in needs and does not find
+here is added here, for every plug-in, rather than imported from an internal module.
+
+Write services (each owns its transaction; CONTRIBUTING.md):
+
+* projects, people, stages, items: ``project_create``, ``membership_add``,
+  ``membership_remove``, ``stage_create``, ``stage_update``, ``stage_settings_clean`` (with
+  ``STAGE_SETTINGS``, the settings it checks), ``items_create``, ``item_stages_open``;
+* work: ``assignment_next``, ``annotation_submit``, ``item_stage_resolve``,
+  ``assignments_release``, ``annotations_withdraw``;
+* what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
+  elsewhere, with ``HistoricAnnotation`` and ``HistoricResolution``; annotation/services/
+  historic.py states its invariants), ``items_discard``, ``items_author_link``
+  (annotation/services/items.py);
+* side effects and bulk loads: ``enqueue_on_commit``, ``planner_statistics_refresh``.
+
+Reads: ``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
+``sees_annotators``, ``votes_final``, ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
+in); ``default_route`` (a stage's route for an outcome when it names none).
+
+Rules and types: ``Decision`` and ``TIE_POLICIES`` (resolution), ``clean_text`` and
+``choices_keeping`` (input checks), ``EVERYONE`` (annotation/slots.py: the overlap that means
+every annotator).
+"""
+
+from __future__ import annotations
+
+from annotation.inputs import choices_keeping, clean_text
+from annotation.phases import phase_of
+from annotation.resolution import TIE_POLICIES, Decision
+from annotation.routing import default_route
+from annotation.selectors import (
+    GOLD_FIELD,
+    annotations_visible,
+    item_display,
+    item_payload_for_annotator,
+    sees_annotators,
+    votes_final,
+)
+from annotation.services import (
+    STAGE_SETTINGS,
+    annotation_submit,
+    annotations_withdraw,
+    assignment_next,
+    assignments_release,
+    enqueue_on_commit,
+    item_stage_resolve,
+    item_stages_open,
+    items_create,
+    membership_add,
+    membership_remove,
+    planner_statistics_refresh,
+    project_create,
+    stage_create,
+    stage_settings_clean,
+    stage_update,
+)
+from annotation.services.historic import (
+    HistoricAnnotation,
+    HistoricImportResult,
+    HistoricResolution,
+    historic_annotations_import,
+)
+from annotation.services.items import items_author_link, items_discard
+from annotation.slots import EVERYONE
+
+__all__ = [
+    "EVERYONE",
+    "GOLD_FIELD",
+    "STAGE_SETTINGS",
+    "TIE_POLICIES",
+    "Decision",
+    "HistoricAnnotation",
+    "HistoricImportResult",
+    "HistoricResolution",
+    "annotation_submit",
+    "annotations_visible",
+    "annotations_withdraw",
+    "assignment_next",
+    "assignments_release",
+    "choices_keeping",
+    "clean_text",
+    "default_route",
+    "enqueue_on_commit",
+    "historic_annotations_import",
+    "item_display",
+    "item_payload_for_annotator",
+    "item_stage_resolve",
+    "item_stages_open",
+    "items_author_link",
+    "items_create",
+    "items_discard",
+    "membership_add",
+    "membership_remove",
+    "phase_of",
+    "planner_statistics_refresh",
+    "project_create",
+    "sees_annotators",
+    "stage_create",
+    "stage_settings_clean",
+    "stage_update",
+    "votes_final",
+]

@@ -1,0 +1,265 @@
+"""How a clean import row becomes an item: the schema rows are checked against, the item mappers.
+
+* ``import_schema(project, layout)`` — the schema of the project kind (``imports.core.schema``),
+  the release layout's, or the generic one requiring one of the fields the stages show.
+* ``register_item_mapper(kind, mapper)`` — how a clean row becomes an item: ``mapper(clean,
+  schema, options) -> ItemFields``. The default puts every field but the external id into the
+  payload, and takes the item's group / purpose / source from the columns named by the batch
+  options ``group_field`` / ``purpose_field`` / ``source_field`` when given.
+* ``checked_schema`` — the schema plus the mapper, so that pass 1 reports the rows a mapper
+  refuses before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from annotation.models import Item, Project
+from imports.core import FieldSpec, RowError, RowSchema, schema_for_kind
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFields:
+    """What an import row contributes to an Item."""
+
+    payload: dict[str, Any]
+    group: str = ""
+    purpose: str = Item.Purpose.REGULAR
+    source: str = ""
+
+
+ItemMapper = Callable[[dict[str, Any], RowSchema, Mapping[str, Any]], ItemFields]
+ITEM_MAPPERS: dict[str, ItemMapper] = {}
+
+
+def register_item_mapper(kind: str, mapper: ItemMapper) -> None:
+    """Declare how a project kind turns a clean import row into item fields (see module doc)."""
+    ITEM_MAPPERS[kind] = mapper
+
+
+def _text_option(clean: Mapping[str, Any], name: str | None) -> str:
+    if not name:
+        return ""
+    value = clean.get(name)
+    return "" if value is None else str(value)
+
+
+def default_item_mapper(
+    clean: dict[str, Any], schema: RowSchema, options: Mapping[str, Any]
+) -> ItemFields:
+    payload = {key: value for key, value in clean.items() if key != schema.external_id_field}
+    purpose = _text_option(clean, options.get("purpose_field")) or Item.Purpose.REGULAR
+    return ItemFields(
+        payload=payload,
+        group=_text_option(clean, options.get("group_field"))[:200],
+        purpose=purpose,
+        source=_text_option(clean, options.get("source_field"))[:200]
+        or str(options.get("source") or "")[:200],
+    )
+
+
+class _ReleaseRowSchema(RowSchema):
+    """A release line: item content is an object under "payload"."""
+
+    def validate_row(self, raw, line, *, index=None, column=None, text_values=False):
+        clean, errors = super().validate_row(
+            raw, line, index=index, column=column, text_values=text_values
+        )
+        if clean is not None and not isinstance(clean.get("payload"), dict):
+            where = {"line": line, "index": index, "column": column}
+            return None, [
+                RowError(
+                    **where,
+                    field="payload",
+                    code="wrong_type",
+                    expected="an object ({...}) holding the item's fields",
+                    found=repr(clean.get("payload"))[:80],
+                    message='Field "payload" must be a JSON object holding the item\'s fields.',
+                )
+            ]
+        return clean, errors
+
+
+RELEASE_ROW_SCHEMA = _ReleaseRowSchema(
+    name="rungwise-release",
+    description="The items.jsonl of a Rungwise release: item content under payload.",
+    external_id_field="external_id",
+    extra_fields="ignore",
+    fields=(
+        FieldSpec("external_id", "str", required=True, max_length=200),
+        FieldSpec("payload", "json", required=True, help="The item's content."),
+        FieldSpec("group", "str", max_length=200),
+        FieldSpec(
+            "purpose", "choice", choices=tuple(Item.Purpose.values), default=Item.Purpose.REGULAR
+        ),
+        FieldSpec("source", "str", max_length=200),
+    ),
+)
+
+
+def _release_item_mapper(
+    clean: dict[str, Any], schema: RowSchema, options: Mapping[str, Any]
+) -> ItemFields:
+    return ItemFields(
+        payload=dict(clean["payload"]),
+        group=clean.get("group") or "",
+        purpose=clean.get("purpose") or Item.Purpose.REGULAR,
+        source=clean.get("source") or "",
+    )
+
+
+@dataclass(frozen=True)
+class _ShownFieldsSchema(RowSchema):
+    """The generic schema of a project whose stages show annotators only some payload fields:
+    a row must hold at least one of them (``shown``), or annotators would see an empty item."""
+
+    shown: tuple[str, ...] = ()
+
+    def validate_row(self, raw, line, *, index=None, column=None, text_values=False):
+        clean, errors = super().validate_row(
+            raw, line, index=index, column=column, text_values=text_values
+        )
+        if clean is not None and not any(clean.get(name) not in (None, "") for name in self.shown):
+            return None, [
+                RowError(
+                    line=line,
+                    index=index,
+                    column=column,
+                    field=None,
+                    code="nothing_shown",
+                    expected="one of: " + ", ".join(self.shown),
+                    message="The row has none of the fields this project's stages show "
+                    f"annotators ({', '.join(self.shown)}): they would see an empty item.",
+                )
+            ]
+        return clean, errors
+
+
+def shown_fields(project: Project) -> tuple[str, ...]:
+    """The payload fields the project's active stages show annotators (their kinds'
+    allow-lists), in pipeline order; empty when the project has no stages yet."""
+    from annotation.kinds import KindContext, get_kind
+
+    names: list[str] = []
+    for stage in project.stages.filter(is_active=True).order_by("position"):
+        for name in get_kind(stage.kind).visible_fields(KindContext(stage=stage)):
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def import_schema(project: Project, layout: str) -> RowSchema:
+    """The schema rows of ``project`` are checked against: the release layout's, the project
+    kind's, or — for kinds without their own — the generic one requiring one of the fields the
+    stages show (``shown_fields``)."""
+    if layout == "release":
+        return RELEASE_ROW_SCHEMA
+    schema = schema_for_kind(project.kind)
+    shown = shown_fields(project) if schema.name == "generic" else ()
+    if not shown:
+        return schema
+    return _ShownFieldsSchema(
+        name=schema.name,
+        fields=schema.fields,
+        external_id_field=schema.external_id_field,
+        extra_fields=schema.extra_fields,
+        description=schema.description,
+        shown=shown,
+    )
+
+
+def sample_rows(project: Project) -> tuple[list[str], list[dict[str, Any]]]:
+    """A sample file's columns and two rows for ``project``'s import (the import page offers it
+    as a download): the schema's fields, or the id and the fields the stages show."""
+    schema = schema_for_kind(project.kind)
+    if schema.name == "generic":
+        shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
+        columns = [schema.external_id_field, *shown]
+    else:
+        columns = [spec.name for spec in schema.fields]
+    examples = {
+        "int": "3",
+        "float": "0.5",
+        "bool": "true",
+        "json": "{}",
+        "list[str]": "first;second",
+    }
+    rows = []
+    for number in (1, 2):
+        row = {}
+        for name in columns:
+            spec = next((f for f in schema.fields if f.name == name), None)
+            if name == schema.external_id_field:
+                row[name] = f"item-{number:03d}"
+            elif spec is not None and spec.type == "choice":
+                row[name] = spec.choices[0]
+            elif spec is not None and spec.type in examples:
+                row[name] = examples[spec.type]
+            else:
+                row[name] = f"Example {name.replace('_', ' ')} {number}."
+        rows.append(row)
+    return columns, rows
+
+
+def item_mapper(project: Project, layout: str) -> ItemMapper:
+    """The mapper rows of ``project`` go through: the release layout's, the kind's, or the
+    default one."""
+    if layout == "release":
+        return _release_item_mapper
+    return ITEM_MAPPERS.get(project.kind, default_item_mapper)
+
+
+def map_row(
+    clean: dict[str, Any], schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]
+) -> ItemFields:
+    """Run a mapper and check what it gives; ValueError carries a message for the row."""
+    fields = mapper(clean, schema, options)
+    if fields.purpose not in Item.Purpose.values:
+        raise ValueError(
+            f"The purpose {fields.purpose!r} is not one of {', '.join(Item.Purpose.values)}."
+        )
+    if not isinstance(fields.payload, dict):
+        raise ValueError("The item content must be an object.")
+    return fields
+
+
+class _MappedSchema:
+    """The import schema plus the kind's item mapper, so that pass 1 also catches rows the
+    mapper refuses (``ValueError``): every problem is reported before anything is written."""
+
+    def __init__(self, schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]):
+        self._schema, self._mapper, self._options = schema, mapper, options
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._schema, name)
+
+    def validate_row(self, raw, line, *, index=None, column=None, text_values=False):
+        clean, errors = self._schema.validate_row(
+            raw, line, index=index, column=column, text_values=text_values
+        )
+        if clean is None:
+            return clean, errors
+        try:
+            map_row(clean, self._schema, self._mapper, self._options)
+        except ValueError as problem:
+            return None, [
+                RowError(
+                    line=line,
+                    index=index,
+                    column=column,
+                    code="wrong_type",
+                    expected="a row the project kind accepts",
+                    found=repr(raw)[:80],
+                    message=str(problem),
+                )
+            ]
+        return clean, errors
+
+
+def checked_schema(schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]) -> RowSchema:
+    """``schema`` whose row check also runs ``mapper`` (pass 1 then reports the rows the mapper
+    refuses; see ``_MappedSchema``). Typed as the schema it stands for: the readers and the
+    pipeline only call ``validate_row`` and read its attributes."""
+    return cast(RowSchema, _MappedSchema(schema, mapper, options))

@@ -1,0 +1,267 @@
+"""Building a release's files in one database snapshot and publishing them (see the package
+docstring for the files). A build starts by claiming the release (``releases.services.jobs``);
+the final write re-checks the status and the attempt under a row lock, so two concurrent builds
+publish once and a superseded attempt's files are discarded."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.core.files import File
+from django.db import connection, transaction
+from django.db.models import Count, Max, Min
+from django.utils import timezone
+
+from annotation.errors import ApplicationError
+from annotation.models import Annotation, Item, Stage
+from releases.datasheet import render_datasheet
+from releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
+from releases.models import Release
+from releases.services.archive import diff_summary, release_archive_rows
+from releases.services.figures import (
+    datasheet_fields,
+    default_citation,
+    people_by_role,
+    stage_figures,
+)
+from releases.services.jobs import release_claim
+from releases.services.rows import (
+    RELEASED_STATUSES,
+    item_csv_columns,
+    release_annotation_rows,
+    release_annotations_csv,
+    release_annotations_jsonl,
+    release_item_rows,
+)
+from releases.writers import (
+    FileEntry,
+    Manifest,
+    build_zip,
+    iter_jsonl,
+    release_diff,
+    write_csv,
+    write_jsonl,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _previous(release: Release) -> Release | None:
+    return (
+        Release.objects.filter(
+            project_id=release.project_id,
+            status=Release.Status.PUBLISHED,
+            version__lt=release.version,
+        )
+        .order_by("-version")
+        .first()
+    )
+
+
+def release_build(*, release_id: int) -> Release:
+    """Build the files of a BUILDING release and publish it. Safe to run twice: a release
+    already published or failed is returned untouched, and the final write re-checks the status
+    under a row lock, so two concurrent builds publish once."""
+    release = release_claim(release_id)
+    if release is None:
+        found = Release.objects.filter(pk=release_id).first()
+        if found is None:
+            raise ApplicationError(f"There is no release {release_id}.", status=404)
+        return found
+    workdir = Path(tempfile.mkdtemp(prefix=f"release-{release.pk}-"))
+    try:
+        return _build(release, workdir)
+    except Exception as error:
+        logger.exception("release %s failed", release.pk)
+        message = (
+            error.message
+            if isinstance(error, ApplicationError)
+            else (f"The build stopped on an internal error ({type(error).__name__}: {error}).")
+        )
+        # Only while this attempt is still the current one (see _publish_built).
+        Release.objects.filter(
+            pk=release.pk, status=Release.Status.BUILDING, started_at=release.started_at
+        ).update(status=Release.Status.FAILED, message=message[:2000])
+        release.refresh_from_db()
+        return release
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def _one_snapshot() -> Iterator[None]:
+    """Every read inside sees the database as of one moment, so that annotation going on during
+    a build lands in all of a release's files or in none. PostgreSQL: one REPEATABLE READ,
+    READ ONLY transaction (writers are not blocked). SQLite: one transaction (its writers wait
+    for the build; the embedded default is for demos and small studies). Inside an outer
+    transaction (tests) the outer one's snapshot is used as it is."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def _build(release: Release, workdir: Path) -> Release:
+    with _one_snapshot():
+        prefix, zip_path, archive, manifest, stats = _write_files(release, workdir)
+    return _publish_built(release, prefix, zip_path, archive, manifest, stats)
+
+
+def _release_name(path: Path, files: Path) -> str | None:
+    """A layout file's name in the release: its path under the release folder, sub-folders
+    included ("D1/D1_L1.json"); None when it lies outside."""
+    try:
+        return (files / path).resolve().relative_to(files.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _write_files(release: Release, workdir: Path):
+    """Write every file of the release into ``workdir`` and zip them (all reads here: see
+    _one_snapshot)."""
+    started = time.monotonic()
+    project = release.project
+    stages = list(Stage.objects.filter(project=project).order_by("position"))
+    prefix = f"{project.slug}-v{release.version}"
+    files = workdir / prefix
+    files.mkdir()
+    manifest = Manifest()
+    items = manifest.add(write_jsonl(release_item_rows(project), files / "items.jsonl"))
+    manifest.add(
+        write_csv(
+            release_item_rows(project),
+            files / "items.csv",
+            columns=item_csv_columns(project, stages),
+        )
+    )
+    annotations = manifest.add(release_annotations_jsonl(project, files / "annotations.jsonl"))
+    manifest.add(release_annotations_csv(project, files / "annotations.csv"))
+    layout = layout_for_kind(project.kind)
+    if layout is not None:
+        context = LayoutContext(
+            project=project,
+            version=release.version,
+            out_dir=files,
+            items=lambda: release_item_rows(project),
+            annotations=lambda: release_annotation_rows(project),
+        )
+        for produced in layout(context):
+            entry = produced if isinstance(produced, FileEntry) else None
+            path = files / produced.name if isinstance(produced, FileEntry) else Path(produced)
+            name = _release_name(path, files)
+            if name is None or name in STANDARD_FILES or not path.is_file():
+                raise ApplicationError(
+                    f"The {project.kind} layout produced {str(produced)[-80:]!r}, which is not a "
+                    f"new file in the release folder."
+                )
+            if entry is not None:
+                manifest.add(entry)
+            else:
+                manifest.add_file(path, name=name)
+    diff = None
+    previous = _previous(release)
+    if previous is not None and previous.archive:
+        changes = release_diff(release_archive_rows(previous), iter_jsonl(files / "items.jsonl"))
+        diff = diff_summary(previous.version, changes)
+    now = timezone.now()
+    figures = stage_figures(project, stages, computed_at=now)
+    span = Annotation.objects.filter(item_stage__stage__project=project).aggregate(
+        first=Min("created_at"), last=Max("created_at")
+    )
+    description = (project.description or "").strip()
+    if span["first"] is not None:
+        description += (
+            f"\n\nAnnotations collected from {span['first']:%Y-%m-%d} to {span['last']:%Y-%m-%d}."
+        )
+    if release.notes:
+        description += f"\n\nRelease notes: {release.notes}"
+    if diff is not None:
+        description += (
+            f"\n\nChanges since v{diff['previous_version']}: {diff['added']:,} items added, "
+            f"{diff['removed']:,} removed, {diff['changed']:,} changed."
+        )
+    datasheet = render_datasheet(
+        {
+            "name": project.name,
+            "version": f"v{release.version}",
+            "description": description.strip(),
+            "created_at": now,
+            "license": project.license,
+            "citation": project.citation or default_citation(project, release.version, now.year),
+            "annotators_by_role": people_by_role(project),
+            "stages": figures,
+            "fields": datasheet_fields(project, stages),
+            "files": manifest.to_dict()["files"],
+            "items": items.rows,
+        }
+    )
+    (files / "README.md").write_text(datasheet, encoding="utf-8")
+    manifest.add_file(files / "README.md")
+    sums = files / "SHA256SUMS"
+    sums.write_text(manifest.sha256sums(), encoding="utf-8")
+    manifest_entry = manifest.write(files / "manifest.json")
+    members = {f"{prefix}/{name}": files / name for name in manifest.entries}
+    members[f"{prefix}/manifest.json"] = files / "manifest.json"
+    members[f"{prefix}/SHA256SUMS"] = sums
+    zip_path = workdir / f"{prefix}.zip"
+    archive = build_zip(members, zip_path)
+    by_status = dict(
+        Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
+        .values_list("status")
+        .annotate(count=Count("pk"))
+    )
+    stats = {
+        "items": items.rows,
+        "annotations": annotations.rows,
+        "items_by_status": by_status,
+        "stages": figures,
+        "people_by_role": people_by_role(project),
+        "diff": diff,
+        "build_seconds": round(time.monotonic() - started, 3),
+        "bytes": archive.bytes,
+        "manifest_sha256": manifest_entry.sha256,
+    }
+    return prefix, zip_path, archive, manifest, stats
+
+
+def _publish_built(release: Release, prefix: str, zip_path: Path, archive, manifest, stats):
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status != Release.Status.BUILDING:
+            return locked  # another build finished first
+        if locked.started_at != release.started_at:
+            # Superseded: this attempt was taken for dead (or given up and published again)
+            # and another one has claimed the version since. Its files are the older
+            # snapshot; the current attempt publishes (tests/releases/test_sweeps.py).
+            logger.warning("release %s: a superseded build attempt finished; discarded", locked.pk)
+            return locked
+        with open(zip_path, "rb") as handle:
+            locked.archive.save(f"{prefix}.zip", File(handle, name=f"{prefix}.zip"), save=False)
+        locked.sha256 = archive.sha256
+        locked.manifest = manifest.to_dict()
+        locked.stats = stats
+        locked.status = Release.Status.PUBLISHED
+        locked.published_at = timezone.now()
+        locked.message = ""
+        locked.save(
+            update_fields=[
+                "archive",
+                "sha256",
+                "manifest",
+                "stats",
+                "status",
+                "published_at",
+                "message",
+            ]  # fmt: skip
+        )
+        return locked

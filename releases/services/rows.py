@@ -1,0 +1,243 @@
+"""The rows a release is made of: its items with their result in every stage, and its
+annotations under pseudonyms, streamed with memory flat in the row count; and the columns of
+items.csv. On PostgreSQL the annotation files are written by COPY (``releases.copy_export``),
+with the same rows."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+from annotation.kinds import KINDS
+from annotation.kinds.base import payload_path
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
+from imports.core import schema_for_kind
+from releases.copy_export import copy_annotations_csv, copy_annotations_jsonl
+from releases.identities import identity_rule, salt_for
+from releases.pseudonyms import RaterPseudonyms
+from releases.writers import (
+    FileEntry,
+    csv_timestamp,
+    write_csv,
+    write_jsonl,
+)
+
+RELEASED_STATUSES = (Item.Status.ACCEPTED, Item.Status.REJECTED)
+ITEM_CHUNK = 2000
+ANNOTATION_CHUNK = 10_000
+DIFF_IDS_KEPT = 200
+ITEM_COLUMNS = ["external_id", "status", "purpose", "group", "source", "version"]
+STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes", "agreement",
+                "adjudicated"]  # fmt: skip
+ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
+                      "created_at", "item_version"]  # fmt: skip
+
+
+def _stage_result(state: str, resolution: Mapping[str, Any] | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"state": state}
+    if resolution is None:
+        return result
+    votes = dict(sorted((resolution["votes"] or {}).items()))
+    total = sum(count for count in votes.values() if isinstance(count, int | float))
+    top = max(votes.values()) if votes else None
+    result.update(
+        value=resolution["value"],
+        status=resolution["status"],
+        outcome=resolution["outcome"],
+        n_annotations=resolution["n_annotations"],
+        votes=votes,
+        agreement=round(top / total, 6) if total and top is not None else None,
+        adjudicated=resolution["status"] == Resolution.Status.ADJUDICATED,
+    )
+    return result
+
+
+def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """The released items of a project, in creation order, with their result in every stage.
+    Keyset-paginated: two queries per ``ITEM_CHUNK`` items, memory flat in the item count."""
+    slugs = dict(Stage.objects.filter(project=project).values_list("pk", "slug"))
+    identities, salt = identity_rule(project.kind), salt_for(project)
+    # Keyset on the primary key: an index range scan per chunk whatever the project's size
+    # (ordering by external_id made the planner re-sort the remaining items for every chunk).
+    base = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).order_by("pk")
+    last = 0
+    while True:
+        chunk = list(
+            base.filter(pk__gt=last).values_list(
+                "pk", "external_id", "status", "purpose", "group", "source", "version", "payload"
+            )[:ITEM_CHUNK]
+        )
+        if not chunk:
+            return
+        results: dict[int, dict[str, Any]] = defaultdict(dict)
+        stage_rows = (
+            ItemStage.objects.filter(item_id__in=[row[0] for row in chunk])
+            .order_by("stage__position")
+            .values_list(
+                "item_id",
+                "stage_id",
+                "state",
+                "resolution__pk",
+                "resolution__value",
+                "resolution__status",
+                "resolution__outcome",
+                "resolution__n_annotations",
+                "resolution__votes",
+            )
+        )
+        for item_id, stage_id, state, res_pk, value, status, outcome, n, votes in stage_rows:
+            resolution = (
+                None
+                if res_pk is None
+                else {
+                    "value": value,
+                    "status": status,
+                    "outcome": outcome,
+                    "n_annotations": n,
+                    "votes": votes,
+                }  # fmt: skip
+            )
+            results[item_id][slugs[stage_id]] = _stage_result(state, resolution)
+        for pk, external_id, status, purpose, group, source, version, payload in chunk:
+            yield {
+                "external_id": external_id,
+                "status": status,
+                "purpose": purpose,
+                "group": group,
+                "source": source,
+                "version": version,
+                "payload": identities.apply(payload, salt),
+                "stages": results.get(pk, {}),
+            }
+        last = chunk[-1][0]
+
+
+def _named_list(name: str, values: list[Any], params: dict[str, Any]) -> str:
+    """``%(name_0)s, %(name_1)s, …`` for an IN list of ``values``, each bound in ``params``."""
+    for number, value in enumerate(values):
+        params[f"{name}_{number}"] = value
+    return ", ".join(f"%({name}_{number})s" for number in range(len(values)))
+
+
+def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """Every current annotation of the released items (a changed answer as changed: superseded
+    versions are history, not released), in id order, raters as pseudonyms
+    (``releases.pseudonyms``: ``R0001`` for people in the order they first appear, ``E0001``
+    for imported raters), the vote as the stage's kind declares it (``TaskKind.vote``).
+
+    Keyset-paginated raw SQL (one query per ``ANNOTATION_CHUNK`` rows, memory flat in the row
+    count): this is the largest file of a release, and the ORM's per-value conversions would
+    halve its speed. The Python writer of annotations.jsonl/.csv on SQLite, and the rows the
+    kinds' layouts read; on PostgreSQL the files are written by COPY (``copy_export``) with the
+    same rows once parsed."""
+    stages = {
+        stage.pk: (stage.slug, KINDS.get(stage.kind))
+        for stage in Stage.objects.filter(project=project)
+    }
+    # Hand-written (see above): tables quoted, parameters named, one per listed value (an IN
+    # list, which both databases take).
+    quote = connection.ops.quote_name
+    params: dict[str, Any] = {"after": 0, "limit": ANNOTATION_CHUNK}
+    stage_list = _named_list("stage", list(stages), params) or "NULL"
+    status_list = _named_list("status", list(RELEASED_STATUSES), params)
+    sql = f"""
+        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater, a.payload,
+               a.seconds_spent, a.created_at, a.item_version
+        FROM {quote(Annotation._meta.db_table)} a
+        JOIN {quote(ItemStage._meta.db_table)} s ON s.id = a.item_stage_id
+        JOIN {quote(Item._meta.db_table)} i ON i.id = s.item_id
+        WHERE s.stage_id IN ({stage_list})
+          AND i.status IN ({status_list}) AND a.is_current AND a.id > %(after)s
+        ORDER BY a.id
+        LIMIT %(limit)s"""
+    loads = json.loads
+    pseudonyms = RaterPseudonyms()
+    identities, salt = identity_rule(project.kind), salt_for(project)
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, {**params, "after": last})
+            chunk = cursor.fetchall()
+        if not chunk:
+            return
+        for row in chunk:
+            _pk, external_id, stage_id, annotator_id, rater, payload, seconds, created, version = (
+                row
+            )
+            if isinstance(payload, str):  # SQLite, and psycopg when Django leaves jsonb as text
+                payload = loads(payload)
+            slug, kind = stages[stage_id]
+            if isinstance(created, str):  # SQLite returns text
+                created = datetime.fromisoformat(created)
+            yield {
+                "external_id": external_id,
+                "stage": slug,
+                "rater": pseudonyms(annotator_id, rater),
+                "value": kind.vote(payload) if kind is not None else payload_path(payload, "value"),
+                "payload": identities.apply(payload, salt),
+                "seconds_spent": seconds,
+                "created_at": csv_timestamp(created),
+                "item_version": version,
+            }
+        last = chunk[-1][0]
+
+
+def release_annotations_jsonl(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.jsonl of ``project`` (the rows of ``release_annotation_rows``): on
+    PostgreSQL by COPY (``copy_export``, the database's JSON spelling), on SQLite by Python.
+    Memory flat either way."""
+    if connection.vendor == "postgresql":
+        return copy_annotations_jsonl(project, path, statuses=RELEASED_STATUSES)
+    return write_jsonl(release_annotation_rows(project), path)
+
+
+def release_annotations_csv(project: Project, path: str | Path) -> FileEntry:
+    """Write annotations.csv of ``project`` (columns ``ANNOTATION_COLUMNS``): on PostgreSQL by
+    COPY, on SQLite by ``write_csv`` of ``release_annotation_rows``."""
+    if connection.vendor == "postgresql":
+        return copy_annotations_csv(
+            project, path, statuses=RELEASED_STATUSES, columns=ANNOTATION_COLUMNS
+        )
+    return write_csv(release_annotation_rows(project), path, columns=ANNOTATION_COLUMNS)
+
+
+def _payload_keys(project: Project) -> list[str]:
+    """Every top-level payload key of the released items (one query), schema fields first."""
+    # Hand-written: the ORM cannot list the keys of a JSON column (jsonb_object_keys on
+    # PostgreSQL, json_each on SQLite). Table quoted, parameters named.
+    table = connection.ops.quote_name(Item._meta.db_table)
+    params: dict[str, Any] = {"project": project.pk}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            params["statuses"] = list(RELEASED_STATUSES)
+            cursor.execute(
+                f"SELECT DISTINCT jsonb_object_keys(payload) FROM {table} "
+                f"WHERE project_id = %(project)s AND status = ANY(%(statuses)s) "
+                f"AND jsonb_typeof(payload) = 'object'",
+                params,
+            )
+        else:
+            statuses = _named_list("status", list(RELEASED_STATUSES), params)
+            cursor.execute(
+                f"SELECT DISTINCT j.key FROM {table}, json_each({table}.payload) AS j "
+                f"WHERE project_id = %(project)s AND status IN ({statuses})",
+                params,
+            )
+        keys = {row[0] for row in cursor.fetchall()}
+    keys -= identity_rule(project.kind).removed_keys  # no column for a field never released
+    declared = [name for name in schema_for_kind(project.kind).field_names if name in keys]
+    return declared + sorted(keys - set(declared))
+
+
+def item_csv_columns(project: Project, stages: list[Stage]) -> list[str]:
+    keys = _payload_keys(project)
+    # A key holding a dot would read as a path; keep such payloads whole in one JSON cell.
+    payload = ["payload"] if any("." in key for key in keys) else [f"payload.{k}" for k in keys]
+    stage_columns = [f"stages.{stage.slug}.{name}" for stage in stages for name in STAGE_FIELDS]
+    return ITEM_COLUMNS + payload + stage_columns
