@@ -1,4 +1,4 @@
-"""Agreement figures kept over time."""
+"""Agreement figures kept over time, and the state of their coalesced refresh."""
 
 from __future__ import annotations
 
@@ -28,3 +28,42 @@ class AgreementSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric} = {self.value!r} ({self.computed_at:%Y-%m-%d %H:%M})"
+
+
+class AgreementRefresh(models.Model):
+    """The coalesced refresh of one stage's agreement figures (agreement.services; the
+    protocol is rungwise/debounce.py's). One row per stage, created by the first change the
+    stage reports (a stage with no row has never changed: nothing computed, nothing stale).
+
+    The figures are stale while ``changes`` differs from ``computed_changes``; a refresh is on
+    its way while ``queued_at`` is set. Written only by UPDATE statements, so that concurrent
+    writers never overwrite each other's counts."""
+
+    stage = models.OneToOneField(
+        Stage, on_delete=models.CASCADE, primary_key=True, related_name="agreement_refresh"
+    )
+    changes = models.PositiveBigIntegerField(
+        default=0, help_text="Bumped after each resolution of an item in the stage."
+    )
+    computed_changes = models.PositiveBigIntegerField(
+        default=0, help_text="changes as of the last computed figures."
+    )
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set while a refresh message is on its way."
+    )
+    computed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the figures were last computed."
+    )
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id}: {self.computed_changes}/{self.changes}"
+
+    @property
+    def stale(self) -> bool:
+        """Whether changes arrived since the figures were last computed."""
+        return self.changes != self.computed_changes
+
+    @classmethod
+    def of_stage(cls, stage_id: int) -> AgreementRefresh:
+        """The stage's refresh state; an unsaved row of zeros for a stage that never changed."""
+        return cls.objects.filter(pk=stage_id).first() or cls(stage_id=stage_id)

@@ -13,10 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from agreement.models import AgreementRefresh
 from annotation.models import ItemStage, Stage
+from rungwise.debounce import debounce_consume, debounce_request, unqueued_or_overdue
 
 logger = logging.getLogger(__name__)
 
@@ -33,57 +35,83 @@ def stages_agreement_changed(item_stage_ids: Iterable[int]) -> None:
 
 # --- Agreement refresh ------------------------------------------------------------------------
 #
-# Coalescing protocol. Each resolution bumps Stage.agreement_changes (stage_agreement_changed);
-# the figures are stale while it differs from agreement_computed_changes. Whoever sets
-# agreement_refresh_queued_at from NULL (one UPDATE … WHERE … IS NULL: exactly one of any number
-# of concurrent callers) enqueues refresh_agreement with a countdown, so a burst of thousands of
-# resolutions becomes a handful of refreshes. A refresh takes a per-stage lock, clears the queued
-# mark, notes the change counter, reads and computes, stores snapshots and the counter it saw;
-# changes that arrive meanwhile queue the next refresh. A refresh that finds the lock held returns
-# at once; the holder re-checks the counter when it finishes. Lost messages (broker down, worker
-# killed) leave the stage stale, and the beat sweep (stages_agreement_stale) refreshes it.
+# Coalescing protocol (the debounce of rungwise/debounce.py over models.AgreementRefresh, one
+# row per stage). Each resolution bumps AgreementRefresh.changes (stage_agreement_changed); the
+# figures are stale while it differs from computed_changes. Whoever sets queued_at from NULL
+# (one UPDATE … WHERE … IS NULL: exactly one of any number of concurrent callers) enqueues
+# refresh_agreement with a countdown, so a burst of thousands of resolutions becomes a handful
+# of refreshes. A refresh takes a per-stage lock, clears the queued mark, notes the change
+# counter, reads and computes, stores snapshots and the counter it saw; changes that arrive
+# meanwhile queue the next refresh. A refresh that finds the lock held returns at once; the
+# holder re-checks the counter when it finishes. Lost messages (broker down, worker killed)
+# leave the stage stale, and the beat sweep (stages_agreement_stale) refreshes it.
+
+REFRESH_TASK = "agreement.tasks.refresh_agreement"
+
+
+def _refresh_row(stage_id: int) -> QuerySet[AgreementRefresh]:
+    return AgreementRefresh.objects.filter(pk=stage_id)
+
+
+def _refresh_rows_create(stage_ids: Iterable[int]) -> None:
+    """Create the refresh rows of these stages that have none (stages that are gone are left
+    out). Concurrent callers are harmless: a row another caller created meanwhile is kept."""
+    missing = set(
+        Stage.objects.filter(pk__in=list(stage_ids))
+        .filter(agreement_refresh__isnull=True)
+        .values_list("pk", flat=True)
+    )
+    AgreementRefresh.objects.bulk_create(
+        [AgreementRefresh(stage_id=stage_id) for stage_id in sorted(missing)],
+        ignore_conflicts=True,
+    )
 
 
 def stage_agreement_changed(*, stage_id: int) -> bool:
     """Record that a stage's annotations changed (call after the change committed) and make sure
     a refresh is on its way. Returns True when this call enqueued it. Never raises for the
     broker: a failed publish is logged and left to the sweep."""
-    Stage.objects.filter(pk=stage_id).update(agreement_changes=F("agreement_changes") + 1)
+    bump = {"changes": F("changes") + 1}
+    if not _refresh_row(stage_id).update(**bump):
+        # The stage's first change: its row is made now (one extra statement, once per stage).
+        _refresh_rows_create([stage_id])
+        if not _refresh_row(stage_id).update(**bump):
+            return False  # the stage is gone
     return _agreement_refresh_request(stage_id)
 
 
 def _agreement_refresh_request(stage_id: int, *, force: bool = False) -> bool:
     from django.conf import settings
 
-    from agreement.tasks import refresh_agreement
-
-    now = timezone.now()
-    stages = Stage.objects.filter(pk=stage_id)
-    if not force:
-        stages = stages.filter(agreement_refresh_queued_at__isnull=True)
-    if not stages.update(agreement_refresh_queued_at=now):
-        return False
-    computed_at = (
-        Stage.objects.filter(pk=stage_id).values_list("agreement_computed_at", flat=True).first()
-    )
-    countdown = float(settings.AGREEMENT_REFRESH_DELAY)
-    if computed_at is not None:
+    def countdown() -> float:
+        delay = float(settings.AGREEMENT_REFRESH_DELAY)
+        computed_at = _refresh_row(stage_id).values_list("computed_at", flat=True).first()
+        if computed_at is None:
+            return delay
         # At most one refresh per AGREEMENT_REFRESH_INTERVAL: snapshots are a trend, not a log.
         next_allowed = computed_at + timedelta(seconds=float(settings.AGREEMENT_REFRESH_INTERVAL))
-        countdown = max(countdown, (next_allowed - now).total_seconds())
+        return max(delay, (next_allowed - timezone.now()).total_seconds())
 
-    def send() -> None:
-        try:
-            refresh_agreement.apply_async((stage_id,), countdown=countdown)
-        except Exception:
-            logger.exception("could not enqueue the agreement refresh of stage %s", stage_id)
-            # Let the next change try again; until then the sweep covers the stage.
-            Stage.objects.filter(pk=stage_id, agreement_refresh_queued_at=now).update(
-                agreement_refresh_queued_at=None
-            )
+    # A failed publish clears the mark: the next change tries again; until then the sweep
+    # covers the stage.
+    return debounce_request(
+        _refresh_row(stage_id),
+        task_name=REFRESH_TASK,
+        args=(stage_id,),
+        countdown=countdown,
+        force=force,
+        what=f"the agreement refresh of stage {stage_id}",
+    )
 
-    transaction.on_commit(send)
-    return True
+
+def stages_agreement_refresh_hold(*, stage_ids: Iterable[int]) -> None:
+    """Hold back the refreshes of these stages during a bulk change (e.g. a simulation that
+    computes the figures once at the end): changes are still counted, but no message is sent
+    until stage_agreement_refresh runs, which lifts the hold. A hold left behind is taken over
+    by the sweep once its grace period has passed, as a lost message would be."""
+    ids = list(stage_ids)
+    _refresh_rows_create(ids)
+    AgreementRefresh.objects.filter(pk__in=ids).update(queued_at=timezone.now())
 
 
 _LOCK_NAMESPACE = 0x52574147  # "RWAG": Rungwise agreement
@@ -135,23 +163,25 @@ def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] 
     """
     with _StageLock(stage_id) as acquired:
         # Whatever happens next, the message that brought us here is consumed.
-        Stage.objects.filter(pk=stage_id).update(agreement_refresh_queued_at=None)
+        debounce_consume(_refresh_row(stage_id))
         if not acquired:
             return None
         stage = Stage.objects.select_related("project").filter(pk=stage_id).first()
         if stage is None:
             return []
-        seen = stage.agreement_changes
-        if seen == stage.agreement_computed_changes and not force:
+        state = AgreementRefresh.of_stage(stage_id)
+        seen = state.changes
+        if not state.stale and not force:
             return []
         now = timezone.now()
         snapshots = _agreement_snapshots(stage, as_of=None, computed_at=now, changes=seen)
         with transaction.atomic():
             _store_snapshots(snapshots, computed_at=now)
-            Stage.objects.filter(pk=stage_id).update(
-                agreement_computed_changes=seen, agreement_computed_at=now
-            )
-    if Stage.objects.filter(pk=stage_id).exclude(agreement_changes=seen).exists():
+            if not _refresh_row(stage_id).update(computed_changes=seen, computed_at=now):
+                # A forced refresh of a stage that never changed: its row starts here.
+                _refresh_rows_create([stage_id])
+                _refresh_row(stage_id).update(computed_changes=seen, computed_at=now)
+    if _refresh_row(stage_id).exclude(changes=seen).exists():
         _agreement_refresh_request(stage_id, force=True)
     return snapshots
 
@@ -258,13 +288,10 @@ def stages_agreement_stale(*, grace_seconds: float = 60, limit: int = 100) -> li
     """Ids of stages whose figures are stale and whose refresh message is missing or overdue
     (queued more than ``grace_seconds`` ago): what the sweep refreshes directly."""
 
-    overdue = timezone.now() - timedelta(seconds=grace_seconds)
     return list(
-        Stage.objects.exclude(agreement_changes=F("agreement_computed_changes"))
-        .filter(
-            Q(agreement_refresh_queued_at__isnull=True) | Q(agreement_refresh_queued_at__lt=overdue)
-        )
-        .order_by("agreement_computed_at")
+        AgreementRefresh.objects.exclude(changes=F("computed_changes"))
+        .filter(unqueued_or_overdue(grace_seconds))
+        .order_by("computed_at")
         .values_list("pk", flat=True)[:limit]
     )
 

@@ -36,6 +36,7 @@ from agreement import headlines
 from agreement import plots as research_plots
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
+from agreement.models import AgreementRefresh
 from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
@@ -109,6 +110,7 @@ def _sort_arguments(request) -> tuple[str, bool | None]:
 def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
     snapshots = research_selectors.latest_snapshots(stage)
     progress = research_selectors.stage_progress(stage)
+    refresh = AgreementRefresh.of_stage(stage.pk)
     sort, descending = _sort_arguments(request)
     rows, annotator_snapshot = research_selectors.annotator_rows(
         stage, sort=sort, descending=descending
@@ -163,10 +165,10 @@ def _stage_context(request, project: Project, stage: Stage) -> dict[str, Any]:
         labels=research_selectors.label_distribution(stage, snapshots),
         history=history,
         history_metrics=history_metrics,
-        version=f"{stage.agreement_computed_changes}-{progress.annotations}-{progress.done}",
+        version=f"{refresh.computed_changes}-{progress.annotations}-{progress.done}",
         live_refresh=LIVE_REFRESH,
         refresh_interval=int(settings.AGREEMENT_REFRESH_INTERVAL),
-        stale=stage.agreement_changes != stage.agreement_computed_changes,
+        stale=refresh.stale,
     )
 
 

@@ -233,17 +233,6 @@ class Stage(models.Model):
         '[{"rule": "not_author"}, {"rule": "not_in_stage", "stage": "verify"}].',
     )
     is_active = models.BooleanField(default=True)
-    # Agreement bookkeeping (agreement.services): the
-    # figures are stale while agreement_changes differs from agreement_computed_changes; a refresh
-    # is on its way while agreement_refresh_queued_at is set. Written only by UPDATE statements.
-    agreement_changes = models.PositiveBigIntegerField(
-        default=0, editable=False, help_text="Bumped after each resolution of an item in the stage."
-    )
-    agreement_computed_changes = models.PositiveBigIntegerField(
-        default=0, editable=False, help_text="agreement_changes as of the last computed figures."
-    )
-    agreement_refresh_queued_at = models.DateTimeField(null=True, blank=True, editable=False)
-    agreement_computed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["project", "position"]

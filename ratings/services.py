@@ -15,10 +15,8 @@ a file with any bad row (reported with its line and field) leaves the project as
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -62,8 +60,6 @@ __all__ = [
     "ratings_project_create",
 ]
 
-logger = logging.getLogger(__name__)
-
 
 # --- The stored analysis ------------------------------------------------------------------------
 #
@@ -88,10 +84,9 @@ def analysis_refresh_request(
     sent the message (False when one is already on its way). Sent after commit; a broker
     failure is logged and the mark cleared, so the next page load asks again."""
     from django.conf import settings
-    from django.db.models import Q
 
     from ratings.models import StoredAnalysis
-    from ratings.tasks import refresh_analysis
+    from rungwise.debounce import debounce_request
 
     row, _ = StoredAnalysis.objects.get_or_create(
         project_id=project_id,
@@ -99,26 +94,14 @@ def analysis_refresh_request(
         run_key=run_id or 0,
         defaults={"run_id": run_id},
     )
-    now = timezone.now()
-    overdue = now - timezone.timedelta(seconds=STALE_QUEUE_SECONDS)
-    claimed = (
-        StoredAnalysis.objects.filter(pk=row.pk)
-        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=overdue))
-        .update(queued_at=now)
+    return debounce_request(
+        StoredAnalysis.objects.filter(pk=row.pk),
+        task_name="ratings.tasks.refresh_analysis",
+        args=(project_id, source, run_id),
+        countdown=float(getattr(settings, "RATINGS_ANALYSIS_DELAY", 2)),
+        overdue_after=STALE_QUEUE_SECONDS,
+        what=f"the ratings analysis of project {project_id}",
     )
-    if not claimed:
-        return False
-    delay = float(getattr(settings, "RATINGS_ANALYSIS_DELAY", 2))
-
-    def send() -> None:
-        try:
-            refresh_analysis.apply_async((project_id, source, run_id), countdown=delay)
-        except Exception:
-            logger.exception("could not enqueue the ratings analysis of project %s", project_id)
-            StoredAnalysis.objects.filter(pk=row.pk, queued_at=now).update(queued_at=None)
-
-    transaction.on_commit(send)
-    return True
 
 
 def analyses_data_changed(*, project_id: int) -> int:
@@ -160,11 +143,12 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
 
     from ratings import selectors
     from ratings.models import StoredAnalysis
+    from rungwise.debounce import debounce_consume
 
     # Whatever happens next, the message that brought us here is consumed: changes from now
     # on queue the next refresh.
-    StoredAnalysis.objects.filter(project_id=project_id, source=source, run_key=run_id or 0).update(
-        queued_at=None
+    debounce_consume(
+        StoredAnalysis.objects.filter(project_id=project_id, source=source, run_key=run_id or 0)
     )
     project = Project.objects.filter(pk=project_id).first()
     context = selectors.ratings_context(project) if project is not None else None

@@ -106,3 +106,66 @@ def test_a_database_from_before_the_split_keeps_every_row():
         project=project_model.objects.get(pk=project.pk), filename="more.csv", format="csv"
     )
     assert fresh.pk > batch.pk
+
+
+BEFORE_REFRESH_STATE_MOVED = [
+    ("annotation", "0008_annotation_versions"),
+    ("agreement", "0001_initial"),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_agreement_refresh_state_moves_off_the_stage_with_its_values_and_back():
+    """The coalesced refresh's counters and marks lived on annotation.Stage (0003); they move to
+    agreement.AgreementRefresh (agreement/migrations/0002, annotation/migrations/0009) with
+    every stage's values, and migrating back restores them on the stage."""
+    from datetime import UTC, datetime
+
+    leaves = _leaf_targets()
+    queued = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
+    computed = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    old = _migrate(BEFORE_REFRESH_STATE_MOVED)
+    try:
+        Project = old.get_model("annotation", "Project")
+        Stage = old.get_model("annotation", "Stage")
+        project = Project.objects.create(slug="refresh", name="Refresh state")
+        busy = Stage.objects.create(
+            project=project, position=0, slug="label", name="Label", kind="label",
+            agreement_changes=12, agreement_computed_changes=9,
+            agreement_refresh_queued_at=queued, agreement_computed_at=computed,
+        )  # fmt: skip
+        quiet = Stage.objects.create(
+            project=project, position=1, slug="verify", name="Verify", kind="verify"
+        )
+    finally:
+        _migrate(leaves)
+
+    from agreement.models import AgreementRefresh
+    from annotation.models import Stage as NewStage
+
+    assert not {"agreement_changes", "agreement_refresh_queued_at"} & {
+        field.name for field in NewStage._meta.get_fields()
+    }
+    moved = AgreementRefresh.objects.get(stage_id=busy.pk)
+    assert (moved.changes, moved.computed_changes, moved.queued_at, moved.computed_at) == (
+        12,
+        9,
+        queued,
+        computed,
+    )
+    assert moved.stale
+    untouched = AgreementRefresh.objects.get(stage_id=quiet.pk)
+    assert (untouched.changes, untouched.computed_changes, untouched.queued_at) == (0, 0, None)
+    AgreementRefresh.objects.filter(stage_id=busy.pk).update(changes=13)
+
+    back = _migrate(BEFORE_REFRESH_STATE_MOVED)
+    try:
+        restored = back.get_model("annotation", "Stage").objects.get(pk=busy.pk)
+        assert (
+            restored.agreement_changes,
+            restored.agreement_computed_changes,
+            restored.agreement_refresh_queued_at,
+            restored.agreement_computed_at,
+        ) == (13, 9, queued, computed)
+    finally:
+        _migrate(leaves)

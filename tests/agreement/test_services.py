@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from django.db import connection, connections
+from django.db.models import F
 from django.utils import timezone
 
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
-from agreement.models import AgreementSnapshot
+from agreement.models import AgreementRefresh, AgreementSnapshot
 from agreement.stats import fleiss_kappa, krippendorff_alpha
 from agreement.tasks import refresh_agreement, sweep_agreement
 from annotation import services
@@ -70,10 +71,10 @@ def direct_frame(stage: Stage) -> pd.DataFrame:
 def test_resolutions_refresh_the_stored_figures(settings):
     _, stage, people = label_stage()
     annotate_stage(stage, people, patterned, seconds=lambda person: 10.0 + person.pk % 3)
-    stage.refresh_from_db()
+    refresh = AgreementRefresh.objects.get(stage=stage)
     resolutions = ItemStage.objects.filter(stage=stage, resolution__isnull=False).count()
-    assert stage.agreement_changes == resolutions == 12
-    assert stage.agreement_computed_changes == stage.agreement_changes
+    assert refresh.changes == resolutions == 12
+    assert refresh.computed_changes == refresh.changes
     latest = research_selectors.latest_snapshots(stage)
     assert set(latest) == {
         "fleiss_kappa",
@@ -109,7 +110,7 @@ def test_a_refresh_with_nothing_new_stores_nothing():
 
 def test_a_stage_without_annotations_stores_nothing_and_an_unknown_stage_is_harmless():
     _, stage, _ = label_stage(items=3)
-    Stage.objects.filter(pk=stage.pk).update(agreement_changes=1)
+    AgreementRefresh.objects.create(stage=stage, changes=1)
     assert agreement_services.stage_agreement_refresh(stage_id=stage.pk) == []
     assert agreement_services.stage_agreement_refresh(stage_id=987654) == []
 
@@ -137,21 +138,21 @@ def test_a_burst_of_changes_enqueues_one_refresh(
     _, stage, people = label_stage(items=9)
     spy = _Spy(monkeypatch)
     annotate_stage(stage, people, patterned)  # 9 resolutions
-    stage.refresh_from_db()
-    assert stage.agreement_changes == 9
+    refresh = AgreementRefresh.objects.get(stage=stage)
+    assert refresh.changes == 9
     assert len(spy.calls) == 1
     assert spy.calls[0]["args"] == (stage.pk,)
     assert spy.calls[0]["countdown"] == 2
-    assert stage.agreement_refresh_queued_at is not None
+    assert refresh.queued_at is not None
     assert not AgreementSnapshot.objects.filter(stage=stage).exists()
 
     # The worker runs it: one computation for the nine changes, the queued mark cleared.
     snapshots = agreement_services.stage_agreement_refresh(stage_id=stage.pk)
     assert {snapshot.metric for snapshot in snapshots} >= {"fleiss_kappa", "annotator_agreement"}
     assert all(snapshot.details["changes"] == 9 for snapshot in snapshots)
-    stage.refresh_from_db()
-    assert stage.agreement_refresh_queued_at is None
-    assert stage.agreement_computed_changes == 9
+    refresh.refresh_from_db()
+    assert refresh.queued_at is None
+    assert refresh.computed_changes == 9
 
     # The next change waits for the minimum interval since that computation.
     with django_capture_on_commit_callbacks(execute=True):
@@ -171,7 +172,7 @@ def test_changes_during_a_refresh_queue_the_next_one(
 
     def snapshots_with_a_change_meanwhile(*args, **kwargs):
         rows = real_snapshots(*args, **kwargs)
-        Stage.objects.filter(pk=stage.pk).update(agreement_changes=stage.agreement_changes + 100)
+        AgreementRefresh.objects.filter(stage=stage).update(changes=F("changes") + 100)
         return rows
 
     monkeypatch.setattr(
@@ -191,9 +192,9 @@ def test_a_failed_publish_is_logged_not_raised_and_left_to_the_sweep(
     annotate_stage(stage, people, patterned)  # must not raise
     assert spy.calls
     assert "could not enqueue the agreement refresh" in caplog.text
-    stage.refresh_from_db()
-    assert stage.agreement_refresh_queued_at is None  # the next change tries again
-    assert stage.agreement_changes == 3 and stage.agreement_computed_changes == 0
+    refresh = AgreementRefresh.objects.get(stage=stage)
+    assert refresh.queued_at is None  # the next change tries again
+    assert refresh.changes == 3 and refresh.computed_changes == 0
     assert agreement_services.stages_agreement_stale(grace_seconds=60) == [stage.pk]
     assert sweep_agreement() == 1
     assert agreement_services.stages_agreement_stale(grace_seconds=60) == []
@@ -207,8 +208,8 @@ def test_the_sweep_takes_over_a_refresh_whose_message_is_overdue(monkeypatch):
     assert (
         agreement_services.stages_agreement_stale(grace_seconds=60) == []
     )  # queued, not overdue yet
-    Stage.objects.filter(pk=stage.pk).update(
-        agreement_refresh_queued_at=timezone.now() - timedelta(minutes=5)
+    AgreementRefresh.objects.filter(stage=stage).update(
+        queued_at=timezone.now() - timedelta(minutes=5)
     )
     assert agreement_services.stages_agreement_stale(grace_seconds=60) == [stage.pk]
     assert sweep_agreement() == 1

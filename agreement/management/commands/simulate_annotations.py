@@ -157,7 +157,7 @@ class Command(BaseCommand):
             # Thousands of small transactions: a demo database need not fsync each one.
             with connection.cursor() as cursor:
                 cursor.execute("PRAGMA synchronous = OFF")
-        Stage.objects.filter(project=project).update(agreement_refresh_queued_at=timezone.now())
+        agreement_services.stages_agreement_refresh_hold(stage_ids=[stage.pk for stage in stages])
         rng = random.Random(seed)
         self._add_items(project, rng)
         people = self._annotators(project)
@@ -380,5 +380,5 @@ class Command(BaseCommand):
             for index in range(step * 3, len(times), step):
                 moments.append(times[index])
             agreement_services.stage_agreement_backfill(stage_id=stage.pk, moments=moments)
-            Stage.objects.filter(pk=stage.pk).update(agreement_refresh_queued_at=None)
+            # Lifts the hold set before the simulation.
             agreement_services.stage_agreement_refresh(stage_id=stage.pk, force=True)
