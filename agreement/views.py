@@ -60,7 +60,7 @@ research_page = page
 def _base_context(project: Project, **extra: Any) -> dict[str, Any]:
     """What every research page shows around its content: the project and its tabs (for the
     roles ``access_project`` found)."""
-    roles = project.user_roles  # type: ignore[attr-defined]  # set by access_project
+    roles = project.user_roles
     return {"project": project, "project_tabs": project_tabs(project, roles), **extra}
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
+from typing import NamedTuple
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 
 from annotation import gates, sql
@@ -28,15 +29,19 @@ MANAGE = (Role.ADMIN,)
 ANY_ROLE = tuple(Role.values)
 
 
-def user_roles(user: AbstractBaseUser, project: Project) -> set[str]:
+def user_roles(user: User | AnonymousUser, project: Project) -> set[str]:
     if not user.is_authenticated:
         return set()
     if user.is_superuser:
         return set(Role.values)
-    return set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
+    return set(
+        Membership.objects.filter(project=project, user=user.pk).values_list("role", flat=True)
+    )
 
 
-def access_project(user: AbstractBaseUser, slug: str, roles: Iterable[str] = ANY_ROLE) -> Project:
+def access_project(
+    user: User | AnonymousUser, slug: str, roles: Iterable[str] = ANY_ROLE
+) -> Project:
     """The project `slug` if the user holds one of `roles` in it (404 when not a member at all,
     403 when a member without the role)."""
     project = Project.objects.filter(slug=slug).first()
@@ -52,7 +57,7 @@ def access_project(user: AbstractBaseUser, slug: str, roles: Iterable[str] = ANY
     return project
 
 
-def access_stage(user: AbstractBaseUser, project: Project, stage_slug: str) -> Stage:
+def access_stage(user: User | AnonymousUser, project: Project, stage_slug: str) -> Stage:
     """A stage of a project already fetched with access_project."""
     stage = Stage.objects.filter(project=project, slug=stage_slug).first()
     if stage is None:
@@ -91,13 +96,24 @@ def _stage_for_annotator_sql(vendor: str) -> str:
     )
 
 
-def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stage:
-    """The stage, if `user` is an active (not paused) annotator of its project.
+class StageForAnnotator(NamedTuple):
+    """A stage as its annotator reaches it (access_stage_for_annotator): what
+    services.assignment_next needs to lease without reading them again."""
+
+    #: The stage, with its project loaded (``stage.project``).
+    stage: Stage
+    #: The annotator's active lease in this stage, if they hold one.
+    current_assignment_id: int | None
+    #: Whether an annotator gate governs the annotator in the project (annotation.gates).
+    governed: bool
+
+
+def access_stage_for_annotator(*, user: User | AnonymousUser, stage_id: int) -> StageForAnnotator:
+    """The stage, if `user` is an active (not paused) annotator of its project, with the user's
+    current lease id in it and whether an annotator gate governs them (StageForAnnotator).
 
     One statement (hand-written, annotation.sql: this runs on every next item): the stage, its
-    project, the membership tests, the user's current lease id in this stage (as
-    `current_assignment_id`) and whether an annotator gate governs them (as `governed`,
-    annotation.gates)."""
+    project, the membership tests, the lease id and the gates' condition (annotation.gates)."""
     row = None
     if sql.in_range(Stage, stage_id):
         row = sql.fetchone(
@@ -106,6 +122,7 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
     if row is None:
         raise NotFound("There is no such stage in your projects.")
     (stage, project), flags = sql.unpack(row, (Stage, Project), _STAGE_FLAGS)
+    assert isinstance(stage, Stage) and isinstance(project, Project)
     if not (flags["is_member"] or user.is_superuser):
         # The same answer for "no such stage" and "not yours": ids reveal nothing.
         raise NotFound("There is no such stage in your projects.")
@@ -116,14 +133,16 @@ def access_stage_for_annotator(*, user: AbstractBaseUser, stage_id: int) -> Stag
             "Your annotation in this project is paused by the researchers; contact them."
         )
     stage.project = project
-    stage.current_assignment_id = flags["current_assignment_id"]
-    stage.governed = bool(flags["governed"])
-    if not (stage.is_active and stage.project.is_active):
+    if not (stage.is_active and project.is_active):
         raise Conflict("This stage is closed.")
-    return stage
+    return StageForAnnotator(
+        stage=stage,
+        current_assignment_id=flags["current_assignment_id"],
+        governed=bool(flags["governed"]),
+    )
 
 
-def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
+def access_own_answer(user: User, annotation_id: int) -> Annotation:
     """The user's own answer (its current version, if `annotation_id` names an earlier one),
     with its item stage, item, stage and project; an unknown id and someone else's get the same
     404, and so does an answer an annotator gate sealed (annotation.gates.sealed_before). Not
@@ -136,7 +155,7 @@ def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
             .only("pk", "assignment_id", "is_current")
             .first()
         )
-    if found is None:
+    if found is None or found.assignment_id is None:
         raise NotFound(NO_SUCH_ANSWER)
     answer = (
         Annotation.objects.select_related("item_stage__item", "item_stage__stage__project")
@@ -151,7 +170,7 @@ def access_own_answer(user: AbstractBaseUser, annotation_id: int) -> Annotation:
     return answer
 
 
-def access_assignment(user: AbstractBaseUser, assignment_id: int) -> Assignment:
+def access_assignment(user: User | AnonymousUser, assignment_id: int) -> Assignment:
     """The user's own assignment; an unknown id and someone else's get the same 404."""
     assignment = (
         Assignment.objects.select_related("item_stage__item", "stage__project")
@@ -169,6 +188,7 @@ __all__ = [
     "MANAGE",
     "MONITOR",
     "Conflict",
+    "StageForAnnotator",
     "access_assignment",
     "access_own_answer",
     "access_project",

@@ -238,11 +238,14 @@ class StageAdmin(EngineAdmin):
 # --- Items -----------------------------------------------------------------------------------
 
 
+#: The columns of an inline that shows rows it never edits.
+_REVISION_COLUMNS = ("number", "reason", "author", "stage", "diff", "created_at")
+
+
 class ItemRevisionInline(admin.TabularInline):
     model = ItemRevision
     extra = 0
-    fields = ["number", "reason", "author", "stage", "diff", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = _REVISION_COLUMNS
     can_delete = False
     show_change_link = True
 
@@ -250,11 +253,21 @@ class ItemRevisionInline(admin.TabularInline):
         return False
 
 
+#: The columns of an inline that shows rows it never edits.
+_ITEM_STAGE_COLUMNS = (
+    "stage",
+    "state",
+    "target_count",
+    "submitted_count",
+    "leased_count",
+    "resolved_at",
+)
+
+
 class ItemStageInline(admin.TabularInline):
     model = ItemStage
     extra = 0
-    fields = ["stage", "state", "target_count", "submitted_count", "leased_count", "resolved_at"]
-    readonly_fields = fields
+    fields = readonly_fields = _ITEM_STAGE_COLUMNS
     can_delete = False
     show_change_link = True
 
@@ -295,11 +308,21 @@ class ItemRevisionAdmin(ReadOnlyAdmin):
 # --- Work ------------------------------------------------------------------------------------
 
 
+#: The columns of an inline that shows rows it never edits.
+_ASSIGNMENT_COLUMNS = (
+    "annotator",
+    "status",
+    "created_at",
+    "expires_at",
+    "finished_at",
+    "skip_reason",
+)
+
+
 class AssignmentInline(admin.TabularInline):
     model = Assignment
     extra = 0
-    fields = ["annotator", "status", "created_at", "expires_at", "finished_at", "skip_reason"]
-    readonly_fields = fields
+    fields = readonly_fields = _ASSIGNMENT_COLUMNS
     can_delete = False
     show_change_link = True
 

@@ -10,12 +10,20 @@ A stage's ``eligibility`` is a JSON list of rules::
      {"rule": "skill", "tag": "medicine"}]          only members with that skill tag
 
 Each rule is a :class:`Rule` registered under its name; it contributes one SQL condition on the
-candidate item stage (alias ``c``, columns ``c.id``, ``c.item_id``, ``c.stage_id``, ``c.round``,
-``c.phase``) with *named* parameters (``%(name)s``), given the annotator as
-``%(annotator)s`` and the project as ``%(project)s``. Parameter names are prefixed per rule
-position, so two rules of one kind never clash. Plug-ins register rules of their own with
-:func:`register_rule`. The phase rules (``people``: new / same) come from annotation.phases and
-are added by the search itself.
+candidate item stage with *named* parameters, written against the names the engine hands it in
+a :class:`RuleSQL` (the candidate's alias and columns, the annotator's and the project's
+parameters, quoted table names, a prefix that keeps its aliases and parameters apart from the
+search's and from other rules'): a rule never guesses the engine's aliases or table names.
+Plug-ins register rules of their own with :func:`register_rule`. The phase rules (``people``:
+new / same) come from annotation.phases and are added by the search itself.
+
+Why SQL and not the ORM: the conditions go inside the candidate search, a hand-written
+statement built once per process (annotation/services/next_item.py, annotation/sql.py), where a
+queryset cannot be embedded without compiling it on every request.
+
+Where each rule's Python twin lives: none has one. The rules are enforced only here, in SQL;
+``describe`` says them in words (the Setup tab). Tests: tests/annotation/test_eligibility.py
+runs every rule on both databases and both PostgreSQL lease paths.
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from django.db import connection
+from django.db.models import Model
 
 from annotation.errors import ApplicationError
 
@@ -35,11 +46,43 @@ class Condition:
     params: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class RuleSQL:
+    """The names a rule's SQL may use (:meth:`Rule.sql`), handed over by the candidate search.
+
+    - ``candidate``: the alias of the candidate item stage row; :meth:`column` names its
+      columns (``id``, ``item_id``, ``stage_id``, ``round``, ``phase``);
+    - ``annotator`` / ``project``: the placeholders of the annotator's and the project's ids;
+    - :meth:`table`: any model's quoted table name (the engine's and a plug-in's own alike);
+    - :meth:`alias` / :meth:`param`: the rule's own table aliases and parameter placeholders,
+      prefixed per rule position so that two rules never clash (:meth:`key` is the name a
+      parameter gets in ``Condition.params``).
+    """
+
+    prefix: str
+    candidate: str = "c"
+    annotator: str = "%(annotator)s"
+    project: str = "%(project)s"
+
+    def column(self, name: str) -> str:
+        return f"{self.candidate}.{connection.ops.quote_name(name)}"
+
+    def table(self, model: type[Model]) -> str:
+        return connection.ops.quote_name(model._meta.db_table)
+
+    def alias(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def param(self, name: str) -> str:
+        return f"%({self.key(name)})s"
+
+
 class Rule:
-    """Base class: set ``name``, implement ``clean`` (the rule's options, checked) and
-    ``condition`` (SQL over the candidate ``c``; ``prefix`` makes parameter names unique;
-    ``tables`` maps model names to quoted table names: Item, ItemStage, Assignment,
-    Stage, Membership, Project, Annotation, Resolution)."""
+    """Base class: set ``name``, implement ``clean`` (the rule's options, checked) and ``sql``
+    (a condition on the candidate, written with the names in ``names``: RuleSQL)."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -53,9 +96,7 @@ class Rule:
     def clean(self, spec: Mapping[str, Any], *, stage_slugs: Sequence[str]) -> dict[str, Any]:
         return {"rule": self.name}
 
-    def condition(
-        self, spec: Mapping[str, Any], *, prefix: str, tables: Mapping[str, str]
-    ) -> Condition:
+    def sql(self, spec: Mapping[str, Any], names: RuleSQL) -> Condition:
         raise NotImplementedError
 
     def describe(self, spec: Mapping[str, Any]) -> str:
@@ -67,10 +108,13 @@ class NotAuthor(Rule):
     name = "not_author"
     description = "never the item's author"
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        from annotation.models import Item
+
+        i = names.alias("i")
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['Item']} {prefix}i"
-            f" WHERE {prefix}i.id = c.item_id AND {prefix}i.author_id = %(annotator)s)",
+            f'NOT EXISTS (SELECT 1 FROM {names.table(Item)} {i} WHERE {i}."id" ='
+            f' {names.column("item_id")} AND {i}."author_id" = {names.annotator})',
             {},
         )
 
@@ -88,15 +132,18 @@ class NotInStage(Rule):
             )
         return {"rule": self.name, "stage": stage}
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        from annotation.models import Assignment, ItemStage, Stage
+
+        a, s, st = names.alias("a"), names.alias("s"), names.alias("st")
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['Assignment']} {prefix}a"
-            f" JOIN {tables['ItemStage']} {prefix}s ON {prefix}s.id = {prefix}a.item_stage_id"
-            f" JOIN {tables['Stage']} {prefix}st ON {prefix}st.id = {prefix}s.stage_id"
-            f" WHERE {prefix}s.item_id = c.item_id AND {prefix}a.annotator_id = %(annotator)s"
-            f" AND {prefix}st.slug = %({prefix}stage)s"
-            f" AND {prefix}a.status IN ('active', 'submitted'))",
-            {f"{prefix}stage": spec["stage"]},
+            f"NOT EXISTS (SELECT 1 FROM {names.table(Assignment)} {a}"
+            f' JOIN {names.table(ItemStage)} {s} ON {s}."id" = {a}."item_stage_id"'
+            f' JOIN {names.table(Stage)} {st} ON {st}."id" = {s}."stage_id"'
+            f' WHERE {s}."item_id" = {names.column("item_id")}'
+            f' AND {a}."annotator_id" = {names.annotator} AND {st}."slug" = {names.param("stage")}'
+            f""" AND {a}."status" IN ('active', 'submitted'))""",
+            {names.key("stage"): spec["stage"]},
         )
 
 
@@ -126,37 +173,37 @@ class Blind(Rule):
             )
         return {"rule": self.name, "made_from": made_from}
 
-    def condition(self, spec, *, prefix, tables):
-        from django.db import connection
+    def sql(self, spec, names):
+        from annotation.models import Annotation, Assignment, Item, ItemStage, Resolution
 
-        items = f"{prefix}s.item_id = c.item_id"
+        s, a, n, r = (names.alias(name) for name in ("s", "a", "n", "r"))
+        ci, o = names.alias("ci"), names.alias("o")
+        items = f'{s}."item_id" = {names.column("item_id")}'
         params: dict[str, Any] = {}
         if spec.get("made_from"):
-            field = f"{prefix}ci.payload ->> CAST(%({prefix}field)s AS TEXT)"
-            params[f"{prefix}field"] = spec["made_from"]
+            field = f'{ci}."payload" ->> CAST({names.param("field")} AS TEXT)'
+            params[names.key("field")] = spec["made_from"]
             if connection.vendor != "postgresql":
-                field = f"json_extract({prefix}ci.payload, %({prefix}field)s)"
-                params[f"{prefix}field"] = f'$."{spec["made_from"]}"'
+                field = f'json_extract({ci}."payload", {names.param("field")})'
+                params[names.key("field")] = f'$."{spec["made_from"]}"'
             items = (
-                f"{prefix}s.item_id IN (c.item_id, (SELECT {prefix}o.id FROM {tables['Item']}"
-                f" {prefix}ci JOIN {tables['Item']} {prefix}o ON {prefix}o.project_id ="
-                f" {prefix}ci.project_id AND {prefix}o.external_id = {field}"
-                f" WHERE {prefix}ci.id = c.item_id))"
+                f'{s}."item_id" IN ({names.column("item_id")}, (SELECT {o}."id"'
+                f" FROM {names.table(Item)} {ci} JOIN {names.table(Item)} {o}"
+                f' ON {o}."project_id" = {ci}."project_id" AND {o}."external_id" = {field}'
+                f' WHERE {ci}."id" = {names.column("item_id")}))'
             )
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['ItemStage']} {prefix}s"
-            f" WHERE {items} AND {prefix}s.stage_id <> c.stage_id AND ("
-            f"EXISTS (SELECT 1 FROM {tables['Assignment']} {prefix}a"
-            f" WHERE {prefix}a.item_stage_id = {prefix}s.id"
-            f" AND {prefix}a.annotator_id = %(annotator)s)"
+            f"NOT EXISTS (SELECT 1 FROM {names.table(ItemStage)} {s}"
+            f' WHERE {items} AND {s}."stage_id" <> {names.column("stage_id")} AND ('
+            f"EXISTS (SELECT 1 FROM {names.table(Assignment)} {a}"
+            f' WHERE {a}."item_stage_id" = {s}."id" AND {a}."annotator_id" = {names.annotator})'
             # An answer stored without a lease (imported for a member): any version, since
             # having given one at all is what counts, not which one is current.
-            f" OR EXISTS (SELECT 1 FROM {tables['Annotation']} {prefix}n"
-            f" WHERE {prefix}n.item_stage_id = {prefix}s.id"
-            f" AND {prefix}n.annotator_id = %(annotator)s)"
-            f" OR EXISTS (SELECT 1 FROM {tables['Resolution']} {prefix}r"
-            f" WHERE {prefix}r.item_stage_id = {prefix}s.id"
-            f" AND {prefix}r.decided_by_id = %(annotator)s)))",
+            f" OR EXISTS (SELECT 1 FROM {names.table(Annotation)} {n}"
+            f' WHERE {n}."item_stage_id" = {s}."id" AND {n}."annotator_id" = {names.annotator})'
+            f" OR EXISTS (SELECT 1 FROM {names.table(Resolution)} {r}"
+            f' WHERE {r}."item_stage_id" = {s}."id"'
+            f' AND {r}."decided_by_id" = {names.annotator})))',
             params,
         )
 
@@ -179,14 +226,17 @@ class Skill(Rule):
             )
         return {"rule": self.name, "tag": tag.strip()}
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        from annotation.models import Membership
+
+        m = names.alias("m")
         # Tags are stored space-separated; padding both sides makes LIKE match whole tags.
         return Condition(
-            f"EXISTS (SELECT 1 FROM {tables['Membership']} {prefix}m"
-            f" WHERE {prefix}m.project_id = %(project)s AND {prefix}m.user_id = %(annotator)s"
-            f" AND {prefix}m.role = 'annotator'"
-            f" AND (' ' || {prefix}m.skills || ' ') LIKE %({prefix}tag)s)",
-            {f"{prefix}tag": f"% {spec['tag']} %"},
+            f"EXISTS (SELECT 1 FROM {names.table(Membership)} {m}"
+            f' WHERE {m}."project_id" = {names.project} AND {m}."user_id" = {names.annotator}'
+            f""" AND {m}."role" = 'annotator'"""
+            f""" AND (' ' || {m}."skills" || ' ') LIKE {names.param("tag")})""",
+            {names.key("tag"): f"% {spec['tag']} %"},
         )
 
 
@@ -206,16 +256,18 @@ class AfterStage(Rule):
             )
         return {"rule": self.name, "stage": stage}
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        from annotation.models import Annotation, ItemStage, Stage
+
+        s, st, a = names.alias("s"), names.alias("st"), names.alias("a")
         # Not correlated with the candidate: the database evaluates it once per search.
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['ItemStage']} {prefix}s"
-            f" JOIN {tables['Stage']} {prefix}st ON {prefix}st.id = {prefix}s.stage_id"
-            f" WHERE {prefix}st.project_id = %(project)s AND {prefix}st.slug = %({prefix}stage)s"
-            f" AND NOT EXISTS (SELECT 1 FROM {tables['Annotation']} {prefix}a"
-            f" WHERE {prefix}a.item_stage_id = {prefix}s.id"
-            f" AND {prefix}a.annotator_id = %(annotator)s))",
-            {f"{prefix}stage": spec["stage"]},
+            f"NOT EXISTS (SELECT 1 FROM {names.table(ItemStage)} {s}"
+            f' JOIN {names.table(Stage)} {st} ON {st}."id" = {s}."stage_id"'
+            f' WHERE {st}."project_id" = {names.project} AND {st}."slug" = {names.param("stage")}'
+            f" AND NOT EXISTS (SELECT 1 FROM {names.table(Annotation)} {a}"
+            f' WHERE {a}."item_stage_id" = {s}."id" AND {a}."annotator_id" = {names.annotator}))',
+            {names.key("stage"): spec["stage"]},
         )
 
 
@@ -252,10 +304,11 @@ def counts_own_work(rules: Sequence[Mapping[str, Any]]) -> bool:
     return any(RULES[spec["rule"]].counts_own_work for spec in rules)
 
 
-def conditions(rules: Sequence[Mapping[str, Any]], *, tables: Mapping[str, str]) -> list[Condition]:
-    """The SQL conditions of a stage's (cleaned) rules, parameter names made unique."""
+def conditions(rules: Sequence[Mapping[str, Any]], *, candidate: str = "c") -> list[Condition]:
+    """The SQL conditions of a stage's (cleaned) rules on the candidate item stage aliased
+    ``candidate``, aliases and parameter names made unique per rule position."""
     return [
-        RULES[spec["rule"]].condition(spec, prefix=f"e{index}_", tables=tables)
+        RULES[spec["rule"]].sql(spec, RuleSQL(prefix=f"e{index}_", candidate=candidate))
         for index, spec in enumerate(rules)
     ]
 

@@ -79,7 +79,8 @@ def validate_phases(phases: Any, *, kind_phases: Sequence[str] | None = None) ->
         return []
     if not isinstance(phases, list):
         raise ApplicationError("phases must be a list.", {"phases": "expected a list"})
-    clean, names = [], []
+    clean: list[dict[str, Any]] = []
+    names: list[str] = []
     for index, spec in enumerate(phases):
         where = f"phases[{index}]"
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:

@@ -84,7 +84,7 @@ def pipeline_svg(stages: list[Stage], edges: list[Edge]) -> str:
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'fill="currentColor"/></marker></defs>'
     ]
-    centre = {}
+    centre: dict[str, tuple[float, float, float, float]] = {}
     for slug, index in column.items():
         x = 10 + index * (BOX_W + GAP)
         centre[slug] = (x, top, BOX_W, BOX_H)

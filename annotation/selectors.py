@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 
 from annotation.kinds import KindContext, get_kind
@@ -25,31 +26,41 @@ from annotation.models import (
 )
 from annotation.navigation import project_tabs
 from annotation.phases import stage_phases
-from annotation.versions import CHANGEABLE_STATES
+
+# The rule of final votes lives in annotation.versions, beside its Python twin and the states it
+# is made of; other apps read it from here with the rest of the engine's reads.
+from annotation.versions import final_votes as final_votes
+from annotation.versions import item_stages_with_final_votes as item_stages_with_final_votes
+from annotation.versions import votes_final as votes_final
 
 ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
 
-def projects_for_user(user: AbstractBaseUser) -> list[Project]:
-    """The active projects the user is a member of, each with `user_roles` (a sorted list of
-    role values). Superusers see every active project, as admin plus the roles they really
-    hold (they annotate only where they are annotators). One or two queries."""
+def roles_in_order(roles: Iterable[str]) -> tuple[str, ...]:
+    """Role values in the order of Role (annotator first), for showing them."""
+    return tuple(sorted(set(roles), key=ROLE_ORDER.__getitem__))
+
+
+def projects_for_user(user: User | AnonymousUser) -> list[Project]:
+    """The active projects the user is a member of, each with `user_roles` (the set of role
+    values they hold there, as access_project sets it; roles_in_order to show them).
+    Superusers see every active project, as admin plus the roles they really hold (they
+    annotate only where they are annotators). One or two queries."""
     if not user.is_authenticated:
         return []
     by_id: dict[int, Project] = {}
     if user.is_superuser:
         for project in Project.objects.filter(is_active=True).order_by("name"):
-            project.user_roles = [Role.ADMIN.value]
+            project.user_roles = {Role.ADMIN.value}
             by_id[project.pk] = project
     memberships = (
-        Membership.objects.filter(user=user, project__is_active=True)
+        Membership.objects.filter(user=user.pk, project__is_active=True)
         .select_related("project")
         .order_by("project__name", "project_id")
     )
     for membership in memberships:
         project = by_id.setdefault(membership.project_id, membership.project)
-        roles = getattr(project, "user_roles", [])
-        project.user_roles = sorted({*roles, membership.role}, key=ROLE_ORDER.__getitem__)
+        project.user_roles = {*getattr(project, "user_roles", ()), membership.role}
     return list(by_id.values())
 
 
@@ -60,14 +71,14 @@ def _count(queryset) -> Subquery:
 
 
 def annotator_progress_by_stage(
-    user: AbstractBaseUser, stages: Iterable[Stage]
+    user: User | AnonymousUser, stages: Iterable[Stage]
 ) -> dict[int, tuple[int, int]]:
     """{stage id: (done, left)} for an annotator, in one query whatever the number of stages.
 
     done: items the user submitted in the stage. left: items the user may still get — open item
     stages with a free slot they have not held in the item stage's current round and phase (a
     checker may vote on the item later) — plus the one they hold now. On stages with phases or
-    eligibility rules this is an upper bound: the candidate search (annotation.services.work)
+    eligibility rules this is an upper bound: the candidate search (annotation.services.next_item)
     has the last word on who gets what. Only the user's own assignments are read; other
     annotators' work enters only through the slot counters.
     """
@@ -98,28 +109,51 @@ def annotator_progress_by_stage(
     return {pk: (done, free + holding) for pk, done, holding, free in rows}
 
 
-def annotator_stage_progress(user: AbstractBaseUser, stage: Stage) -> tuple[int, int]:
+def annotator_stage_progress(user: User | AnonymousUser, stage: Stage) -> tuple[int, int]:
     """(done, left) of one annotator in one stage; see annotator_progress_by_stage."""
     return annotator_progress_by_stage(user, [stage]).get(stage.pk, (0, 0))
 
 
-def is_annotator(user: AbstractBaseUser, project: Project) -> bool:
+def is_annotator(user: User | AnonymousUser, project: Project) -> bool:
     """Whether the user annotates in a project fetched with access_project. Superusers hold
     every role for access, but get items only where they are real annotators."""
-    roles = getattr(project, "user_roles", set())
-    if Role.ANNOTATOR not in roles:
+    if Role.ANNOTATOR not in getattr(project, "user_roles", ()):
         return False
     if not user.is_superuser:
         return True
     return Membership.objects.filter(project=project, user=user.pk, role=Role.ANNOTATOR).exists()
 
 
-def home_projects(user: AbstractBaseUser) -> list[Project]:
-    """The user's projects (see projects_for_user), each with `stage_list`: its active stages,
-    and on stages of projects where the user annotates, `progress` = (done, left).
-    Five queries at most, whatever the number of projects and stages; researchers, reviewers
-    and admins also get each stage's `overview` (stage_overview), the project's
-    `waiting_for_review` and `tabs` (the pages their roles open)."""
+class StageRow(NamedTuple):
+    """A stage as a list of stages shows it to one user (home_projects, project_stages)."""
+
+    stage: Stage
+    #: (done, left) for an annotator of the stage (annotator_progress_by_stage), else None.
+    progress: tuple[int, int] | None
+    #: What researchers, reviewers and admins see of the stage (stage_overview), else None.
+    overview: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class HomeProject:
+    """One project on the user's home page (home_projects)."""
+
+    project: Project
+    #: The roles the user holds there, in the order of Role.
+    roles: tuple[str, ...]
+    #: Its active stages, in pipeline order.
+    stages: list[StageRow]
+    #: Items waiting for a reviewer over those stages (0 for annotators).
+    waiting_for_review: int
+    #: The project's pages the user's roles open, besides the project page itself.
+    tabs: list[dict[str, Any]]
+
+
+def home_projects(user: User | AnonymousUser) -> list[HomeProject]:
+    """The user's projects (see projects_for_user) with their active stages, progress on the
+    stages of projects where the user annotates and, for researchers, reviewers and admins,
+    each stage's overview (stage_overview), the items waiting for a reviewer and the tabs their
+    roles open. Five queries at most, whatever the number of projects and stages."""
     projects = projects_for_user(user)
     if not projects:
         return []
@@ -141,25 +175,32 @@ def home_projects(user: AbstractBaseUser) -> list[Project]:
     overseen = [
         stage
         for project in projects
-        if set(project.user_roles) & {Role.ADMIN, Role.RESEARCHER, Role.REVIEWER}
+        if project.user_roles & {Role.ADMIN, Role.RESEARCHER, Role.REVIEWER}
         for stage in by_project[project.pk]
     ]
     overview = stage_overview(overseen)
+    found = []
     for project in projects:
-        project.stage_list = by_project[project.pk]
-        project.waiting_for_review = 0
-        for stage in project.stage_list:
+        rows = []
+        for stage in by_project[project.pk]:
             stage.project = project
-            stage.progress = progress.get(stage.pk)
-            stage.overview = overview.get(stage.pk)
-            if stage.overview is not None:
-                project.waiting_for_review += stage.overview["adjudication"]
-        project.tabs = [
-            tab
-            for tab in project_tabs(project, project.user_roles)
-            if tab["url_name"] != "annotation:project"
-        ]
-    return projects
+            rows.append(StageRow(stage, progress.get(stage.pk), overview.get(stage.pk)))
+        found.append(
+            HomeProject(
+                project=project,
+                roles=roles_in_order(project.user_roles),
+                stages=rows,
+                waiting_for_review=sum(
+                    row.overview["adjudication"] for row in rows if row.overview is not None
+                ),
+                tabs=[
+                    tab
+                    for tab in project_tabs(project, project.user_roles)
+                    if tab["url_name"] != "annotation:project"
+                ],
+            )
+        )
+    return found
 
 
 def stage_overview(stages: Iterable[Stage]) -> dict[int, dict[str, int]]:
@@ -191,7 +232,7 @@ def stage_overview(stages: Iterable[Stage]) -> dict[int, dict[str, int]]:
     return {pk: found.get(pk, dict(empty)) for pk in stage_ids}
 
 
-def next_stage_with_work(user: AbstractBaseUser, stage: Stage) -> Stage | None:
+def next_stage_with_work(user: User | AnonymousUser, stage: Stage) -> Stage | None:
     """The user's next active stage of the same project (pipeline order, wrapping around) where
     work is left for them, for the done screen; None when there is none."""
     stages = list(
@@ -205,15 +246,16 @@ def next_stage_with_work(user: AbstractBaseUser, stage: Stage) -> Stage | None:
     return None
 
 
-def project_stages(user: AbstractBaseUser, project: Project) -> list[Stage]:
-    """The active stages of a project fetched with access_project, with `progress` for an
+def project_stages(user: User | AnonymousUser, project: Project) -> list[StageRow]:
+    """The active stages of a project fetched with access_project, with their progress for an
     annotator (None for other roles)."""
     stages = list(project.stages.filter(is_active=True).order_by("position"))
     progress = annotator_progress_by_stage(user, stages) if is_annotator(user, project) else {}
+    rows = []
     for stage in stages:
         stage.project = project
-        stage.progress = progress.get(stage.pk)
-    return stages
+        rows.append(StageRow(stage, progress.get(stage.pk)))
+    return rows
 
 
 def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
@@ -247,40 +289,19 @@ def sees_annotators(roles: Iterable[str]) -> bool:
     return bool(IDENTITY_ROLES & set(roles))
 
 
-def final_votes() -> Q:
-    """The condition (on Annotation) of a final vote, the complement of an open one. A vote is
-    open while it was given in its item stage's current round and that round still collects or
-    may change answers (state open or resolving: annotation.versions.CHANGEABLE_STATES). Votes
-    of an item stage that is decided, discarded or waiting for a reviewer are final, and so are
-    those of an earlier round (decided before a route sent the item back)."""
-    return ~Q(item_stage__state__in=CHANGEABLE_STATES) | Q(round__lt=F("item_stage__round"))
-
-
 def annotations_visible(
-    annotations: QuerySet[Annotation], viewer: AbstractBaseUser | None
+    annotations: QuerySet[Annotation], viewer: User | AnonymousUser | None
 ) -> QuerySet[Annotation]:
-    """`annotations` without the open votes (see final_votes) of anyone but `viewer`: an open
-    vote is seen by its author alone, whatever their role, until its item stage is decided or
-    waits for a reviewer. The one rule for every page, partial, CSV and API response that shows
-    the annotations of an item or item stage (the item browser, the disagreement drill-down and
-    its CSV, the adjudication page); callers check the viewer's role first (access_project)."""
+    """`annotations` without the open votes (annotation.versions.final_votes) of anyone but
+    `viewer`: an open vote is seen by its author alone, whatever their role, until its item
+    stage is decided or waits for a reviewer. The one rule for every page, partial, CSV and API
+    response that shows the annotations of an item or item stage (the item browser, the
+    disagreement drill-down and its CSV, the adjudication page); callers check the viewer's
+    role first (access_project)."""
     shown = final_votes()
     if viewer is not None and viewer.is_authenticated:
         shown |= Q(annotator_id=viewer.pk)
     return annotations.filter(shown)
-
-
-def item_stages_with_final_votes(item_stages: QuerySet[ItemStage]) -> QuerySet[ItemStage]:
-    """`item_stages` whose current votes are final (annotations_visible shows them to every role
-    its page admits): decided, discarded or waiting for a reviewer, never one still collecting
-    or changing answers."""
-    return item_stages.exclude(state__in=CHANGEABLE_STATES)
-
-
-def votes_final(item_stage: ItemStage) -> bool:
-    """Whether `item_stage`'s current votes are final (item_stages_with_final_votes, for one row
-    already read); its resolution (value, tally) is shown only then."""
-    return item_stage.state not in CHANGEABLE_STATES
 
 
 def assignment_held(assignment_id: int | None, stage: Stage) -> Assignment | None:
@@ -415,7 +436,7 @@ def project_stages_with_counts(project: Project) -> QuerySet[Stage]:
 RECENT_ANSWERS = 20
 
 
-def _own_answers(user: AbstractBaseUser, stage: Stage):
+def _own_answers(user: User, stage: Stage) -> QuerySet[Annotation]:
     """The annotator's current answers in `stage` that no annotator gate sealed."""
     from annotation import gates
 
@@ -428,13 +449,23 @@ def _own_answers(user: AbstractBaseUser, stage: Stage):
     return answers
 
 
+class RecentAnswer(NamedTuple):
+    """One of the annotator's answers on My recent answers (annotator_recent_answers)."""
+
+    #: The answer (its current version), with its item stage and item.
+    annotation: Annotation
+    #: Its vote, as the stage's kind reads it.
+    vote: Any
+    #: Why it can no longer be changed (annotation.versions.change_refusal), None while it can.
+    refusal: str | None
+
+
 def annotator_recent_answers(
-    user: AbstractBaseUser, stage: Stage, *, limit: int = RECENT_ANSWERS
-) -> list[Annotation]:
+    user: User, stage: Stage, *, limit: int = RECENT_ANSWERS
+) -> list[RecentAnswer]:
     """The annotator's latest answers in `stage` (current versions, newest lease first: one
-    lease at a time per stage, so lease order is answer order), each with its item stage and
-    item, `vote` (the kind's) and `refusal`: why it can no longer be changed, None while it can
-    (annotation.versions). Answers an annotator gate sealed (annotation.gates.sealed_before) are
+    lease at a time per stage, so lease order is answer order), each with its vote and why it
+    can no longer be changed (RecentAnswer). Answers an annotator gate sealed (annotation.gates.sealed_before) are
     left out. Three queries."""
     from annotation.versions import change_refusal
 
@@ -444,14 +475,18 @@ def annotator_recent_answers(
         .select_related("item_stage__item")
         .order_by("-assignment_id")[:limit]
     )
-    for annotation in rows:
-        annotation.vote = kind.vote(annotation.payload)
-        annotation.refusal = change_refusal(annotation, annotation.item_stage, stage)
-    return rows
+    return [
+        RecentAnswer(
+            annotation,
+            kind.vote(annotation.payload),
+            change_refusal(annotation, annotation.item_stage, stage),
+        )
+        for annotation in rows
+    ]
 
 
 def annotator_latest_answer(
-    user: AbstractBaseUser, stage: Stage, *, before: Annotation | None = None
+    user: User, stage: Stage, *, before: Annotation | None = None
 ) -> Annotation | None:
     """The annotator's latest answer in `stage` (current version), or the one given just
     before `before`; None when there is none (sealed answers left out, as above)."""

@@ -14,7 +14,7 @@ test_sql.py (instances equal the ORM's, on both backends) and the engine's own t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
@@ -29,13 +29,13 @@ ORDER_PRIME = 2_147_483_659
 
 
 def table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+    return connection.ops.quote_name(str(model._meta.db_table))
 
 
 def columns(model: type[Model], alias: str) -> str:
     """The model's concrete columns, qualified by `alias`, in field order."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(field.column)}" for field in model._meta.concrete_fields)
+    return ", ".join(f"{alias}.{quote(str(field.column))}" for field in model._meta.concrete_fields)
 
 
 def width(model: type[Model]) -> int:
@@ -59,6 +59,13 @@ def _converters(
     return tuple(found)
 
 
+@cache
+def _attnames(model: type[Model]) -> tuple[str, ...]:
+    """The attribute names of the model's concrete fields, in field order (what from_db
+    receives with a full row)."""
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
 def load(model: type[M], row: Sequence[Any], start: int = 0) -> M:
     """A `model` instance from `row[start:start + width(model)]` (columns as `columns()`),
     converted as the ORM converts them."""
@@ -68,7 +75,7 @@ def load(model: type[M], row: Sequence[Any], start: int = 0) -> M:
         for converter in chain:
             value = converter(value, column, connection)
         values[position] = value
-    return model.from_db(connection.alias, None, values)
+    return model.from_db(connection.alias, _attnames(model), values)
 
 
 def unpack(
@@ -98,7 +105,8 @@ def cursor():
     return connection.cursor()
 
 
-def fetchone(sql: str, params: Sequence[Any]) -> tuple | None:
+def fetchone(sql: str, params: Mapping[str, Any]) -> tuple | None:
+    """The first row of a statement with named parameters (``%(name)s``), or None."""
     with cursor() as cursor_:
         cursor_.execute(sql, params)
         return cursor_.fetchone()

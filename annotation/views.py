@@ -50,7 +50,7 @@ SKIP_REASONS = (
 )
 #: Form fields of the item screen that are not part of the kind's payload.
 META_FIELDS = frozenset({"csrfmiddlewaretoken", "seconds_spent"})
-MAX_SECONDS = services.work.MAX_SECONDS_SPENT
+MAX_SECONDS = services.submit.MAX_SECONDS_SPENT
 
 
 # --- My projects, project -----------------------------------------------------------------
@@ -70,7 +70,7 @@ def project_detail(request, slug: str):
     stages = selectors.project_stages(request.user, project)
     # access_project sets the caller's roles on the project, project_stages each stage's
     # progress (annotation/access.py, annotation/selectors.py): run-time attributes.
-    roles: set[str] = project.user_roles  # type: ignore[attr-defined]
+    roles: set[str] = project.user_roles
     graph = None
     if roles & {Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}:
         graph = pipeline_svg(*project_pipeline(project))
@@ -82,10 +82,7 @@ def project_detail(request, slug: str):
             "project_tabs": project_tabs(project, roles),
             "roles": sorted(roles),
             "stages": stages,
-            "is_annotator": any(
-                stage.progress is not None  # type: ignore[attr-defined]  # see above
-                for stage in stages
-            ),
+            "is_annotator": any(row.progress is not None for row in stages),
             "pipeline_svg": graph,
         },
     )
@@ -104,15 +101,14 @@ def stage_annotate(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    reached = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = reached.stage
     if request.method == "POST":
-        assignment = services.assignment_next(annotator=request.user, stage=stage)
+        assignment = services.assignment_next(annotator=request.user, stage=reached)
         if not request.htmx:
             return redirect("annotation:stage", stage_id=stage.pk)
         return _item_response(request, stage, assignment)
-    # access_stage_for_annotator sets the lease the annotator holds (annotation/access.py).
-    held_id = stage.current_assignment_id  # type: ignore[attr-defined]
-    held = selectors.assignment_held(held_id, stage)
+    held = selectors.assignment_held(reached.current_assignment_id, stage)
     return _item_response(request, stage, held, waiting=held is None)
 
 
@@ -175,8 +171,9 @@ def _after_finishing(request, stage: Stage, *, notice: str | None = None):
     gate = work_gate(request, stage.pk)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
-    assignment = services.assignment_next(annotator=request.user, stage=stage)
+    reached = access_stage_for_annotator(user=request.user, stage_id=stage.pk)
+    stage = reached.stage
+    assignment = services.assignment_next(annotator=request.user, stage=reached)
     if not request.htmx:
         if notice:
             messages.info(request, notice)
@@ -196,7 +193,7 @@ def stage_answers(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id).stage
     answers = selectors.annotator_recent_answers(request.user, stage)
     context = {
         "stage": stage,
@@ -216,7 +213,7 @@ def stage_answer_last(request, stage_id: int):
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
-    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+    stage = access_stage_for_annotator(user=request.user, stage_id=stage_id).stage
     latest = selectors.annotator_latest_answer(request.user, stage)
     if latest is None:
         messages.info(request, "You have no answers in this stage yet.")

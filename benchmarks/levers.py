@@ -16,9 +16,9 @@ The levers (off = as before the change, on = as now):
 - ``health``: Django's health check of a kept connection (``SELECT 1`` per request) vs
   rungwise.db.postgresql's (the socket polled);
 - ``lease``: the lease in a transaction (search, then insert) vs one statement
-  (annotation.services.work._lease_at_once);
+  (annotation.services.next_item._lease_at_once);
 - ``submit``: the submit in a transaction with row locks vs one read and one conditional write
-  (annotation.services.work._annotation_submit_at_once);
+  (annotation.services.submit._annotation_submit_at_once);
 - ``publish``: not a lever but a price: the Celery message sent when an item stage completes,
   off (not sent) vs on.
 
@@ -46,12 +46,14 @@ def toggles():
     from django.db import connection, connections
     from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 
-    from annotation.services import work
+    from annotation.services import next_item
+    from annotation.services import submit as submitting
     from annotation.tasks import resolve_item_stage
     from rungwise.db.postgresql.base import DatabaseWrapper as OurWrapper
 
     wrapper = type(connections["default"])
-    lease_at_once, submit_at_once = work._assignment_next, work._annotation_submit_at_once
+    lease_at_once = next_item._assignment_next
+    submit_at_once = submitting._annotation_submit_at_once
     task = getattr(resolve_item_stage, "_get_current_object", lambda: resolve_item_stage)()
 
     def prepare(on: bool) -> None:
@@ -61,10 +63,12 @@ def toggles():
         wrapper.is_usable = OurWrapper.__dict__["is_usable"] if on else DjangoWrapper.is_usable
 
     def lease(on: bool) -> None:
-        work._assignment_next = lease_at_once if on else work._assignment_next_in_transaction
+        next_item._assignment_next = (
+            lease_at_once if on else next_item._assignment_next_in_transaction
+        )
 
     def submit(on: bool) -> None:
-        work._annotation_submit_at_once = submit_at_once if on else (lambda *args: None)
+        submitting._annotation_submit_at_once = submit_at_once if on else (lambda *args: None)
 
     def publish(on: bool) -> None:
         if on:

@@ -4,7 +4,7 @@ of the study their browser session entered. Unknown ids and other projects' ids 
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 
 from annotation.access import MANAGE, access_project
@@ -20,7 +20,7 @@ NO_SESSION = (
 )
 
 
-def access_crowd_project(user: AbstractBaseUser, slug: str) -> Project:
+def access_crowd_project(user: User | AnonymousUser, slug: str) -> Project:
     """The project ``slug`` for its Crowd tab: its admins only (404 / 403 as
     ``annotation.access.access_project``)."""
     return access_project(user, slug, MANAGE)

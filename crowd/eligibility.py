@@ -23,14 +23,8 @@ wait for each other (annotation.sql.annotator_lock), so the quota is never excee
 
 from __future__ import annotations
 
-from django.db import connection
-
-from annotation.eligibility import Condition, Rule
+from annotation.eligibility import Condition, Rule, RuleSQL
 from annotation.models import Assignment, Item, ItemStage
-
-
-def _table(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
 
 
 class CrowdParticipantRule(Rule):
@@ -38,28 +32,35 @@ class CrowdParticipantRule(Rule):
     description = "crowd participants: consent, practice first, at most their study's quota"
     counts_own_work = True  # the quota: a participant's searches in the stage run one at a time
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names: RuleSQL) -> Condition:
+        # Hand-written: the condition goes inside the engine's candidate search (one statement
+        # built once per process, annotation/eligibility.py says why it is not the ORM).
         from crowd.models import Participant, Study
 
-        p = prefix
-        practice = f"EXISTS (SELECT 1 FROM {_table(Item)} {p}i WHERE {p}i.id = c.item_id AND {p}i.purpose = 'practice')"
+        i, qa, qs, qi = (names.alias(name) for name in ("i", "qa", "qs", "qi"))
+        p, s = names.alias("p"), names.alias("s")
+        item_id, stage_id = names.column("item_id"), names.column("stage_id")
+        practice = (
+            f'EXISTS (SELECT 1 FROM {names.table(Item)} {i} WHERE {i}."id" = {item_id}'
+            f""" AND {i}."purpose" = 'practice')"""
+        )
         taken = (
-            f"(SELECT COUNT(*) FROM {_table(Assignment)} {p}qa"
-            f" JOIN {_table(ItemStage)} {p}qs ON {p}qs.id = {p}qa.item_stage_id"
-            f" JOIN {_table(Item)} {p}qi ON {p}qi.id = {p}qs.item_id"
-            f" WHERE {p}qa.annotator_id = %(annotator)s AND {p}qa.stage_id = {p}s.stage_id"
-            f" AND {p}qa.status IN ('active', 'submitted') AND {p}qi.purpose <> 'practice')"
+            f"(SELECT COUNT(*) FROM {names.table(Assignment)} {qa}"
+            f' JOIN {names.table(ItemStage)} {qs} ON {qs}."id" = {qa}."item_stage_id"'
+            f' JOIN {names.table(Item)} {qi} ON {qi}."id" = {qs}."item_id"'
+            f' WHERE {qa}."annotator_id" = {names.annotator} AND {qa}."stage_id" = {s}."stage_id"'
+            f""" AND {qa}."status" IN ('active', 'submitted') AND {qi}."purpose" <> 'practice')"""
         )
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {_table(Participant)} {p}p"
-            f" JOIN {_table(Study)} {p}s ON {p}s.id = {p}p.study_id"
-            f" WHERE {p}p.user_id = %(annotator)s AND {p}s.project_id = %(project)s"
-            f" AND (({p}s.stage_id <> c.stage_id AND ({p}s.practice_stage_id IS NULL"
-            f" OR {p}s.practice_stage_id <> c.stage_id))"
-            f" OR {p}p.status <> 'active' OR {p}p.consented_at IS NULL"
-            f" OR {p}p.instructed_at IS NULL"
-            f" OR ({p}p.practice_done_at IS NULL AND NOT {practice})"
-            f" OR ({p}p.practice_done_at IS NOT NULL AND ({practice}"
-            f" OR {p}s.stage_id <> c.stage_id OR {taken} >= {p}s.quota))))",
+            f"NOT EXISTS (SELECT 1 FROM {names.table(Participant)} {p}"
+            f' JOIN {names.table(Study)} {s} ON {s}."id" = {p}."study_id"'
+            f' WHERE {p}."user_id" = {names.annotator} AND {s}."project_id" = {names.project}'
+            f' AND (({s}."stage_id" <> {stage_id} AND ({s}."practice_stage_id" IS NULL'
+            f' OR {s}."practice_stage_id" <> {stage_id}))'
+            f""" OR {p}."status" <> 'active' OR {p}."consented_at" IS NULL"""
+            f' OR {p}."instructed_at" IS NULL'
+            f' OR ({p}."practice_done_at" IS NULL AND NOT {practice})'
+            f' OR ({p}."practice_done_at" IS NOT NULL AND ({practice}'
+            f' OR {s}."stage_id" <> {stage_id} OR {taken} >= {s}."quota"))))',
             {},
         )

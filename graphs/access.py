@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from annotation.access import MONITOR, access_project
 from annotation.errors import ApplicationError
@@ -14,7 +14,7 @@ from graphs.services import WORKFLOW
 
 
 def access_graphs_project(
-    user: AbstractBaseUser, slug: str, roles: Iterable[str] = MONITOR
+    user: User | AnonymousUser, slug: str, roles: Iterable[str] = MONITOR
 ) -> Project:
     """The project ``slug`` when the user holds one of ``roles`` in it (404 / 403 as
     ``annotation.access.access_project``); another kind of project is a 400 naming it."""

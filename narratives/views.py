@@ -95,7 +95,7 @@ def item_answers(request, slug: str, item_id: int):
         "narratives/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
+            "project_tabs": project_tabs(project, project.user_roles),
             "item": item,
             "payload": item.payload,
             "truth": [humanise(n) for n in truth],

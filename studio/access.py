@@ -4,7 +4,7 @@ its item browser. Unknown ids and other projects' ids answer alike (404)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from annotation.access import MANAGE, access_project
 from annotation.errors import NotFound
@@ -14,13 +14,13 @@ from annotation.models import Project, Role, Stage
 BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
 
 
-def access_project_setup(user: AbstractBaseUser, slug: str) -> Project:
+def access_project_setup(user: User | AnonymousUser, slug: str) -> Project:
     """The project ``slug`` for its setup pages: its admins only (404 / 403 as
     ``annotation.access.access_project``)."""
     return access_project(user, slug, MANAGE)
 
 
-def access_project_items(user: AbstractBaseUser, slug: str) -> Project:
+def access_project_items(user: User | AnonymousUser, slug: str) -> Project:
     """The project ``slug`` for its item browser (``BROWSE_ROLES``)."""
     return access_project(user, slug, BROWSE_ROLES)
 

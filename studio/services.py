@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any, TypedDict, Unpack
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
@@ -38,7 +38,7 @@ def workflow_templates() -> list[Any]:
 
 @transaction.atomic
 def project_from_template(
-    *, workflow: str, slug: str, name: str, description: str = "", creator: AbstractBaseUser
+    *, workflow: str, slug: str, name: str, description: str = "", creator: User
 ) -> Project:
     """A new project built by ``workflow``'s template; its creator becomes its admin."""
     chosen = WORKFLOWS.get(workflow)

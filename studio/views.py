@@ -180,7 +180,7 @@ def guidelines_preview(request, slug: str):
     context = {
         "project": project,
         "text": text,
-        "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
+        "project_tabs": project_tabs(project, project.user_roles),
     }
     if request.htmx:
         return render(request, "studio/setup.html#preview", context)
@@ -291,7 +291,7 @@ def items(request, slug: str):
         "studio/items.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
+            "project_tabs": project_tabs(project, project.user_roles),
             "items": listing,
             "filters": filters,
             "stages": selectors.project_stages(project),
@@ -311,12 +311,12 @@ def item_detail(request, slug: str, item_id: int):
         "studio/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),  # type: ignore[attr-defined]  # set by annotation.access.access_project
+            "project_tabs": project_tabs(project, project.user_roles),
             **selectors.item_history(
                 project,
                 item_id,
                 viewer=request.user,
-                roles=project.user_roles,  # type: ignore[attr-defined]  # set by annotation.access.access_project
+                roles=project.user_roles,
             ),
         },
     )

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from annotation import api as services
 from annotation.access import access_stage_for_annotator
@@ -91,11 +92,12 @@ class NotFiler(Rule):
     name = "not_filer"
     description = "never the person named in the report's filer field"
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        i, u = names.alias("i"), names.alias("u")
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['Item']} {prefix}i JOIN auth_user {prefix}u"
-            f" ON {prefix}u.id = %(annotator)s WHERE {prefix}i.id = c.item_id"
-            f" AND {prefix}i.source = {prefix}u.username)",
+            f"NOT EXISTS (SELECT 1 FROM {names.table(Item)} {i} JOIN {names.table(User)} {u}"
+            f' ON {u}."id" = {names.annotator} WHERE {i}."id" = {names.column("item_id")}'
+            f' AND {i}."source" = {u}."username")',
             {},
         )
 
@@ -254,7 +256,7 @@ def test_bad_settings_are_refused_with_the_setting_named(triage):
 
 
 def test_the_rule_is_sql_with_named_parameters(triage):
-    (condition,) = conditions([{"rule": "not_filer"}], tables={"Item": '"annotation_item"'})
+    (condition,) = conditions([{"rule": "not_filer"}])
     assert "%(annotator)s" in condition.sql and condition.params == {}
 
 

@@ -6,16 +6,22 @@ re-exported here, so callers write ``from annotation import services`` and
 - ``common``: side effects after commit (enqueue_on_commit), planner statistics;
 - ``setup``: projects, memberships and people, stages (settings checked together), items and
   revisions, the slot-counter repair;
-- ``work``: next item, leases, skip, submit (the hot path), changing one's answer;
+- the annotator's work, one module per step: ``next_item`` (the candidate search and the
+  lease: the hot path's first half), ``submit`` (its second half), ``skip``, ``revise``
+  (changing one's answer), and ``leases`` (expiry, release and deletion of leases, the locked
+  read of an assignment that submit and skip start from);
 - ``outcomes``: resolution, phases, routes, adjudication.
 """
 
 from annotation.services.common import enqueue_on_commit, planner_statistics_refresh
+from annotation.services.leases import assignments_delete, leases_reclaim_expired
+from annotation.services.next_item import assignment_next
 from annotation.services.outcomes import (
     item_stage_adjudicate,
     item_stage_resolve,
     item_stages_unresolved,
 )
+from annotation.services.revise import annotation_revise
 from annotation.services.setup import (
     STAGE_SETTINGS,
     annotations_withdraw,
@@ -34,14 +40,8 @@ from annotation.services.setup import (
     stage_update,
     user_remove,
 )
-from annotation.services.work import (
-    annotation_revise,
-    annotation_submit,
-    assignment_next,
-    assignment_skip,
-    assignments_delete,
-    leases_reclaim_expired,
-)
+from annotation.services.skip import assignment_skip
+from annotation.services.submit import annotation_submit
 
 __all__ = [
     "STAGE_SETTINGS",

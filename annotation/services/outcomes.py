@@ -8,7 +8,7 @@ import math
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -94,7 +94,7 @@ def _follow_route(
     now = timezone.now()
     if route["action"] == "revise":
         revision = decision.revision if decision is not None else None
-        if revision is not None and dict(revision) != item.payload:
+        if decision is not None and revision is not None and dict(revision) != item.payload:
             item_revise(
                 item=item,
                 payload=revision,
@@ -238,7 +238,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
 
 @transaction.atomic
 def item_stage_adjudicate(
-    *, item_stage_id: int, reviewer: AbstractBaseUser, value: Any, reason: str
+    *, item_stage_id: int, reviewer: User, value: Any, reason: str
 ) -> Resolution:
     """A reviewer's decision on an item stage waiting for adjudication: one of the item
     stage's choices (the kind's), routed like the policy's own outcomes."""

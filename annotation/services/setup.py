@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -34,7 +34,7 @@ from annotation.models import (
 from annotation.phases import first_slots, validate_phases
 from annotation.policies import PolicySettings, check_settings, get_policy
 from annotation.routing import validate_routes
-from annotation.services.work import _release_assignments
+from annotation.services.leases import _release_assignments
 from annotation.sql import table as sql_table
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def project_create(
     )
 
 
-def membership_add(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def membership_add(*, project: Project, user: User, role: str) -> Membership:
     if role not in Role.values:
         raise ApplicationError(
             f"Unknown role {role!r}.", {"role": f"one of {', '.join(Role.values)}"}
@@ -123,7 +123,7 @@ def membership_remove(*, project: Project, user_id: int, role: str = Role.ANNOTA
 
 
 @transaction.atomic
-def user_remove(*, user: AbstractBaseUser) -> AbstractBaseUser:
+def user_remove(*, user: User) -> User:
     """Remove a person from Rungwise without losing their work: their active leases are
     released (the slots go to others), their memberships and API tokens removed, and the
     account anonymised and locked. Annotations keep pointing at the account, so releases and
@@ -461,8 +461,8 @@ _OPEN_VENDOR = {
 
 def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Stage) -> int:
     """Put items into a stage: the one way items enter a stage (imports, item creation,
-    routes). ``items``: a queryset of items (opened by one INSERT … SELECT, whatever its size)
-    or items / item ids. Each new item stage gets a fixed random key, its group rank and size,
+    routes). ``items``: a queryset of items (its ids read first) or items / item ids, opened by
+    one INSERT … SELECT whatever their number. Each new item stage gets a fixed random key, its group rank and size,
     the first phase's slots as its target and its gold answer (``payload["gold"][stage.slug]``).
     Items already in the stage are left as they are. Returns how many were opened."""
     vendor = _OPEN_VENDOR["postgresql" if connection.vendor == "postgresql" else "sqlite"]
@@ -475,17 +475,15 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
         "gold_path": f'$.gold."{stage.slug}"',
     }
     if isinstance(items, QuerySet):
-        selected, inner = items.values("pk").query.sql_with_params()
-        # The inner query's own placeholders are positional; name them for this statement.
-        for index, value in enumerate(inner):
-            selected = selected.replace("%s", f"%(inner{index})s", 1)
-            params[f"inner{index}"] = value
+        # The ids first (one query): the ORM's SQL has positional placeholders, which cannot
+        # be embedded in this statement's named ones without rewriting them.
+        ids = list(items.values_list("pk", flat=True))
     else:
         ids = [item if isinstance(item, int) else item.pk for item in items]
-        if not ids:
-            return 0
-        selected = vendor["ids"]
-        params["ids"] = ids if connection.vendor == "postgresql" else json.dumps(ids)
+    if not ids:
+        return 0
+    selected = vendor["ids"]
+    params["ids"] = ids if connection.vendor == "postgresql" else json.dumps(ids)
     statement = _OPEN_SQL.format(
         item_stage=sql_table(ItemStage),
         item=sql_table(Item),
@@ -566,7 +564,7 @@ def item_revise(
     *,
     item: Item,
     payload: Mapping[str, Any],
-    author: AbstractBaseUser | None,
+    author: User | None,
     reason: str,
     stage: Stage | None = None,
 ) -> ItemRevision:

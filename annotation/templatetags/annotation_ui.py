@@ -79,3 +79,11 @@ def lease_minutes(seconds: int) -> str:
         hours = seconds // 3600
         return f"{hours} hour{'s' if hours != 1 else ''}"
     return f"{round(seconds / 60)} minutes"
+
+
+@register.filter
+def roles_in_order(roles: Any) -> tuple[str, ...]:
+    """A user's role values in the order of Role, annotator first (annotation.selectors)."""
+    from annotation.selectors import roles_in_order as ordered
+
+    return ordered(roles or ())

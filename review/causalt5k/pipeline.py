@@ -59,10 +59,14 @@ class AuthorIfKnown(Rule):
     name = "author_if_known"
     description = "only the item's author, when it has one"
 
-    def condition(self, spec, *, prefix, tables):
+    def sql(self, spec, names):
+        # A condition inside the engine's candidate search (annotation/eligibility.py says why
+        # it is SQL), written with the names the search hands over.
+        i = names.alias("i")
         return Condition(
-            f"NOT EXISTS (SELECT 1 FROM {tables['Item']} {prefix}i WHERE {prefix}i.id = c.item_id"
-            f" AND {prefix}i.author_id IS NOT NULL AND {prefix}i.author_id <> %(annotator)s)",
+            f'NOT EXISTS (SELECT 1 FROM {names.table(Item)} {i} WHERE {i}."id" ='
+            f' {names.column("item_id")} AND {i}."author_id" IS NOT NULL'
+            f' AND {i}."author_id" <> {names.annotator})',
             {},
         )
 

@@ -13,7 +13,7 @@ from annotation.access import access_stage_for_annotator
 from annotation.eligibility import blind, describe, validate_rules
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, ItemStage, Resolution
-from annotation.services import work
+from annotation.services import next_item
 from tests.factories import (
     make_items,
     make_label_stage,
@@ -108,15 +108,15 @@ def test_both_postgresql_lease_paths_honour_the_blind_rule(
 ):
     project, label, earlier = _verified_then_blind(django_capture_on_commit_callbacks)
     take = {
-        "one statement": work._lease_at_once,
-        "in a transaction": work._assignment_next_in_transaction,
+        "one statement": next_item._lease_at_once,
+        "in a transaction": next_item._assignment_next_in_transaction,
     }[path]
     for person in earlier:
         with transaction.atomic():
-            assert take(person, label) is None
+            assert take(person, next_item.reached_by(label, person.pk)) is None
     fresh = make_member(project)
     with transaction.atomic():
-        assert take(fresh, label) is not None
+        assert take(fresh, next_item.reached_by(label, fresh.pk)) is not None
 
 
 def test_the_rule_is_checked_and_said_in_words():

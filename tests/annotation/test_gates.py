@@ -10,7 +10,7 @@ from annotation import gates, services
 from annotation.access import _stage_for_annotator_sql, access_stage_for_annotator
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Membership
-from annotation.services import work
+from annotation.services import leases
 from tests.factories import make_items, make_member, make_project, make_verify_stage
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +37,7 @@ class Fenced(gates.AnnotatorGate):
 def fenced():
     def clear():
         _stage_for_annotator_sql.cache_clear()
-        work._locked_assignment_sql.cache_clear()
+        leases._locked_assignment_sql.cache_clear()
 
     known = list(gates.ANNOTATOR_GATES)
     gates.register_annotator_gate(Fenced())

@@ -171,10 +171,10 @@ def test_a_change_racing_the_resolution_is_either_counted_or_refused(postgres, m
     when a change arrives makes the change wait, find the item decided and be refused."""
     from django.db import transaction
 
-    from annotation.services import work
+    from annotation.services import submit
 
     # Items complete without resolving at once: this test runs the resolution itself.
-    monkeypatch.setattr(work, "enqueue_on_commit", lambda *args, **kwargs: None)
+    monkeypatch.setattr(submit, "enqueue_on_commit", lambda *args, **kwargs: None)
     _, verify, _, (alice, bob, carol) = pipeline(overlap=3, items=2)
 
     def complete_one_item():
@@ -270,3 +270,28 @@ def test_a_paused_annotator_cannot_change_an_answer():
     with pytest.raises(Conflict, match="paused"):
         change(alice, first, "reject")
     assert Annotation.all_versions.filter(assignment=first.assignment_id).count() == 1
+
+
+def test_final_votes_say_the_same_in_python_and_in_the_database_in_every_state():
+    """The rule of final votes is written twice (annotation.versions): for one row in Python
+    (votes_final) and as database conditions (item_stages_with_final_votes on item stages,
+    final_votes on annotations). In every state, for the current round, they agree; an answer
+    of an earlier round is final whatever the state."""
+    from annotation.versions import final_votes, item_stages_with_final_votes, votes_final
+
+    _, verify, _, (alice, *_) = pipeline(overlap=3, items=1)
+    mine = answer(alice, verify)
+    item_stage = ItemStage.objects.get(pk=mine.item_stage_id)
+    for state in ItemStage.State.values:
+        ItemStage.objects.filter(pk=item_stage.pk).update(state=state)
+        item_stage.refresh_from_db()
+        in_python = votes_final(item_stage)
+        as_item_stage = item_stages_with_final_votes(
+            ItemStage.objects.filter(pk=item_stage.pk)
+        ).exists()
+        as_annotation = Annotation.objects.filter(pk=mine.pk).filter(final_votes()).exists()
+        assert in_python == as_item_stage == as_annotation, state
+    ItemStage.objects.filter(pk=item_stage.pk).update(
+        state=ItemStage.State.OPEN, round=item_stage.round + 1
+    )
+    assert Annotation.objects.filter(pk=mine.pk).filter(final_votes()).exists()

@@ -115,7 +115,7 @@ def test_a_participants_second_request_cannot_pass_the_quota_while_the_first_ans
     lease, request A of the same participant leases and answers another item. Both would pass
     the quota. The crowd rule declares ``counts_own_work``, so A's search waits for B's
     transaction and then finds the quota reached."""
-    from annotation.services import work
+    from annotation.services import next_item as work
 
     study = make_crowd_study(regular=12, practice=0, checks=0, overlap=1, places=5, quota=2)
     person = enter(study, 1)

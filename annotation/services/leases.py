@@ -1,0 +1,150 @@
+"""Leases once handed out: their expiry and release, their deletion, and the one read of an
+assignment that a submit or a skip starts from (with its item stage and stage, the annotator's
+standing and the gates' flag: LockedAssignment), row locks included.
+
+Why hand-written SQL for that read (CONTRIBUTING.md, "SQL you can change safely"): it is on the
+hot path (every submit), one statement built once per process instead of a queryset compiled on
+every request (annotation/sql.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, NamedTuple, cast
+
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import gates, sql
+from annotation.access import NO_SUCH_ASSIGNMENT
+from annotation.errors import NotFound
+from annotation.models import Assignment, ItemStage, Membership, Project, Role, Stage
+
+
+def _release_assignments(assignment_ids: list[int], *, status: str, reason: str = "") -> int:
+    """Mark active assignments `status` and give their slots back. Caller holds a transaction."""
+    if not assignment_ids:
+        return 0
+    locked = list(
+        Assignment.objects.select_for_update(skip_locked=True)
+        .filter(pk__in=assignment_ids, status=Assignment.Status.ACTIVE)
+        .values_list("pk", "item_stage_id")
+    )
+    if not locked:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in locked]).update(
+        status=status, finished_at=timezone.now(), skip_reason=reason
+    )
+    per_item_stage: dict[int, int] = defaultdict(int)
+    for _, item_stage_id in locked:
+        per_item_stage[item_stage_id] += 1
+    for item_stage_id, count in per_item_stage.items():
+        ItemStage.objects.filter(pk=item_stage_id).update(leased_count=F("leased_count") - count)
+    return len(locked)
+
+
+@transaction.atomic
+def assignments_delete(*, assignment_ids: Sequence[int]) -> int:
+    """Delete assignments (the admin's delete, one or many), giving the slot of every active
+    one back in the same transaction, as a revoked lease would: ``leased_count`` never counts
+    a lease that no longer exists, so the slot is free at once instead of after the repair
+    sweep. Locks the assignments first, waiting for a submit or a renewal that holds one, so
+    no lease is released twice or deleted under a submit. Returns the number deleted.
+    Raises ``django.db.models.ProtectedError`` (and changes nothing) when an assignment has
+    annotations: work is never deleted with the lease behind it."""
+    ids = list(
+        Assignment.objects.select_for_update()
+        .filter(pk__in=list(assignment_ids))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    _release_assignments(ids, status=Assignment.Status.REVOKED, reason="deleted")
+    deleted, _ = Assignment.objects.filter(pk__in=ids).delete()
+    return deleted
+
+
+@transaction.atomic
+def leases_reclaim_expired(
+    *, stage_id: int | None = None, now: Any = None, limit: int = 5000
+) -> int:
+    """Expire leases past their time and free their slots. Safe to run concurrently: rows
+    another transaction holds are skipped and picked up by the next run."""
+    now = now or timezone.now()
+    expired = Assignment.objects.filter(status=Assignment.Status.ACTIVE, expires_at__lt=now)
+    if stage_id is not None:
+        expired = expired.filter(stage_id=stage_id)
+    ids = list(expired.order_by("expires_at").values_list("pk", flat=True)[:limit])
+    return _release_assignments(ids, status=Assignment.Status.EXPIRED)
+
+
+@cache
+def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
+    """The assignment, its item stage and stage, whether its annotator may still annotate
+    there (an active, unpaused annotator of an active stage of an active project) and whether
+    an annotator gate governs them (annotation.gates), in one statement; the assignment's and
+    the item stage's rows locked unless ``locked`` is False."""
+    may_annotate = (
+        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
+        f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
+        f" AND NOT m.is_paused) AND st.is_active AND p.is_active"
+    )
+    governed = gates.governed_sql(annotator="a.annotator_id", project="st.project_id")
+    return (
+        f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
+        f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate,"
+        f" {governed} AS governed"
+        f" FROM {sql.table(Assignment)} a"
+        f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
+        f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
+        f" JOIN {sql.table(Project)} p ON p.id = st.project_id"
+        f" WHERE a.id = %(assignment)s{sql.lock('a', 's') if locked else ''}"
+    )
+
+
+class LockedAssignment(NamedTuple):
+    """An assignment as a submit or a skip reads it (_locked_assignment)."""
+
+    #: The assignment, with ``item_stage`` and ``stage`` loaded.
+    assignment: Assignment
+    #: Whether its annotator may still annotate there: an active, unpaused annotator of an
+    #: active stage of an active project.
+    may_annotate: bool
+    #: Whether an annotator gate governs its annotator in the project (annotation.gates).
+    governed: bool
+
+
+def _locked_assignment(*, assignment_id: int, user: User, locked: bool = True) -> LockedAssignment:
+    """The user's assignment with its item stage and stage; the assignment's and the item
+    stage's rows locked unless ``locked`` is False (one statement). Foreign and unknown ids:
+    the same 404."""
+    row = None
+    if sql.in_range(Assignment, assignment_id):
+        row = sql.fetchone(
+            _locked_assignment_sql(connection.vendor, locked), {"assignment": assignment_id}
+        )
+    if row is None:
+        raise NotFound(NO_SUCH_ASSIGNMENT)
+    instances, extras = sql.unpack(
+        row, (Assignment, ItemStage, Stage), ("may_annotate", "governed")
+    )
+    assignment = cast(Assignment, instances[0])
+    if assignment.annotator_id != user.pk:
+        raise NotFound(NO_SUCH_ASSIGNMENT)
+    assignment.item_stage = cast(ItemStage, instances[1])
+    assignment.stage = cast(Stage, instances[2])
+    return LockedAssignment(
+        assignment=assignment,
+        may_annotate=bool(extras["may_annotate"]),
+        governed=bool(extras["governed"]),
+    )
+
+
+def _gate_assignment(assignment_id: int, user: User, action: str) -> None:
+    """Ask the annotator gates about a write on an assignment (annotation.gates.check), before
+    its rows are locked: read it unlocked, and only when a gate governs its annotator."""
+    read = _locked_assignment(assignment_id=assignment_id, user=user, locked=False)
+    if read.governed:
+        gates.check(annotator_id=user.pk, stage=read.assignment.stage, action=action)

@@ -1,0 +1,393 @@
+"""Next item: the candidate search, the lease (in one statement on PostgreSQL when it can be)
+and its renewal. The first half of the hot path: a next runs a fixed, small number of
+statements (on PostgreSQL: the token, the stage, then one statement that searches and leases),
+their text built here or in annotation/sql.py once per process.
+
+Why hand-written SQL (CONTRIBUTING.md, "SQL you can change safely"): the search chains locking CTEs with
+``UNION ALL … LIMIT 1`` and the lease is a data-modifying CTE over the locked row; and compiling
+querysets on every request cost more CPU than PostgreSQL spent running them (annotation/sql.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import gates, sql
+from annotation.access import StageForAnnotator
+from annotation.eligibility import conditions as eligibility_conditions
+from annotation.eligibility import counts_own_work
+from annotation.models import Assignment, Item, ItemStage, Stage
+from annotation.services.leases import leases_reclaim_expired
+
+
+def _annotator_salt(stage: Stage, annotator_id: int) -> int:
+    """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
+    return random.Random(f"{stage.seed}:{annotator_id}").randrange(1, sql.ORDER_PRIME - 1)
+
+
+@cache
+def _candidate_sql(
+    order_policy: str, vendor: str, phases: str = "[]", rules: str = "[]"
+) -> tuple[str, dict[str, Any]]:
+    """The candidate search for the next item, as one statement, and the parameters its
+    eligibility rules bind (text built once per process for each backend, order policy, phase
+    list and rule list — the last two as JSON text, so they can key the cache); the other named
+    parameters: see _candidate_statement.
+
+    The searches are tried in turn until one yields a row:
+
+    - RANDOM stages: every open item in the annotator's own seeded order, one variant of every
+      group before the second variant of any (a sort over the stage's open items: O(open items)
+      per request, fine for rating stages of thousands of items).
+    - DEPTH_FIRST stages: (1) items already in progress, most complete first, then in the
+      annotator's own order (a small set, by a partial index); (2) fresh items, in the stage's
+      random order entered at a point fixed per annotator and wrapping round, so the search is
+      an index range scan however many items the stage holds.
+
+    Every search skips items the annotator already held in the item stage's current round and
+    phase (submitted, skipped, expired), items without a free slot, items the phase's people
+    rule keeps them from (annotation.phases: "new" — nobody from an earlier phase of the round;
+    "same" — only those who submitted in one) and items a stage eligibility rule refuses
+    (annotation.eligibility: one SQL condition each). On PostgreSQL each search is a CTE that
+    locks its row (FOR UPDATE SKIP LOCKED, so concurrent annotators never take the same slot)
+    and `UNION ALL … LIMIT 1` evaluates them lazily: a later search neither runs nor locks
+    anything once an earlier one has found its row. The chosen row is then joined with its item.
+    """
+    item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
+    open_state = ItemStage.State.OPEN.value
+    lock = sql.lock(skip_locked=True)
+    conditions = [
+        f"NOT EXISTS (SELECT 1 FROM {assignments} a WHERE a.item_stage_id = c.id"
+        " AND a.annotator_id = %(annotator)s AND a.round = c.round AND a.phase = c.phase)"
+    ]
+    for index, spec in enumerate(json.loads(phases)):
+        people = spec.get("people", "any")
+        if people == "any":
+            continue
+        earlier = (
+            f"SELECT 1 FROM {assignments} p WHERE p.item_stage_id = c.id"
+            " AND p.annotator_id = %(annotator)s AND p.round = c.round AND p.phase < c.phase"
+        )
+        if people == "new":
+            conditions.append(
+                f"(c.phase <> {index} OR NOT EXISTS ({earlier}"
+                " AND p.status IN ('active', 'submitted')))"
+            )
+        else:  # same
+            conditions.append(
+                f"(c.phase <> {index} OR EXISTS ({earlier} AND p.status = 'submitted'))"
+            )
+    rule_conditions = eligibility_conditions(json.loads(rules), candidate="c")
+    conditions += [condition.sql for condition in rule_conditions]
+    rule_params: dict[str, Any] = {}
+    for condition in rule_conditions:
+        rule_params.update(condition.params)
+    base = (
+        f"SELECT c.id FROM {item_stages} c"
+        f" WHERE c.stage_id = %(stage)s AND c.state = '{open_state}'"
+        " AND c.submitted_count < c.target_count - c.leased_count AND " + " AND ".join(conditions)
+    )
+    personal = f"CAST(c.random_key AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
+    if order_policy == Stage.OrderPolicy.RANDOM:
+        searches = [
+            f"{base} ORDER BY (c.spread_rank + %(spread)s) %% c.group_size, {personal}"
+            f" LIMIT 1{lock}"
+        ]
+    else:
+        fresh = f"{base} AND c.submitted_count = 0 AND c.leased_count = 0"
+        searches = [
+            f"{base} AND (c.submitted_count > 0 OR c.leased_count > 0)"
+            f" ORDER BY c.submitted_count + c.leased_count DESC, {personal} LIMIT 1{lock}",
+            f"{fresh} AND c.random_key >= %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{fresh} AND c.random_key < %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+        ]
+    ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
+    chain = " UNION ALL ".join(f"SELECT id FROM search_{index}" for index in range(len(searches)))
+    text = (
+        f"SELECT {sql.columns(ItemStage, 's')}, {sql.columns(Item, 'i')}"
+        f" FROM {item_stages} s JOIN {sql.table(Item)} i ON i.id = s.item_id"
+        f" WHERE s.id IN (WITH {ctes} {chain} LIMIT 1)"
+    )
+    return text, rule_params
+
+
+def _search_rules(reached: StageForAnnotator) -> list[dict[str, Any]]:
+    """The eligibility rules of the annotator's search in the stage: the stage's own and, for
+    someone an annotator gate governs, the gates' rules (annotation.gates.search_rules)."""
+    return gates.search_rules(reached.stage.eligibility or [], governed=reached.governed)
+
+
+def reached_by(stage: Stage, annotator_id: int) -> StageForAnnotator:
+    """`stage` as access_stage_for_annotator would return it, for callers that hold a plain
+    stage (scripts, demos, tests): no current lease (a held one is found on the way, as a
+    collision with it), and the gates asked in one statement (annotation.gates.governed)."""
+    governed = gates.governed(annotator_id=annotator_id, project_id=stage.project_id)
+    return StageForAnnotator(stage=stage, current_assignment_id=None, governed=governed)
+
+
+def _candidate_statement(
+    reached: StageForAnnotator, annotator_id: int
+) -> tuple[str, dict[str, Any]]:
+    """The candidate search for this annotator in this stage (_candidate_sql) and all its
+    parameters. The search rules are worked out once per call and the text comes from the
+    per-process cache."""
+    stage = reached.stage
+    rules = _search_rules(reached)
+    text, rule_params = _candidate_sql(
+        stage.order_policy,
+        connection.vendor,
+        json.dumps(stage.phases or [], sort_keys=True),
+        json.dumps(rules, sort_keys=True),
+    )
+    salt = _annotator_salt(stage, annotator_id)
+    params: dict[str, Any] = {
+        "stage": stage.pk,
+        "annotator": annotator_id,
+        "project": stage.project_id,
+        "salt": salt,
+        **rule_params,
+    }
+    if stage.order_policy == Stage.OrderPolicy.RANDOM:
+        params["spread"] = salt % 997
+    else:
+        params["entry"] = salt % (2**31)
+    return text, params
+
+
+def assignment_next(*, annotator: User, stage: StageForAnnotator | Stage) -> Assignment | None:
+    """Lease the next item of the stage to `annotator`, or return None when none is left.
+
+    `stage`: what access_stage_for_annotator returned (it carries the current lease id and the
+    gates' flag, so nothing is read again); a plain Stage is taken too (reached_by).
+    Asking again while holding an unexpired lease returns the same assignment (renewed).
+
+    Locking: the chosen ItemStage row is taken with SELECT … FOR UPDATE SKIP LOCKED inside one
+    transaction, so concurrent annotators never take the same slot; the slot counters change
+    under that lock and a CHECK constraint backs the overlap invariant. Two simultaneous requests
+    of one annotator collide on the one-active-lease-per-stage constraint; the loser retries and
+    gets the winner's lease.
+
+    Someone an annotator gate governs (annotation.gates) is searched in a transaction that asks
+    the gates first (None when one refuses) and applies their rules.
+    """
+    reached = stage if isinstance(stage, StageForAnnotator) else reached_by(stage, annotator.pk)
+    for attempt in range(3):
+        try:
+            return _assignment_next(annotator, reached)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+            held = (
+                Assignment.objects.filter(
+                    stage=reached.stage, annotator=annotator.pk, status=Assignment.Status.ACTIVE
+                )
+                .values_list("pk", flat=True)
+                .first()
+            )
+            reached = reached._replace(current_assignment_id=held)
+    return None  # pragma: no cover
+
+
+def _assignment_next(annotator: User, reached: StageForAnnotator) -> Assignment | None:
+    """The one-statement lease when it can be one (_lease_at_once), otherwise the search,
+    renewal and reclaiming in one transaction (_assignment_next_in_transaction)."""
+    eligibility = reached.stage.eligibility
+    if (
+        connection.vendor == "postgresql"
+        and reached.current_assignment_id is None
+        and not reached.governed
+        and not (eligibility and counts_own_work(eligibility))
+    ):
+        if not connection.in_atomic_block:
+            leased = _lease_at_once(annotator, reached)
+        else:
+            with transaction.atomic():  # a savepoint: a failed statement leaves the caller's
+                leased = _lease_at_once(annotator, reached)
+        if leased is not None:
+            return leased
+    return _assignment_next_in_transaction(annotator, reached)
+
+
+@transaction.atomic
+def _assignment_next_in_transaction(
+    annotator: User, reached: StageForAnnotator
+) -> Assignment | None:
+    stage = reached.stage
+    if reached.governed and gates.refusal(
+        annotator_id=annotator.pk, stage=stage, action=gates.NEXT
+    ):
+        return None
+    rules = _search_rules(reached)
+    if rules and counts_own_work(rules):
+        sql.annotator_lock(stage.pk, annotator.pk)  # a quota: one search at a time per person
+    now = timezone.now()
+    if reached.current_assignment_id is not None:
+        current = _renew(reached.current_assignment_id, now, stage)
+        if current is not None:
+            return current
+    statement = _candidate_statement(reached, annotator.pk)
+    item_stage = _take_candidate(statement)
+    if item_stage is None:
+        if not leases_reclaim_expired(stage_id=stage.pk, now=now):
+            return None
+        item_stage = _take_candidate(statement)
+        if item_stage is None:
+            return None
+    assignment = Assignment(
+        item_stage=item_stage,
+        stage=stage,
+        annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        created_at=now,
+        expires_at=now + timedelta(seconds=stage.lease_seconds),
+        round=item_stage.round,
+        phase=item_stage.phase,
+        item_version=item_stage.item.version,
+    )
+    _insert_lease(assignment)
+    item_stage.leased_count += 1
+    assignment.item_stage = item_stage
+    return assignment
+
+
+@cache
+def _lease_sql(candidate_sql: str) -> str:
+    """The candidate search (_candidate_sql), the slot taken and the assignment inserted, in one
+    statement (data-modifying CTEs over the row the search locked): in autocommit no BEGIN or
+    COMMIT is sent, and the lease costs one round trip instead of four. Returns the item stage
+    and item columns as the search does (before leased_count + 1), then the assignment's id."""
+    item_stage_width = sql.width(ItemStage)
+    item_fields = [field.column for field in Item._meta.concrete_fields]
+    names = [f"c{index}" for index in range(item_stage_width + len(item_fields))]
+    position = {
+        field.column: names[index] for index, field in enumerate(ItemStage._meta.concrete_fields)
+    }
+    item_version = names[item_stage_width + item_fields.index("version")]
+    return f"""
+        WITH chosen({", ".join(names)}) AS ({candidate_sql}),
+        slot AS (
+            UPDATE {sql.table(ItemStage)} SET leased_count = leased_count + 1
+            WHERE id = (SELECT {position["id"]} FROM chosen)
+        ),
+        lease AS (
+            INSERT INTO {sql.table(Assignment)}
+                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
+                 finished_at, skip_reason, round, phase, item_version)
+            SELECT {position["id"]}, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
+                   %(expires_at)s, NULL, '', {position["round"]}, {position["phase"]},
+                   {item_version}
+            FROM chosen
+            RETURNING id
+        )
+        SELECT chosen.*, lease.id FROM chosen CROSS JOIN lease
+        """
+
+
+def _lease_at_once(annotator: User, reached: StageForAnnotator) -> Assignment | None:
+    """Lease the next candidate in one statement (_lease_sql), or None when the search found
+    nothing (the caller then reclaims expired leases and searches again). Two requests of one
+    annotator at once collide on the one-active-lease constraint: IntegrityError, nothing
+    stored, as in the transaction."""
+    stage = reached.stage
+    now = timezone.now()
+    candidate_sql, params = _candidate_statement(reached, annotator.pk)
+    params.update(
+        status=Assignment.Status.ACTIVE,
+        created_at=now,
+        expires_at=now + timedelta(seconds=stage.lease_seconds),
+    )
+    row = sql.fetchone(_lease_sql(candidate_sql), params)
+    if row is None:
+        return None
+    item_stage = sql.load(ItemStage, row)
+    item_stage.item = sql.load(Item, row, sql.width(ItemStage))
+    item_stage.leased_count += 1
+    assignment = Assignment(
+        pk=row[-1],
+        item_stage=item_stage,
+        stage=stage,
+        annotator=annotator,
+        status=Assignment.Status.ACTIVE,
+        created_at=now,
+        expires_at=params["expires_at"],
+        round=item_stage.round,
+        phase=item_stage.phase,
+        item_version=item_stage.item.version,
+    )
+    assignment._state.adding = False
+    return assignment
+
+
+def _insert_lease(assignment: Assignment) -> None:
+    """Insert the assignment and take its slot (leased_count + 1): one statement on PostgreSQL
+    (a data-modifying CTE), two elsewhere. The caller holds the item stage's row lock."""
+    if connection.vendor != "postgresql":
+        assignment.save(force_insert=True)
+        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
+            leased_count=F("leased_count") + 1
+        )
+        return
+    with sql.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH slot AS (
+                UPDATE {sql.table(ItemStage)} SET leased_count = leased_count + 1
+                WHERE id = %(item_stage)s
+            )
+            INSERT INTO {sql.table(Assignment)}
+                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
+                 finished_at, skip_reason, round, phase, item_version)
+            VALUES (%(item_stage)s, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
+                    %(expires_at)s, NULL, '', %(round)s, %(phase)s, %(item_version)s)
+            RETURNING id
+            """,
+            {
+                "item_stage": assignment.item_stage_id,
+                "stage": assignment.stage_id,
+                "annotator": assignment.annotator_id,
+                "status": assignment.status,
+                "created_at": assignment.created_at,
+                "expires_at": assignment.expires_at,
+                "round": assignment.round,
+                "phase": assignment.phase,
+                "item_version": assignment.item_version,
+            },
+        )
+        assignment.pk = cursor.fetchone()[0]
+    assignment._state.adding = False
+
+
+def _take_candidate(statement: tuple[str, dict[str, Any]]) -> ItemStage | None:
+    """Lock and return the first candidate (with its item), skipping rows others hold: one
+    statement (_candidate_statement)."""
+    row = sql.fetchone(*statement)
+    if row is None:
+        return None
+    item_stage = sql.load(ItemStage, row)
+    item_stage.item = sql.load(Item, row, sql.width(ItemStage))
+    return item_stage
+
+
+def _renew(assignment_id: int, now: Any, stage: Stage) -> Assignment | None:
+    """Renew the annotator's active lease (still counted in leased_count, so still theirs)."""
+    assignment = (
+        Assignment.objects.select_related("item_stage__item")
+        .select_for_update(of=("self",))
+        .filter(pk=assignment_id, status=Assignment.Status.ACTIVE)
+        .first()
+    )
+    if assignment is None:
+        return None
+    assignment.expires_at = now + timedelta(seconds=stage.lease_seconds)
+    assignment.save(update_fields=["expires_at"])
+    assignment.stage = stage
+    return assignment
