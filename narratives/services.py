@@ -47,6 +47,7 @@ def narratives_project_create(
     project = engine.project_create(
         slug=slug, name=name, kind=WORKFLOW, description=description, guidelines=GUIDELINES
     )
+    seeds: dict[str, Any] = {"seed": seed} if seed is not None else {}
     engine.stage_create(
         project=project,
         slug="order",
@@ -57,7 +58,7 @@ def narratives_project_create(
         routes={"accept": {"action": "finish"}},
         eligibility=[blind()],  # a human baseline: blind to any earlier work on the item
         instructions="Order the events from first cause to last effect; Enter submits.",
-        **({"seed": seed} if seed is not None else {}),
+        **seeds,
     )
     return project
 
@@ -199,7 +200,7 @@ def answers(project: Project, item_id: int | None = None) -> list[dict[str, Any]
     )
     if item_id is not None:
         query = query.filter(item_stage__item_id=item_id)
-    query = query.values_list(
+    rows_query = query.values_list(
         "pk",
         "item_stage__item_id",
         "item_stage__item__external_id",
@@ -209,7 +210,7 @@ def answers(project: Project, item_id: int | None = None) -> list[dict[str, Any]
         "payload",
         "seconds_spent",
     ).order_by("item_stage__item_id", "pk")
-    for pk, item_id, external_id, item, annotator_id, username, payload, seconds in query:
+    for pk, item_id, external_id, item, annotator_id, username, payload, seconds in rows_query:
         gold = (item or {}).get("gold")
         if not gold:
             continue

@@ -1,5 +1,9 @@
 """Checking ratings import files (pure Python + pandas-free; no Django).
 
+One module (about 740 lines) on purpose: the three kinds of file below share one column
+normalisation, one pair / order / connective lookup and one error report, and are read by one
+reader; split, each part would import the others.
+
 Files are read by the engine's import core, ``imports.core.readers.RecordReader``, one record at
 a time (``Rows``): CSV (comma, semicolon or tab, sniffed from the header), TSV, JSON Lines (one
 JSON object per line) or a JSON array, UTF-8 with or without a byte-order mark. A ``.json`` file

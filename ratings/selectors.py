@@ -226,10 +226,10 @@ def progress(context: RatingsContext) -> dict[str, Any]:
     """Counts for the progress cards: live rating stage (items, ratings collected and needed,
     completed items, raters, leases), practice, attention checks, imported ratings."""
     setup = context.setup
+    # A project without its rating stage reads no rows either way (ids start at 1).
+    rating_stage_id = setup.rating_stage_id or 0
     result: dict[str, Any] = {"pairs": SentencePair.objects.filter(project=context.project).count()}
-    regular = ItemStage.objects.filter(
-        stage_id=setup.rating_stage_id, item__purpose=Item.Purpose.REGULAR
-    )
+    regular = ItemStage.objects.filter(stage_id=rating_stage_id, item__purpose=Item.Purpose.REGULAR)
     live = regular.aggregate(
         items=Count("pk"),
         needed=Sum("target_count"),
@@ -240,18 +240,18 @@ def progress(context: RatingsContext) -> dict[str, Any]:
     live = {key: value or 0 for key, value in live.items()}
     live["percent"] = round(100 * live["collected"] / live["needed"]) if live["needed"] else 0
     submitted = Assignment.objects.filter(
-        stage_id=setup.rating_stage_id, status=Assignment.Status.SUBMITTED
+        stage_id=rating_stage_id, status=Assignment.Status.SUBMITTED
     )
     live["raters"] = submitted.values("annotator_id").distinct().count()
     live["cannot_judge"] = Annotation.objects.filter(
-        item_stage__stage_id=setup.rating_stage_id, payload__cannot_judge=True
+        item_stage__stage_id=rating_stage_id, payload__cannot_judge=True
     ).count()
     result["live"] = live
     result["items_total"] = Item.objects.filter(
         project=context.project, purpose=Item.Purpose.REGULAR
     ).count()
     checks = Annotation.objects.filter(
-        item_stage__stage_id=setup.rating_stage_id,
+        item_stage__stage_id=rating_stage_id,
         item_stage__item__purpose=Item.Purpose.ATTENTION_CHECK,
     )
     result["checks"] = {
@@ -368,7 +368,10 @@ def compute_analysis(context: RatingsContext, *, source: str, run: ModelRun | No
             )
     if built.model_ratings is not None and built.model_ratings["model"].notna().any():
         figures["model_scatter"] = plots.model_scatter(
-            built.model_ratings, context.connective_set, context.scale, model_name=built.model_name
+            built.model_ratings,
+            context.connective_set,
+            context.scale,
+            model_name=built.model_name or "model",
         )
     return Analysis(source=source, report=built, plots=figures, run=run)
 
@@ -421,7 +424,7 @@ def stored_analysis(context: RatingsContext, *, source: str, run: ModelRun | Non
     result = cache.get(cache_key)
     if result is None:
         try:
-            result = pickle.loads(bytes(row.content))
+            result = pickle.loads(bytes(row.content or b""))
         except Exception:
             # Stored by an older version of the code whose classes no longer match: as good as
             # missing (the page asks for a new one).

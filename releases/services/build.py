@@ -242,7 +242,7 @@ def _publish_built(release: Release, prefix: str, zip_path: Path, archive, manif
         if locked.started_at != release.started_at:
             # Superseded: this attempt was taken for dead (or given up and published again)
             # and another one has claimed the version since. Its files are the older
-            # snapshot; the current attempt publishes (tests/releases/test_sweeps.py).
+            # snapshot; the current attempt publishes (tests/releases/test_services_sweeps.py).
             logger.warning("release %s: a superseded build attempt finished; discarded", locked.pk)
             return locked
         with open(zip_path, "rb") as handle:
