@@ -11,10 +11,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import MANAGE, MONITOR
 from annotation.errors import ApplicationError
+from annotation.forms import form_error
 from annotation.navigation import project_tabs
 from annotation.web import page
 from graphs import services
 from graphs.access import access_graphs_project
+from graphs.forms import DsepGenerateForm
 
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
 
@@ -38,41 +40,23 @@ def scores(request, slug: str):
     return render(request, "graphs/scores.html", _context(project))
 
 
-def _int(raw: str, name: str, low: int, high: int) -> int:
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        value = None
-    if value is None or not low <= value <= high:
-        raise ApplicationError(
-            f"{name} is a whole number from {low} to {high} (got {str(raw)[:20]!r}).",
-            {name: f"{low}–{high}"},
-        )
-    return value
-
-
 @require_POST
 @page
 def generate(request, slug: str):
     project = access_graphs_project(request.user, slug, MANAGE)
-    upload = request.FILES.get("file")
-    if upload is None:
-        raise ApplicationError(
-            "Choose an edge list (CSV cause,effect or JSON).", {"file": "required"}
-        )
-    if upload.size > MAX_EDGE_LIST_BYTES:
-        raise ApplicationError(
-            f"An edge list is at most {MAX_EDGE_LIST_BYTES >> 20} MiB.", {"file": upload.name}
-        )
+    form = DsepGenerateForm(request.POST, request.FILES)
+    if not form.is_valid():
+        raise form_error(form)
+    upload = form.cleaned_data["file"]
     try:
         created = services.dsep_generate(
             project=project,
             data=upload.read(),
             filename=upload.name,
-            graph_name=request.POST.get("graph_name", ""),
-            max_given=_int(request.POST.get("max_given", "1"), "max_given", 0, services.MAX_GIVEN),
-            limit=_int(request.POST.get("limit", "20"), "limit", 1, services.MAX_QUESTIONS),
-            seed=_int(request.POST.get("seed", "0"), "seed", 0, 2**31),
+            graph_name=form.cleaned_data["graph_name"],
+            max_given=form.cleaned_data["max_given"],
+            limit=form.cleaned_data["limit"],
+            seed=form.cleaned_data["seed"],
         )
     except ApplicationError as error:
         return render(

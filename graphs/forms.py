@@ -1,0 +1,61 @@
+"""The Graphs tab's one POST, read by a form (CONTRIBUTING.md, "Thin views"): an uploaded edge
+list and the generator's settings, each number in its range, a refusal naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from graphs import services
+
+
+class _WholeNumber(forms.Field):
+    """A whole number from ``low`` to ``high``; empty or absent gives ``default``."""
+
+    def __init__(self, *, low: int, high: int, default: int, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+        self.low, self.high, self.default = low, high, default
+
+    def clean(self, value: Any) -> int:
+        if value in (None, ""):
+            return self.default
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not self.low <= number <= self.high:
+            raise forms.ValidationError(
+                f"%(name)s is a whole number from {self.low} to {self.high} "
+                f"(got {str(value)[:20]!r}).",
+                code=f"{self.low}–{self.high}",
+                params={"name": self.label},
+            )
+        return number
+
+
+class DsepGenerateForm(forms.Form):
+    """``file`` (an edge list: CSV cause,effect or JSON, at most
+    ``services.MAX_EDGE_LIST_BYTES``), ``graph_name``, ``max_given``, ``limit`` and ``seed``."""
+
+    file = forms.FileField(
+        required=False,
+        error_messages={"invalid": "Choose an edge list (CSV cause,effect or JSON)."},
+    )
+    graph_name = forms.CharField(required=False, strip=True)
+    max_given = _WholeNumber(label="max_given", low=0, high=services.MAX_GIVEN, default=1)
+    limit = _WholeNumber(label="limit", low=1, high=services.MAX_QUESTIONS, default=20)
+    seed = _WholeNumber(label="seed", low=0, high=2**31, default=0)
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data.get("file")
+        if upload is None:
+            raise forms.ValidationError(
+                "Choose an edge list (CSV cause,effect or JSON).", code="required"
+            )
+        if upload.size > services.MAX_EDGE_LIST_BYTES:
+            raise forms.ValidationError(
+                f"An edge list is at most {services.MAX_EDGE_LIST_BYTES >> 20} MiB.",
+                code=upload.name,
+            )
+        return upload
