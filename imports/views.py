@@ -7,14 +7,13 @@ hx-* sits beside a real link or form, so the pages work without JS.
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.access import MANAGE, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.navigation import project_tabs
-from annotation.web import page
+from annotation.web import page, page_of
 from imports import selectors, services
 from imports.core.pipeline import DUPLICATE_POLICIES
 from imports.core.readers import FORMATS
@@ -60,9 +59,7 @@ def import_list(request, slug: str):
             error = problem
         else:
             return redirect("imports:import", slug=project.slug, batch_id=batch.pk)
-    batches = Paginator(selectors.import_batches(project), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    batches = page_of(request, selectors.import_batches(project), PAGE_SIZE)
     schema = services.import_schema(project, "rows")
     context = _context(
         request,

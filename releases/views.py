@@ -7,14 +7,13 @@ Each view: access_project with the roles it needs, one service or selector, one 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
-from annotation.web import page, render_error
+from annotation.web import page, page_of, render_error
 from releases import selectors, services
 from releases.access import access_release
 from releases.downloads import release_download_response
@@ -36,7 +35,7 @@ def _context(request, project, **extra):
 @page
 def release_list(request, slug: str):
     project = access_project(request.user, slug, MONITOR)
-    releases = Paginator(selectors.releases(project), PAGE_SIZE).get_page(request.GET.get("page"))
+    releases = page_of(request, selectors.releases(project), PAGE_SIZE)
     context = _context(
         request, project, releases=releases, next_version=services.release_next_version(project)
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -18,7 +17,7 @@ from annotation.kinds import KINDS
 from annotation.models import Item, Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.web import page, render_error
+from annotation.web import page, page_of, render_error
 from studio import forms, selectors, services, stage_form
 from studio.access import (
     access_project_items,
@@ -285,7 +284,7 @@ def items(request, slug: str):
     project = access_project_items(request.user, slug)
     filters = {key: request.GET.get(key, "") for key in ("q", "stage", "state", "status")}
     found = selectors.items_browse(project, **filters)
-    listing = Paginator(found, 50).get_page(request.GET.get("page"))
+    listing = page_of(request, found, 50)
     return render(
         request,
         "studio/items.html",
