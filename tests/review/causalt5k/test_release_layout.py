@@ -15,7 +15,7 @@ from review.causalt5k.datasheet import round5
 from review.causalt5k.pressure import neutral_prompt, pressure_open
 from review.meter.demo import drive
 from tests.factories import make_member
-from tests.review.causalt5k.test_review import scores, to_scoring
+from tests.review.causalt5k.test_pipeline import scores, to_scoring
 
 pytestmark = pytest.mark.django_db
 
