@@ -12,7 +12,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 
 from annotation import gates, sql
-from annotation.errors import Conflict, NotFound, PermissionDenied
+from annotation.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 from annotation.models import Annotation, Assignment, Membership, Project, Role, Stage
 
 #: The one answer for an assignment id that is unknown or someone else's (both 404), so that
@@ -54,6 +54,25 @@ def access_project(
             f"{' and '.join(sorted(held))}."
         )
     project.user_roles = held
+    return project
+
+
+def access_workflow_project(
+    user: User | AnonymousUser,
+    slug: str,
+    *,
+    workflow: str,
+    label: str,
+    roles: Iterable[str] = ANY_ROLE,
+) -> Project:
+    """``access_project`` for a plug-in's own pages: the project must also be of ``workflow``,
+    else a 400 "<name> is not a <label> project." naming it (the one rule every workflow's tab
+    uses)."""
+    project = access_project(user, slug, roles)
+    if project.kind != workflow:
+        raise ApplicationError(
+            f"{project.name} is not a {label} project.", {"project": project.slug}
+        )
     return project
 
 

@@ -7,8 +7,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MONITOR, access_project
-from annotation.errors import ApplicationError
+from annotation.access import MONITOR, access_workflow_project
 from annotation.models import Project
 from graphs.services import WORKFLOW
 
@@ -18,9 +17,4 @@ def access_graphs_project(
 ) -> Project:
     """The project ``slug`` when the user holds one of ``roles`` in it (404 / 403 as
     ``annotation.access.access_project``); another kind of project is a 400 naming it."""
-    project = access_project(user, slug, roles)
-    if project.kind != WORKFLOW:
-        raise ApplicationError(
-            f"{project.name} is not a CARL-GT project.", {"project": project.slug}
-        )
-    return project
+    return access_workflow_project(user, slug, workflow=WORKFLOW, label="CARL-GT", roles=roles)

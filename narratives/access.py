@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MONITOR, access_project
-from annotation.errors import ApplicationError, NotFound
+from annotation.access import MONITOR, access_workflow_project
+from annotation.errors import NotFound
 from annotation.models import Item, Project
 from narratives.services import WORKFLOW
 
@@ -19,12 +19,9 @@ def access_narratives_project(
 ) -> Project:
     """The project ``slug`` when the user holds one of ``roles`` in it (404 / 403 as
     ``annotation.access.access_project``); another kind of project is a 400 naming it."""
-    project = access_project(user, slug, roles)
-    if project.kind != WORKFLOW:
-        raise ApplicationError(
-            f"{project.name} is not a CausalNarratives project.", {"project": project.slug}
-        )
-    return project
+    return access_workflow_project(
+        user, slug, workflow=WORKFLOW, label="CausalNarratives", roles=roles
+    )
 
 
 def access_narrative(project: Project, item_id: int) -> Item:

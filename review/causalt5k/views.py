@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_project
+from annotation.access import MANAGE, MONITOR, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
@@ -17,10 +17,9 @@ from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 
 
 def _project(request, slug, roles=MONITOR):
-    project = access_project(request.user, slug, roles)
-    if project.kind != services.WORKFLOW:
-        raise ApplicationError(f"{project.name} is not a CausalT5k project.", {"project": slug})
-    return project
+    return access_workflow_project(
+        request.user, slug, workflow=services.WORKFLOW, label="CausalT5k", roles=roles
+    )
 
 
 @require_GET

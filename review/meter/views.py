@@ -12,7 +12,7 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
 from agreement.selectors import latest_snapshots_by_stage
-from annotation.access import MANAGE, MONITOR, access_project
+from annotation.access import MANAGE, MONITOR, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
@@ -23,10 +23,10 @@ GENERATION_COLUMNS = ["pair_id", "source", "context", "cause", "effect", "trigge
 
 
 def _meter_project(request, roles):
-    project = access_project(request.user, request.resolver_match.kwargs["slug"], roles)
-    if project.kind != services.WORKFLOW:
-        raise ApplicationError(f"{project.name} is not a METER project.", {"project": project.slug})
-    return project
+    slug = request.resolver_match.kwargs["slug"]
+    return access_workflow_project(
+        request.user, slug, workflow=services.WORKFLOW, label="METER", roles=roles
+    )
 
 
 def _context(request, project, **extra):
