@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "narratives",
     "studio",
     "crowd",
+    "llm",
 ]
 
 MIDDLEWARE = [
