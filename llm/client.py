@@ -10,7 +10,9 @@ Contract of :func:`chat`: one request, no retry; returns a :class:`Reply` or rai
 server's ``Retry-After`` in ``retry_after``), ``server`` (5xx), ``timeout``, ``connection``,
 ``refused`` (the model declined: a refusal field or a content filter), ``client`` (another 4xx:
 retrying will not help) or ``key_missing`` (the endpoint names an environment variable that is
-not set). The key is read from the environment at each call and never stored or logged.
+not set). The key is read from the environment when a client is built (the one read of the
+environment outside rungwise/settings.py: which variable is an endpoint's own setting) and is
+never stored or logged.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def _submit_loop(
         item = items.get(assignment.item_stage_id) or Item.objects.get(
             pk=assignment.item_stage.item_id
         )
-        calls = made.pop(item.pk, None) or calls_for(rater, item, run)
+        calls = made.pop(item.pk, []) or calls_for(rater, item, run)
         while any(call.status == Call.Status.PENDING for call in calls):
             # another thread or worker holds a call of this item: it finishes or its claim
             # expires
@@ -273,7 +273,7 @@ def _submit_loop(
             threading.Event().wait(0.2)
             if not beat.running(force=True):
                 return
-            calls = made.pop(item.pk, None) or calls_for(rater, item, run)
+            calls = made.pop(item.pk, []) or calls_for(rater, item, run)
         answers = [call.parsed for call in calls if call.status == Call.Status.OK]
         if not answers:
             errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
@@ -284,7 +284,7 @@ def _submit_loop(
             )
             beat.failed += 1
             continue
-        payload, vote, confidence = modal(answers, stage.kind)
+        payload, vote, confidence = modal([a for a in answers if a is not None], stage.kind)
         annotation, _ = annotation_submit(
             assignment_id=assignment.pk,
             annotator=user,
