@@ -138,7 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _fault(self, model: str) -> dict[str, Any] | None:
         with _lock:
-            _requests[model].append({"path": self.path, **self._last_body})
+            _requests[model].append(
+                {
+                    "path": self.path,
+                    "authorization": self.headers.get("Authorization", ""),
+                    **self._last_body,
+                }
+            )
             control = _controls.get(model, {})
             now = time.monotonic()
             rpm = control.get("rpm")
