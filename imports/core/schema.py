@@ -130,6 +130,8 @@ class FieldSpec:
     help: str = ""
     #: Refuses a typed value with a message (see "Checks a schema declares"); not data.
     check: FieldCheck | None = field(default=None, compare=False, repr=False)
+    #: The message when a required field is missing, instead of the generic one.
+    required_message: str = ""
 
     def __post_init__(self) -> None:
         if self.type not in FIELD_TYPES:
@@ -369,6 +371,8 @@ class FieldSpec:
             data["default"] = self.default
         if self.help:
             data["help"] = self.help
+        if self.required_message:
+            data["required_message"] = self.required_message
         return data
 
     @classmethod
@@ -574,11 +578,15 @@ class RowSchema:
         index: int | None = None,
         column: int | None = None,
         text_values: bool = False,
+        partial: bool = False,
     ) -> tuple[dict[str, Any] | None, list[RowError]]:
         """Check one record; return ``(clean, [])`` or ``(None, errors)``.
 
         ``line``/``index``/``column`` locate the record for the errors. ``text_values`` is True
-        for CSV, whose cells are all text.
+        for CSV, whose cells are all text. ``partial=True`` returns ``(clean, errors)`` with the
+        fields that passed even when others did not, for a plug-in's checks across rows (a
+        repeated id is reported on a row whose other fields are wrong too); record checks run
+        only on a record whose fields all passed.
         """
         where: dict[str, Any] = {"line": line, "index": index, "column": column}
         if not isinstance(raw, Mapping):
@@ -622,7 +630,8 @@ class RowSchema:
                             code="required",
                             expected=spec.describe_type(),
                             found="missing",
-                            message=(
+                            message=spec.required_message
+                            or (
                                 f'The required field "{spec.name}"{also} is missing or '
                                 f"empty; fill it in."
                             ),
@@ -696,7 +705,7 @@ class RowSchema:
         if not errors:
             errors = self._record_errors(clean, where)
         if errors:
-            return None, errors
+            return (clean if partial else None), errors
         return clean, []
 
     def _record_errors(self, clean: dict[str, Any], where: dict[str, Any]) -> list[RowError]:
