@@ -574,12 +574,31 @@ def decode_utf8(data: bytes, *, first_line: int = 1) -> str:
     try:
         return Utf8Decoder().decode(data, final=True)
     except ImportFileError as refused:
-        error = refused.error
-        line = (error.line or 1) + first_line - 1
-        cause = error.message.split(": ", 1)[-1]
-        raise ImportFileError(
-            replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
-        ) from None
+        raise _with_column(refused.error, first_line) from None
+
+
+def _with_column(error: RowError, first_line: int = 1) -> ImportFileError:
+    """An encoding error whose message leads with ``line L, column C:``."""
+    line = (error.line or 1) + first_line - 1
+    cause = error.message.split(": ", 1)[-1]
+    return ImportFileError(
+        replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
+    )
+
+
+def physical_lines(fileobj: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """``(number, text)`` of each line of a binary file, 1-based, without its line end (LF,
+    CRLF or a lone CR), read one line at a time by the imports' rules: UTF-8 with or without a
+    byte-order mark, at most ``LINE_LIMIT`` bytes a line. The first byte that is not UTF-8
+    raises ``ImportFileError`` whose message starts ``line L, column C:``; for a reader whose
+    lines are not records of one schema (narratives' lines, each one JSON document)."""
+    try:
+        for number, line in enumerate(_text_lines(HashingReader(fileobj)), start=1):
+            yield number, line.rstrip("\r\n")
+    except ImportFileError as refused:
+        if refused.error.code != "encoding" or refused.error.column is None:
+            raise
+        raise _with_column(refused.error) from None
 
 
 def read_json_document(
