@@ -128,7 +128,9 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
         raise GraphInvalid([error.error.message]) from None
     stripped = text.lstrip()
     as_json = filename.lower().endswith(".json") or stripped.startswith(("[", "{"))
-    edges, nodes, problems = [], [], []
+    edges: list[tuple[int, str, tuple[str | None, str | None]]] = []
+    nodes: list[str | None] = []
+    problems: list[str] = []
     if as_json:
         try:
             document = read_json_document(text, at_end="the file ends")
@@ -153,7 +155,8 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
                 continue
             edges.append((index, f"edges[{index}]", pair))
     else:
-        edges, problems = _csv_edges(text)
+        named, problems = _csv_edges(text)
+        edges.extend(named)
     dag = nx.DiGraph()
     dag.add_nodes_from(n for n in nodes if n is not None)
     for _, where, (cause, effect) in edges:
