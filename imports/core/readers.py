@@ -1,8 +1,12 @@
 """Streaming readers for import files: CSV, JSON Lines and JSON (an array, or an object wrapping
 one), from a binary file object.
 
-One module (about 1,000 lines) for the three readers: they share the byte/line accounting
+One module (about 1,300 lines) for the three readers: they share the byte/line accounting
 and the error positions that make every message point at a line and column.
+
+* Lines: a line ends at LF, CRLF or a lone CR (old Mac files), in every reader and in every
+  line number it reports; ``physical_lines`` gives the lines of a file that holds no records
+  (a plug-in's line-aligned text, a line-per-document file).
 
 * Memory: CSV and JSON Lines hold one line (one record) at a time. A JSON array is parsed one
   element at a time with ``json.JSONDecoder.raw_decode`` over a sliding text buffer, so the parsed
