@@ -260,7 +260,10 @@ class FieldSpec:
         if isinstance(value, bool):
             raise self._wrong(value)
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an int beyond a float's range
+                raise self._wrong(value) from None
         elif isinstance(value, str):
             try:
                 number = float(value.strip())

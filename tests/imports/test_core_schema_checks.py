@@ -224,3 +224,9 @@ def test_content_ids_make_a_repeated_row_a_duplicate():
     assert error.message.startswith("This row repeats line 2 exactly")
     assert schema.row_id({"text": "same", "n": 1}, 9) == content_id({"n": 1, "text": "same"})
     assert len(content_id({"text": "same"})) == 16
+
+
+def test_an_int_too_large_for_a_float_is_a_wrong_value_not_a_crash():
+    schema = RowSchema(name="f", derived_id="row", fields=(FieldSpec("x", "float"),))
+    clean, [error] = schema.validate_row({"x": 10**400}, 3)
+    assert clean is None and (error.line, error.field, error.code) == (3, "x", "wrong_type")
