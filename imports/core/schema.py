@@ -1,7 +1,7 @@
 """How a project kind declares the rows it accepts on import.
 
-One module (about 850 lines): the field types, the checks and the schema that combines them
-are read together by whoever declares a schema.
+One module (about 940 lines): the field types, the checks, the normalisers and the schema that
+combines them are read together by whoever declares a schema.
 
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
@@ -182,9 +182,9 @@ class FieldSpec:
             return value
         if not isinstance(normalise, Mapping):
             return normalise(value)
+        if isinstance(value, str) and value in normalise:
+            return normalise[value]
         if isinstance(value, str | int | float) and not isinstance(value, bool):
-            if value in normalise:
-                return normalise[value]
             return self._folded_spellings.get(_normalise_key(str(value)))
         return None
 

@@ -2,9 +2,11 @@
 
 Django-free (CONTRIBUTING.md, "Statistics are pure functions" applies alike). One concern per
 module: review.causalt5k.release_files reads the release folder into raw records,
-review.causalt5k.parsing reads values out of a record, this module maps a record to a canonical
-case (``normalise_record``) and merges the records that are the same case, giving each a case id
-in the paper's form (``build_cases``), and review.causalt5k.report holds the report. Every
+review.causalt5k.parsing reads values out of a record, this module declares the record schema
+whose fields map the vocabulary's spellings (``RECORD_SCHEMA``, read by the import core), maps a
+record to a canonical case (``normalise_record``) and merges the records that are the same case,
+giving each a case id in the paper's form (``build_cases``), and review.causalt5k.report holds
+the report. Every
 record read ends in exactly one place of the ``Report``: it made a case, was merged into one,
 was attached to one as a review, or was not imported — with the reason.
 """

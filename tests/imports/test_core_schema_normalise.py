@@ -94,3 +94,14 @@ def test_a_mapping_is_data_and_a_callable_is_not():
 def test_an_unknown_unmapped_policy_is_refused():
     with pytest.raises(ValueError, match="unmapped"):
         FieldSpec("level", normalise=LEVELS, unmapped="guess")  # type: ignore[arg-type]
+
+
+def test_a_number_is_looked_up_by_its_text_and_a_boolean_never_matches():
+    rungs = RowSchema(
+        name="rungs",
+        derived_id="row",
+        fields=(FieldSpec("rung", "json", normalise={"2": "L2", "True": "L1"}),),
+    )
+    assert rungs.validate_row({"rung": 2}, 1) == ({"rung": "L2"}, [])
+    clean, errors = rungs.validate_row({"rung": True}, 2)
+    assert clean is None and [e.code for e in errors] == ["unknown_choice"]
