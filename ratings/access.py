@@ -7,8 +7,9 @@ from typing import NamedTuple
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MONITOR, ProjectAccess, access_project
-from annotation.errors import NotFound, PermissionDenied
+from annotation.access import MONITOR, ProjectAccess, access_workflow_project
+from annotation.errors import ApplicationError, NotFound, PermissionDenied
+from ratings.apps import RATINGS_WORKFLOW
 from ratings.models import ModelRun
 from ratings.selectors import RatingsContext, ratings_context
 
@@ -26,12 +27,18 @@ def access_ratings_project(
     user: User | AnonymousUser, slug: str, roles: Iterable[str] = MONITOR
 ) -> RatingsAccess:
     """The ratings project `slug`, with the user's roles and its settings, if the user holds
-    one of `roles` in it (404 when it is not theirs or not a ratings project, 403 when they
-    lack the role)."""
-    access = access_project(user, slug, roles)
+    one of `roles` in it (404 when it is not theirs, 403 when they lack the role; another kind
+    of project is a 400 naming it, the rule of ``annotation.access.access_workflow_project``)."""
+    access = access_workflow_project(
+        user, slug, workflow=RATINGS_WORKFLOW, label="ratings", roles=roles
+    )
     context = ratings_context(access.project)
     if context is None:
-        raise NotFound(f"{access.project.name} is not a ratings project.")
+        # ratings.project_setup creates a ratings project and its settings together: a project
+        # of the kind without them is refused as ratings.project_setup refuses it.
+        raise ApplicationError(
+            f"{access.project.name} is not a ratings project.", {"project": access.project.slug}
+        )
     return RatingsAccess(access=access, ratings=context)
 
 

@@ -128,6 +128,7 @@ def test_projects_for_user_shows_a_superuser_as_admin_plus_the_roles_they_really
         ("causalt5k:report", "CausalT5k"),
         ("graphs:scores", "CARL-GT"),
         ("narratives:baseline", "CausalNarratives"),
+        ("ratings:dashboard", "ratings"),
     ],
 )
 def test_each_workflow_tab_refuses_another_kind_of_project(client, url_name, label):
