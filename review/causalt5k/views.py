@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_workflow_project
+from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
@@ -16,7 +16,7 @@ from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 
 
-def _project(request, slug, roles=MONITOR):
+def _project(request, slug, roles=MONITOR) -> ProjectAccess:
     return access_workflow_project(
         request.user, slug, workflow=services.WORKFLOW, label="CausalT5k", roles=roles
     )
@@ -25,7 +25,8 @@ def _project(request, slug, roles=MONITOR):
 @require_GET
 @page
 def report(request, slug: str):
-    project = _project(request, slug)
+    access = _project(request, slug)
+    project = access.project
     record = services.latest_import(project)
     cascade = figures.cascade(project)
     return render(
@@ -33,7 +34,7 @@ def report(request, slug: str):
         "review/causalt5k/report.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "record": record,
             "report": services.report_summary(record.report) if record else None,
             "cascade": cascade,
@@ -44,7 +45,7 @@ def report(request, slug: str):
             "blind": blind.blind_accuracy(project),
             "blind_progress": blind.blind_progress(project),
             "has_blind": project.stages.filter(kind=blind.BLIND_KIND).exists(),
-            "can_manage": bool(set(MANAGE) & project.user_roles),
+            "can_manage": access.holds(MANAGE),
         },
     )
 
@@ -52,7 +53,7 @@ def report(request, slug: str):
 @require_GET
 @page
 def report_csv(request, slug: str):
-    project = _project(request, slug)
+    project = _project(request, slug).project
     record = services.latest_import(project)
     if record is None:
         raise ApplicationError("Nothing has been imported yet.", {"project": slug})
@@ -65,7 +66,7 @@ def report_csv(request, slug: str):
 @page
 def blind_sample_open(request, slug: str):
     """Open a seeded sample of kept cases in the blind answer stage (admins)."""
-    project = _project(request, slug, MANAGE)
+    project = _project(request, slug, MANAGE).project
     raw = request.POST.get("sample", "100")
     try:
         sample = int(raw)
@@ -87,7 +88,8 @@ def blind_sample_open(request, slug: str):
 def human_floor(request, slug: str):
     """The trap × domain grid of human-written shares, cells below the floor flagged
     (``?threshold=0.3&basis=known`` change the floor and the basis; review.causalt5k.floor)."""
-    project = _project(request, slug)
+    access = _project(request, slug)
+    project = access.project
     figures = floor.human_floor(
         project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
     )
@@ -96,7 +98,7 @@ def human_floor(request, slug: str):
         "review/causalt5k/human_floor.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "floor": figures,
             "percent": round(100 * figures["settings"]["threshold"], 1),
         },
@@ -106,7 +108,7 @@ def human_floor(request, slug: str):
 @require_GET
 @page
 def human_floor_csv(request, slug: str):
-    project = _project(request, slug)
+    project = _project(request, slug).project
     figures = floor.human_floor(
         project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
     )
