@@ -82,11 +82,14 @@ def _answer(stage, user, choose) -> Annotation:
     return annotation
 
 
-def build(capture_on_commit, *, slug: str = "calib", with_model: bool = True) -> CalibrationStudy:
+def build(
+    capture_on_commit, *, slug: str = "calib", with_model: bool = True, kind: str = "generic"
+) -> CalibrationStudy:
     """The study of the module docstring (``capture_on_commit``: pytest-django's
     ``django_capture_on_commit_callbacks``, so that items resolve as they complete). The model
-    answers every item first, then each person answers every item."""
-    project = api.project_create(name=f"Calibration {slug}", slug=slug)
+    answers every item first, then each person answers every item. ``kind``: the project's
+    workflow (a workflow tab shows only its own projects)."""
+    project = api.project_create(name=f"Calibration {slug}", slug=slug, kind=kind)
     stage = api.stage_create(
         project=project,
         kind="label",

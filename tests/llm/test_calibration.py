@@ -258,8 +258,6 @@ def test_a_stage_without_model_raters_has_no_calibration(django_capture_on_commi
 @pytest.mark.django_db
 def test_the_review_queue_is_newest_first(django_capture_on_commit_callbacks):
     study = calibration_study.build(django_capture_on_commit_callbacks, slug="newest")
-    from llm.models import ModelVote
-
     from datetime import timedelta
 
     from django.utils import timezone
