@@ -109,8 +109,8 @@ def kappa_bootstrap(
         return None, None, None
     cells = np.bincount(first * n_categories + second, minlength=n_categories**2)
     rng = np.random.default_rng(seed)
-    tables = rng.multinomial(n, cells / n, size=n_boot).reshape(n_boot, n_categories, n_categories)
-    tables = tables / n
+    counts = rng.multinomial(n, cells / n, size=n_boot)
+    tables = counts.reshape(n_boot, n_categories, n_categories) / n
     observed = np.trace(tables, axis1=1, axis2=2)
     expected = np.einsum("bi,bi->b", tables.sum(axis=2), tables.sum(axis=1))
     defined = expected < 1 - 1e-12
@@ -402,6 +402,7 @@ class ReviewRow:
     external_id: str
     summary: str
     rater: str
+    rater_short: str
     model_value: Any
     confidence: float
     human_value: Any
@@ -412,10 +413,12 @@ class ReviewRow:
 @dataclass(frozen=True)
 class RaterRow:
     """A model rater of the stage and its figures (``result`` is None when it has no vote on a
-    completed item yet)."""
+    completed item yet). ``label``: endpoint · prompt version; ``short``: the endpoint's name,
+    with the prompt version only when two raters of the stage share the endpoint (figures)."""
 
     rater_id: int
     label: str
+    short: str
     samples: int
     result: RaterResult | None
 
@@ -516,16 +519,21 @@ def stage_calibration(
         labels = [_label(value) for value in result.values]
     by_code = dict(zip(result.values, labels, strict=True))
     results = {entry.rater: entry for entry in result.raters}
+    endpoints = [rater.endpoint_id for rater in raters]
     rows = [
         RaterRow(
             rater_id=rater.pk,
             label=f"{rater.endpoint.name} · {rater.prompt}",
+            short=rater.endpoint.name
+            if endpoints.count(rater.endpoint_id) == 1
+            else f"{rater.endpoint.name} · {rater.prompt}",
             samples=rater.samples,
             result=results.get(rater.pk),
         )
         for rater in raters
     ]
     review = _review_rows(result, rows, by_code, confidences, by_user_rater=raters)
+    short_of = {row.label: row.short for row in rows}
     item_stages = {
         row.pk: row
         for row in ItemStage.objects.filter(pk__in=[entry[0] for entry in review]).select_related(
@@ -539,6 +547,7 @@ def stage_calibration(
             external_id=item_stages[item_stage_id].item.external_id,
             summary=item_summary(item_stages[item_stage_id].item),
             rater=label,
+            rater_short=short_of.get(label, label),
             model_value=model_value,
             confidence=confidence,
             human_value=human_value,
@@ -568,7 +577,7 @@ def _review_rows(
     result: Calibration,
     rows: list[RaterRow],
     by_code: dict[Any, str],
-    confidences: dict[tuple[int, int], tuple[float, datetime | None]],
+    confidences: Mapping[tuple[int, int], tuple[float, datetime | None]],
     *,
     by_user_rater: list[Any],
 ) -> list[tuple[int, str, str, float, str, int, datetime | None]]:

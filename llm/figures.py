@@ -68,48 +68,60 @@ def _dots(axes: Any, rows: list[tuple[str, Any, str]], title: str) -> None:
     axes.set_title(title, loc="left")
 
 
-def agreement_figure(calibration: StageCalibration, *, width: float = 6.4) -> str:
-    """Two panels, one row per model rater. Left: the model against the human decision (κ or α
-    with its 95 % bootstrap interval). Right: α of the people alone (grey, first row) and of the
-    people with each model as one more rater."""
-    compared = calibration.compared
+def agreement_figure(calibration: StageCalibration, *, width: float = 4.8) -> str:
+    """Two panels on one agreement axis, one row per model rater. Top: the model against the
+    human decision (κ or α with its 95 % bootstrap interval). Bottom: α of the people alone
+    (grey, first row, and the dashed line) and of the people with each model as one more
+    rater."""
+    compared = [row for row in calibration.compared if row.result is not None]
     if not compared:
         return plots._empty(_NO_RATER, width, 1.6)
-    height = 1.2 + 0.34 * (len(compared) + 1)
     colours = [SERIES_COLOURS[index % len(SERIES_COLOURS)] for index in range(len(compared))]
+    top_rows = len(compared)
     with plt.rc_context(STYLE):
-        figure, (left, right) = plt.subplots(
-            1, 2, figsize=(width, height), gridspec_kw={"wspace": 0.9}
+        figure, (top, bottom) = plt.subplots(
+            2,
+            1,
+            figsize=(width, 1.5 + 0.36 * (2 * top_rows + 1)),
+            sharex=True,
+            height_ratios=(top_rows + 0.6, top_rows + 1.6),
+            gridspec_kw={"hspace": 0.55},
         )
         _dots(
-            left,
+            top,
             [
-                (row.label, row.result.against_people, colour)
+                (row.short, row.result.against_people, colour)  # type: ignore[union-attr]
                 for row, colour in zip(compared, colours, strict=True)
-                if row.result is not None
             ],
-            f"Model vs human decision: {metric_name(calibration.metric)}",
+            f"Against the human decision: {metric_name(calibration.metric)}",
         )
         level = "nominal" if calibration.scale == "nominal" else calibration.scale
         _dots(
-            right,
+            bottom,
             [("People alone", calibration.alpha_people, GREY)]
             + [
-                (f"+ {row.label}", row.result.alpha_with_model, colour)
+                (f"People + {row.short}", row.result.alpha_with_model, colour)  # type: ignore[union-attr]
                 for row, colour in zip(compared, colours, strict=True)
-                if row.result is not None
             ],
             f"Krippendorff's α ({level}) of the people",
         )
         if calibration.alpha_people.value is not None:
-            right.axvline(
+            bottom.axvline(
                 float(calibration.alpha_people.value),
                 color=GREY,
                 linestyle=(0, (4, 3)),
                 linewidth=0.9,
             )
-        for axes in (left, right):
-            axes.set_xlabel("Agreement (95 % bootstrap CI)")
+        lows = [
+            result.ci_low
+            for result in [calibration.alpha_people]
+            + [row.result.against_people for row in compared]  # type: ignore[union-attr]
+            + [row.result.alpha_with_model for row in compared]  # type: ignore[union-attr]
+            if result.ci_low is not None
+        ]
+        bottom.set_xlim(min([-0.05, *[low - 0.05 for low in lows]]), 1.02)
+        bottom.set_xlabel("Agreement (95 % bootstrap CI)")
+        top.tick_params(labelbottom=True)
         return plots._svg(figure)
 
 
@@ -153,7 +165,7 @@ def confusion_figure(calibration: StageCalibration, *, panel: float = 2.6) -> st
             axes.set_yticks(range(len(labels)), labels)
             axes.set_xlabel("Model's vote")
             axes.set_ylabel("Human decision")
-            axes.set_title(row.label, loc="left", fontsize=8.5)
+            axes.set_title(row.short, loc="left", fontsize=8.5)
             axes.grid(False)
             for spine in axes.spines.values():
                 spine.set_visible(False)
@@ -164,7 +176,7 @@ def confusion_figure(calibration: StageCalibration, *, panel: float = 2.6) -> st
 
 
 def reliability_figure(
-    calibration: StageCalibration, *, width: float = 5.6, height: float = 3.4
+    calibration: StageCalibration, *, width: float = 4.8, height: float = 3.2
 ) -> str:
     """The reliability plot: for each model rater, the accuracy of its votes (share equal to the
     human decision) against their mean confidence, per equal-width confidence bin; the marker's
@@ -182,8 +194,8 @@ def reliability_figure(
             assert result is not None
             colour = SERIES_COLOURS[index % len(SERIES_COLOURS)] if len(compared) > 1 else BLUE
             shown = [entry for entry in result.bins if entry.n]
-            xs = [entry.confidence for entry in shown]
-            ys = [entry.accuracy for entry in shown]
+            xs = [float(entry.confidence or 0.0) for entry in shown]  # a bin with votes has both
+            ys = [float(entry.accuracy or 0.0) for entry in shown]
             sizes = [18 + 160 * entry.n / largest for entry in shown]
             ece = "–" if result.ece is None else f"{result.ece:.3f}"
             accuracy = "–" if result.accuracy is None else f"{result.accuracy:.0%}"
@@ -196,7 +208,7 @@ def reliability_figure(
                 alpha=0.85,
                 edgecolors="white",
                 linewidths=0.6,
-                label=f"{row.label}: ECE {ece}, accuracy {accuracy}",
+                label=f"{row.short}: ECE {ece}, accuracy {accuracy}",
                 zorder=3,
             )
         axes.set_xlim(0, 1.02)
@@ -205,7 +217,10 @@ def reliability_figure(
         axes.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         axes.set_xlabel("Model's confidence (share of its samples giving its vote)")
         axes.set_ylabel("Accuracy against the\nhuman decision")
-        axes.legend(loc="upper left", fontsize=7.5)
+        # Below the axes: inside, it would hide points wherever they fall.
+        axes.legend(
+            loc="upper left", bbox_to_anchor=(0, -0.2), fontsize=7.5, ncols=1, borderaxespad=0
+        )
         return plots._svg(figure)
 
 
