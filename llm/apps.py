@@ -23,6 +23,7 @@ class LlmConfig(AppConfig):
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                advisory_raters=[eligibility.advisory_raters],
                 demo=self.demo_seed,
             )
         )
