@@ -52,7 +52,7 @@ def test_the_stage_page_shows_models_against_people_to_researchers(study):
     assert response.status_code == 200
     page = response.content.decode()
     assert "Models against people" in page
-    assert "demo-model · demo-model v1" in page
+    assert "sections-model · sections-model v1" in page
     # κ with the decision (7/17), the review queue's one item linked to the item page.
     assert "0.41" in page
     item = study.project.items.get(external_id="item-4")
@@ -108,7 +108,7 @@ def test_the_review_queue_csv(study):
     assert rows[0][:3] == ["item_stage_id", "item_id", "external_id"]
     (row,) = rows[1:]
     assert row[2] == "item-4"
-    assert row[4] == "demo-model · demo-model v1"
+    assert row[4] == "sections-model · sections-model v1"
     assert row[5:9] == ["temporal", "0.8", "causal", "3"]
 
 

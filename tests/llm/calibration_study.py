@@ -2,9 +2,10 @@
 (annotation.api), for the calibration tests (tests/llm/test_calibration.py, test_figures.py,
 tests/agreement/test_sections.py).
 
-The model rater's rows (endpoint, prompt version, ModelRater, ModelVote) are created directly:
-the model's answers go through assignment_next / annotation_submit like a person's, and the
-ModelVote row records the confidence the rater's run would have computed.
+The model rater comes from llm.services (endpoint_save, prompt_template_create, rater_add); its
+answers go through assignment_next / annotation_submit as its run would submit them
+(llm/runs.py), and the ModelVote rows are written here with the confidences of the table below
+(a run computes them from its k samples).
 
 Six items, three people (A, B, C) and the model M, categories causal / temporal / none:
 
@@ -33,7 +34,8 @@ from typing import Any
 from annotation import api
 from annotation.access import access_stage_for_annotator
 from annotation.models import Annotation, Role
-from llm.models import Endpoint, ModelRater, ModelVote, PromptTemplate, PromptVersion
+from llm import services
+from llm.models import DEMO_BASE_URL, Endpoint, ModelVote
 from tests.factories import make_member
 
 LABELS = ("causal", "temporal", "none")
@@ -55,24 +57,25 @@ class CalibrationStudy:
     annotator: Any
 
 
-def add_model_rater(stage, *, name: str = "demo-model", username: str = "model-demo"):
-    """An endpoint, a prompt version and a ModelRater on ``stage`` with its own (member) user."""
-    endpoint = Endpoint.objects.create(name=name, base_url="demo://responder/v1", model="demo")
-    template = PromptTemplate.objects.create(project=stage.project, name=name, kind=stage.kind)
-    version = PromptVersion.objects.create(
-        template=template,
-        number=1,
-        user="Label: {{ text }}",
-        checksum=PromptVersion.checksum_of("", "Label: {{ text }}", stage.kind),
+def add_model_rater(stage, *, name: str = "demo-model"):
+    """An endpoint, a prompt and an extra model rater on ``stage`` (llm.services.rater_add: its
+    own inactive user, one more slot per item kept for it; its answers advise)."""
+    endpoint = services.endpoint_save(
+        endpoint=Endpoint(name=name, base_url=DEMO_BASE_URL, model="demo")
     )
-    user = make_member(stage.project, username=username)
-    rater = ModelRater.objects.create(stage=stage, endpoint=endpoint, prompt=version, user=user)
-    return rater, user
+    version = services.prompt_template_create(
+        project=stage.project, name=name, kind=stage.kind, user_text="Label: {{ text }}"
+    )
+    rater = services.rater_add(
+        stage=stage, endpoint=endpoint, prompt=version, samples=5, temperature=0.7
+    )
+    return rater, rater.user
 
 
-def _answer(stage, user, choose) -> Annotation:
-    """The next item of ``stage`` for ``user``, answered with ``choose(item index)``."""
-    access = access_stage_for_annotator(user=user, stage_id=stage.pk)
+def _answer(stage, user, choose, *, model: bool = False) -> Annotation:
+    """The next item of ``stage`` for ``user``, answered with ``choose(item index)``. A model
+    rater's user asks with the stage itself, as its run does (llm/runs.py): it cannot sign in."""
+    access = stage if model else access_stage_for_annotator(user=user, stage_id=stage.pk)
     assignment = api.assignment_next(annotator=user, stage=access)
     assert assignment is not None, f"{user} got no item"
     index = int(assignment.item_stage.item.external_id.split("-")[1])
@@ -95,7 +98,7 @@ def build(
         kind="label",
         slug="label",
         name="Label",
-        overlap=4 if with_model else 3,
+        overlap=3,
         config={"choices": list(LABELS)},
     )
     api.items_create(
@@ -108,10 +111,12 @@ def build(
     people = [make_member(project, username=f"{slug}-person-{rank}") for rank in range(3)]
     rater = model_user = None
     if with_model:
-        rater, model_user = add_model_rater(stage, username=f"{slug}-model")
+        rater, model_user = add_model_rater(stage, name=f"{slug}-model")
         for _ in PEOPLE_VOTES:
             with capture_on_commit(execute=True):
-                annotation = _answer(stage, model_user, lambda index: MODEL_VOTES[index][0])
+                annotation = _answer(
+                    stage, model_user, lambda index: MODEL_VOTES[index][0], model=True
+                )
                 index = int(annotation.item_stage.item.external_id.split("-")[1])
                 ModelVote.objects.create(
                     rater=rater,

@@ -218,7 +218,7 @@ def test_stage_calibration_reads_people_and_the_model_from_the_engine(
     assert (found.n_items, found.n_decided, found.n_ties) == (6, 5, 1)
     assert found.value_labels == list(LABELS)
     (row,) = found.raters
-    assert row.rater_id == study.rater.pk and row.samples == 1
+    assert row.rater_id == study.rater.pk and row.samples == 5
     assert row.result is not None
     assert row.result.against_people.value == pytest.approx(KAPPA)
     assert row.result.ece == pytest.approx(ECE)
