@@ -8,8 +8,8 @@ Two halves in one module, because the second is a thin reader of the first:
   :func:`expected_calibration_error`, :func:`review_candidates` and :func:`calibrate`, which
   puts them together;
 * one selector, :func:`stage_calibration`, that reads a stage's votes the way the agreement
-  figures do (``agreement.votes.stage_votes``: completed items only, so nothing here shows an
-  answer while people are still at work on the item) and the model raters' confidences
+  figures do (``agreement.votes.stage_votes``, with the advisory raters' answers: completed
+  items only, so nothing here shows an answer while people are still at work on the item) and the model raters' confidences
   (``ModelVote``), and calls :func:`calibrate`.
 
 Rules (one place each):
@@ -473,7 +473,8 @@ def stage_calibration(
     scale = get_kind(stage.kind).agreement.scale
     if not raters or scale is None:
         return None
-    votes = stage_votes(stage)
+    # Every rater's answers: the stage's own figures leave the advisory (extra model) raters out.
+    votes = stage_votes(stage, include_advisory=True)
     frame = votes.frame()
     rater_keys = [int(key) for key in pd.unique(frame[RATER])] if len(frame) else []
     model_users = set(
