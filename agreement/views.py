@@ -150,7 +150,7 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
 def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> HttpResponseBase:
     project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
-    if plot not in PLOTS:
+    if not figures.offers(plot):
         raise NotFound(f"There is no figure {plot!r}.")
     response = HttpResponse(
         figures.stage_figure(stage, plot), content_type="image/svg+xml; charset=utf-8"
@@ -168,7 +168,7 @@ def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> H
 def stage_csv(request: PageRequest, slug: str, stage_slug: str, table: str) -> HttpResponseBase:
     project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
-    if table not in CSV_TABLES:
+    if not exports.offers(table):
         raise NotFound(f"There is no table {table!r}.")
     sort, descending = _order_form(request).order()
     show = DisagreementFilterForm(request.GET).selected()

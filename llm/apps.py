@@ -15,7 +15,9 @@ class LlmConfig(AppConfig):
 
     def ready(self) -> None:
         from annotation.plugins import Plugin, register_plugin
-        from llm import eligibility
+        from llm import calibration, eligibility
+
+        calibration.register_section()
 
         register_plugin(
             Plugin(

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
+from agreement.sections import project_sections
 from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
@@ -46,6 +47,7 @@ def report(request, slug: str):
             "blind_progress": blind.blind_progress(project),
             "has_blind": project.stages.filter(kind=blind.BLIND_KIND).exists(),
             "can_manage": access.holds(MANAGE),
+            "stage_sections": project_sections(project.stages.order_by("position")),
         },
     )
 

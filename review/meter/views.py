@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
+from agreement.sections import project_sections
 from agreement.selectors import latest_snapshots_by_stage
 from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import ApplicationError
@@ -66,6 +67,7 @@ def _context(request, access: ProjectAccess, **extra):
         "evidence": services.evidence_agreement(project),
         "has_evidence": project.stages.filter(kind="meter_spans").exists(),
         "has_baseline": project.stages.filter(kind="meter_answer").exists(),
+        "stage_sections": project_sections(stages),
         **extra,
     }
 
