@@ -25,3 +25,12 @@ def runs_sweep() -> int:
     for run_id in stuck:
         rater_run.delay(run_id)
     return len(stuck)
+
+
+@shared_task(name="llm.tasks.generation_run")
+def generation_run(run_id: int) -> str | None:
+    """A generation run (llm/generation.py): claimed first, every call and write keyed."""
+    from llm import generation
+
+    run = generation.generation_run(run_id)
+    return run.status if run else None

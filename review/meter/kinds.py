@@ -271,10 +271,29 @@ class MeterFilterKind(TaskKind):
                 "failed",
                 "at least one criterion",
             )
-        return {"value": value, "failed": sorted(clean), "comment": _comment(payload)}
+        from llm.judges import model_mark
+
+        return model_mark(
+            {"value": value, "failed": sorted(clean), "comment": _comment(payload)},
+            context.annotator_id,
+        )
 
     def categories(self, config: Mapping[str, Any]) -> list[Any]:
         return ["keep", "discard"]
+
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """A model judge's answer: keep or discard, and the failed criteria (none to keep, at
+        least one to discard — :meth:`validate` checks it as for a person)."""
+        failed = [f"L{level}.{criterion}" for level in LEVELS for criterion in CRITERIA]
+        return {
+            "type": "object",
+            "properties": {
+                "value": {"enum": ["keep", "discard"]},
+                "failed": {"type": "array", "items": {"enum": failed}},
+                "comment": {"type": "string"},
+            },
+            "required": ["value", "failed"],
+        }
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("k", "keep (all criteria met)"), ("d", "discard (marked criteria fail)")]
