@@ -25,6 +25,7 @@ class LlmConfig(AppConfig):
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
                 policies=[judges.ModelUnanimityPolicy()],
+                advisory_raters=[eligibility.advisory_raters],
                 demo=self.demo_seed,
             )
         )
