@@ -13,22 +13,25 @@ the payload — :func:`model_mark`, called from the kind's ``validate``:
 * it names the rater (``"<endpoint> · <template> v<n>"``), so the stored annotation says which
   model and prompt version gave it, beside the call keys in the ledger.
 
-Policies read the mark with :func:`is_model_ballot`. Two uses ship:
+How a model judge's score counts is the stage's choice, made when the rater is added: an extra
+rater (the default) **advises** — the engine leaves its ballot out of every decision
+(``Plugin.advisory_raters``, annotation/advisory.py) and it is measured against people; a rater
+in a human slot (``fills_human_slot``) **counts** like the reviewer it replaces, so CausalT5k's
+``ct5k_gate`` reads its composite in submission order (two model judges decide, a person is
+called when they are far apart).
 
-* ``ct5k_gate``'s option ``models`` (review/causalt5k/policies.py): ``count`` (default) — a model
-  judge's composite counts as a reviewer's; ``advise`` — only people's composites decide, the
-  models' are recorded for calibration against them.
-* :class:`ModelUnanimityPolicy` (``model_unanimity``, registered by the llm plug-in): the item
-  is accepted only when every model judge gave the stage's ``value`` — METER's
-  de-contamination, where three models judge each pair without its context and only the pairs
-  all three call non-causal are kept. People's ballots in such a stage are recorded, never
-  counted.
+Policies read the mark with :func:`is_model_ballot`. :class:`ModelUnanimityPolicy`
+(``model_unanimity``, registered by the llm plug-in) accepts an item only when every model judge
+gave the stage's ``value`` — METER's de-contamination, where three models judge each pair
+without its context and only the pairs all three call non-causal are kept
+(review/meter/decontamination.py). Its judges fill the stage's slots (an advising model's ballot
+never reaches a policy); people's ballots in such a stage are recorded, never counted.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any, ClassVar
 
 from annotation.api import Decision
@@ -75,20 +78,6 @@ def split_ballots(ballots: Sequence[Ballot]) -> tuple[list[Ballot], list[Ballot]
     models = [b for b in ballots if is_model_ballot(b)]
     people = [b for b in ballots if not is_model_ballot(b)]
     return models, people
-
-
-#: ``models`` option values of policies that combine model judges with people.
-MODEL_MODES = ("count", "advise")
-
-
-def check_models_option(options: Mapping[str, Any]) -> None:
-    """ValueError unless the ``models`` option, when given, is one of :data:`MODEL_MODES`."""
-    mode = options.get("models", "count")
-    if mode not in MODEL_MODES:
-        raise ValueError(
-            f"models must be 'count' (a model judge's score counts as a reviewer's) or "
-            f"'advise' (only people decide; got {mode!r})."
-        )
 
 
 class ModelUnanimityPolicy(Policy):

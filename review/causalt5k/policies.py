@@ -15,9 +15,9 @@
 * ``ct5k_gate``: two reviewers' composites; more than ``max_distance`` apart → one more
   reviewer (``needs_more``: the engine raises the item stage's target to 3, the stage's
   max_overlap); then the mean (of the two closest of three) against ``gate``: ``accept`` keeps,
-  ``reject`` drops. Model judges (model raters on the stage, llm/judges.py): option ``models``
-  ``count`` (default) — a model's composite is a reviewer's, in submission order; ``advise`` —
-  only people's composites are read, the models' stay recorded for calibration.
+  ``reject`` drops. Model judges (model raters on the stage, llm/judges.py) count as the stage
+  says: one in a human slot is a reviewer (its composite read in submission order), an extra one
+  advises (the engine leaves its ballot out: annotation/advisory.py).
 """
 
 from __future__ import annotations
@@ -117,13 +117,10 @@ class CT5kGatePolicy(Policy):
     label = "CausalT5k quality gate: mean composite ≥ gate (a third reviewer when far apart)"
     outcomes = ("accept", "reject")
 
-    option_names = ("gate", "max_distance", "models")
+    option_names = ("gate", "max_distance")
 
     def validate_settings(self, settings: PolicySettings) -> None:
-        from llm.judges import check_models_option
-
         super().validate_settings(settings)
-        check_models_option(settings.options)
         for name, low, high in (("gate", 0, 10), ("max_distance", 0, 10)):
             value = settings.options.get(name, 0)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -132,10 +129,6 @@ class CT5kGatePolicy(Policy):
                 raise ValueError(f"{name} must be from {low} to {high}.")
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
-        from llm.judges import is_model_ballot
-
-        if settings.options.get("models", "count") == "advise":
-            ballots = [b for b in ballots if not is_model_ballot(b)]
         composites = [
             float(b.payload["composite"])
             for b in ballots

@@ -59,7 +59,7 @@ def _run(rater) -> Run:
     return runs.rater_run(run.pk)
 
 
-def _scoring(slug: str, policy_options: dict | None = None):
+def _scoring(slug: str):
     project = causalt5k_project_create(slug=slug, name="CT5k", seed=5)
     engine.items_create(
         project=project,
@@ -69,11 +69,7 @@ def _scoring(slug: str, policy_options: dict | None = None):
     stages = {stage.slug: stage for stage in project.stages.all()}
     causalt5k_review_open(project=project)
     drive(stages["review"], [make_member(project)], lambda i, it, ph: {"verdict": "pass"})
-    score = stages["score"]
-    if policy_options is not None:
-        engine.stage_update(stage=score, policy_options=policy_options)
-        score.refresh_from_db()
-    return project, score
+    return project, stages["score"]
 
 
 def _people_score(project, score, values):
@@ -85,15 +81,50 @@ def _people_score(project, score, values):
     )
 
 
-@pytest.mark.parametrize(("mode", "status"), [("count", "discarded"), ("advise", "accepted")])
+def _marks(item_stage) -> list[str]:
+    payloads = Annotation.objects.filter(item_stage=item_stage).values_list("payload", flat=True)
+    return [str(payload.get(MODEL_FIELD)) for payload in payloads]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_two_model_judges_and_two_people_are_combined_by_the_gate_as_the_stage_says(
-    chat_server, mode, status
+def test_two_model_judges_in_the_reviewers_slots_decide_and_call_a_person_when_far_apart(
+    chat_server,
 ):
-    project, score = _scoring(f"judges-{mode}", {"models": mode})
-    for name in ("judge-a", "judge-b"):
+    project, score = _scoring("judges-count")
+    for name, value in (("judge-a", 7), ("judge-b", 10)):
         model = chat_server.model(name)
-        chat_server.control(model, default={"scores": dict.fromkeys(SCORE_KEYS, 8)})
+        chat_server.control(model, default={"scores": dict.fromkeys(SCORE_KEYS, value)})
+        rater = _judge(
+            score,
+            _endpoint(chat_server, model),
+            "ct5k_score",
+            "Score: {{ scenario }} {{ claim }}",
+            fills_human_slot=True,
+        )
+        assert _run(rater).done == 1
+    score.refresh_from_db()
+    assert score.overlap == 2  # the two judges are the stage's two reviewers
+    item_stage = ItemStage.objects.get(stage=score)
+    assert (item_stage.state, item_stage.target_count) == ("open", 3)  # 7.0 and 10.0: 3 apart
+    assert "a third reviewer" in Resolution.objects.get(item_stage=item_stage).reason
+
+    _people_score(project, score, [(9, 10, 9, 10)])
+
+    item_stage.refresh_from_db()
+    assert item_stage.state == "resolved"
+    # the models' 10.0 and the person's 9.5 are the closest pair of three
+    assert Resolution.objects.get(item_stage=item_stage).value == pytest.approx(9.75)
+    assert Item.objects.get(project=project, external_id="T2-S1-MED-001").status == "accepted"
+    marks = _marks(item_stage)
+    assert sum(mark.startswith("judge-") for mark in marks) == 2 and marks.count("None") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_extra_model_judges_advise_and_only_the_people_s_scores_pass_the_gate(chat_server):
+    project, score = _scoring("judges-advise")
+    for name in ("judge-c", "judge-d"):
+        model = chat_server.model(name)
+        chat_server.control(model, default={"scores": dict.fromkeys(SCORE_KEYS, 0)})
         rater = _judge(
             score, _endpoint(chat_server, model), "ct5k_score", "Score: {{ scenario }} {{ claim }}"
         )
@@ -103,27 +134,16 @@ def test_two_model_judges_and_two_people_are_combined_by_the_gate_as_the_stage_s
     _people_score(project, score, [(10, 10, 9, 9), (9, 10, 9, 9)])
 
     item_stage = ItemStage.objects.get(stage=score)
-    assert item_stage.state == ("discarded" if status == "discarded" else "resolved")
-    resolution = Resolution.objects.get(item_stage=item_stage)
-    case = Item.objects.get(project=project, external_id="T2-S1-MED-001")
-    assert case.status == status
-    if mode == "count":  # the models scored first: their 8.0 and 8.0 are the closest pair
-        assert resolution.value == pytest.approx(8.0)
-    else:  # only people's 9.5 and 9.25 are read
-        assert resolution.value == pytest.approx(9.375)
-    marks = sorted(
-        str(p.get(MODEL_FIELD))
-        for p in Annotation.objects.filter(item_stage=item_stage).values_list("payload", flat=True)
-    )
-    assert sum(mark.startswith("judge-") for mark in marks) == 2
-    assert marks.count("None") == 2  # people's annotations carry no mark
+    assert item_stage.state == "resolved"
+    # the models' 0.0 are recorded but not read: the people's 9.5 and 9.25 decide
+    assert Resolution.objects.get(item_stage=item_stage).value == pytest.approx(9.375)
+    assert Item.objects.get(project=project, external_id="T2-S1-MED-001").status == "accepted"
+    marks = _marks(item_stage)
+    assert sum(mark.startswith("judge-") for mark in marks) == 2 and marks.count("None") == 2
 
 
 @pytest.mark.django_db
-def test_the_models_option_and_model_unanimity_refuse_settings_that_cannot_work():
-    project, score = _scoring("judges-settings")
-    with pytest.raises(ApplicationError, match="models must be"):
-        engine.stage_update(stage=score, policy_options={"models": "sometimes"})
+def test_model_unanimity_refuses_settings_that_cannot_work():
     stage = decontamination_stage_create(
         project=meter.meter_project_create(slug="judges-unanimity", name="METER", seed=7)
     )
