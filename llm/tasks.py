@@ -34,3 +34,14 @@ def generation_run(run_id: int) -> str | None:
 
     run = generation.generation_run(run_id)
     return run.status if run else None
+
+
+@shared_task(name="llm.tasks.generations_sweep")
+def generations_sweep() -> int:
+    """``runs_sweep`` for generation runs (a beat task beside it)."""
+    from llm import generation
+
+    stuck = generation.generation_runs_stuck()
+    for run_id in stuck:
+        generation_run.delay(run_id)
+    return len(stuck)
