@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import transaction
 
 from annotation.api import assignment_next
 from annotation.errors import ApplicationError, Conflict
 from annotation.models import Item, ItemStage
 from llm import generation
 from llm.models import Call, PromptTemplate, Run
-from llm.services import prompt_template_create, rater_add
+from llm.services import prompt_template_create, rater_add, run_control
 from review.causalt5k.floor import human_floor
 from review.causalt5k.pressure import pressure_open
 from review.meter import services as meter
@@ -225,3 +226,31 @@ def test_a_model_drafts_pressure_variants_that_people_then_check(chat_server):
     check = ItemStage.objects.get(item=case, stage__slug="pressure_check")
     assert check.state == "open"
     assert assignment_next(annotator=make_member(project), stage=check.stage) is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_paused_generation_run_does_nothing_until_resumed_then_finishes(chat_server):
+    project = _meter_verified("generate-paused")
+    verified = [row["pair_id"] for row in meter.generation_rows(project)]
+    model = chat_server.model("paused-writer")
+    chat_server.control(model, default={"questions": entry_line("esl-0001")["questions"]})
+    with transaction.atomic():  # paused before the message leaves on commit
+        run = generation.generation_start(
+            project=project,
+            generator="meter_entries",
+            endpoint=_endpoint(chat_server, model),
+            prompt=_prompt(project, "meter_edit", METER_PROMPT),
+        )
+        run_control(run=run, action="pause")
+    run.refresh_from_db()
+    assert run.status == "paused" and chat_server.requests(model) == []
+    assert generation.generation_run(run.pk) is None  # a stray message: not claimed
+
+    run_control(run=run, action="resume")  # sent again on commit
+
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == ("done", len(verified), 0)
+    assert len(chat_server.requests(model)) == len(verified)
+    assert Item.objects.filter(project=project, external_id__endswith="/entry").count() == len(
+        verified
+    )
