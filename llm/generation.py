@@ -106,6 +106,11 @@ class ModelGenerator:
             )
         return dict(options)
 
+    def form_options(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The generator's options from a posted form (strings); ``clean_options`` checks them.
+        Default: none."""
+        return {}
+
     def seeds(self, project: Project, options: Mapping[str, Any]) -> Iterable[Seed]:
         raise NotImplementedError
 
@@ -217,6 +222,64 @@ def send(run: Run) -> None:
     from llm.tasks import generation_run as task
 
     enqueue_on_commit(task, run.pk)
+
+
+def generation_form(project: Project, generator: str) -> dict[str, Any]:
+    """What a workflow tab's "Generate with a model" form offers: the generator, the endpoints,
+    the latest version of each of the project's generation prompts for its kind, and its last
+    runs (newest first)."""
+    found = get_generator(generator)
+    templates = PromptTemplate.objects.filter(
+        project=project, purpose=PromptTemplate.Purpose.GENERATE, kind=found.kind
+    ).order_by("name")
+    prompts_offered = [v for v in (t.latest() for t in templates) if v is not None]
+    runs = ((project.settings or {}).get(SETTINGS_KEY) or {}).items()
+    ids = [int(pk) for pk, stored in runs if stored.get("generator") == found.key]
+    return {
+        "generator": found,
+        "endpoints": list(Endpoint.objects.order_by("name")),
+        "prompts": prompts_offered,
+        "runs": list(Run.objects.filter(pk__in=ids).order_by("-created_at")[:5]),
+    }
+
+
+def _form_int(data: Mapping[str, Any], name: str) -> int:
+    raw = str(data.get(name) or "").strip()
+    if not raw.isdigit():
+        raise ApplicationError(f"Choose the {name}.", {name: "required"})
+    return int(raw)
+
+
+def generation_start_from_form(
+    *, project: Project, generator: str, data: Mapping[str, Any], by: User | None = None
+) -> Run:
+    """``generation_start`` from a posted form: ``endpoint`` and ``prompt`` (ids), an optional
+    ``temperature``, and the generator's own fields (``ModelGenerator.form_options``)."""
+    found = get_generator(generator)
+    try:
+        endpoint = Endpoint.objects.get(pk=_form_int(data, "endpoint"))
+        prompt = PromptVersion.objects.select_related("template").get(
+            pk=_form_int(data, "prompt"), template__project=project
+        )
+    except (Endpoint.DoesNotExist, PromptVersion.DoesNotExist):
+        raise ApplicationError("No such endpoint or prompt.", {"prompt": "unknown"}) from None
+    options = found.form_options(data)
+    raw = str(data.get("temperature") or "").strip()
+    if raw:
+        try:
+            options["temperature"] = float(raw)
+        except ValueError:
+            raise ApplicationError(
+                f"The temperature is a number (got {raw[:20]!r}).", {"temperature": raw[:20]}
+            ) from None
+    return generation_start(
+        project=project,
+        generator=found.key,
+        endpoint=endpoint,
+        prompt=prompt,
+        options=options,
+        by=by,
+    )
 
 
 # --- The run --------------------------------------------------------------------------------

@@ -108,6 +108,19 @@ class CausalT5kExpansionGenerator(ModelGenerator):
             raise ApplicationError("seeds: a list of case ids.", {"seeds": str(seeds)[:80]})
         return clean
 
+    def form_options(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``per_cell`` (a number) and ``domains`` (D-codes separated by commas or spaces)."""
+        options: dict[str, Any] = {}
+        per_cell = str(data.get("per_cell") or "").strip()
+        if per_cell:
+            if not per_cell.isdigit():
+                raise ApplicationError("per_cell: a whole number.", {"per_cell": per_cell[:20]})
+            options["per_cell"] = int(per_cell)
+        domains = str(data.get("domains") or "").replace(",", " ").split()
+        if domains:
+            options["domains"] = [d.upper() for d in domains]
+        return options
+
     def seeds(self, project: Project, options: Mapping[str, Any]) -> Iterable[Seed]:
         stage = Stage.objects.filter(project=project, kind="ct5k_score").order_by("position")
         score = stage.first()

@@ -10,10 +10,11 @@ import json
 
 import pytest
 from django.db import transaction
+from django.urls import reverse
 
 from annotation.api import assignment_next
 from annotation.errors import ApplicationError, Conflict
-from annotation.models import Item, ItemStage
+from annotation.models import Item, ItemStage, Role
 from llm import generation
 from llm.models import Call, PromptTemplate, Run
 from llm.services import prompt_template_create, rater_add, run_control
@@ -254,3 +255,44 @@ def test_a_paused_generation_run_does_nothing_until_resumed_then_finishes(chat_s
     assert Item.objects.filter(project=project, external_id__endswith="/entry").count() == len(
         verified
     )
+
+
+@pytest.mark.django_db
+def test_admins_start_generation_runs_from_the_meter_tab_and_the_human_floor_page(
+    chat_server, client
+):
+    project = meter.meter_project_create(slug="generate-form", name="METER", seed=7)
+    endpoint = _endpoint(chat_server, chat_server.model("form"))
+    prompt = _prompt(project, "meter_edit", METER_PROMPT)
+    url = reverse("meter:meter", args=[project.slug])
+    client.force_login(make_member(project, role=Role.RESEARCHER))
+    assert "Generate with a model" not in client.get(url).content.decode()  # admins only
+    post = {"endpoint": endpoint.pk, "prompt": prompt.pk, "temperature": "0.3"}
+    assert client.post(reverse("meter:generate", args=[project.slug]), post).status_code == 403
+    client.force_login(make_member(project, role=Role.ADMIN))
+    page = client.get(url).content.decode()
+    assert "Generate with a model" in page and "generate-meter_edit v1" in page
+    response = client.post(reverse("meter:generate", args=[project.slug]), post)
+    assert response.status_code == 302
+    run = Run.objects.get(project=project, purpose="generate")
+    assert generation.run_settings(run) == {
+        "generator": "meter_entries",
+        "endpoint": endpoint.pk,
+        "prompt": prompt.pk,
+        "options": {"temperature": 0.3},
+    }
+    bad = client.post(reverse("meter:generate", args=[project.slug]), {"prompt": prompt.pk})
+    assert bad.status_code == 400 and "Choose the endpoint" in bad.content.decode()
+
+    ct5k, _score = _scoring("generate-form-ct5k")
+    ct5k_prompt = _prompt(ct5k, "ct5k_review", "{{ scenario }} in {{ target_domain_name }}")
+    client.force_login(make_member(ct5k, role=Role.ADMIN))
+    page = client.get(reverse("causalt5k:human_floor", args=[ct5k.slug])).content.decode()
+    assert "Candidates per seed and cell" in page
+    response = client.post(
+        reverse("causalt5k:expand", args=[ct5k.slug]),
+        {"endpoint": endpoint.pk, "prompt": ct5k_prompt.pk, "per_cell": "2", "domains": "d1, D4"},
+    )
+    assert response.status_code == 302
+    run = Run.objects.get(project=ct5k, purpose="generate")
+    assert generation.run_settings(run)["options"] == {"per_cell": 2, "domains": ["D1", "D4"]}
