@@ -177,7 +177,7 @@ def test_failures_are_reported_per_item_and_never_counted_as_votes(chat_server):
     chat_server.control(
         model,
         answers={"Sentence 0:": "this is not JSON at all"},
-        faults=[{"refusal": "I will not"}],
+        refusals={"Sentence 1:": "I will not"},
     )
     rater = _rater(project, stage, _endpoint(chat_server, model, max_retries=1))
     run = _run(rater)
@@ -200,7 +200,8 @@ def test_a_second_run_calls_nothing_twice_and_stores_nothing_twice(chat_server):
     assert _run(rater).done == 3
     first = len(chat_server.requests(model))
     second = _run(rater)
-    assert second.status == Run.Status.DONE and second.done == 0
+    # progress counts the rater's items in the stage, over all its runs; calls, this run's
+    assert second.status == Run.Status.DONE and second.done == 3 and second.calls == 0
     assert len(chat_server.requests(model)) == first == 3
     assert Annotation.objects.count() == 3 and Call.objects.count() == 3
 
