@@ -55,7 +55,7 @@ from llm import prompts
 from llm.client import CallError
 from llm.ledger import call_key, call_once
 from llm.models import Call, Endpoint, PromptTemplate, PromptVersion, Run
-from llm.runs import _status, claim
+from llm.runs import claim
 
 logger = logging.getLogger(__name__)
 
@@ -347,6 +347,13 @@ def generate_one(
     )
 
 
+def _beat(run: Run) -> bool:
+    """Beat the run's heartbeat; False when it is no longer running (paused or cancelled)."""
+    return bool(
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+    )
+
+
 def generation_run(run_id: int) -> Run | None:
     """Work the run (module docstring); returns it as it ended, or None when not claimed."""
     run = claim(run_id)
@@ -369,7 +376,7 @@ def generation_run(run_id: int) -> Run | None:
     Run.objects.filter(pk=run.pk).update(total=len(seeds), done=0, failed=0)
     notes: list[str] = []
     for seed in seeds:
-        if _status(run) != Run.Status.RUNNING:
+        if not _beat(run):
             break
         try:
             call, written = generate_one(
