@@ -16,7 +16,9 @@ Payloads:
   one of the tier's labels; the annotator sees only the answer item's allow-listed fields.
 * ``ct5k_score``: ``{"scores": {criterion: int}, "comment"}``; validation adds ``composite``
   (0–10, review_vocab.composite over the stage's rubric) and ``verdict`` (keep when the
-  composite meets the stage's gate), which agreement reads (κ on the verdict).
+  composite meets the stage's gate), which agreement reads (κ on the verdict); a model judge's
+  score also carries ``model``, the rater it came from (llm.judges.model_mark: set from the
+  submitting account, never from the payload).
 """
 
 from __future__ import annotations

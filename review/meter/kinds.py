@@ -9,7 +9,8 @@ Payloads:
   …], "comments": {"L1": "…"}}``; edit: ``{"questions": [three canonical questions], "comment"}``;
   vote: ``{"vote": "original" | "A" | "B"}`` (one of the item stage's candidates).
 * ``meter_filter``: ``{"value": "keep" | "discard", "failed": ["L2.fluent", …], "comment"}``:
-  keep only with nothing failed, discard naming at least one failed criterion.
+  keep only with nothing failed, discard naming at least one failed criterion; a model
+  rater's answer also carries ``model`` (llm.judges.model_mark, from the submitting account).
 
 Annotators see the pair's context, cause, effect and triggers, and the entry's questions — never
 another annotator's work except what a phase shows (the checker's flags to editors, the edits to
