@@ -303,3 +303,11 @@ def test_an_extra_model_advises_and_a_model_in_a_human_slot_decides(chat_server,
         assert resolution.outcome == "accept" and resolution.value == "keep"
         assert sum(resolution.votes.values()) == 2  # the people's votes, not the model's
     assert ModelVote.objects.get().value == "reject"
+    from agreement.votes import stage_votes
+
+    raters = set(stage_votes(stage).raters.tolist())
+    everyone = set(stage_votes(stage, include_advisory=True).raters.tolist())
+    people_voting = {a.annotator_id for a in Annotation.objects.exclude(annotator=rater.user)}
+    assert everyone == {rater.user_id, *people_voting}
+    # the stage's agreement figures are its deciding raters'
+    assert raters == (everyone if fills_human_slot else everyone - {rater.user_id})
