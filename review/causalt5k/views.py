@@ -13,6 +13,7 @@ from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_pr
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
+from llm.generation import generation_form, generation_start_from_form
 from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 
@@ -103,6 +104,8 @@ def human_floor(request, slug: str):
             "project_tabs": project_tabs(project, access.roles),
             "floor": figures,
             "percent": round(100 * figures["settings"]["threshold"], 1),
+            "can_manage": bool(set(MANAGE) & project.user_roles),
+            "generation": generation_form(project, "ct5k_expansion"),
         },
     )
 
@@ -117,3 +120,19 @@ def human_floor_csv(request, slug: str):
     return csv_response(
         f"{project.slug}-human-floor.csv", floor.CSV_COLUMNS, floor.csv_rows(figures)
     )
+
+
+@require_POST
+@page
+def expand(request, slug: str):
+    """Start a generation run expanding the kept seeds (admins; review.causalt5k.expansion)."""
+    project = _project(request, slug, MANAGE)
+    run = generation_start_from_form(
+        project=project, generator="ct5k_expansion", data=request.POST, by=request.user
+    )
+    from django.contrib import messages
+
+    messages.success(
+        request, f"Generation run {run.pk} started: candidates go to validation, within the floor."
+    )
+    return redirect("causalt5k:human_floor", slug=project.slug)

@@ -17,6 +17,7 @@ from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_pr
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
+from llm.generation import generation_form, generation_start_from_form
 from review.meter import plots, services
 from review.meter.entries import CATEGORIES, CRITERIA
 
@@ -68,6 +69,7 @@ def _context(request, access: ProjectAccess, **extra):
         "has_evidence": project.stages.filter(kind="meter_spans").exists(),
         "has_baseline": project.stages.filter(kind="meter_answer").exists(),
         "stage_sections": project_sections(stages),
+        "generation": generation_form(project, "meter_entries"),
         **extra,
     }
 
@@ -151,5 +153,21 @@ def sample_open(request, slug: str):
     name = "evidence spans" if which == "evidence" else "human baseline"
     messages.success(
         request, f"Opened {opened} kept entr{pluralize(opened, 'y,ies')} in the {name}."
+    )
+    return redirect("meter:meter", slug=project.slug)
+
+
+@require_POST
+@page
+def generate(request, slug: str):
+    """Start a generation run of METER's entries (admins; llm/generation.py)."""
+    project = _meter_project(request, MANAGE)
+    run = generation_start_from_form(
+        project=project, generator="meter_entries", data=request.POST, by=request.user
+    )
+    from django.contrib import messages
+
+    messages.success(
+        request, f"Generation run {run.pk} started: entries go to Check, edit and vote."
     )
     return redirect("meter:meter", slug=project.slug)
