@@ -236,7 +236,7 @@ _WRITES_ALLOWED = {
     # so the demo's "too fast" check sees reading time (no real path does this).
     "crowd/demo.py",
 }
-_PLUGINS = ("ratings", "review", "graphs", "narratives", "crowd", "studio")
+_PLUGINS = ("ratings", "review", "graphs", "narratives", "crowd", "studio", "llm")
 _WRITES = {"create", "update", "bulk_create", "bulk_update", "delete"}
 _WRITES |= {"get_or_create", "update_or_create"}
 

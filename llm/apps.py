@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class LlmConfig(AppConfig):
+    """Models in the loop, as a plug-in of the engine: endpoints, versioned prompts, model raters
+    working through the engine's next/submit services, runs as jobs with a ledger of calls,
+    calibration against people and evaluation of releases (llm/README.md). Everything it adds
+    to the engine is one ``Plugin`` (annotation/plugins.py) registered in ``ready()``."""
+
+    name = "llm"
+    verbose_name = "Models in the loop"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from annotation.plugins import Plugin, register_plugin
+        from llm import eligibility
+
+        register_plugin(
+            Plugin(
+                name=self.name,
+                eligibility_rules=[eligibility.ModelSlots()],
+                advisory_raters=[eligibility.advisory_raters],
+                demo=self.demo_seed,
+            )
+        )
+
+    def demo_seed(self, *, users: dict) -> None:
+        """The demo endpoint (llm/demo_responder.py) and the model steps of the demo projects."""
+        from llm.demo import seed
+
+        seed(users=users)
