@@ -223,7 +223,9 @@ def pairs_create(
     checks = [item.pk for item in rated if item.purpose == Item.Purpose.ATTENTION_CHECK]
     if checks:
         engine.item_stages_target_set(
-            stage=setup.rating_stage, purpose=Item.Purpose.ATTENTION_CHECK, target_count=EVERYONE
+            stage=_rating_stage(setup),
+            purpose=Item.Purpose.ATTENTION_CHECK,
+            target_count=EVERYONE,
         )
     if practice:
         engine.item_stages_open(items=practice, stage=_practice_stage(setup))
