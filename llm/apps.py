@@ -14,13 +14,19 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.plugins import Plugin, register_plugin
-        from llm import eligibility
+        from annotation.plugins import Plugin, extension_point, register_plugin
+        from llm import calibration, eligibility, generation, judges
 
+        calibration.register_section()
+
+        extension_point(
+            "model_generators", generation.register_generator, registry=generation.GENERATORS
+        )
         register_plugin(
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
                 demo=self.demo_seed,
             )
