@@ -17,7 +17,6 @@ class LlmConfig(AppConfig):
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
 
-
         extension_point(
             "model_generators", generation.register_generator, registry=generation.GENERATORS
         )
