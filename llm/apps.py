@@ -17,8 +17,6 @@ class LlmConfig(AppConfig):
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
 
-        calibration.register_section()
-
         extension_point(
             "model_generators", generation.register_generator, registry=generation.GENERATORS
         )
@@ -28,6 +26,7 @@ class LlmConfig(AppConfig):
                 eligibility_rules=[eligibility.ModelSlots()],
                 policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
+                stage_sections=[calibration.stage_section()],
                 demo=self.demo_seed,
             )
         )
