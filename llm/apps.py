@@ -14,6 +14,8 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from annotation.access import MONITOR
+        from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from llm import eligibility
 
@@ -21,6 +23,8 @@ class LlmConfig(AppConfig):
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                # The Models tab (llm/views.py): researchers read it, admins write; every kind.
+                project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
                 demo=self.demo_seed,
             )
         )
