@@ -153,9 +153,8 @@ def cost_estimate(rater: ModelRater) -> CostEstimate:
         params = endpoint.default_params or {}
         limit = params.get("max_tokens") or params.get("max_completion_tokens")
         completion_tokens = int(limit) if limit else COMPLETION_TOKENS_GUESS
-        basis = (
-            "the rendered prompt (4 characters a token) and "
-            + ("max_tokens, an upper bound" if limit else "a guess of the answer's length")
+        basis = "the rendered prompt (4 characters a token) and " + (
+            "max_tokens, an upper bound" if limit else "a guess of the answer's length"
         )
     calls = count * rater.samples
     return CostEstimate(
@@ -250,7 +249,10 @@ def models_tab(project: Project, *, estimates: bool = True) -> ModelsTab:
                     if r.stage_id == stage.pk
                 ],
                 versions=[
-                    v for row in template_rows if row.template.kind == stage.kind for v in row.versions
+                    v
+                    for row in template_rows
+                    if row.template.kind == stage.kind
+                    for v in row.versions
                 ],
                 model_ready=prompts.answer_schema(stage) is not None,
             )

@@ -61,9 +61,7 @@ def _endpoints_page(
         "ping": ping,
         "pinged": pinged,
     }
-    return render(
-        request, "llm/endpoints.html", context, status=error.status if error else 200
-    )
+    return render(request, "llm/endpoints.html", context, status=error.status if error else 200)
 
 
 def _endpoint_save(request: PageRequest, editing: Endpoint | None) -> HttpResponse:
@@ -105,9 +103,7 @@ def endpoint_test(request: PageRequest, endpoint_id: int) -> HttpResponseBase:
     endpoint = access.access_endpoint(request.user, endpoint_id)
     ping = selectors.endpoint_ping(endpoint)
     if request.htmx:
-        return render(
-            request, "llm/endpoints.html#ping", {"ping": ping, "pinged": endpoint}
-        )
+        return render(request, "llm/endpoints.html#ping", {"ping": ping, "pinged": endpoint})
     return _endpoints_page(request, form=forms.EndpointForm(), ping=ping, pinged=endpoint)
 
 
@@ -289,9 +285,7 @@ def rater_add(request: PageRequest, slug: str, stage_id: int) -> HttpResponseBas
             fills_human_slot=data["fills_human_slot"],
         )
     except ApplicationError as error:
-        return _models_page(
-            request, models, error=error, error_stage=stage.pk, posted=request.POST
-        )
+        return _models_page(request, models, error=error, error_stage=stage.pk, posted=request.POST)
     messages.success(request, f"{rater} now rates in {stage.name}. Start a run when ready.")
     return redirect(f"{_models_url(models)}#stage-{stage.pk}")
 
@@ -319,9 +313,7 @@ def run_start(request: PageRequest, slug: str, rater_id: int) -> HttpResponseBas
     try:
         run = services.run_start(rater=rater, by=request.user)
     except ApplicationError as error:
-        return _models_page(
-            request, models, error=error, error_stage=rater.stage_id
-        )
+        return _models_page(request, models, error=error, error_stage=rater.stage_id)
     return redirect("llm:run", slug=models.project.slug, model_run_id=run.pk)
 
 

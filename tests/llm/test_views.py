@@ -266,7 +266,10 @@ def test_the_tab_is_listed_in_the_project_navigation_for_researchers_only(client
     people = _people(project)
     url = reverse("llm:models", args=[project.slug])
     client.force_login(people[Role.RESEARCHER])
-    assert f'href="{url}"' in client.get(reverse("annotation:project", args=[project.slug])).content.decode()
+    assert (
+        f'href="{url}"'
+        in client.get(reverse("annotation:project", args=[project.slug])).content.decode()
+    )
     client.force_login(people[Role.ANNOTATOR])
     page = client.get(reverse("annotation:project", args=[project.slug])).content.decode()
     assert f'href="{url}"' not in page
@@ -334,7 +337,9 @@ def test_the_preview_shows_messages_fields_missing_variables_and_the_models_answ
     assert 'id="preview-results"' in page and "<html" not in page
     assert "parsed" in page and "temporal" in page
     assert Call.objects.filter(status="ok").count() == 2
-    client.post(url, {"stage": stage.pk, "version": version.pk, "items": 2, "endpoint": endpoint.pk})
+    client.post(
+        url, {"stage": stage.pk, "version": version.pk, "items": 2, "endpoint": endpoint.pk}
+    )
     assert len(chat_server.requests(endpoint.model)) == 2  # previewing again calls nothing
 
 
@@ -390,7 +395,7 @@ def test_a_run_starts_is_controlled_and_reports_its_calls(
     endpoint = _endpoint(chat_server)
     chat_server.control(
         endpoint.model,
-        answers={"Sentence 2:": "=HYPERLINK(\"http://evil\")"},  # unparseable, and a formula
+        answers={"Sentence 2:": '=HYPERLINK("http://evil")'},  # unparseable, and a formula
     )
     rater = rater_add(stage=stage, endpoint=endpoint, prompt=version)
     client.force_login(make_member(project, Role.ADMIN))
