@@ -85,7 +85,7 @@ def test_an_admin_sets_up_a_model_rater_previews_it_and_watches_its_run(
     page.click("button:has-text('Preview')")
     page.wait_for_selector("#preview-results:has-text('2 items')")
     results = page.locator("#preview-results").inner_text()
-    assert "Label the relation in: Sentence 0: it rained" in results
+    assert "Label the relation in: Sentence" in results and "it rained" in results
     assert results.count("parsed") == 2 and "causal" in results
 
     # A model rater in the stage, with its cost estimate, then a run.
