@@ -23,6 +23,7 @@ class LlmConfig(AppConfig):
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                advisory_raters=[eligibility.advisory_raters],
                 # The Models tab (llm/views.py): researchers read it, admins write; every kind.
                 project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
                 demo=self.demo_seed,

@@ -37,3 +37,16 @@ class ModelSlots(Rule):
             f" < {names.column('target_count')})",
             {},
         )
+
+
+def advisory_raters(stage) -> list[int]:
+    """The users of the stage's extra model raters (active or removed): their answers are
+    measured against people's (llm/calibration) but do not count in the stage's decisions
+    (annotation.advisory). A model that fills a human slot counts like the person it replaces."""
+    from llm.models import ModelRater
+
+    return list(
+        ModelRater.objects.filter(stage=stage, fills_human_slot=False).values_list(
+            "user_id", flat=True
+        )
+    )

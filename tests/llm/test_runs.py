@@ -257,3 +257,48 @@ def test_a_real_worker_runs_a_model_rater(celery_worker, chat_server):
     run.refresh_from_db()
     assert run.done == 5 and run.calls == 5
     assert ModelVote.objects.filter(rater=rater).count() == 5
+
+
+def _verify_project(items: int = 1):
+    from tests.factories import make_verify_stage
+
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2, resolution_policy="unanimity_keep")
+    engine.items_create(
+        project=project,
+        rows=[{"external_id": f"p-{i}", "payload": {"text": f"Pair {i}"}} for i in range(items)],
+    )
+    return project, stage
+
+
+def _verify_rater(project, stage, endpoint, **extra):
+    version = prompt_template_create(
+        project=project, name="verify", kind="verify", user_text="Keep or reject: {{ text }}"
+    )
+    return rater_add(stage=stage, endpoint=endpoint, prompt=version, **extra)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("fills_human_slot", [False, True])
+def test_an_extra_model_advises_and_a_model_in_a_human_slot_decides(chat_server, fills_human_slot):
+    """Any reject discards (unanimity_keep): the model rejects, the people keep. An extra
+    (advisory) model is measured but the pair is kept; a model in a person's slot discards it."""
+    project, stage = _verify_project()
+    people = [make_member(project) for _ in range(2)]
+    model = chat_server.model("advice")
+    chat_server.control(model, default={"value": "reject"})
+    rater = _verify_rater(
+        project, stage, _endpoint(chat_server, model), fills_human_slot=fills_human_slot
+    )
+    assert _run(rater).done == 1
+    annotate_stage(stage, people, lambda person, item: "keep")
+
+    item_stage = ItemStage.objects.get(stage=stage)
+    assert item_stage.submitted_count == (2 if fills_human_slot else 3)
+    resolution = item_stage.resolution
+    if fills_human_slot:
+        assert resolution.outcome == "reject"
+    else:
+        assert resolution.outcome == "accept" and resolution.value == "keep"
+        assert sum(resolution.votes.values()) == 2  # the people's votes, not the model's
+    assert ModelVote.objects.get().value == "reject"
