@@ -35,7 +35,8 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   annotator gates, work gates, progress caps, pending-work hooks, the two events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
-  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``)
+  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
+  generators: ``llm``)
   are applied by those apps: each declares, in its own ``ready()``, ``extension_point(field,
   register)``. Plug-ins registered before that declaration are applied when it comes, those
   registered after it at once, so the order of ``INSTALLED_APPS`` does not matter. The engine
@@ -119,6 +120,8 @@ class Plugin:
     release_identities: Mapping[str, Any] = field(default_factory=dict)
     #: ``agreement.headlines.Provider`` functions (agreement/).
     headline_providers: Sequence[Any] = ()
+    #: ``llm.generation.ModelGenerator`` objects: what a model writes for a workflow (llm/).
+    model_generators: Sequence[Any] = ()
     # -- the demo ---------------------------------------------------------------------------
     demo: DemoSeed | None = None
 
@@ -147,6 +150,7 @@ _OUTER_POINTS = (
     "release_layouts",
     "release_identities",
     "headline_providers",
+    "model_generators",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a
 #: mapping field, ``register(value)`` for a sequence field.

@@ -16,13 +16,19 @@ class LlmConfig(AppConfig):
     def ready(self) -> None:
         from annotation.access import MONITOR
         from annotation.navigation import ProjectTab
-        from annotation.plugins import Plugin, register_plugin
-        from llm import eligibility
+        from annotation.plugins import Plugin, extension_point, register_plugin
+        from llm import calibration, eligibility, generation, judges
 
+        calibration.register_section()
+
+        extension_point(
+            "model_generators", generation.register_generator, registry=generation.GENERATORS
+        )
         register_plugin(
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
                 # The Models tab (llm/views.py): researchers read it, admins write; every kind.
                 project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
