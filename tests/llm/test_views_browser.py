@@ -2,7 +2,9 @@
 at the local Chat Completions server (tests/fakes/chat_server.py), tested from its row; a
 prompt for the stage's kind, previewed on real items with the model's answer; a model rater
 added to the stage; a run started, worked by a real Celery worker and followed by the page's
-htmx polling until it finishes."""
+htmx polling until it finishes; once two people have answered every item, the stage's
+Agreement page shows the model against them ("Models against people", llm/calibration.py) with
+its figure."""
 
 from __future__ import annotations
 
@@ -10,10 +12,17 @@ import pytest
 from django.urls import reverse
 
 from annotation import services as engine
-from annotation.models import Annotation, Role
+from annotation.models import Annotation, ItemStage, Role
 from llm.models import ModelRater, ModelVote, Run
 from tests.browser.conftest import browser, page  # noqa: F401 -- the browser fixtures
-from tests.factories import PASSWORD, make_label_stage, make_member, make_project
+from tests.conftest import wait_for
+from tests.factories import (
+    PASSWORD,
+    annotate_stage,
+    make_label_stage,
+    make_member,
+    make_project,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -116,3 +125,25 @@ def test_an_admin_sets_up_a_model_rater_previews_it_and_watches_its_run(
         "case-2": "causal",
         "case-3": "temporal",
     }
+
+    # Two people answer every item "causal": the items complete (the model's extra answer
+    # advises) and the Agreement page compares the model with them: 3 of 4 alike.
+    people = [make_member(project, Role.ANNOTATOR) for _ in range(2)]
+    annotate_stage(stage, people, lambda person, item: "causal")
+    wait_for(
+        lambda: ItemStage.objects.filter(stage=stage, state="resolved").count() == 4,
+        timeout=60,
+    )
+    page.goto(live_server.url + reverse("agreement:stage", args=[project.slug, stage.slug]))
+    section = page.locator(f"#models-{stage.slug}")
+    section.wait_for()
+    row = section.locator("tbody tr").first
+    assert "local-fake" in row.inner_text() or "labeller" in row.inner_text()
+    cells = row.locator("td")
+    assert cells.nth(0).inner_text().strip() == "4"  # items compared
+    assert "75" in cells.nth(3).inner_text()  # accuracy: 3 of 4
+    figure = section.locator("img[src*='models-agreement']")
+    figure.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=figure.element_handle(), timeout=60_000
+    )
