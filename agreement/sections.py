@@ -2,8 +2,9 @@
 them), with their figures and CSV tables.
 
 The Agreement page shows what this app computes; an app that compares something else with the
-stage's people (the llm app's "Models against people": llm/calibration.py) registers a
-:class:`StageSection` in its AppConfig.ready(), so that this app never imports it (the apps
+stage's people (the llm app's "Models against people": llm/calibration.py) declares a
+:class:`StageSection` in its Plugin's ``stage_sections`` (annotation/plugins.py; this app's
+``ready()`` declares the extension point), so that this app never imports it (the apps
 above it import this one). A section's figures and tables are served by the stage's own figure
 and CSV URLs (``agreement:plot``, ``agreement:csv``) under the names it declares, behind the
 page's access rule (researchers and admins).

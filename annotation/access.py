@@ -142,26 +142,29 @@ _STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id
 @cache
 def _stage_for_annotator_sql(vendor: str) -> str:
     memberships, assignments = sql.table(Membership), sql.table(Assignment)
+    m, a = sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
+    st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
     member = (
-        f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %(user)s"
+        f"SELECT 1 FROM {memberships} m WHERE {m.project_id} = {st.project_id}"
+        f" AND {m.user_id} = %(user)s"
     )
-    annotator = f"{member} AND m.role = '{Role.ANNOTATOR.value}'"
+    annotator = f"{member} AND {m.role} = '{Role.ANNOTATOR.value}'"
     flags = {
         "is_member": f"EXISTS ({member})",
         "is_annotator": f"EXISTS ({annotator})",
-        "is_paused": f"EXISTS ({annotator} AND m.is_paused)",
+        "is_paused": f"EXISTS ({annotator} AND {m.is_paused})",
         "current_assignment_id": (
-            f"(SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id"
-            f" AND a.annotator_id = %(user)s"
-            f" AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
+            f"(SELECT {a.id} FROM {assignments} a WHERE {a.stage_id} = {st.id}"
+            f" AND {a.annotator_id} = %(user)s"
+            f" AND {a.status} = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
         ),
-        "governed": gates.governed_sql(annotator="%(user)s", project="st.project_id"),
+        "governed": gates.governed_sql(annotator="%(user)s", project=st.project_id),
     }
     return (
         f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
         f" {', '.join(flags[name] for name in _STAGE_FLAGS)}"
-        f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE st.id = %(stage)s"
+        f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON {p.id} = {st.project_id}"
+        f" WHERE {st.id} = %(stage)s"
     )
 
 

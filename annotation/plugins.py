@@ -120,6 +120,9 @@ class Plugin:
     release_identities: Mapping[str, Any] = field(default_factory=dict)
     #: ``agreement.headlines.Provider`` functions (agreement/).
     headline_providers: Sequence[Any] = ()
+    #: ``agreement.sections.StageSection`` objects: sections of a stage's Agreement page
+    #: (agreement/).
+    stage_sections: Sequence[Any] = ()
     #: ``llm.generation.ModelGenerator`` objects: what a model writes for a workflow (llm/).
     model_generators: Sequence[Any] = ()
     # -- the demo ---------------------------------------------------------------------------
@@ -150,6 +153,7 @@ _OUTER_POINTS = (
     "release_layouts",
     "release_identities",
     "headline_providers",
+    "stage_sections",
     "model_generators",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a

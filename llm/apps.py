@@ -19,8 +19,6 @@ class LlmConfig(AppConfig):
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
 
-        calibration.register_section()
-
         extension_point(
             "model_generators", generation.register_generator, registry=generation.GENERATORS
         )
@@ -30,6 +28,7 @@ class LlmConfig(AppConfig):
                 eligibility_rules=[eligibility.ModelSlots()],
                 policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
+                stage_sections=[calibration.stage_section()],
                 # The Models tab (llm/views.py): researchers read it, admins write; every kind.
                 project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
                 demo=self.demo_seed,

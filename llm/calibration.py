@@ -654,17 +654,16 @@ def _figure(stage: Any, name: str) -> str:
     return stage_figure(stage, name)
 
 
-def register_section() -> None:
-    """Add the "Models against people" section to the stages' Agreement pages (called from
-    llm/apps.py): shown on every stage with a model rater, with its figures and review CSV."""
-    from agreement.sections import StageSection, register_stage_section
+def stage_section() -> Any:
+    """The "Models against people" section of the stages' Agreement pages (declared in
+    llm/apps.py's Plugin ``stage_sections``): shown on every stage with a model rater, with its
+    figures and review CSV."""
+    from agreement.sections import StageSection
 
-    register_stage_section(
-        StageSection(
-            key="models",
-            template=SECTION_TEMPLATE,
-            context=stage_calibration,
-            figures=dict.fromkeys(FIGURES, _figure),
-            tables={REVIEW_TABLE: review_table},
-        )
+    return StageSection(
+        key="models",
+        template=SECTION_TEMPLATE,
+        context=stage_calibration,
+        figures=dict.fromkeys(FIGURES, _figure),
+        tables={REVIEW_TABLE: review_table},
     )

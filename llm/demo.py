@@ -31,6 +31,16 @@ TARGETS: tuple[tuple[str, str, str, str, str], ...] = (
         'Answer {"value": "keep" | "reject", "reason": "ambiguous" | "erroneous" | '
         '"incomplete" | null}.',
     ),
+    (
+        "causalt5k-demo",
+        "score",
+        "judge-case",
+        "You judge a causal-reasoning benchmark case on a rubric, as a strict expert reviewer: "
+        "score each criterion as a whole number on its scale.",
+        "Scenario: {{ scenario }}\nClaim: {{ claim }}\nLabel: {{ label }}\n"
+        "Trap: {{ trap_name }}\nRationale: {{ rationale }}\n"
+        'Answer {"scores": {criterion: score, ...}, "comment": one sentence}.',
+    ),
 )
 
 

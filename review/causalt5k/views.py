@@ -104,7 +104,7 @@ def human_floor(request, slug: str):
             "project_tabs": project_tabs(project, access.roles),
             "floor": figures,
             "percent": round(100 * figures["settings"]["threshold"], 1),
-            "can_manage": bool(set(MANAGE) & project.user_roles),
+            "can_manage": access.holds(MANAGE),
             "generation": generation_form(project, "ct5k_expansion"),
         },
     )
@@ -126,7 +126,7 @@ def human_floor_csv(request, slug: str):
 @page
 def expand(request, slug: str):
     """Start a generation run expanding the kept seeds (admins; review.causalt5k.expansion)."""
-    project = _project(request, slug, MANAGE)
+    project = _project(request, slug, MANAGE).project
     run = generation_start_from_form(
         project=project, generator="ct5k_expansion", data=request.POST, by=request.user
     )

@@ -161,7 +161,7 @@ def sample_open(request, slug: str):
 @page
 def generate(request, slug: str):
     """Start a generation run of METER's entries (admins; llm/generation.py)."""
-    project = _meter_project(request, MANAGE)
+    project = _meter_project(request, MANAGE).project
     run = generation_start_from_form(
         project=project, generator="meter_entries", data=request.POST, by=request.user
     )
