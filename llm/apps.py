@@ -14,6 +14,8 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from annotation.access import MONITOR
+        from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
 
@@ -27,6 +29,8 @@ class LlmConfig(AppConfig):
                 policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
                 stage_sections=[calibration.stage_section()],
+                # The Models tab (llm/views.py): researchers read it, admins write; every kind.
+                project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
                 demo=self.demo_seed,
             )
         )

@@ -35,5 +35,6 @@ urlpatterns = [
     path("", include("imports.urls")),
     path("", include("releases.urls")),
     path("", include("agreement.urls")),
+    path("", include("llm.urls")),
     path("", include("annotation.urls")),
 ]
