@@ -26,8 +26,10 @@ class ModelSlots(Rule):
         m, r, a = names.alias("m"), names.alias("r"), names.alias("a")
         raters = names.table(ModelRater)
         return Condition(
-            f'(EXISTS (SELECT 1 FROM {raters} {m} WHERE {m}."user_id" = {names.annotator}'
-            f' AND {m}."stage_id" = {names.column("stage_id")})'
+            # A model rater's user rates in one stage only (ModelRater.user is one-to-one), so
+            # this test needs no candidate: evaluated once per search, it spares the model's
+            # own searches the count below.
+            f'(EXISTS (SELECT 1 FROM {raters} {m} WHERE {m}."user_id" = {names.annotator})'
             f" OR {names.column('leased_count')} + {names.column('submitted_count')}"
             f" + (SELECT COUNT(*) FROM {raters} {r}"
             f' WHERE {r}."stage_id" = {names.column("stage_id")} AND {r}."active"'
