@@ -410,23 +410,3 @@ def generation_run(run_id: int) -> Run | None:
 def check_failed(message: str) -> CallError:
     """The error a generator's ``check`` raises: retried, then reported, never written."""
     return CallError("unparseable", f"the answer does not pass the workflow's check: {message}")
-
-
-def generation_runs_stuck(*, queued_seconds: float = 60) -> list[int]:
-    """Generation runs to send again: queued for more than ``queued_seconds`` (a lost message)
-    or running with a stale heartbeat (a dead worker), as llm.services.runs_stuck for raters."""
-    from datetime import timedelta
-
-    from django.db.models import Q
-
-    from llm.runs import STALE_SECONDS
-
-    now = timezone.now()
-    return list(
-        Run.objects.filter(purpose=Run.Purpose.GENERATE)
-        .filter(
-            Q(status=Run.Status.QUEUED, created_at__lt=now - timedelta(seconds=queued_seconds))
-            | Q(status=Run.Status.RUNNING, heartbeat_at__lt=now - timedelta(seconds=STALE_SECONDS))
-        )
-        .values_list("pk", flat=True)
-    )

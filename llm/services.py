@@ -258,16 +258,16 @@ def run_control(*, run: Run, action: str) -> Run:
     return locked
 
 
-def runs_stuck(*, queued_seconds: float = 60) -> list[int]:
-    """Rater runs to send again: queued for more than ``queued_seconds`` (a lost message) or
-    running with a stale heartbeat (a dead worker; llm.runs.STALE_SECONDS)."""
+def runs_stuck(*, purpose: str = Run.Purpose.RATE, queued_seconds: float = 60) -> list[int]:
+    """Runs of ``purpose`` to send again: queued for more than ``queued_seconds`` (a lost
+    message) or running with a stale heartbeat (a dead worker; llm.runs.STALE_SECONDS)."""
     from datetime import timedelta
 
     from llm.runs import STALE_SECONDS
 
     now = timezone.now()
     return list(
-        Run.objects.filter(purpose=Run.Purpose.RATE)
+        Run.objects.filter(purpose=purpose)
         .filter(
             Q(status=Run.Status.QUEUED, created_at__lt=now - timedelta(seconds=queued_seconds))
             | Q(status=Run.Status.RUNNING, heartbeat_at__lt=now - timedelta(seconds=STALE_SECONDS))

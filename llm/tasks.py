@@ -39,9 +39,10 @@ def generation_run(run_id: int) -> str | None:
 @shared_task(name="llm.tasks.generations_sweep")
 def generations_sweep() -> int:
     """``runs_sweep`` for generation runs (a beat task beside it)."""
-    from llm import generation
+    from llm.models import Run
+    from llm.services import runs_stuck
 
-    stuck = generation.generation_runs_stuck()
+    stuck = runs_stuck(purpose=Run.Purpose.GENERATE)
     for run_id in stuck:
         generation_run.delay(run_id)
     return len(stuck)
