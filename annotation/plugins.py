@@ -35,7 +35,8 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   annotator gates, work gates, progress caps, pending-work hooks, the two events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
-  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``)
+  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``;
+  release scorers: ``llm``)
   are applied by those apps: each declares, in its own ``ready()``, ``extension_point(field,
   register)``. Plug-ins registered before that declaration are applied when it comes, those
   registered after it at once, so the order of ``INSTALLED_APPS`` does not matter. The engine
@@ -115,6 +116,8 @@ class Plugin:
     release_identities: Mapping[str, Any] = field(default_factory=dict)
     #: ``agreement.headlines.Provider`` functions (agreement/).
     headline_providers: Sequence[Any] = ()
+    #: ``llm.evaluation.scoring.ReleaseScorer`` per workflow (llm/).
+    release_scorers: Mapping[str, Any] = field(default_factory=dict)
     # -- the demo ---------------------------------------------------------------------------
     demo: DemoSeed | None = None
 
@@ -142,6 +145,7 @@ _OUTER_POINTS = (
     "release_layouts",
     "release_identities",
     "headline_providers",
+    "release_scorers",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a
 #: mapping field, ``register(value)`` for a sequence field.

@@ -21,6 +21,7 @@ class GraphsConfig(AppConfig):
         from annotation.workflows import Workflow
         from graphs import kinds, policies, services
         from graphs.release_layout import carlgt_layout
+        from graphs.release_scorer import CarlGTScorer
 
         register_plugin(
             Plugin(
@@ -38,6 +39,7 @@ class GraphsConfig(AppConfig):
                     )
                 ],
                 release_layouts={services.WORKFLOW: carlgt_layout},
+                release_scorers={services.WORKFLOW: CarlGTScorer()},
                 project_tabs=[
                     ProjectTab(
                         "Graphs",

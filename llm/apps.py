@@ -14,8 +14,12 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from annotation.plugins import Plugin, register_plugin
+        from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import eligibility
+        from llm.evaluation.scoring import SCORERS, register_scorer
+
+        # The workflows' release scorers (llm/evaluation/scoring.py), applied here.
+        extension_point("release_scorers", register_scorer, registry=SCORERS)
 
         register_plugin(
             Plugin(

@@ -21,6 +21,7 @@ class NarrativesConfig(AppConfig):
         from annotation.workflows import Workflow
         from narratives import kinds, policies, services
         from narratives.release_layout import narratives_layout
+        from narratives.release_scorer import NarrativesScorer
 
         register_plugin(
             Plugin(
@@ -38,6 +39,7 @@ class NarrativesConfig(AppConfig):
                     )
                 ],
                 release_layouts={services.WORKFLOW: narratives_layout},
+                release_scorers={services.WORKFLOW: NarrativesScorer()},
                 project_tabs=[
                     ProjectTab(
                         "Narratives",

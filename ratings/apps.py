@@ -19,6 +19,7 @@ class RatingsConfig(AppConfig):
         from annotation.workflows import Workflow
         from ratings.kinds import RateKind
         from ratings.release_layout import explica_layout
+        from ratings.release_scorer import ExplicaScorer
         from ratings.selectors import stage_headlines
         from ratings.services import analyses_item_stages_resolved
 
@@ -36,6 +37,7 @@ class RatingsConfig(AppConfig):
                     )
                 ],
                 release_layouts={RATINGS_WORKFLOW: explica_layout},
+                release_scorers={RATINGS_WORKFLOW: ExplicaScorer()},
                 # Tabs on every page of a ratings project, not only its own.
                 project_tabs=[
                     ProjectTab(

@@ -34,6 +34,7 @@ class CausalT5kConfig(AppConfig):
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
         from review.causalt5k import kinds, pipeline, policies, release_layout, services
+        from review.causalt5k.release_scorer import CausalT5kScorer
         from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
         register_plugin(
@@ -70,6 +71,7 @@ class CausalT5kConfig(AppConfig):
                 item_mappers={services.WORKFLOW: services.case_item_mapper},
                 release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
                 release_identities={services.WORKFLOW: release_layout.IDENTITIES},
+                release_scorers={services.WORKFLOW: CausalT5kScorer()},
                 project_tabs=[
                     ProjectTab(
                         "CausalT5k",

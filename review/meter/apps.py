@@ -23,6 +23,7 @@ class MeterConfig(AppConfig):
         from annotation.workflows import Workflow
         from review.meter import kinds, policies, services
         from review.meter.release_layout import meter_layout
+        from review.meter.release_scorer import MeterScorer
 
         register_plugin(
             Plugin(
@@ -47,6 +48,7 @@ class MeterConfig(AppConfig):
                 import_schemas={services.WORKFLOW: services.METER_PAIR_SCHEMA},
                 item_mappers={services.WORKFLOW: services.pair_item_mapper},
                 release_layouts={services.WORKFLOW: meter_layout},
+                release_scorers={services.WORKFLOW: MeterScorer()},
                 project_tabs=[
                     ProjectTab(
                         "METER",
