@@ -23,9 +23,9 @@ class ModelSlots(Rule):
         m, r, a = names.alias("m"), names.alias("r"), names.alias("a")
         raters = names.table(ModelRater)
         return Condition(
-            f"(EXISTS (SELECT 1 FROM {raters} {m} WHERE {m}.\"user_id\" = {names.annotator}"
+            f'(EXISTS (SELECT 1 FROM {raters} {m} WHERE {m}."user_id" = {names.annotator}'
             f' AND {m}."stage_id" = {names.column("stage_id")})'
-            f' OR {names.column("leased_count")} + {names.column("submitted_count")}'
+            f" OR {names.column('leased_count')} + {names.column('submitted_count')}"
             f" + (SELECT COUNT(*) FROM {raters} {r}"
             f' WHERE {r}."stage_id" = {names.column("stage_id")} AND {r}."active"'
             f' AND NOT {r}."fills_human_slot"'
@@ -33,6 +33,6 @@ class ModelSlots(Rule):
             f' WHERE {a}."item_stage_id" = {names.column("id")}'
             f' AND {a}."annotator_id" = {r}."user_id"'
             f" AND {a}.\"status\" IN ('active', 'submitted')))"
-            f' < {names.column("target_count")})',
+            f" < {names.column('target_count')})",
             {},
         )

@@ -291,3 +291,6 @@ class ModelVote(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["rater", "item_stage"], name="llm_vote_unique")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.item_stage_id}: {self.value!r} ({self.confidence:.2f})"

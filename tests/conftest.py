@@ -145,3 +145,38 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.1):
         value = predicate()
     assert value, f"condition not met within {timeout} s"
     return value
+
+
+class ChatServer:
+    """The local Chat Completions server (tests/fakes/chat_server.py) as tests use it."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.root = base_url.rsplit("/v1", 1)[0]
+        self._count = 0
+
+    def model(self, name: str = "fake") -> str:
+        """A model id no other test uses, so that controls and request logs stay apart."""
+        self._count += 1
+        return f"{name}-{os.getpid()}-{self._count}"
+
+    def control(self, model: str, **settings) -> None:
+        import requests
+
+        requests.post(f"{self.root}/_control", json={"model": model, **settings}, timeout=5)
+
+    def requests(self, model: str) -> list[dict]:
+        import requests
+
+        return requests.get(f"{self.root}/_requests", params={"model": model}, timeout=5).json()
+
+
+@pytest.fixture(scope="session")
+def chat_server():
+    """A local server speaking the Chat Completions API, started once per test session in a
+    thread of the test process (reachable from the Celery worker on loopback)."""
+    from tests.fakes.chat_server import serve
+
+    base_url, server = serve()
+    yield ChatServer(base_url)
+    server.shutdown()

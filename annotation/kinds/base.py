@@ -167,6 +167,21 @@ class TaskKind:
         """The answers offered for one item stage (default: the stage's categories)."""
         return self.categories(context.config)
 
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """The JSON schema of a payload this kind accepts, for a model asked to answer in
+        structured form (llm/prompts.py); its answer still passes :meth:`validate` like a
+        person's. Default: an object holding ``vote_field``, restricted to :meth:`choices`
+        when the kind offers any. None: no structured form (override to describe one)."""
+        if self.vote_field is None or "." in self.vote_field:
+            return None
+        choices = self.choices(context)
+        value: dict[str, Any] = {"enum": list(choices)} if choices else {}
+        return {
+            "type": "object",
+            "properties": {self.vote_field: value},
+            "required": [self.vote_field],
+        }
+
     # --- Presentation ---------------------------------------------------------------------------
 
     def form_template(self, phase: str | None) -> str:

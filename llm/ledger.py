@@ -1,0 +1,194 @@
+"""The ledger of model calls: every call is made and stored once per key.
+
+A key (:func:`call_key`) names what is asked — the purpose, the endpoint, the prompt version,
+the subject (an item, a release's question) and the sample number. :func:`call_once`:
+
+1. finds or creates the key's ``Call`` row (a unique constraint: two workers cannot both
+   create it);
+2. returns at once a row already answered, and a failed one this run already tried (a new run
+   tries a failed key again: a model that refused yesterday may answer today);
+3. otherwise claims the row (``claimed_until``, one UPDATE that only one worker wins: a claim a
+   killed worker left expires and is taken over) and calls, waiting for the shared budget
+   (llm/budget.py) before every attempt;
+4. retries by the endpoint's policy what ``llm.client.RETRYABLE`` names — 429 after its
+   ``Retry-After``, 5xx, timeouts, unreachable servers and answers that do not parse — and
+   stores the outcome: ``ok`` with the parsed answer, or ``failed`` with the error's kind and
+   message (never counted as a vote);
+5. returns the row; a row another worker holds comes back ``pending``: ask again later.
+
+Every attempt's prompt, raw answer, tokens, latency and cost are on the row; the run's counters
+(``Run.calls``, ``Run.cost``) grow with each one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from llm.budget import wait_for_budget
+from llm.client import CallError, Reply, chat
+from llm.models import Call, Endpoint, PromptVersion, Run
+
+#: Backoff of the n-th retry when the server names no Retry-After (seconds), capped.
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+
+
+def call_key(
+    purpose: str, endpoint: Endpoint, prompt: PromptVersion | None, subject: str, sample: int
+) -> str:
+    text = "\x1f".join(
+        [purpose, str(endpoint.pk), str(prompt.pk if prompt else ""), subject, str(sample)]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _estimate_tokens(messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> int:
+    characters = sum(len(str(m.get("content", ""))) for m in messages)
+    return characters // 4 + int(
+        params.get("max_tokens") or params.get("max_completion_tokens") or 0
+    )
+
+
+def _claim(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
+    """Take the row for this worker; False when another holds an unexpired claim."""
+    now = timezone.now()
+    hold = (
+        endpoint.timeout_seconds * (endpoint.max_retries + 1) + BACKOFF_CAP * endpoint.max_retries
+    )
+    claimed = (
+        Call.objects.filter(pk=call.pk)
+        .exclude(status=Call.Status.OK)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .update(
+            status=Call.Status.PENDING,
+            claimed_until=now + timedelta(seconds=hold + 30),
+            run=run,
+        )
+    )
+    return claimed == 1
+
+
+def call_once(
+    *,
+    key: str,
+    endpoint: Endpoint,
+    messages: Sequence[Mapping[str, Any]],
+    parse: Callable[[str], Any],
+    response_format: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    run: Run | None = None,
+    prompt: PromptVersion | None = None,
+    item_id: int | None = None,
+    subject: str = "",
+    sample: int = 0,
+) -> Call:
+    """The call stored under ``key``, made now if it has not been (module docstring).
+    ``parse(text)`` turns the model's text into the stored answer or raises CallError."""
+    params = dict(params or {})
+    try:
+        with transaction.atomic():
+            call, _ = Call.objects.get_or_create(
+                key=key,
+                defaults={
+                    "run": run,
+                    "endpoint": endpoint,
+                    "prompt": prompt,
+                    "item_id": item_id,
+                    "subject": subject[:200],
+                    "sample": sample,
+                    "messages": list(messages),
+                    "params": {**(endpoint.default_params or {}), **params},
+                },
+            )
+    except IntegrityError:
+        call = Call.objects.get(key=key)
+    if call.status == Call.Status.OK:
+        return call
+    if call.status == Call.Status.FAILED and run is not None and call.run_id == run.pk:
+        return call
+    if not _claim(call, endpoint, run):
+        call.refresh_from_db()
+        return call
+    return _attempt(call, endpoint, messages, parse, response_format, params, run)
+
+
+def _attempt(
+    call: Call,
+    endpoint: Endpoint,
+    messages: Sequence[Mapping[str, Any]],
+    parse: Callable[[str], Any],
+    response_format: Mapping[str, Any] | None,
+    params: Mapping[str, Any],
+    run: Run | None,
+) -> Call:
+    tokens = _estimate_tokens(messages, {**(endpoint.default_params or {}), **params})
+    if endpoint.tokens_per_minute:
+        tokens = min(tokens, endpoint.tokens_per_minute)
+    error: CallError | None = None
+    reply: Reply | None = None
+    cost = Decimal(0)
+    attempts = 0
+    for attempt in range(endpoint.max_retries + 1):
+        wait_for_budget(
+            endpoint.name,
+            rpm=endpoint.requests_per_minute,
+            tpm=endpoint.tokens_per_minute,
+            tokens=tokens,
+        )
+        attempts += 1
+        reply = None
+        try:
+            reply = chat(endpoint, messages, response_format=response_format, params=params)
+            cost += endpoint.cost(reply.prompt_tokens, reply.completion_tokens)
+            parsed = parse(reply.text)
+        except CallError as failure:
+            error = failure
+            if not failure.retryable or attempt == endpoint.max_retries:
+                break
+            pause = failure.retry_after
+            if pause is None:
+                pause = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
+            time.sleep(min(pause, BACKOFF_CAP))
+            continue
+        _store(call, run, attempts, cost, reply, status=Call.Status.OK, parsed=parsed)
+        return call
+    _store(call, run, attempts, cost, reply, status=Call.Status.FAILED, error=error)
+    return call
+
+
+def _store(
+    call: Call,
+    run: Run | None,
+    attempts: int,
+    cost: Decimal,
+    reply: Reply | None,
+    *,
+    status: str,
+    parsed: Any = None,
+    error: CallError | None = None,
+) -> None:
+    call.status = status
+    call.parsed = parsed
+    call.attempts = F("attempts") + attempts  # type: ignore[assignment]
+    call.cost = F("cost") + cost  # type: ignore[assignment]
+    call.raw = reply.text if reply else ""
+    call.prompt_tokens = reply.prompt_tokens if reply else 0
+    call.completion_tokens = reply.completion_tokens if reply else 0
+    call.latency_ms = reply.latency_ms if reply else 0
+    call.error = error.message[:2000] if error and status != Call.Status.OK else ""
+    call.error_kind = error.kind if error and status != Call.Status.OK else ""
+    call.claimed_until = None
+    call.finished_at = timezone.now()
+    call.save()
+    call.refresh_from_db(fields=["attempts", "cost"])
+    if run is not None:
+        Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + cost)
