@@ -20,6 +20,7 @@ class LlmConfig(AppConfig):
 
         # The workflows' release scorers (llm/evaluation/scoring.py), applied here.
         extension_point("release_scorers", register_scorer, registry=SCORERS)
+        import llm.evaluation.tasks  # noqa: F401 -- registers the evaluation's Celery task
 
         register_plugin(
             Plugin(

@@ -111,18 +111,6 @@ def messages(scorer: ReleaseScorer, question: Question) -> list[dict[str, str]]:
     ]
 
 
-def response_format(scorer: ReleaseScorer, question: Question) -> dict[str, Any]:
-    """The Chat Completions ``response_format`` asking for the scorer's answer object."""
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "answer",
-            "schema": scorer.answer_schema(dict(question.ask)),
-            "strict": True,
-        },
-    }
-
-
 def human_answers(questions: Iterable[Question]) -> list[tuple[Question, Any]]:
     """Every person's answer in the release, one pair each (the human baseline's input)."""
     return [(question, value) for question in questions for value in question.humans]

@@ -1,0 +1,293 @@
+"""Evaluations of published releases (llm/README.md, "Evaluation on releases").
+
+* :func:`evaluation_start` — a new evaluation of a release by an endpoint, as a ``Run``
+  (purpose evaluate) sent to a worker after commit. Re-running a model adds an evaluation; a
+  stored one is never changed.
+* :func:`evaluation_execute` — the worker's part (llm.evaluation.tasks): every question of the
+  release asked through the ledger (llm.ledger.call_once: one stored call per question, never
+  two, so a retried or resumed task asks only what is left), the run's status read between
+  questions (a paused or cancelled run stops, a resumed one goes on), then the figures of the
+  model and of the release's people stored once, together.
+* :func:`evaluation_pause` / :func:`evaluation_resume` / :func:`evaluation_cancel` — the run's
+  controls.
+* :func:`evaluation_table` — the model's figures beside the human baseline, one row per group
+  and figure (the page, the CSV, the API and ``manage.py llm_evaluate`` show it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.errors import ApplicationError, Conflict
+from llm.client import CallError
+from llm.evaluation.files import ReleaseFiles
+from llm.evaluation.scoring import (
+    Question,
+    ReleaseScorer,
+    human_answers,
+    messages,
+    scorer_for,
+)
+from llm.ledger import call_key, call_once
+from llm.models import Call, Endpoint, Evaluation, Run
+from llm.prompts import answer_format, parse_json
+from releases.models import Release
+
+PURPOSE = "evaluate"
+#: Questions between two reads of the run's status and counters.
+CHECK_EVERY = 10
+
+
+def release_files(release: Release) -> ReleaseFiles:
+    return ReleaseFiles(lambda: release.archive.open("rb"))
+
+
+def release_questions(release: Release) -> list[Question]:
+    """Every question of a published release, by its workflow's scorer."""
+    scorer = _scorer(release)
+    return list(scorer.questions(release_files(release)))
+
+
+def _scorer(release: Release) -> ReleaseScorer:
+    scorer = scorer_for(release.project.kind)
+    if scorer is None:
+        raise ApplicationError(
+            f"{release.project.name} is a {release.project.kind or 'plain'} project: no "
+            "workflow scorer is registered for it, so its releases cannot be evaluated.",
+            {"kind": release.project.kind},
+        )
+    return scorer
+
+
+@transaction.atomic
+def evaluation_start(
+    *, release: Release, endpoint: Endpoint, user: Any = None, mode: str = Evaluation.Mode.CHAT
+) -> Evaluation:
+    """A new evaluation of ``release`` by ``endpoint`` (module docstring); its run is queued
+    and the worker starts after commit."""
+    if release.status != Release.Status.PUBLISHED or not release.archive:
+        raise Conflict(
+            f"v{release.version} is {release.get_status_display().lower()}; only a published "
+            "release can be evaluated.",
+            {"status": release.status},
+        )
+    scorer = _scorer(release)
+    if mode not in Evaluation.Mode.values:
+        raise ApplicationError(f"Unknown mode {mode!r}.", {"mode": mode})
+    if mode == Evaluation.Mode.PERPLEXITY and not hasattr(scorer, "choices"):
+        raise ApplicationError(
+            f"The {release.project.kind} scorer asks open questions: perplexity needs a choice "
+            "between options.",
+            {"mode": mode},
+        )
+    run = Run.objects.create(
+        project=release.project,
+        purpose=Run.Purpose.EVALUATE,
+        created_by=user if getattr(user, "pk", None) else None,
+    )
+    evaluation = Evaluation.objects.create(
+        release=release,
+        release_sha256=release.sha256,
+        workflow=release.project.kind,
+        endpoint=endpoint,
+        mode=mode,
+        run=run,
+    )
+    _enqueue(evaluation)
+    return evaluation
+
+
+def _enqueue(evaluation: Evaluation) -> None:
+    from llm.evaluation.tasks import run_evaluation
+
+    transaction.on_commit(lambda: run_evaluation.delay(evaluation.pk))
+
+
+def _parser(scorer: ReleaseScorer, question: Question):
+    def parse(text: str) -> Any:
+        try:
+            return scorer.parse(parse_json(text), dict(question.ask))
+        except ValueError as error:
+            raise CallError("unparseable", f"not a valid answer: {error}") from error
+
+    return parse
+
+
+def _ask(evaluation: Evaluation, scorer: ReleaseScorer, question: Question) -> Call:
+    key = call_key(PURPOSE, evaluation.endpoint, None, f"{evaluation.pk}:{question.id}", 0)
+    if evaluation.mode == Evaluation.Mode.PERPLEXITY:
+        from llm.evaluation.perplexity import choose_by_perplexity
+
+        return choose_by_perplexity(
+            key=key, evaluation=evaluation, scorer=scorer, question=question
+        )
+    schema = scorer.answer_schema(dict(question.ask))
+    asked = messages(scorer, question)
+    if not evaluation.endpoint.json_schema_mode:
+        asked[0]["content"] += (
+            "\n\nAnswer with one JSON object that follows this JSON schema:\n"
+            f"{json.dumps(schema, ensure_ascii=False)}"
+        )
+    return call_once(
+        key=key,
+        endpoint=evaluation.endpoint,
+        messages=asked,
+        parse=_parser(scorer, question),
+        response_format=answer_format(schema, evaluation.endpoint),
+        run=evaluation.run,
+        subject=question.id,
+    )
+
+
+def _status(run: Run) -> str:
+    return Run.objects.filter(pk=run.pk).values_list("status", flat=True).get()
+
+
+def _count(evaluation: Evaluation) -> None:
+    """The run's counters from the ledger (idempotent: a resumed task counts nothing twice)."""
+    calls = Call.objects.filter(run=evaluation.run)
+    Run.objects.filter(pk=evaluation.run_id).update(
+        done=calls.filter(status=Call.Status.OK).count(),
+        failed=calls.filter(status=Call.Status.FAILED).count(),
+        heartbeat_at=timezone.now(),
+    )
+
+
+def evaluation_execute(*, evaluation_id: int) -> Evaluation:
+    """Ask what is left of the evaluation's questions, then store its figures (module
+    docstring). Safe to run twice: a finished, paused or cancelled evaluation is left as it is,
+    and every question is asked through the ledger."""
+    evaluation = Evaluation.objects.select_related("release__project", "endpoint", "run").get(
+        pk=evaluation_id
+    )
+    run = evaluation.run
+    started = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING
+    )
+    if not started and run.status != Run.Status.RUNNING:
+        return evaluation
+    Run.objects.filter(pk=run.pk, started_at__isnull=True).update(started_at=timezone.now())
+    try:
+        scorer = _scorer(evaluation.release)
+        if evaluation.release.sha256 != evaluation.release_sha256:
+            raise ApplicationError("The release's checksum is not the one evaluated.")
+        questions = list(scorer.questions(release_files(evaluation.release)))
+        Run.objects.filter(pk=run.pk).update(total=len(questions))
+        Evaluation.objects.filter(pk=evaluation.pk).update(questions=len(questions))
+        answers: list[tuple[Question, Any]] = []
+        for index, question in enumerate(questions):
+            if index % CHECK_EVERY == 0:
+                _count(evaluation)
+                if _status(run) != Run.Status.RUNNING:
+                    return evaluation
+            call = _ask(evaluation, scorer, question)
+            if call.status == Call.Status.OK:
+                answers.append((question, call.parsed))
+        _count(evaluation)
+        _finish(evaluation, scorer, questions, answers)
+    except (ApplicationError, KeyError, ValueError) as error:
+        Run.objects.filter(pk=run.pk).update(
+            status=Run.Status.FAILED, error=str(error)[:2000], finished_at=timezone.now()
+        )
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+@transaction.atomic
+def _finish(
+    evaluation: Evaluation,
+    scorer: ReleaseScorer,
+    questions: list[Question],
+    answers: list[tuple[Question, Any]],
+) -> None:
+    """Write the figures once: only a running evaluation not finished yet takes them."""
+    run = Run.objects.select_for_update().get(pk=evaluation.run_id)
+    if run.status != Run.Status.RUNNING:
+        return
+    now = timezone.now()
+    stored = Evaluation.objects.filter(pk=evaluation.pk, finished_at__isnull=True).update(
+        answered=len(answers),
+        results=[metric.to_dict() for metric in scorer.score(answers)],
+        baseline=[metric.to_dict() for metric in scorer.score(human_answers(questions))],
+        finished_at=now,
+    )
+    if stored:
+        Run.objects.filter(pk=run.pk).update(status=Run.Status.DONE, finished_at=now)
+
+
+def _control(evaluation: Evaluation, allowed: Iterable[str], status: str, verb: str) -> Evaluation:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=evaluation.run_id)
+        if run.status not in allowed:
+            raise Conflict(
+                f"The evaluation is {run.get_status_display().lower()}; it cannot be {verb}.",
+                {"status": run.status},
+            )
+        run.status = status
+        fields = ["status"]
+        if status == Run.Status.CANCELLED:
+            run.finished_at = timezone.now()
+            fields.append("finished_at")
+        run.save(update_fields=fields)
+        if status == Run.Status.QUEUED:
+            _enqueue(evaluation)
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def evaluation_pause(*, evaluation: Evaluation) -> Evaluation:
+    """Stop taking questions after the one being asked; the answers so far are kept."""
+    return _control(evaluation, Run.ACTIVE, Run.Status.PAUSED, "paused")
+
+
+def evaluation_resume(*, evaluation: Evaluation) -> Evaluation:
+    """Go on where a paused evaluation stopped (the ledger skips the questions answered)."""
+    return _control(evaluation, (Run.Status.PAUSED,), Run.Status.QUEUED, "resumed")
+
+
+def evaluation_cancel(*, evaluation: Evaluation) -> Evaluation:
+    """Stop for good: a cancelled evaluation has no figures."""
+    return _control(evaluation, (*Run.ACTIVE, Run.Status.PAUSED), Run.Status.CANCELLED, "cancelled")
+
+
+TABLE_COLUMNS = [
+    "group",
+    "metric",
+    "model_n",
+    "model",
+    "model_low",
+    "model_high",
+    "human_n",
+    "human",
+    "human_low",
+    "human_high",
+]
+
+
+def evaluation_table(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """One row per (group, figure): the model's value and interval beside the people's
+    (blank where the baseline has no such figure), in the scorer's order."""
+    human = {(m["group"], m["metric"]): m for m in evaluation.baseline}
+    rows = []
+    for metric in evaluation.results:
+        people = human.get((metric["group"], metric["metric"]), {})
+        rows.append(
+            {
+                "group": metric["group"],
+                "metric": metric["metric"],
+                "model_n": metric["n"],
+                "model": metric["value"],
+                "model_low": metric["low"],
+                "model_high": metric["high"],
+                "human_n": people.get("n"),
+                "human": people.get("value"),
+                "human_low": people.get("low"),
+                "human_high": people.get("high"),
+            }
+        )
+    return rows
