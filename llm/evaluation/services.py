@@ -66,10 +66,16 @@ def _scorer(release: Release) -> ReleaseScorer:
 
 @transaction.atomic
 def evaluation_start(
-    *, release: Release, endpoint: Endpoint, user: Any = None, mode: str = Evaluation.Mode.CHAT
+    *,
+    release: Release,
+    endpoint: Endpoint,
+    user: Any = None,
+    mode: str = Evaluation.Mode.CHAT,
+    enqueue: bool = True,
 ) -> Evaluation:
     """A new evaluation of ``release`` by ``endpoint`` (module docstring); its run is queued
-    and the worker starts after commit."""
+    and a worker starts it after commit (``enqueue`` False: the caller runs
+    :func:`evaluation_execute` itself, as ``manage.py llm_evaluate`` does)."""
     if release.status != Release.Status.PUBLISHED or not release.archive:
         raise Conflict(
             f"v{release.version} is {release.get_status_display().lower()}; only a published "
@@ -98,7 +104,8 @@ def evaluation_start(
         mode=mode,
         run=run,
     )
-    _enqueue(evaluation)
+    if enqueue:
+        _enqueue(evaluation)
     return evaluation
 
 

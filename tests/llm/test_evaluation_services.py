@@ -191,3 +191,31 @@ def test_perplexity_chooses_the_least_surprising_connective(
     assert figures(evaluation.results)[("all", "accuracy")]["value"] == pytest.approx(2 / 3)
     sent = chat_server.requests(endpoint.model)
     assert len(sent) == 12 and all(body["echo"] and body["max_tokens"] == 0 for body in sent)
+
+
+def test_the_command_evaluates_in_process_and_prints_the_table(release, endpoint):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command(
+        "llm_evaluate",
+        release.project.slug,
+        "--release",
+        "1",
+        "--endpoint",
+        endpoint.name,
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "5 of 5 questions answered, 0 failed" in text
+    lines = {line.split()[0] + " " + line.split()[1]: line for line in text.splitlines()[2:]}
+    assert "0.667 [" in lines["all accuracy"] and "0.500 [" in lines["all accuracy"]
+    assert Evaluation.objects.get(release=release).run.status == Run.Status.DONE
+    with pytest.raises(CommandError, match="No endpoint 'nope'"):
+        call_command("llm_evaluate", release.project.slug, "--release", "1", "--endpoint", "nope")
+    with pytest.raises(CommandError, match="no release v7"):
+        call_command(
+            "llm_evaluate", release.project.slug, "--release", "7", "--endpoint", endpoint.name
+        )
