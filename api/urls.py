@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from api import views as api
 
@@ -28,6 +28,7 @@ urlpatterns = [
         api.ReleaseDownloadView.as_view(),
         name="release-download",
     ),
+    path(project + "evaluations/", include("api.views.llm")),
     # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
     re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
 ]

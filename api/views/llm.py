@@ -1,0 +1,130 @@
+"""Evaluations of a project's published releases by model endpoints (llm/evaluation): list
+and start (admins), one evaluation with its figures beside the human baseline, pause / resume
+/ cancel (admins). Registered under /api/projects/<slug>/evaluations/ by api/urls.py."""
+
+from __future__ import annotations
+
+from django.urls import path, re_path
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.access import MANAGE, MONITOR, access_project
+from annotation.errors import NotFound
+from api.views.projects import SLUG
+from llm.evaluation import selectors, services
+from llm.evaluation.access import access_evaluation
+from llm.models import Evaluation
+from releases.access import access_release
+
+
+class StartSerializer(serializers.Serializer):
+    release = serializers.IntegerField(min_value=1, help_text="The release's version.")
+    endpoint = serializers.CharField(max_length=64, help_text="The endpoint's name.")
+    mode = serializers.ChoiceField(choices=Evaluation.Mode.choices, default=Evaluation.Mode.CHAT)
+
+
+EVALUATION = inline_serializer(
+    "Evaluation",
+    {
+        "id": serializers.IntegerField(),
+        "release": serializers.IntegerField(),
+        "release_sha256": serializers.CharField(),
+        "workflow": serializers.CharField(),
+        "endpoint": serializers.CharField(),
+        "model": serializers.CharField(),
+        "mode": serializers.CharField(),
+        "status": serializers.CharField(),
+        "total": serializers.IntegerField(),
+        "done": serializers.IntegerField(),
+        "failed": serializers.IntegerField(),
+        "questions": serializers.IntegerField(),
+        "answered": serializers.IntegerField(),
+        "table": serializers.ListField(child=serializers.DictField(), required=False),
+    },
+)
+
+
+class EvaluationListView(APIView):
+    @extend_schema(
+        tags=["evaluations"],
+        summary="Evaluations of the project's releases",
+        parameters=[SLUG],
+        responses={200: EVALUATION},
+    )
+    def get(self, request, slug: str):
+        project = access_project(request.user, slug, MONITOR)
+        return Response(
+            [selectors.evaluation_summary(e) for e in selectors.evaluations(project)[:200]]
+        )
+
+    @extend_schema(
+        tags=["evaluations"],
+        summary="Evaluate a published release with an endpoint (admins)",
+        parameters=[SLUG],
+        request=StartSerializer,
+        responses={202: EVALUATION},
+    )
+    def post(self, request, slug: str):
+        project = access_project(request.user, slug, MANAGE)
+        body = StartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        release = access_release(request.user, project, body.validated_data["release"])
+        endpoint = selectors.endpoints().filter(name=body.validated_data["endpoint"]).first()
+        if endpoint is None:
+            raise NotFound(f"There is no endpoint {body.validated_data['endpoint']!r}.")
+        evaluation = services.evaluation_start(
+            release=release, endpoint=endpoint, user=request.user, mode=body.validated_data["mode"]
+        )
+        evaluation.refresh_from_db()
+        evaluation.run.refresh_from_db()
+        return Response(selectors.evaluation_summary(evaluation), status=status.HTTP_202_ACCEPTED)
+
+
+class EvaluationDetailView(APIView):
+    @extend_schema(
+        tags=["evaluations"],
+        summary="One evaluation with its figures beside the human baseline",
+        parameters=[SLUG],
+        responses={200: EVALUATION},
+    )
+    def get(self, request, slug: str, evaluation_id: int):
+        project = access_project(request.user, slug, MONITOR)
+        evaluation = access_evaluation(request.user, project, evaluation_id)
+        return Response(selectors.evaluation_summary(evaluation, table=True))
+
+
+ACTIONS = {
+    "pause": services.evaluation_pause,
+    "resume": services.evaluation_resume,
+    "cancel": services.evaluation_cancel,
+}
+
+
+class EvaluationControlView(APIView):
+    @extend_schema(
+        tags=["evaluations"],
+        summary="Pause, resume or cancel an evaluation (admins)",
+        parameters=[SLUG],
+        request=None,
+        responses={200: EVALUATION},
+    )
+    def post(self, request, slug: str, evaluation_id: int, action: str):
+        project = access_project(request.user, slug, MANAGE)
+        evaluation = access_evaluation(request.user, project, evaluation_id)
+        evaluation = ACTIONS[action](evaluation=evaluation)
+        evaluation.run.refresh_from_db()
+        return Response(selectors.evaluation_summary(evaluation))
+
+
+#: Included under /api/projects/<slug>/evaluations/ by api/urls.py (names in its namespace).
+urlpatterns = [
+    path("", EvaluationListView.as_view(), name="evaluations"),
+    path("<int:evaluation_id>/", EvaluationDetailView.as_view(), name="evaluation"),
+    re_path(
+        r"^(?P<evaluation_id>[0-9]+)/(?P<action>pause|resume|cancel)/$",
+        EvaluationControlView.as_view(),
+        name="evaluation-control",
+    ),
+]
