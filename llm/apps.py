@@ -14,6 +14,7 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import eligibility
         from llm.evaluation.scoring import SCORERS, register_scorer
@@ -26,6 +27,14 @@ class LlmConfig(AppConfig):
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                project_tabs=[
+                    ProjectTab(
+                        "Evaluations",
+                        "llm-evaluation:evaluations",
+                        ("admin", "researcher"),
+                        order=70,
+                    )
+                ],
                 demo=self.demo_seed,
             )
         )

@@ -58,3 +58,53 @@ def evaluation_summary(evaluation: Evaluation, *, table: bool = False) -> dict[s
     if table:
         summary["table"] = evaluation_table(evaluation)
     return summary
+
+
+def release_comparison(release: Release, metric: str | None = None) -> dict[str, Any]:
+    """Every finished evaluation of ``release`` beside its people for one figure (``metric``,
+    by default the first the scorer reports): ``metrics`` to choose from, ``groups`` in the
+    scorer's order, ``series`` (llm.evaluation.plots.Series; the people last) and ``rows`` —
+    per group, one (value, low, high, n) cell per series. The people's figures are the same in
+    every evaluation of a release (scored from its files), so the latest one's are shown."""
+    from llm.evaluation.plots import Series
+
+    finished = list(
+        Evaluation.objects.filter(release=release, finished_at__isnull=False)
+        .select_related("endpoint")
+        .order_by("created_at")
+    )
+    metrics: list[str] = []
+    for evaluation in finished:
+        for row in evaluation.results:
+            if row["metric"] not in metrics:
+                metrics.append(row["metric"])
+    chosen = metric if metric in metrics else (metrics[0] if metrics else "")
+    groups: list[str] = []
+    series = []
+    counts: list[dict[str, int]] = []
+    sources = [(f"{e.endpoint.name} · #{e.pk}", e.results, False) for e in finished]
+    if finished and finished[-1].baseline:
+        sources.append(("people", finished[-1].baseline, True))
+    for label, rows, people in sources:
+        values, n = {}, {}
+        for row in rows:
+            if row["metric"] != chosen:
+                continue
+            if row["group"] not in groups:
+                groups.append(row["group"])
+            values[row["group"]] = (row["value"], row["low"], row["high"])
+            n[row["group"]] = row["n"]
+        if values:
+            series.append(Series(label, values, people=people))
+            counts.append(n)
+    table = [
+        {
+            "group": group,
+            "cells": [
+                (*one.values.get(group, (None, None, None)), count.get(group))
+                for one, count in zip(series, counts, strict=True)
+            ],
+        }
+        for group in groups
+    ]
+    return {"metrics": metrics, "metric": chosen, "groups": groups, "series": series, "rows": table}
