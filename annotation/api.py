@@ -15,10 +15,10 @@ Write services (each owns its transaction; CONTRIBUTING.md):
 
 * projects, people, stages, items: ``project_create``, ``membership_add``,
   ``membership_remove``, ``stage_create``, ``stage_update``, ``stage_settings_clean`` (with
-  ``STAGE_SETTINGS``, the settings it checks), ``stage_move``, ``stage_remove``,
+  ``STAGE_SETTINGS``, the settings it checks), ``stage_move``, ``stage_remove``, ``stage_slots_add``,
   ``items_create``, ``item_stages_open``, ``item_stages_target_set``
   (annotation/services/stages.py);
-* work: ``assignment_next``, ``annotation_submit``, ``item_stage_resolve``,
+* work: ``assignment_next``, ``annotation_submit``, ``assignment_skip``, ``item_stage_resolve``,
   ``assignments_release``, ``annotations_withdraw``;
 * what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
   elsewhere, with ``HistoricAnnotation`` and ``HistoricResolution``; annotation/services/
@@ -74,6 +74,8 @@ from annotation.services.historic import (
     historic_annotations_import,
 )
 from annotation.services.items import items_author_link, items_discard
+from annotation.services.skip import assignment_skip
+from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
 from annotation.slots import EVERYONE
 
@@ -90,6 +92,7 @@ __all__ = [
     "annotations_visible",
     "annotations_withdraw",
     "assignment_next",
+    "assignment_skip",
     "assignments_release",
     "choices_keeping",
     "clean_text",
@@ -114,6 +117,7 @@ __all__ = [
     "stage_move",
     "stage_remove",
     "stage_settings_clean",
+    "stage_slots_add",
     "stage_update",
     "votes_final",
 ]

@@ -58,6 +58,7 @@ from typing import Any
 from django.core import checks
 
 from annotation import events, gates, navigation
+from annotation.advisory import AdvisoryProvider, register_advisory_provider
 from annotation.eligibility import RULES, Rule, register_rule
 from annotation.events import (
     DecidedListener,
@@ -105,6 +106,9 @@ class Plugin:
     on_item_stages_resolved: Sequence[ResolvedListener] = ()
     #: Listeners of ``annotation.events.on_item_stage_decided`` (inside the decision).
     on_item_stage_decided: Sequence[DecidedListener] = ()
+    #: ``annotation.advisory`` providers: annotators whose answers a stage measures but does
+    #: not count in its decisions.
+    advisory_raters: Sequence[AdvisoryProvider] = ()
     # -- extension points of the apps above the engine, keyed by workflow key ---------------
     #: ``imports.core.schema.RowSchema`` per workflow (imports/).
     import_schemas: Mapping[str, Any] = field(default_factory=dict)
@@ -135,6 +139,7 @@ _ENGINE_POINTS: dict[str, Callable[[Any], Any]] = {
     "work_gates": register_work_gate,
     "progress_caps": register_progress_cap,
     "work_pending": register_work_pending,
+    "advisory_raters": register_advisory_provider,
     "on_item_stages_resolved": on_item_stages_resolved,
     "on_item_stage_decided": on_item_stage_decided,
 }

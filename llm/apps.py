@@ -35,6 +35,7 @@ class LlmConfig(AppConfig):
                         order=70,
                     )
                 ],
+                advisory_raters=[eligibility.advisory_raters],
                 demo=self.demo_seed,
             )
         )

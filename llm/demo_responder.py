@@ -22,6 +22,11 @@ NAME = "demo-responder"
 
 def _pick(seed: bytes, schema: dict[str, Any], path: str) -> Any:
     digest = int.from_bytes(hashlib.sha256(seed + path.encode()).digest()[:8], "big")
+    if "const" in schema:
+        return schema["const"]
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return _pick(seed, branches[digest % len(branches)], path + "|")
     if "enum" in schema:
         options = list(schema["enum"])
         return options[digest % len(options)] if options else None

@@ -3,7 +3,8 @@
 Adding such a rater raises the stage's overlap and its open item stages' slot counts by one
 (llm.services.rater_add); this rule keeps that slot for the model: a person may take an item
 stage only while its leased and submitted slots, plus one per extra model rater that has not
-yet leased or answered it, stay below its slot count. The model raters themselves pass.
+yet leased, answered or skipped it (a model whose calls failed skips the item, and its slot goes
+to people, as any skip's does), stay below its slot count. The model raters themselves pass.
 llm.services adds the rule to the stage's eligibility list with the first extra rater.
 """
 
@@ -32,7 +33,20 @@ class ModelSlots(Rule):
             f" AND NOT EXISTS (SELECT 1 FROM {names.table(Assignment)} {a}"
             f' WHERE {a}."item_stage_id" = {names.column("id")}'
             f' AND {a}."annotator_id" = {r}."user_id"'
-            f" AND {a}.\"status\" IN ('active', 'submitted')))"
+            f" AND {a}.\"status\" IN ('active', 'submitted', 'skipped')))"
             f" < {names.column('target_count')})",
             {},
         )
+
+
+def advisory_raters(stage) -> list[int]:
+    """The users of the stage's extra model raters (active or removed): their answers are
+    measured against people's (llm/calibration) but do not count in the stage's decisions
+    (annotation.advisory). A model that fills a human slot counts like the person it replaces."""
+    from llm.models import ModelRater
+
+    return list(
+        ModelRater.objects.filter(stage=stage, fills_human_slot=False).values_list(
+            "user_id", flat=True
+        )
+    )

@@ -343,6 +343,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "crowd.tasks.sync_prolific_studies",
         "schedule": float(os.environ.get("CROWD_SYNC_SECONDS", "300")),
     },
+    # Model runs whose message was lost or whose worker died (llm.runs, heartbeat).
+    "llm-runs-sweep": {
+        "task": "llm.tasks.runs_sweep",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
     # Slot counters recounted from the rows (a lease deleted outside the services, say).
     "repair-counters": {
         "task": "annotation.tasks.repair_counters",

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation import events
+from annotation.advisory import advisory_annotators
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
 from annotation.kinds import KindContext, get_kind
@@ -36,29 +37,37 @@ logger = logging.getLogger(__name__)
 # --- Resolution -------------------------------------------------------------------------------
 
 
-def _ballots(item_stage: ItemStage, kind: Any) -> list[Ballot]:
+def _ballots(item_stage: ItemStage, stage: Stage, kind: Any) -> tuple[list[Ballot], int]:
     """The annotations of the item stage's current round, as the policy sees them: votes,
-    payloads and phases, annotators numbered 1, 2, … in the order they submitted."""
+    payloads and phases, annotators numbered 1, 2, … in the order they submitted; and how many
+    advisory answers (annotation.advisory) were left out."""
     rows = (
         Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
         .order_by(*SUBMISSION_ORDER)
         .values_list("payload", "phase", "annotator_id", "external_rater")
     )
+    advisory = advisory_annotators(stage)
     numbers: dict[Any, int] = {}
     ballots = []
+    left_out = 0
     for payload, phase, annotator_id, external in rows:
+        if annotator_id is not None and annotator_id in advisory:
+            left_out += 1
+            continue
         who = annotator_id if annotator_id is not None else f"external:{external}"
         number = numbers.setdefault(who, len(numbers) + 1)
         ballots.append(Ballot(kind.vote(payload), payload, phase, number))
-    return ballots
+    return ballots, left_out
 
 
-def _policy_settings(item_stage: ItemStage, stage: Stage, kind: Any) -> PolicySettings:
+def _policy_settings(
+    item_stage: ItemStage, stage: Stage, kind: Any, advisory: int = 0
+) -> PolicySettings:
     phases = stage_phases(stage)
     return PolicySettings(
         tie_policy=stage.tie_policy,
         tie_default=stage.tie_default,
-        required=phases[-1].slots,
+        required=max(phases[-1].slots - advisory, 1),
         reject_values=kind.reject_values,
         options=stage.policy_options or {},
         last_phase=len(phases) - 1,
@@ -68,8 +77,9 @@ def _policy_settings(item_stage: ItemStage, stage: Stage, kind: Any) -> PolicySe
 
 def _decision_for(item_stage: ItemStage, stage: Stage) -> Decision:
     kind = get_kind(stage.kind)
-    settings = _policy_settings(item_stage, stage, kind)
-    return get_policy(stage.resolution_policy).decide(_ballots(item_stage, kind), settings)
+    ballots, advisory = _ballots(item_stage, stage, kind)
+    settings = _policy_settings(item_stage, stage, kind, advisory)
+    return get_policy(stage.resolution_policy).decide(ballots, settings)
 
 
 def _phase_advance(item_stage: ItemStage, stage: Stage) -> None:
@@ -272,8 +282,9 @@ def item_stage_adjudicate(
             raise ApplicationError("The decision must be a finite number.", {"value": value})
         vote_field = kind.vote_field or "value"
         value = kind.validate({vote_field: value}, context).get(vote_field)
+    ballots, advisory = _ballots(item_stage, stage, kind)
     decision = get_policy(stage.resolution_policy).adjudicated(
-        value, _ballots(item_stage, kind), _policy_settings(item_stage, stage, kind)
+        value, ballots, _policy_settings(item_stage, stage, kind, advisory)
     )
     if decision is not None:
         outcome = decision.outcome

@@ -88,6 +88,26 @@ class MeterVerifyKind(TaskKind):
     def categories(self, config: Mapping[str, Any]) -> list[Any]:
         return ["keep", "reject"]
 
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """Keep, or reject with one of the reasons (a model rater's structured answer)."""
+        return {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"value": {"const": "keep"}},
+                    "required": ["value"],
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "value": {"const": "reject"},
+                        "reason": {"enum": list(VERIFY_REASONS)},
+                    },
+                    "required": ["value", "reason"],
+                },
+            ]
+        }
+
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("k", "keep")] + [
             (str(n), f"reject: {label.lower()}")

@@ -38,6 +38,10 @@ _times: dict[str, deque[float]] = defaultdict(deque)
 
 
 def _first_valid(schema: dict[str, Any]) -> Any:
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("anyOf") or schema.get("oneOf"):
+        return _first_valid((schema.get("anyOf") or schema["oneOf"])[0])
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type")

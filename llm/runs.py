@@ -1,0 +1,243 @@
+"""A model rater's run through its stage: the job behind ``Run`` (purpose ``rate``).
+
+How a run works (llm.tasks.rater_run calls :func:`rater_run`):
+
+1. **Claim.** The run moves from queued to running, or is taken over from a worker whose
+   heartbeat stopped (:data:`STALE_SECONDS`); a run another live worker holds is left to it.
+2. **Calls, ahead of the leases.** The item stages the model has not answered are asked about
+   by ``endpoint.concurrency`` threads, each call through the ledger (llm/ledger.py: one call
+   per (endpoint, prompt version, item, sample), never twice, rate limits shared by all
+   workers). The prompt is built from what the stage's annotators see (llm/prompts.py).
+3. **Leases and submits, through the engine.** The rater's user asks ``assignment_next`` like
+   any annotator — one lease at a time, in the engine's order, under its overlap and
+   eligibility rules — takes the ledger's answers for the leased item (calling now if they
+   are not there yet) and submits the modal answer with ``annotation_submit`` (idempotent).
+   A :class:`~llm.models.ModelVote` records the vote and its confidence: the share of valid
+   samples that gave it. An item whose every sample failed is skipped with the error as the
+   reason (``assignment_skip``): reported on the run, never a vote, its slot going to people.
+4. **Control.** Between items the run reads its status: paused or cancelled stops it (the
+   calls made stay in the ledger, so resuming costs nothing twice); the end marks it done.
+
+A worker killed at any point loses nothing: a submitted item is in the engine, a made call in
+the ledger, a lease held expires (or is renewed by the next attempt, which asks as the same
+annotator), and the run is taken over once its heartbeat is stale (llm.tasks.runs_sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.db import close_old_connections, connection, connections
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotation.api import annotation_submit, assignment_next, assignment_skip
+from annotation.kinds.base import get_kind
+from annotation.models import Assignment, Item, ItemStage
+from llm import prompts
+from llm.ledger import call_key, call_once
+from llm.models import Call, ModelRater, ModelVote, Run
+
+logger = logging.getLogger(__name__)
+
+#: A running run whose heartbeat is older than this is taken over by another worker.
+STALE_SECONDS = 120
+#: How often (items) the submit loop reads the run's status and beats its heartbeat.
+CHECK_EVERY = 1
+
+
+def claim(run_id: int) -> Run | None:
+    """Move the run to running for this worker; None when it is not to be worked on now."""
+    now = timezone.now()
+    taken = Run.objects.filter(
+        Q(status=Run.Status.QUEUED)
+        | Q(status=Run.Status.RUNNING, heartbeat_at__lt=now - timedelta(seconds=STALE_SECONDS)),
+        pk=run_id,
+    ).update(status=Run.Status.RUNNING, heartbeat_at=now, started_at=now)
+    if not taken:
+        return None
+    return Run.objects.select_related(
+        "rater__stage__project", "rater__endpoint", "rater__prompt__template", "rater__user"
+    ).get(pk=run_id)
+
+
+def _status(run: Run) -> str:
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+    return Run.objects.values_list("status", flat=True).get(pk=run.pk)
+
+
+def _pending(rater: ModelRater) -> list[ItemStage]:
+    """The open item stages of the rater's stage it has not answered nor given up."""
+    finished = Assignment.objects.filter(
+        annotator=rater.user,
+        stage=rater.stage,
+        status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED],
+    ).values("item_stage_id")
+    return list(
+        ItemStage.objects.filter(stage=rater.stage, state=ItemStage.State.OPEN)
+        .exclude(pk__in=finished)
+        .select_related("item")
+        .order_by("pk")
+    )
+
+
+def _params(rater: ModelRater, sample: int) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if rater.temperature is not None:
+        params["temperature"] = rater.temperature
+    seed = (rater.endpoint.default_params or {}).get("seed")
+    if seed is not None and sample:
+        params["seed"] = int(seed) + sample  # the same seed would give the same sample
+    return params
+
+
+def calls_for(rater: ModelRater, item: Item, run: Run | None) -> list[Call]:
+    """The rater's ``samples`` calls on ``item`` through the ledger (made now if missing)."""
+    stage, endpoint, version = rater.stage, rater.endpoint, rater.prompt
+    schema = prompts.answer_schema(stage, item)
+    messages = prompts.render(
+        version,
+        prompts.item_fields(item, stage),
+        schema=schema,
+        json_schema_mode=endpoint.json_schema_mode,
+    )
+    response_format = prompts.answer_format(schema, endpoint)
+    return [
+        call_once(
+            key=call_key("rate", endpoint, version, f"item:{item.pk}", sample),
+            endpoint=endpoint,
+            messages=messages,
+            parse=lambda text: prompts.parse_answer(text, stage, item),
+            response_format=response_format,
+            params=_params(rater, sample),
+            run=run,
+            prompt=version,
+            item_id=item.pk,
+            subject=f"item:{item.pk}",
+            sample=sample,
+        )
+        for sample in range(rater.samples)
+    ]
+
+
+def modal(payloads: Iterable[dict[str, Any]], kind_key: str) -> tuple[dict[str, Any], Any, float]:
+    """The payload casting the most frequent vote (the first such sample on a tie), its vote
+    and the share of samples that cast it."""
+    kind = get_kind(kind_key)
+    answers = list(payloads)
+    votes = [kind.vote(payload) for payload in answers]
+    keys = [json.dumps(vote, sort_keys=True, default=str) for vote in votes]
+    counts = Counter(keys)
+    best = max(counts.values())
+    index = next(i for i, key in enumerate(keys) if counts[key] == best)
+    return answers[index], votes[index], best / len(answers)
+
+
+def _prefetch(rater: ModelRater, run: Run, items: list[Item], stop: threading.Event) -> None:
+    """Make the calls for ``items`` on ``endpoint.concurrency`` threads (one on SQLite, whose
+    writers queue anyway); each thread closes its database connection when done."""
+    work: queue.Queue[Item] = queue.Queue()
+    for item in items:
+        work.put(item)
+
+    def worker() -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    item = work.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    calls_for(rater, item, run)
+                except Exception:  # one item's trouble must not end the others' calls
+                    logger.exception("llm: calls on item %s failed", item.pk)
+        finally:
+            connections.close_all()
+
+    threads = 1 if connection.vendor == "sqlite" else max(1, rater.endpoint.concurrency)
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+
+def rater_run(run_id: int) -> Run | None:
+    """Work the run (module docstring); returns it as it ended, or None when not claimed."""
+    run = claim(run_id)
+    if run is None or run.rater is None:
+        return run
+    rater = run.rater
+    pending = _pending(rater)
+    Run.objects.filter(pk=run.pk).update(total=F("done") + F("failed") + len(pending))
+    stop = threading.Event()
+    prefetch = threading.Thread(
+        target=_prefetch, args=(rater, run, [s.item for s in pending], stop), daemon=True
+    )
+    if connection.vendor != "sqlite":
+        prefetch.start()
+    try:
+        _submit_loop(rater, run)
+    finally:
+        stop.set()
+        if prefetch.is_alive():
+            prefetch.join()
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+        status=Run.Status.DONE, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return run
+
+
+def _submit_loop(rater: ModelRater, run: Run) -> None:
+    user, stage = rater.user, rater.stage
+    seen = 0
+    while True:
+        if seen % CHECK_EVERY == 0 and _status(run) != Run.Status.RUNNING:
+            return
+        seen += 1
+        assignment = assignment_next(annotator=user, stage=stage)
+        if assignment is None:
+            return
+        item = Item.objects.get(pk=assignment.item_stage.item_id)
+        calls = calls_for(rater, item, run)
+        while any(call.status == Call.Status.PENDING for call in calls):
+            # another worker holds a call of this item: it finishes or its claim expires
+            close_old_connections()
+            threading.Event().wait(0.5)
+            calls = calls_for(rater, item, run)
+        answers = [call.parsed for call in calls if call.status == Call.Status.OK]
+        if not answers:
+            errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
+            assignment_skip(
+                assignment_id=assignment.pk,
+                annotator=user,
+                reason=f"model call failed: {errors}"[:300],
+            )
+            Run.objects.filter(pk=run.pk).update(failed=F("failed") + 1)
+            continue
+        payload, vote, confidence = modal(answers, stage.kind)
+        annotation, _ = annotation_submit(
+            assignment_id=assignment.pk,
+            annotator=user,
+            payload=payload,
+            client_info={"model": rater.endpoint.model, "prompt_version": rater.prompt_id},
+        )
+        ModelVote.objects.get_or_create(
+            rater=rater,
+            item_stage_id=assignment.item_stage_id,
+            defaults={
+                "annotation": annotation,
+                "value": vote,
+                "confidence": confidence,
+                "samples": len(answers),
+            },
+        )
+        Run.objects.filter(pk=run.pk).update(done=F("done") + 1)
