@@ -95,13 +95,6 @@ class EvaluationDetailView(APIView):
         return Response(selectors.evaluation_summary(evaluation, table=True))
 
 
-ACTIONS = {
-    "pause": services.evaluation_pause,
-    "resume": services.evaluation_resume,
-    "cancel": services.evaluation_cancel,
-}
-
-
 class EvaluationControlView(APIView):
     @extend_schema(
         tags=["evaluations"],
@@ -113,8 +106,7 @@ class EvaluationControlView(APIView):
     def post(self, request, slug: str, evaluation_id: int, action: str):
         project = access_project(request.user, slug, MANAGE)
         evaluation = access_evaluation(request.user, project, evaluation_id)
-        evaluation = ACTIONS[action](evaluation=evaluation)
-        evaluation.run.refresh_from_db()
+        evaluation = services.evaluation_control(evaluation=evaluation, action=action)
         return Response(selectors.evaluation_summary(evaluation))
 
 

@@ -8,8 +8,7 @@
   two, so a retried or resumed task asks only what is left), the run's status read between
   questions (a paused or cancelled run stops, a resumed one goes on), then the figures of the
   model and of the release's people stored once, together.
-* :func:`evaluation_pause` / :func:`evaluation_resume` / :func:`evaluation_cancel` — the run's
-  controls.
+* :func:`evaluation_control` — pause, resume or cancel: the run's own moves.
 * :func:`evaluation_table` — the model's figures beside the human baseline, one row per group
   and figure (the page, the CSV, the API and ``manage.py llm_evaluate`` show it).
 """
@@ -17,12 +16,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.api import enqueue_on_commit
 from annotation.errors import ApplicationError, Conflict
 from llm.client import CallError
 from llm.evaluation.files import ReleaseFiles
@@ -36,6 +35,8 @@ from llm.evaluation.scoring import (
 from llm.ledger import call_key, call_once
 from llm.models import Call, Endpoint, Evaluation, Run
 from llm.prompts import answer_format, parse_json
+from llm.runs import claim
+from llm.services import run_control
 from releases.models import Release
 
 PURPOSE = "evaluate"
@@ -112,7 +113,7 @@ def evaluation_start(
 def _enqueue(evaluation: Evaluation) -> None:
     from llm.evaluation.tasks import run_evaluation
 
-    transaction.on_commit(lambda: run_evaluation.delay(evaluation.pk))
+    enqueue_on_commit(run_evaluation, evaluation.pk)
 
 
 def _parser(scorer: ReleaseScorer, question: Question):
@@ -167,18 +168,15 @@ def _count(evaluation: Evaluation) -> None:
 
 def evaluation_execute(*, evaluation_id: int) -> Evaluation:
     """Ask what is left of the evaluation's questions, then store its figures (module
-    docstring). Safe to run twice: a finished, paused or cancelled evaluation is left as it is,
-    and every question is asked through the ledger."""
+    docstring). Safe to run twice: the run is claimed first (llm.runs.claim: a queued run, or a
+    running one whose worker's heartbeat stopped), so a finished, paused or cancelled
+    evaluation is left as it is; and every question is asked through the ledger."""
     evaluation = Evaluation.objects.select_related("release__project", "endpoint", "run").get(
         pk=evaluation_id
     )
-    run = evaluation.run
-    started = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING
-    )
-    if not started and run.status != Run.Status.RUNNING:
+    run = claim(evaluation.run_id)
+    if run is None:  # not queued, or running in a live worker
         return evaluation
-    Run.objects.filter(pk=run.pk, started_at__isnull=True).update(started_at=timezone.now())
     try:
         scorer = _scorer(evaluation.release)
         if evaluation.release.sha256 != evaluation.release_sha256:
@@ -227,39 +225,18 @@ def _finish(
         Run.objects.filter(pk=run.pk).update(status=Run.Status.DONE, finished_at=now)
 
 
-def _control(evaluation: Evaluation, allowed: Iterable[str], status: str, verb: str) -> Evaluation:
+def evaluation_control(*, evaluation: Evaluation, action: str) -> Evaluation:
+    """``pause`` (stop after the question being asked; the answers so far are kept),
+    ``resume`` (go on where it stopped: the ledger skips the questions answered) or ``cancel``
+    (stop for good, with no figures) — the run's own moves (llm.services.run_control; a refused
+    move is a Conflict naming it)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=evaluation.run_id)
-        if run.status not in allowed:
-            raise Conflict(
-                f"The evaluation is {run.get_status_display().lower()}; it cannot be {verb}.",
-                {"status": run.status},
-            )
-        run.status = status
-        fields = ["status"]
-        if status == Run.Status.CANCELLED:
-            run.finished_at = timezone.now()
-            fields.append("finished_at")
-        run.save(update_fields=fields)
-        if status == Run.Status.QUEUED:
+        run = run_control(run=evaluation.run, action=action)
+        if run.status == Run.Status.QUEUED:
             _enqueue(evaluation)
     evaluation.refresh_from_db()
+    evaluation.run.refresh_from_db()
     return evaluation
-
-
-def evaluation_pause(*, evaluation: Evaluation) -> Evaluation:
-    """Stop taking questions after the one being asked; the answers so far are kept."""
-    return _control(evaluation, Run.ACTIVE, Run.Status.PAUSED, "paused")
-
-
-def evaluation_resume(*, evaluation: Evaluation) -> Evaluation:
-    """Go on where a paused evaluation stopped (the ledger skips the questions answered)."""
-    return _control(evaluation, (Run.Status.PAUSED,), Run.Status.QUEUED, "resumed")
-
-
-def evaluation_cancel(*, evaluation: Evaluation) -> Evaluation:
-    """Stop for good: a cancelled evaluation has no figures."""
-    return _control(evaluation, (*Run.ACTIVE, Run.Status.PAUSED), Run.Status.CANCELLED, "cancelled")
 
 
 TABLE_COLUMNS = [

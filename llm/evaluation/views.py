@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import MANAGE, MONITOR, access_project
-from annotation.errors import ApplicationError
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
@@ -111,21 +110,12 @@ def evaluation_start(request, slug: str):
     return _back(project, release.version)
 
 
-ACTIONS = {
-    "pause": services.evaluation_pause,
-    "resume": services.evaluation_resume,
-    "cancel": services.evaluation_cancel,
-}
-
-
 @require_POST
 @page
 def evaluation_control(request, slug: str, evaluation_id: int, action: str):
     project, _ = _access(request, slug, MANAGE)
     evaluation = access_evaluation(request.user, project, evaluation_id)
-    if action not in ACTIONS:
-        raise ApplicationError(f"Unknown action {action!r}.", {"action": action})
-    ACTIONS[action](evaluation=evaluation)
+    services.evaluation_control(evaluation=evaluation, action=action)
     return _back(project, evaluation.release.version)
 
 

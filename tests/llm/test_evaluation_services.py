@@ -137,20 +137,20 @@ def test_pause_resume_and_cancel_through_the_run(
 ):
     with django_capture_on_commit_callbacks(execute=False):
         evaluation = services.evaluation_start(release=release, endpoint=endpoint)
-    services.evaluation_pause(evaluation=evaluation)
+    services.evaluation_control(evaluation=evaluation, action="pause")
     services.evaluation_execute(evaluation_id=evaluation.pk)  # the queued message arrives
     assert chat_server.requests(endpoint.model) == []
     with pytest.raises(Conflict):
-        services.evaluation_pause(evaluation=evaluation)
+        services.evaluation_control(evaluation=evaluation, action="pause")
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_resume(evaluation=evaluation)
+        services.evaluation_control(evaluation=evaluation, action="resume")
     evaluation.refresh_from_db()
     assert evaluation.run.status == Run.Status.DONE and evaluation.answered == 5
     with pytest.raises(Conflict):
-        services.evaluation_cancel(evaluation=evaluation)
+        services.evaluation_control(evaluation=evaluation, action="cancel")
     with django_capture_on_commit_callbacks(execute=False):
         other = services.evaluation_start(release=release, endpoint=endpoint)
-    services.evaluation_cancel(evaluation=other)
+    services.evaluation_control(evaluation=other, action="cancel")
     services.evaluation_execute(evaluation_id=other.pk)
     other.refresh_from_db()
     assert other.run.status == Run.Status.CANCELLED and other.results == []
