@@ -10,18 +10,26 @@ from llm.models import Endpoint, Evaluation
 from releases.models import Release
 
 
+class ReleaseChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"v{obj.version}"
+
+
+class EndpointChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.name} ({obj.model})"
+
+
 class EvaluationStartForm(forms.Form):
-    release = forms.ModelChoiceField(queryset=Release.objects.none(), empty_label=None)
-    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.none(), empty_label=None)
+    release = ReleaseChoice(queryset=Release.objects.none(), empty_label=None)
+    endpoint = EndpointChoice(queryset=Endpoint.objects.none(), empty_label=None)
     mode = forms.ChoiceField(choices=Evaluation.Mode.choices, initial=Evaluation.Mode.CHAT)
 
     def __init__(self, *args: Any, releases: Any, endpoints: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         release_field = self.fields["release"]
         endpoint_field = self.fields["endpoint"]
-        assert isinstance(release_field, forms.ModelChoiceField)
-        assert isinstance(endpoint_field, forms.ModelChoiceField)
+        assert isinstance(release_field, ReleaseChoice)
+        assert isinstance(endpoint_field, EndpointChoice)
         release_field.queryset = releases
-        release_field.label_from_instance = lambda release: f"v{release.version}"
         endpoint_field.queryset = endpoints
-        endpoint_field.label_from_instance = lambda endpoint: f"{endpoint.name} ({endpoint.model})"

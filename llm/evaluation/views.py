@@ -27,9 +27,9 @@ from llm.models import Run
 def _access(request, slug: str, roles) -> tuple[Any, frozenset[str]]:
     """The project and the user's roles in it. ``access_project`` returns the project (with
     ``user_roles``) or a ``ProjectAccess`` (``project``, ``roles``): both are read here."""
-    found = access_project(request.user, slug, roles)
+    found: Any = access_project(request.user, slug, roles)
     project = getattr(found, "project", found)
-    held = getattr(found, "roles", None)
+    held: Any = getattr(found, "roles", None)
     if held is None:
         held = getattr(project, "user_roles", ())
     return project, frozenset(held)
@@ -50,7 +50,7 @@ def _release(project, request):
 def evaluations(request, slug: str):
     project, roles = _access(request, slug, MONITOR)
     releases, release = _release(project, request)
-    comparison = (
+    comparison: dict[str, Any] = (
         selectors.release_comparison(release, request.GET.get("metric"))
         if release is not None
         else {"metrics": [], "metric": "", "groups": [], "series": [], "rows": []}
