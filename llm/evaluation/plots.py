@@ -69,6 +69,6 @@ def models_vs_people(metric: str, groups: Sequence[str], series: Sequence[Series
         axes.set_ylim(len(groups) - 0.5, -0.5)
         axes.set_xlabel(f"{metric.replace('_', ' ')} (95 % interval)")
         axes.grid(axis="y", visible=False)
-        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.6 / height),
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 0.45 / height),
                     ncol=min(3, len(series)))  # fmt: skip
         return _svg(figure)
