@@ -25,25 +25,24 @@ class StartSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=Evaluation.Mode.choices, default=Evaluation.Mode.CHAT)
 
 
-EVALUATION = inline_serializer(
-    "Evaluation",
-    {
-        "id": serializers.IntegerField(),
-        "release": serializers.IntegerField(),
-        "release_sha256": serializers.CharField(),
-        "workflow": serializers.CharField(),
-        "endpoint": serializers.CharField(),
-        "model": serializers.CharField(),
-        "mode": serializers.CharField(),
-        "status": serializers.CharField(),
-        "total": serializers.IntegerField(),
-        "done": serializers.IntegerField(),
-        "failed": serializers.IntegerField(),
-        "questions": serializers.IntegerField(),
-        "answered": serializers.IntegerField(),
-        "table": serializers.ListField(child=serializers.DictField(), required=False),
-    },
-)
+EVALUATION_FIELDS = {
+    "id": serializers.IntegerField(),
+    "release": serializers.IntegerField(),
+    "release_sha256": serializers.CharField(),
+    "workflow": serializers.CharField(),
+    "endpoint": serializers.CharField(),
+    "model": serializers.CharField(),
+    "mode": serializers.CharField(),
+    "status": serializers.CharField(),
+    "total": serializers.IntegerField(),
+    "done": serializers.IntegerField(),
+    "failed": serializers.IntegerField(),
+    "questions": serializers.IntegerField(),
+    "answered": serializers.IntegerField(),
+    "table": serializers.ListField(child=serializers.DictField(), required=False),
+}
+EVALUATION = inline_serializer("Evaluation", EVALUATION_FIELDS)
+EVALUATIONS = inline_serializer("Evaluation", EVALUATION_FIELDS, many=True)
 
 
 class EvaluationListView(APIView):
@@ -51,7 +50,7 @@ class EvaluationListView(APIView):
         tags=["evaluations"],
         summary="Evaluations of the project's releases",
         parameters=[SLUG],
-        responses={200: EVALUATION},
+        responses={200: EVALUATIONS},
     )
     def get(self, request, slug: str):
         project = access_project(request.user, slug, MONITOR)
