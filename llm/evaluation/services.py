@@ -9,6 +9,7 @@
   questions (a paused or cancelled run stops, a resumed one goes on), then the figures of the
   model and of the release's people stored once, together.
 * :func:`evaluation_control` — pause, resume or cancel: the run's own moves.
+* :func:`evaluations_stuck` — runs to send again (a lost message, a dead worker).
 * :func:`evaluation_table` — the model's figures beside the human baseline, one row per group
   and figure (the page, the CSV, the API and ``manage.py llm_evaluate`` show it).
 """
@@ -40,7 +41,7 @@ from llm.services import run_control
 from releases.models import Release
 
 PURPOSE = "evaluate"
-#: Questions between two reads of the run's status and counters.
+#: Questions between two recounts of the run's counters (its status is read before each one).
 CHECK_EVERY = 10
 
 
@@ -153,6 +154,9 @@ def _ask(evaluation: Evaluation, scorer: ReleaseScorer, question: Question) -> C
 
 
 def _status(run: Run) -> str:
+    """The run's status, read between questions; a running run's heartbeat beats with it (a
+    worker that stops beating for llm.runs.STALE_SECONDS is taken over)."""
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
     return Run.objects.filter(pk=run.pk).values_list("status", flat=True).get()
 
 
@@ -188,9 +192,15 @@ def evaluation_execute(*, evaluation_id: int) -> Evaluation:
         for index, question in enumerate(questions):
             if index % CHECK_EVERY == 0:
                 _count(evaluation)
-                if _status(run) != Run.Status.RUNNING:
-                    return evaluation
+            if _status(run) != Run.Status.RUNNING:
+                _count(evaluation)
+                return evaluation
             call = _ask(evaluation, scorer, question)
+            if call.status == Call.Status.PENDING:
+                # Another worker holds this question (a run taken over while its first worker
+                # was still asking): it goes on from here, and this one stops.
+                _count(evaluation)
+                return evaluation
             if call.status == Call.Status.OK:
                 answers.append((question, call.parsed))
         _count(evaluation)
@@ -237,6 +247,33 @@ def evaluation_control(*, evaluation: Evaluation, action: str) -> Evaluation:
     evaluation.refresh_from_db()
     evaluation.run.refresh_from_db()
     return evaluation
+
+
+def evaluations_stuck(*, queued_seconds: float = 60) -> list[int]:
+    """Evaluations to send again: queued for more than ``queued_seconds`` (a lost message) or
+    running with a heartbeat older than llm.runs.STALE_SECONDS (a dead worker; ``claim``
+    takes such a run over, and the ledger asks nothing twice)."""
+    from datetime import timedelta
+
+    from django.db.models import Q
+
+    from llm.runs import STALE_SECONDS
+
+    now = timezone.now()
+    return list(
+        Evaluation.objects.filter(run__purpose=Run.Purpose.EVALUATE)
+        .filter(
+            Q(
+                run__status=Run.Status.QUEUED,
+                run__created_at__lt=now - timedelta(seconds=queued_seconds),
+            )
+            | Q(
+                run__status=Run.Status.RUNNING,
+                run__heartbeat_at__lt=now - timedelta(seconds=STALE_SECONDS),
+            )
+        )
+        .values_list("pk", flat=True)
+    )
 
 
 TABLE_COLUMNS = [

@@ -14,3 +14,15 @@ def run_evaluation(evaluation_id: int) -> int:
     from llm.evaluation.services import evaluation_execute
 
     return evaluation_execute(evaluation_id=evaluation_id).answered
+
+
+@shared_task(name="llm.evaluation.tasks.evaluations_sweep")
+def evaluations_sweep() -> int:
+    """Send again the evaluations whose message was lost or whose worker died
+    (llm.evaluation.services.evaluations_stuck); returns how many."""
+    from llm.evaluation.services import evaluations_stuck
+
+    stuck = evaluations_stuck()
+    for evaluation_id in stuck:
+        run_evaluation.delay(evaluation_id)
+    return len(stuck)

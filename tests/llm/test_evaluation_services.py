@@ -219,3 +219,37 @@ def test_the_command_evaluates_in_process_and_prints_the_table(release, endpoint
         call_command(
             "llm_evaluate", release.project.slug, "--release", "7", "--endpoint", endpoint.name
         )
+
+
+def test_lost_or_abandoned_runs_are_found_and_a_held_question_is_left_to_its_worker(
+    release, endpoint, chat_server, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from llm.evaluation.tasks import evaluations_sweep
+    from llm.ledger import call_key
+
+    with django_capture_on_commit_callbacks(execute=False):
+        lost = services.evaluation_start(release=release, endpoint=endpoint)
+        fresh = services.evaluation_start(release=release, endpoint=endpoint)
+    long_ago = timezone.now() - timedelta(minutes=10)
+    Run.objects.filter(pk=lost.run_id).update(created_at=long_ago)
+    assert services.evaluations_stuck() == [lost.pk]
+    # a worker died mid-run: its heartbeat stopped; another worker holds the first question
+    Run.objects.filter(pk=fresh.run_id).update(status=Run.Status.RUNNING, heartbeat_at=long_ago)
+    assert sorted(services.evaluations_stuck()) == sorted([lost.pk, fresh.pk])
+    Call.objects.create(
+        key=call_key("evaluate", endpoint, None, f"{fresh.pk}:d_separation/1/1", 0),
+        endpoint=endpoint,
+        subject="d_separation/1/1",
+        claimed_until=timezone.now() + timedelta(minutes=5),
+    )
+    assert evaluations_sweep() == 2  # eager: both run now
+    lost.refresh_from_db()
+    fresh.refresh_from_db()
+    assert lost.run.status == Run.Status.DONE and lost.answered == 5
+    # taken over, but the question another worker holds is left to it: nothing stored yet
+    assert fresh.run.status == Run.Status.RUNNING and fresh.finished_at is None
+    assert len(chat_server.requests(endpoint.model)) == 5
