@@ -253,3 +253,41 @@ def test_lost_or_abandoned_runs_are_found_and_a_held_question_is_left_to_its_wor
     # taken over, but the question another worker holds is left to it: nothing stored yet
     assert fresh.run.status == Run.Status.RUNNING and fresh.finished_at is None
     assert len(chat_server.requests(endpoint.model)) == 5
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.celery_worker
+def test_a_real_worker_evaluates_a_release(chat_server, tmp_path, settings):
+    """The queued run goes through Redis to a worker process, which reads the archive, asks
+    through the ledger and stores the figures."""
+    from tests.conftest import Workers, wait_for
+
+    if not settings.IS_POSTGRES or not __import__("os").environ.get("CELERY_BROKER_URL"):
+        pytest.skip("needs PostgreSQL and Redis: run through scripts/with-services.sh")
+    from rungwise.celery import app
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    app.control.purge()
+    workers = Workers(MEDIA_ROOT=str(tmp_path / "media"))
+    workers.start()
+    try:
+        model = chat_server.model("worker-eval")
+        chat_server.control(model, answers=RIGHT)
+        worker_endpoint = Endpoint.objects.create(
+            name=model[:60].replace(".", "-"),
+            base_url=chat_server.base_url,
+            model=model,
+            requests_per_minute=600,
+        )
+        project = make_project(slug="carl-worker", kind="carlgt")
+        published = published_release(project, carlgt_files(), tmp_path)
+        evaluation = services.evaluation_start(release=published, endpoint=worker_endpoint)
+        wait_for(
+            lambda: Run.objects.get(pk=evaluation.run_id).status == Run.Status.DONE, timeout=60
+        )
+        evaluation.refresh_from_db()
+        assert evaluation.answered == 5 and evaluation.finished_at is not None
+        assert figures(evaluation.results)[("all", "accuracy")]["value"] == pytest.approx(2 / 3)
+        assert len(chat_server.requests(model)) == 5
+    finally:
+        workers.stop_all()
