@@ -364,6 +364,13 @@ def _table(site: Site, project, name: str) -> list[str]:
 RATINGS_TABLES = ("raters", "attention_checks", "items")
 
 
+def _evaluations(project) -> list[int]:
+    """The project's release evaluations (llm/evaluation), where the seed made any."""
+    from llm.models import Evaluation
+
+    return list(Evaluation.objects.filter(release__project=project).values_list("pk", flat=True))
+
+
 FILLERS: dict[str, Filler] = {
     "slug": lambda site, project, name: [project.slug],
     "stage_id": _per_project("stages", lambda stage: stage.pk),
@@ -376,6 +383,8 @@ FILLERS: dict[str, Filler] = {
     "batch_id": _per_project("batches"),
     "version": _per_project("releases"),
     "run_id": _per_project("model_runs"),
+    "evaluation_id": lambda site, project, name: _evaluations(project),
+    "action": lambda site, project, name: ["pause"],
     "token": _token,
     "plot": lambda site, project, name: _plots(),
     "table": _table,

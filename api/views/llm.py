@@ -4,7 +4,7 @@ and start (admins), one evaluation with its figures beside the human baseline, p
 
 from __future__ import annotations
 
-from django.urls import path, re_path
+from django.urls import path
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -94,6 +94,9 @@ class EvaluationDetailView(APIView):
         return Response(selectors.evaluation_summary(evaluation, table=True))
 
 
+ACTIONS = ("pause", "resume", "cancel")
+
+
 class EvaluationControlView(APIView):
     @extend_schema(
         tags=["evaluations"],
@@ -103,6 +106,8 @@ class EvaluationControlView(APIView):
         responses={200: EVALUATION},
     )
     def post(self, request, slug: str, evaluation_id: int, action: str):
+        if action not in ACTIONS:
+            raise NotFound(f"There is no action {action!r}: {', '.join(ACTIONS)}.")
         project = access_project(request.user, slug, MANAGE)
         evaluation = access_evaluation(request.user, project, evaluation_id)
         evaluation = services.evaluation_control(evaluation=evaluation, action=action)
@@ -113,8 +118,8 @@ class EvaluationControlView(APIView):
 urlpatterns = [
     path("", EvaluationListView.as_view(), name="evaluations"),
     path("<int:evaluation_id>/", EvaluationDetailView.as_view(), name="evaluation"),
-    re_path(
-        r"^(?P<evaluation_id>[0-9]+)/(?P<action>pause|resume|cancel)/$",
+    path(
+        "<int:evaluation_id>/<slug:action>/",
         EvaluationControlView.as_view(),
         name="evaluation-control",
     ),
