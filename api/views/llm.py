@@ -5,7 +5,8 @@ and start (admins), one evaluation with its figures beside the human baseline, p
 from __future__ import annotations
 
 from django.urls import path
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -101,7 +102,11 @@ class EvaluationControlView(APIView):
     @extend_schema(
         tags=["evaluations"],
         summary="Pause, resume or cancel an evaluation (admins)",
-        parameters=[SLUG],
+        parameters=[
+            SLUG,
+            OpenApiParameter("evaluation_id", OpenApiTypes.INT, OpenApiParameter.PATH),
+            OpenApiParameter("action", OpenApiTypes.STR, OpenApiParameter.PATH, enum=ACTIONS),
+        ],
         request=None,
         responses={200: EVALUATION},
     )
