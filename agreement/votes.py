@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F
 
 from agreement.stage_statistics import StageVotes
+from annotation.advisory import advisory_annotators
 from annotation.kinds import TaskKind, get_kind
 from annotation.models import (
     Annotation,
@@ -113,7 +114,13 @@ def last_phase(stage: Stage) -> int | None:
     return len(stage.phases) - 1 if stage.phases else None
 
 
-def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = True) -> StageVotes:
+def stage_votes(
+    stage: Stage,
+    *,
+    as_of: datetime | None = None,
+    fast: bool = True,
+    include_advisory: bool = False,
+) -> StageVotes:
     """The annotations of the stage's completed items as a :class:`StageVotes`.
 
     Completed items are those no longer open (waiting for resolution, with a reviewer, resolved
@@ -131,14 +138,27 @@ def stage_votes(stage: Stage, *, as_of: datetime | None = None, fast: bool = Tru
     (24–32 bytes per annotation). On SQLite (or with ``fast=False``) a server-side iterator runs
     ``agreement_value`` on each payload. External (imported) raters get negative rater keys:
     −1 − (hash of their name + 2³¹).
+
+    Advisory raters' answers (annotation.advisory: an extra model rater) are left out — the
+    stage's figures are its deciding raters' — unless ``include_advisory`` (the models-against-
+    people figures read them).
     """
     kind = get_kind(stage.kind)
     if kind.agreement.scale is None:
         return StageVotes.from_rows([], categories=None)
     categories = stage_categories(stage)
     if fast and connection.vendor == "postgresql":
-        return _votes_by_copy(stage, kind, categories, as_of)
-    return _votes_by_iteration(stage, kind, categories, as_of)
+        votes = _votes_by_copy(stage, kind, categories, as_of)
+    else:
+        votes = _votes_by_iteration(stage, kind, categories, as_of)
+    advisory = () if include_advisory else advisory_annotators(stage)
+    if not advisory or not len(votes.raters):
+        return votes
+    keep = ~np.isin(votes.raters, np.fromiter(advisory, dtype=np.int64))
+    return StageVotes(
+        votes.items[keep], votes.raters[keep], votes.values[keep], votes.seconds[keep],
+        votes.categories,
+    )  # fmt: skip
 
 
 def _votes_by_iteration(

@@ -19,7 +19,7 @@ class GraphsConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
-        from graphs import kinds, policies, services
+        from graphs import carlgt, dsep, kinds, policies, services
         from graphs.release_layout import carlgt_layout
         from graphs.release_scorer import CarlGTScorer
 
@@ -38,6 +38,8 @@ class GraphsConfig(AppConfig):
                         create=services.carlgt_project_create,
                     )
                 ],
+                # A CARL-GT question with its answer (carlgt.py), an edge-list row (dsep.py).
+                import_schemas={**carlgt.SCHEMAS, dsep.EDGE_SCHEMA.name: dsep.EDGE_SCHEMA},
                 release_layouts={services.WORKFLOW: carlgt_layout},
                 release_scorers={services.WORKFLOW: CarlGTScorer()},
                 project_tabs=[

@@ -4,7 +4,9 @@ The benchmark (CauTabBench, folder ``carl_gt/``) ships plain text: line *k* of a
 pairs with line *k* of its answers file. ``read_carlgt(directory)`` reads all of it into
 :class:`Record` s, or reports every problem by file and line (mismatched line counts, empty
 lines, answers that are neither yes/no nor numbers) — the caller imports nothing when there is
-any. The layout (``directory`` is ``carl_gt/data`` or its parent ``carl_gt``):
+any. Files are read by the import core (``imports.core.readers.physical_lines``: UTF-8, the
+first other byte named by line and column; line ends LF, CRLF or a lone CR); each line pair is
+checked by a registered schema (``YES_NO_SCHEMA``, ``NUMBER_SCHEMA``). The layout (``directory`` is ``carl_gt/data`` or its parent ``carl_gt``):
 
 * ``graph/{id}_questions.txt`` + ``graph/{id}_answers.txt``: d-separation, ``yes``/``no``;
 * ``table/{id}_questions.txt`` + ``table/{id}_answers.txt``: conditional independence, yes/no;
@@ -27,6 +29,10 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from imports.core.readers import ImportFileError, physical_lines
+from imports.core.schema import FieldSpec, RowSchema
 
 TASKS = {
     "d_separation": "d-separation",
@@ -101,15 +107,14 @@ def data_directory(directory: str | Path) -> Path:
 
 
 def _lines(path: Path, base: Path, reading: Reading) -> list[str] | None:
+    """The lines of a text file read by the import core (``physical_lines``: UTF-8, line ends
+    LF, CRLF or a lone CR), or None with the problem added."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        reading.problems.append(Problem(_rel(path, base), None, f"not UTF-8 text ({error})"))
+        with path.open("rb") as handle:
+            return [text for _, text in physical_lines(handle)]
+    except ImportFileError as refused:
+        reading.problems.append(Problem(_rel(path, base), None, refused.error.message))
         return None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":  # the final newline ends the last line
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -129,6 +134,39 @@ def _number(raw: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _answer_check(parse: Any, expected: str) -> Any:
+    def check(raw: str) -> str | None:
+        return None if parse(raw) is not None else f"expected {expected}, got {raw!r}"
+
+    return check
+
+
+def _line_schema(name: str, parse: Any, expected: str) -> RowSchema:
+    return RowSchema(
+        name=name,
+        description=f"Line k of a questions file with line k of its answers file ({expected}).",
+        derived_id="row",
+        extra_fields="reject",
+        fields=(
+            FieldSpec("question", required=True, required_message="empty question"),
+            FieldSpec(
+                "answer",
+                required=True,
+                required_message="empty answer",
+                check=_answer_check(parse, expected),
+            ),
+        ),
+    )
+
+
+#: One question with its answer, registered by ``graphs.apps`` (``import_schemas``): the
+#: yes/no tasks and the tasks answered with a number. Lines have no id; the schema numbers
+#: them (``Record.external_id`` adds the task and graph).
+YES_NO_SCHEMA = _line_schema("graphs.carlgt_yes_no", _yes_no, "yes or no")
+NUMBER_SCHEMA = _line_schema("graphs.carlgt_number", _number, "a number")
+SCHEMAS = {schema.name: schema for schema in (YES_NO_SCHEMA, NUMBER_SCHEMA)}
+
+
 def _pair(
     reading: Reading,
     base: Path,
@@ -137,10 +175,12 @@ def _pair(
     questions_path: Path,
     answers_path: Path | None,
 ) -> None:
-    """Line k of the questions with line k of the answers (None: every answer is yes)."""
+    """Line k of the questions with line k of the answers (None: every answer is yes), each
+    pair checked by the task's schema; a problem is named in the file its field came from."""
     qfile = _rel(questions_path, base)
     questions = _lines(questions_path, base, reading)
     answers = None
+    afile = qfile
     if answers_path is not None:
         afile = _rel(answers_path, base)
         answers = _lines(answers_path, base, reading)
@@ -157,21 +197,20 @@ def _pair(
             )
         )
         return
+    schema = NUMBER_SCHEMA if task in NUMBER_TASKS else YES_NO_SCHEMA
     parse = _number if task in NUMBER_TASKS else _yes_no
-    expected = "a number" if task in NUMBER_TASKS else "yes or no"
     for index, question in enumerate(questions):
         line = index + 1
-        if not question.strip():
-            reading.problems.append(Problem(qfile, line, "empty question"))
-            continue
         raw = "yes" if answers is None else answers[index]
-        if not raw.strip():
-            reading.problems.append(Problem(afile, line, "empty answer"))
+        clean, errors = schema.validate_row({"question": question, "answer": raw}, line)
+        if clean is None:
+            # The question first: an answer to no question is not worth a second message.
+            first = min(errors, key=lambda error: error.field != "question")
+            where = qfile if first.field == "question" else afile
+            reading.problems.append(Problem(where, line, first.message))
             continue
-        value = parse(raw)
-        if value is None:
-            reading.problems.append(Problem(afile, line, f"expected {expected}, got {raw!r}"))
-            continue
+        value = parse(clean["answer"])
+        assert value is not None  # checked by the schema
         reading.records.append(Record(task, graph_id, qfile, line, question.strip(), value))
 
 

@@ -6,7 +6,9 @@ without edges may be listed). ``parse_edge_list`` returns a DAG or raises :class
 with every problem by line (CSV) or position (JSON); a cycle is named. Files are read by the
 imports' rules (``imports.core.readers``): UTF-8 (the first other byte named by line, column
 and offset), JSON nested at most ``annotation.values.MAX_DEPTH`` levels, no name holding
-what the database cannot store (NUL, an unpaired surrogate).
+what the database cannot store (NUL, an unpaired surrogate). A CSV is read by the import core's
+``RecordReader`` and each row checked by the registered ``EDGE_SCHEMA`` (names of at most 200
+characters; an object where a name belongs is refused naming the field).
 
 ``dsep_questions(dag, …)`` generates CARL-GT-style questions "Are X and Y d-separated given
 Z?", each with its answer from networkx (``nx.is_d_separator``, or ``nx.d_separated`` before
@@ -16,7 +18,6 @@ sampled with a seed.
 
 from __future__ import annotations
 
-import csv
 import io
 import itertools
 import math
@@ -25,8 +26,9 @@ from typing import Any
 
 import networkx as nx
 
-from annotation.values import text_problem
-from imports.core.readers import ImportFileError, decode_utf8, read_json_document
+from imports.core.readers import ImportFileError, RecordReader, decode_utf8, read_json_document
+from imports.core.report import RowError
+from imports.core.schema import FieldSpec, RowSchema
 
 
 class GraphInvalid(ValueError):
@@ -48,6 +50,77 @@ def _name(value: Any) -> str | None:
     return text or None
 
 
+def _header(columns: list[str]) -> list[RowError]:
+    if [column.strip().lower() for column in columns[:2]] == ["cause", "effect"]:
+        return []
+    return [RowError(line=1, code="csv_header", message="expected the header cause,effect")]
+
+
+#: One row of an edge-list CSV, registered by ``graphs.apps`` (``import_schemas``) as
+#: ``graphs.edge``: a cause and an effect, each one flat name of at most
+#: ``MAX_NAME_LENGTH`` characters; other columns are ignored. Rows have no id; the schema
+#: numbers them.
+MAX_NAME_LENGTH = 200
+EDGE_SCHEMA = RowSchema(
+    name="graphs.edge",
+    description="One edge of a causal graph: cause, effect.",
+    derived_id="row",
+    extra_fields="ignore",
+    fields=(
+        FieldSpec(
+            "cause",
+            required=True,
+            required_message="expected cause,effect",
+            max_length=MAX_NAME_LENGTH,
+        ),
+        FieldSpec(
+            "effect",
+            required=True,
+            required_message="expected cause,effect",
+            max_length=MAX_NAME_LENGTH,
+        ),
+    ),
+)
+
+
+def _csv_edges(text: str) -> tuple[list[tuple[int, str, tuple[str, str]]], list[str]]:
+    """The edges of a CSV edge list, read by the import core (``RecordReader``: line ends LF,
+    CRLF or a lone CR, quoted cells over several lines) and checked by ``EDGE_SCHEMA``; each
+    problem as ``line L: …``, a row's first only."""
+    reader = RecordReader(
+        io.BytesIO(text.encode("utf-8", "surrogatepass")),
+        fmt="csv",
+        header_check=_header,
+        unnamed_columns="ignore",
+        pad_short_rows=True,
+    )
+    edges: list[tuple[int, str, tuple[str, str]]] = []
+    problems: list[str] = []
+    try:
+        for record in reader:
+            if record.error is not None:
+                problems.append(_located(record.error))
+                continue
+            if not any(cell.strip() for cell in record.data.values()):
+                continue
+            clean, errors = EDGE_SCHEMA.validate_row(record.data, record.line)
+            if clean is None:
+                problems.append(_located(errors[0]))
+                continue
+            line = record.line
+            edges.append((line, f"line {line}", (clean["cause"].strip(), clean["effect"].strip())))
+    except ImportFileError as refused:
+        raise GraphInvalid([_located(refused.error)]) from None
+    return edges, problems
+
+
+def _located(error: RowError) -> str:
+    """``line L: message`` (the core's reading messages lead with their place already)."""
+    return (
+        str(error) if error.message.startswith("line ") else f"line {error.line}: {error.message}"
+    )
+
+
 def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
     try:
         text = decode_utf8(data) if isinstance(data, bytes) else data
@@ -55,7 +128,9 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
         raise GraphInvalid([error.error.message]) from None
     stripped = text.lstrip()
     as_json = filename.lower().endswith(".json") or stripped.startswith(("[", "{"))
-    edges, nodes, problems = [], [], []
+    edges: list[tuple[int, str, tuple[str | None, str | None]]] = []
+    nodes: list[str | None] = []
+    problems: list[str] = []
     if as_json:
         try:
             document = read_json_document(text, at_end="the file ends")
@@ -80,27 +155,8 @@ def parse_edge_list(data: bytes | str, filename: str = "") -> nx.DiGraph:
                 continue
             edges.append((index, f"edges[{index}]", pair))
     else:
-        # newline="": line ends inside quotes stay in their cell, and a lone CR ends a line.
-        reader = csv.reader(io.StringIO(text, newline=""))
-        try:
-            rows = list(reader)
-        except csv.Error as error:  # a stray quote, a cell beyond the csv module's size limit
-            problem = f"line {reader.line_num}: not CSV the graph can use: {error}"
-            raise GraphInvalid([problem]) from None
-        header = [h.strip().lower() for h in rows[0]] if rows else []
-        if header[:2] != ["cause", "effect"]:
-            raise GraphInvalid(["line 1: expected the header cause,effect"])
-        for line, row in enumerate(rows[1:], start=2):
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) < 2 or _name(row[0]) is None or _name(row[1]) is None:
-                problems.append(f"line {line}: expected cause,effect")
-                continue
-            unstorable = text_problem(row[0]) or text_problem(row[1])
-            if unstorable:
-                problems.append(f"line {line}: a name holds {unstorable}")
-                continue
-            edges.append((line, f"line {line}", (_name(row[0]), _name(row[1]))))
+        named, problems = _csv_edges(text)
+        edges.extend(named)
     dag = nx.DiGraph()
     dag.add_nodes_from(n for n in nodes if n is not None)
     for _, where, (cause, effect) in edges:

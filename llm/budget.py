@@ -14,7 +14,6 @@ and tokens together; the log is exact where a token bucket would allow a double 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -63,7 +62,7 @@ return '0'
 
 def redis_url() -> str | None:
     """The Redis the budget lives in: LLM_REDIS_URL, else the Celery broker when it is Redis."""
-    url = os.environ.get("LLM_REDIS_URL") or getattr(settings, "CELERY_BROKER_URL", "")
+    url = str(settings.LLM_REDIS_URL or settings.CELERY_BROKER_URL or "")
     return url if url.startswith(("redis://", "rediss://", "unix://")) else None
 
 

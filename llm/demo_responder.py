@@ -5,8 +5,8 @@ JSON schema deterministically from a hash of the prompt (an enum's choice, a num
 a string naming itself), so the same prompt always gets the same answer and the figures it
 yields mean nothing about any model. llm/README.md says how to point a project at a real server.
 
-It speaks through the ``openai`` client like any endpoint (llm/client.py hands the client an
-HTTP client whose transport is :func:`respond`), so the code path is the production one.
+It speaks through llm/client.py like any endpoint (the endpoint's HTTP client gets the transport
+:func:`demo_transport`), so the code path is the production one.
 """
 
 from __future__ import annotations
@@ -94,5 +94,6 @@ def respond(request: httpx2.Request) -> httpx2.Response:
     )
 
 
-def demo_http_client() -> httpx2.Client:
-    return httpx2.Client(transport=httpx2.MockTransport(respond))
+def demo_transport() -> httpx2.BaseTransport:
+    """The transport llm/client.py gives the demo endpoint's HTTP client."""
+    return httpx2.MockTransport(respond)

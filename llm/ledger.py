@@ -29,7 +29,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -58,23 +58,36 @@ def _estimate_tokens(messages: Sequence[Mapping[str, Any]], params: Mapping[str,
     )
 
 
+def _hold(endpoint: Endpoint) -> timedelta:
+    """How long a claim lasts: every attempt timing out, with backoff, and a margin."""
+    seconds = endpoint.timeout_seconds * (endpoint.max_retries + 1)
+    return timedelta(seconds=seconds + BACKOFF_CAP * endpoint.max_retries + 30)
+
+
 def _claim(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
     """Take the row for this worker; False when another holds an unexpired claim."""
     now = timezone.now()
-    hold = (
-        endpoint.timeout_seconds * (endpoint.max_retries + 1) + BACKOFF_CAP * endpoint.max_retries
-    )
     claimed = (
         Call.objects.filter(pk=call.pk)
         .exclude(status=Call.Status.OK)
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(
-            status=Call.Status.PENDING,
-            claimed_until=now + timedelta(seconds=hold + 30),
-            run=run,
-        )
+        .update(status=Call.Status.PENDING, claimed_until=now + _hold(endpoint), run=run)
     )
     return claimed == 1
+
+
+def _insert_claimed(call: Call) -> bool:
+    """Insert the row already claimed by this worker; False when the key exists. A savepoint
+    only inside a caller's transaction (outside one, a failed INSERT leaves nothing to undo)."""
+    try:
+        if connection.in_atomic_block:
+            with transaction.atomic():
+                call.save(force_insert=True)
+        else:
+            call.save(force_insert=True)
+    except IntegrityError:
+        return False
+    return True
 
 
 def call_once(
@@ -90,26 +103,30 @@ def call_once(
     item_id: int | None = None,
     subject: str = "",
     sample: int = 0,
+    expect_new: bool = False,
 ) -> Call:
     """The call stored under ``key``, made now if it has not been (module docstring).
-    ``parse(text)`` turns the model's text into the stored answer or raises CallError."""
+    ``parse(text)`` turns the model's text into the stored answer or raises CallError.
+    ``expect_new``: the caller believes the key was never asked (a run's first pass): the row
+    is inserted at once, already claimed, saving a read; otherwise it is read first."""
     params = dict(params or {})
-    try:
-        with transaction.atomic():
-            call, _ = Call.objects.get_or_create(
-                key=key,
-                defaults={
-                    "run": run,
-                    "endpoint": endpoint,
-                    "prompt": prompt,
-                    "item_id": item_id,
-                    "subject": subject[:200],
-                    "sample": sample,
-                    "messages": list(messages),
-                    "params": {**(endpoint.default_params or {}), **params},
-                },
-            )
-    except IntegrityError:
+    fresh = Call(
+        key=key,
+        run=run,
+        endpoint=endpoint,
+        prompt=prompt,
+        item_id=item_id,
+        subject=subject[:200],
+        sample=sample,
+        messages=list(messages),
+        params={**(endpoint.default_params or {}), **params},
+        status=Call.Status.PENDING,
+        claimed_until=timezone.now() + _hold(endpoint),
+    )
+    call = None if expect_new else Call.objects.filter(key=key).first()
+    if call is None:
+        if _insert_claimed(fresh):
+            return _attempt(fresh, endpoint, messages, parse, response_format, params, run)
         call = Call.objects.get(key=key)
     if call.status == Call.Status.OK:
         return call
@@ -176,19 +193,26 @@ def _store(
     parsed: Any = None,
     error: CallError | None = None,
 ) -> None:
-    call.status = status
-    call.parsed = parsed
-    call.attempts = F("attempts") + attempts  # type: ignore[assignment]
-    call.cost = F("cost") + cost  # type: ignore[assignment]
-    call.raw = reply.text if reply else ""
-    call.prompt_tokens = reply.prompt_tokens if reply else 0
-    call.completion_tokens = reply.completion_tokens if reply else 0
-    call.latency_ms = reply.latency_ms if reply else 0
-    call.error = error.message[:2000] if error and status != Call.Status.OK else ""
-    call.error_kind = error.kind if error and status != Call.Status.OK else ""
-    call.claimed_until = None
-    call.finished_at = timezone.now()
-    call.save()
-    call.refresh_from_db(fields=["attempts", "cost"])
+    """One UPDATE of the row (and one of the run's counters); the instance follows."""
+    failed = error is not None and status != Call.Status.OK
+    fields = {
+        "status": status,
+        "parsed": parsed,
+        "raw": reply.text if reply else "",
+        "prompt_tokens": reply.prompt_tokens if reply else 0,
+        "completion_tokens": reply.completion_tokens if reply else 0,
+        "latency_ms": reply.latency_ms if reply else 0,
+        "error": error.message[:2000] if failed and error else "",
+        "error_kind": error.kind if failed and error else "",
+        "claimed_until": None,
+        "finished_at": timezone.now(),
+    }
+    Call.objects.filter(pk=call.pk).update(
+        attempts=F("attempts") + attempts, cost=F("cost") + cost, **fields
+    )
+    for name, value in fields.items():
+        setattr(call, name, value)
+    call.attempts += attempts
+    call.cost += cost
     if run is not None:
         Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + cost)

@@ -177,8 +177,11 @@ class ModelRater(models.Model):
 
 class Run(models.Model):
     """A job of model calls: a rater through its stage (``rater``), or an evaluation of a
-    release (llm/evaluation). Counters are updated as items finish; ``status`` is the control:
-    a paused or cancelled run stops taking new items, a resumed one goes on where it was."""
+    release (llm/evaluation). ``status`` is the control: a paused or cancelled run stops taking
+    new items, a resumed one goes on where it was. For a rater run ``done`` / ``failed`` /
+    ``total`` are the rater's progress through its stage (items answered / given up / all, over
+    all its runs, recounted from the rows when a run is claimed), while ``calls`` and ``cost``
+    are this run's own."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

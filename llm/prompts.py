@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-from django.template import Context, Engine, TemplateSyntaxError
+from django.template import Context, Engine, Template, TemplateSyntaxError
 
 from annotation.api import item_payload_for_annotator
 from annotation.errors import ApplicationError
@@ -58,6 +59,12 @@ def fields_used(version: PromptVersion) -> list[str]:
     return list(seen)
 
 
+@lru_cache(maxsize=256)
+def _compiled(checksum: str, system: str, user: str) -> tuple[Template, Template]:
+    """A version's two templates, compiled once per process (versions never change)."""
+    return _ENGINE.from_string(system), _ENGINE.from_string(user)
+
+
 def render(
     version: PromptVersion,
     fields: Mapping[str, Any],
@@ -68,14 +75,15 @@ def render(
     """The messages for one request. A variable the fields lack renders empty (the Setup tab's
     preview names such variables: llm.services.prompt_preview)."""
     context = Context(dict(fields), autoescape=False)
-    system = _ENGINE.from_string(version.system).render(context).strip()
+    system_template, user_template = _compiled(version.checksum, version.system, version.user)
+    system = system_template.render(context).strip()
     if schema is not None and not json_schema_mode:
         system = (
             f"{system}\n\nAnswer with one JSON object that follows this JSON schema:\n"
             f"{json.dumps(schema, ensure_ascii=False)}"
         ).strip()
     messages = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": _ENGINE.from_string(version.user).render(context)})
+    messages.append({"role": "user", "content": user_template.render(context)})
     return messages
 
 

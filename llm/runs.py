@@ -29,11 +29,13 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, connection, connections
 from django.db.models import F, Q
 from django.utils import timezone
@@ -47,10 +49,9 @@ from llm.models import Call, ModelRater, ModelVote, Run
 
 logger = logging.getLogger(__name__)
 
-#: A running run whose heartbeat is older than this is taken over by another worker.
-STALE_SECONDS = 120
-#: How often (items) the submit loop reads the run's status and beats its heartbeat.
-CHECK_EVERY = 1
+#: A running run whose heartbeat is older than this is taken over by another worker
+#: (settings.LLM_RUN_STALE_SECONDS).
+STALE_SECONDS = int(getattr(settings, "LLM_RUN_STALE_SECONDS", 120))
 
 
 def claim(run_id: int) -> Run | None:
@@ -63,14 +64,52 @@ def claim(run_id: int) -> Run | None:
     ).update(status=Run.Status.RUNNING, heartbeat_at=now, started_at=now)
     if not taken:
         return None
+    _recount(run_id)
     return Run.objects.select_related(
         "rater__stage__project", "rater__endpoint", "rater__prompt__template", "rater__user"
     ).get(pk=run_id)
 
 
-def _status(run: Run) -> str:
-    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
-    return Run.objects.values_list("status", flat=True).get(pk=run.pk)
+def _recount(run_id: int) -> None:
+    """Set a rater run's done / failed from the rows (after a takeover, counts a dead worker
+    had not written yet are found again): items its rater answered or skipped."""
+    run = Run.objects.select_related("rater").get(pk=run_id)
+    if run.rater is None:
+        return
+    finished = Assignment.objects.filter(annotator=run.rater.user, stage=run.rater.stage_id)
+    Run.objects.filter(pk=run_id).update(
+        done=finished.filter(status=Assignment.Status.SUBMITTED).count(),
+        failed=finished.filter(status=Assignment.Status.SKIPPED).count(),
+    )
+
+
+class _Beat:
+    """The run's heartbeat and progress, written together at most every ``every`` seconds:
+    one UPDATE that also says whether the run is still running (paused or cancelled: no)."""
+
+    def __init__(self, run: Run, every: float = 0.5) -> None:
+        self.run, self.every = run, every
+        self.done = self.failed = 0
+        self.last = 0.0
+
+    def running(self, *, force: bool = False) -> bool:
+        now = time.monotonic()
+        if not force and now - self.last < self.every:
+            return True
+        self.last = now
+        changed = Run.objects.filter(pk=self.run.pk, status=Run.Status.RUNNING).update(
+            heartbeat_at=timezone.now(),
+            done=F("done") + self.done,
+            failed=F("failed") + self.failed,
+        )
+        if changed:
+            self.done = self.failed = 0
+        else:  # stopped: what was counted still lands
+            Run.objects.filter(pk=self.run.pk).update(
+                done=F("done") + self.done, failed=F("failed") + self.failed
+            )
+            self.done = self.failed = 0
+        return bool(changed)
 
 
 def _pending(rater: ModelRater) -> list[ItemStage]:
@@ -98,7 +137,9 @@ def _params(rater: ModelRater, sample: int) -> dict[str, Any]:
     return params
 
 
-def calls_for(rater: ModelRater, item: Item, run: Run | None) -> list[Call]:
+def calls_for(
+    rater: ModelRater, item: Item, run: Run | None, *, expect_new: bool = False
+) -> list[Call]:
     """The rater's ``samples`` calls on ``item`` through the ledger (made now if missing)."""
     stage, endpoint, version = rater.stage, rater.endpoint, rater.prompt
     schema = prompts.answer_schema(stage, item)
@@ -122,6 +163,7 @@ def calls_for(rater: ModelRater, item: Item, run: Run | None) -> list[Call]:
             item_id=item.pk,
             subject=f"item:{item.pk}",
             sample=sample,
+            expect_new=expect_new,
         )
         for sample in range(rater.samples)
     ]
@@ -140,9 +182,16 @@ def modal(payloads: Iterable[dict[str, Any]], kind_key: str) -> tuple[dict[str, 
     return answers[index], votes[index], best / len(answers)
 
 
-def _prefetch(rater: ModelRater, run: Run, items: list[Item], stop: threading.Event) -> None:
-    """Make the calls for ``items`` on ``endpoint.concurrency`` threads (one on SQLite, whose
-    writers queue anyway); each thread closes its database connection when done."""
+def _prefetch(
+    rater: ModelRater,
+    run: Run,
+    items: list[Item],
+    stop: threading.Event,
+    made: dict[int, list[Call]],
+) -> None:
+    """Make the calls for ``items`` on ``endpoint.concurrency`` threads, putting them in
+    ``made`` by item id for the submit loop; each thread closes its database connection when
+    done."""
     work: queue.Queue[Item] = queue.Queue()
     for item in items:
         work.put(item)
@@ -155,14 +204,13 @@ def _prefetch(rater: ModelRater, run: Run, items: list[Item], stop: threading.Ev
                 except queue.Empty:
                     return
                 try:
-                    calls_for(rater, item, run)
+                    made[item.pk] = calls_for(rater, item, run, expect_new=True)
                 except Exception:  # one item's trouble must not end the others' calls
                     logger.exception("llm: calls on item %s failed", item.pk)
         finally:
             connections.close_all()
 
-    threads = 1 if connection.vendor == "sqlite" else max(1, rater.endpoint.concurrency)
-    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(rater.endpoint.concurrency)]
     for thread in pool:
         thread.start()
     for thread in pool:
@@ -176,19 +224,25 @@ def rater_run(run_id: int) -> Run | None:
         return run
     rater = run.rater
     pending = _pending(rater)
+    items = {item_stage.pk: item_stage.item for item_stage in pending}
     Run.objects.filter(pk=run.pk).update(total=F("done") + F("failed") + len(pending))
     stop = threading.Event()
+    made: dict[int, list[Call]] = {}
     prefetch = threading.Thread(
-        target=_prefetch, args=(rater, run, [s.item for s in pending], stop), daemon=True
+        target=_prefetch,
+        args=(rater, run, [s.item for s in pending], stop, made),
+        daemon=True,
     )
-    if connection.vendor != "sqlite":
+    if connection.vendor != "sqlite":  # SQLite's writers queue anyway: calls as items come
         prefetch.start()
+    beat = _Beat(run)
     try:
-        _submit_loop(rater, run)
+        _submit_loop(rater, run, items, made, beat)
     finally:
         stop.set()
         if prefetch.is_alive():
             prefetch.join()
+        beat.running(force=True)
     Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
         status=Run.Status.DONE, finished_at=timezone.now()
     )
@@ -196,23 +250,30 @@ def rater_run(run_id: int) -> Run | None:
     return run
 
 
-def _submit_loop(rater: ModelRater, run: Run) -> None:
+def _submit_loop(
+    rater: ModelRater,
+    run: Run,
+    items: dict[int, Item],
+    made: dict[int, list[Call]],
+    beat: _Beat,
+) -> None:
     user, stage = rater.user, rater.stage
-    seen = 0
-    while True:
-        if seen % CHECK_EVERY == 0 and _status(run) != Run.Status.RUNNING:
-            return
-        seen += 1
+    while beat.running():
         assignment = assignment_next(annotator=user, stage=stage)
         if assignment is None:
             return
-        item = Item.objects.get(pk=assignment.item_stage.item_id)
-        calls = calls_for(rater, item, run)
+        item = items.get(assignment.item_stage_id) or Item.objects.get(
+            pk=assignment.item_stage.item_id
+        )
+        calls = made.pop(item.pk, []) or calls_for(rater, item, run)
         while any(call.status == Call.Status.PENDING for call in calls):
-            # another worker holds a call of this item: it finishes or its claim expires
+            # another thread or worker holds a call of this item: it finishes or its claim
+            # expires
             close_old_connections()
-            threading.Event().wait(0.5)
-            calls = calls_for(rater, item, run)
+            threading.Event().wait(0.2)
+            if not beat.running(force=True):
+                return
+            calls = made.pop(item.pk, []) or calls_for(rater, item, run)
         answers = [call.parsed for call in calls if call.status == Call.Status.OK]
         if not answers:
             errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
@@ -221,23 +282,27 @@ def _submit_loop(rater: ModelRater, run: Run) -> None:
                 annotator=user,
                 reason=f"model call failed: {errors}"[:300],
             )
-            Run.objects.filter(pk=run.pk).update(failed=F("failed") + 1)
+            beat.failed += 1
             continue
-        payload, vote, confidence = modal(answers, stage.kind)
+        payload, vote, confidence = modal([a for a in answers if a is not None], stage.kind)
         annotation, _ = annotation_submit(
             assignment_id=assignment.pk,
             annotator=user,
             payload=payload,
             client_info={"model": rater.endpoint.model, "prompt_version": rater.prompt_id},
         )
-        ModelVote.objects.get_or_create(
-            rater=rater,
-            item_stage_id=assignment.item_stage_id,
-            defaults={
-                "annotation": annotation,
-                "value": vote,
-                "confidence": confidence,
-                "samples": len(answers),
-            },
+        # one INSERT … ON CONFLICT DO NOTHING: a retried item keeps its first vote
+        ModelVote.objects.bulk_create(
+            [
+                ModelVote(
+                    rater=rater,
+                    item_stage_id=assignment.item_stage_id,
+                    annotation=annotation,
+                    value=vote,
+                    confidence=confidence,
+                    samples=len(answers),
+                )
+            ],
+            ignore_conflicts=True,
         )
-        Run.objects.filter(pk=run.pk).update(done=F("done") + 1)
+        beat.done += 1

@@ -17,6 +17,7 @@ Contracts worth knowing before calling:
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -297,7 +298,7 @@ def prompt_preview(
                 key=call_key("preview", endpoint, version, f"item:{item.pk}", 0),
                 endpoint=endpoint,
                 messages=messages,
-                parse=lambda text, item=item: prompts.parse_answer(text, stage, item),
+                parse=partial(prompts.parse_answer, stage=stage, item=item),
                 response_format=prompts.answer_format(schema, endpoint),
                 prompt=version,
                 item_id=item.pk,

@@ -20,6 +20,7 @@ class NarrativesConfig(AppConfig):
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
         from narratives import kinds, policies, services
+        from narratives.reader import NARRATIVE_SCHEMA
         from narratives.release_layout import narratives_layout
         from narratives.release_scorer import NarrativesScorer
 
@@ -38,6 +39,8 @@ class NarrativesConfig(AppConfig):
                         create=services.narratives_project_create,
                     )
                 ],
+                # One line of a narratives file (narratives/reader.py).
+                import_schemas={NARRATIVE_SCHEMA.name: NARRATIVE_SCHEMA},
                 release_layouts={services.WORKFLOW: narratives_layout},
                 release_scorers={services.WORKFLOW: NarrativesScorer()},
                 project_tabs=[

@@ -16,27 +16,34 @@ edge, no cycle (checked by networkx through ``graphs.dsep.parse_edge_list``, the
 rule), at least one sentence.
 
 ``read_narratives(path)`` reads a file or a directory tree of them into :class:`Narrative` s, or
-reports every problem as :class:`Problem` (file and line): bad JSON (each line is read by the
-imports' rules, ``imports.core.readers.read_json_document``: nested at most
-``annotation.values.MAX_DEPTH`` levels, no NUL or unpaired surrogate in any text; a file in
-UTF-8, read by ``imports.core.readers.decode_utf8``, which names the first other byte by line,
-column and offset), a line that is not an
-object, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1`` (chains), bad edges
-(graphs), empty sentences. The caller imports nothing when there is any problem.
+reports every problem as :class:`Problem` (file and line). Files are read by the import core one
+line at a time (``imports.core.readers.physical_lines``: UTF-8, the first other byte named by
+line, column and offset; line ends LF, CRLF or a lone CR), each line one JSON document
+(``read_json_document``: nested at most ``annotation.values.MAX_DEPTH`` levels, no NUL or
+unpaired surrogate in any text), checked by the registered schema ``NARRATIVE_SCHEMA`` (a line
+that is not an object, no nodes, empty or duplicate nodes, ``len(sentences) != len(nodes) - 1``
+(chains), bad edges (graphs), empty sentences, a value nested where a flat one belongs). The
+caller imports nothing when there is any problem.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # One "file:line: message" problem type for the benchmark readers (CARL-GT's and this one).
 from graphs.carlgt import Problem
-from imports.core.readers import ImportFileError, decode_utf8, read_json_document
+from imports.core.readers import ImportFileError, physical_lines, read_json_document
+from imports.core.schema import FieldSpec, RowSchema
+
+#: ``(field, message)`` problems of one record (``RowSchema.record_checks``).
+Problems = list[tuple[str | None, str]]
 
 DIRECTIONS = ("forward", "reverse")
 _FOLDER = re.compile(r"^(?P<source>[a-z_]+?)_(?P<direction>forward|reverse)$")
@@ -113,89 +120,137 @@ def folder_meta(folder: str) -> tuple[str, str]:
     return match.group("source"), match.group("direction")
 
 
-def _names(value: Any, what: str, problems: list[str]) -> list[str]:
+def _names(value: Any, what: str, problems: Problems) -> list[str]:
     if not isinstance(value, list):
-        problems.append(f"{what} must be a list of strings")
+        problems.append((what, f"{what} must be a list of strings"))
         return []
     names = []
     for index, name in enumerate(value):
         if not isinstance(name, str) or not name.strip():
-            problems.append(f"{what}[{index}] is empty or not a string")
+            problems.append((what, f"{what}[{index}] is empty or not a string"))
         else:
             names.append(name.strip())
     return names
 
 
-def parse_record(record: Any, *, file: str, line: int, folder: str = "") -> Narrative | list[str]:
-    """One line's object as a Narrative, or the list of its problems."""
-    if not isinstance(record, dict):
-        return ['expected a JSON object {"nodes": […], "sentences": […]}']
-    problems: list[str] = []
-    if "nodes" not in record:
-        return ['no "nodes"']
-    nodes = _names(record.get("nodes"), "nodes", problems)
-    if isinstance(record.get("nodes"), list) and not record["nodes"]:
-        problems.append("nodes is empty")
+def _edges(raw: Any, nodes: set[str], problems: Problems) -> list[tuple[str, str]]:
+    if not isinstance(raw, list):
+        problems.append(("edges", "edges must be a list of [cause, effect]"))
+        return []
+    edges: list[tuple[str, str]] = []
+    for index, edge in enumerate(raw):
+        if not (
+            isinstance(edge, list)
+            and len(edge) == 2
+            and all(isinstance(n, str) and n.strip() for n in edge)
+        ):
+            problems.append(("edges", f"edges[{index}] must be [cause, effect] (two node names)"))
+            continue
+        pair = (edge[0].strip(), edge[1].strip())
+        unknown = [n for n in pair if n not in nodes]
+        if unknown:
+            problems.append(
+                ("edges", f"edges[{index}] names {', '.join(map(repr, unknown))}, not a node")
+            )
+        elif pair in edges:
+            problems.append(("edges", f"edges[{index}] repeats {pair[0]} → {pair[1]}"))
+        else:
+            edges.append(pair)
+    return edges
+
+
+def _structure(clean: Mapping[str, Any]) -> Problems:
+    """The record check of ``NARRATIVE_SCHEMA``: nodes, sentences and (graphs) edges."""
+    problems: Problems = []
+    nodes = _names(clean["nodes"], "nodes", problems)
+    if isinstance(clean["nodes"], list) and not clean["nodes"]:
+        problems.append(("nodes", "nodes is empty"))
     seen: set[str] = set()
     for name in nodes:
         if name in seen:
-            problems.append(f"duplicate node {name!r}")
+            problems.append(("nodes", f"duplicate node {name!r}"))
         seen.add(name)
-    sentences = _names(record.get("sentences"), "sentences", problems)
-    is_graph = "edges" in record
-    edges: list[tuple[str, str]] = []
-    if is_graph:
-        raw = record["edges"]
-        if not isinstance(raw, list):
-            problems.append("edges must be a list of [cause, effect]")
-            raw = []
-        for index, edge in enumerate(raw):
-            if not (
-                isinstance(edge, list)
-                and len(edge) == 2
-                and all(isinstance(n, str) and n.strip() for n in edge)
-            ):
-                problems.append(f"edges[{index}] must be [cause, effect] (two node names)")
-                continue
-            pair = (edge[0].strip(), edge[1].strip())
-            unknown = [n for n in pair if n not in seen]
-            if unknown:
-                problems.append(f"edges[{index}] names {', '.join(map(repr, unknown))}, not a node")
-            elif pair in edges:
-                problems.append(f"edges[{index}] repeats {pair[0]} → {pair[1]}")
-            else:
-                edges.append(pair)
-        if not sentences and isinstance(record.get("sentences"), list):
-            problems.append("sentences is empty")
+    sentences = _names(clean.get("sentences"), "sentences", problems)
+    if "edges" in clean:
+        edges = _edges(clean["edges"], seen, problems)
+        if not sentences and isinstance(clean.get("sentences"), list):
+            problems.append(("sentences", "sentences is empty"))
         if not problems:
             from graphs.dsep import GraphInvalid, parse_edge_list
 
             try:
                 parse_edge_list(json.dumps({"nodes": nodes, "edges": edges}), "g.json")
             except GraphInvalid as error:
-                problems.extend(error.problems)
-    elif nodes and isinstance(record.get("sentences"), list):
-        if len(record["sentences"]) != len(record["nodes"]) - 1:
+                problems.extend(("edges", problem) for problem in error.problems)
+        return problems or _graph_fields(clean)
+    if nodes and isinstance(clean.get("sentences"), list):
+        if len(clean["sentences"]) != len(clean["nodes"]) - 1:
             problems.append(
-                f"{len(record['sentences'])} sentences for {len(record['nodes'])} nodes "
-                f"(a chain of n nodes has n − 1 sentences, one per edge)"
+                (
+                    "sentences",
+                    f"{len(clean['sentences'])} sentences for {len(clean['nodes'])} nodes "
+                    f"(a chain of n nodes has n − 1 sentences, one per edge)",
+                )
             )
         if len(nodes) < 2 and not problems:
-            problems.append("a chain needs at least two nodes")
-    if problems:
-        return problems
+            problems.append(("nodes", "a chain needs at least two nodes"))
+    return problems
+
+
+def _graph_fields(clean: Mapping[str, Any]) -> Problems:
+    direction = str(clean.get("direction") or "").strip()
+    if direction and direction not in DIRECTIONS:
+        return [("direction", f"direction must be forward or reverse (got {direction!r})")]
+    narrative_id = str(clean.get("id") or "").strip()
+    if narrative_id and not re.fullmatch(r"[A-Za-z0-9_.-]{1,80}", narrative_id):
+        return [("id", f"id {narrative_id!r}: letters, digits, . _ - only")]
+    return []
+
+
+#: One line of a narratives file, registered by ``narratives.apps`` (``import_schemas``) as
+#: ``narratives.narrative``. Lines have no id column: a narrative's id comes from where it is
+#: (``Narrative.key``), so the schema numbers rows. Chains and graphs share it: ``edges``
+#: present makes a graph, whose ``id``, ``direction`` and ``source`` are read; other keys are
+#: ignored.
+NARRATIVE_SCHEMA = RowSchema(
+    name="narratives.narrative",
+    description="One narrative: a causal chain (nodes in causal order) or a graph with edges.",
+    derived_id="row",
+    extra_fields="ignore",
+    fields=(
+        FieldSpec(
+            "nodes", "json", required=True, required_message='no "nodes"', help="Event names."
+        ),
+        FieldSpec("sentences", "json", help="One sentence per edge (chains), at least one."),
+        FieldSpec("edges", "json", help="[cause, effect] pairs: the narrative is a graph."),
+        FieldSpec("id", max_length=80, help="A graph's id: letters, digits, . _ -."),
+        FieldSpec("direction", help="forward or reverse (graphs)."),
+        FieldSpec("source", help="A short word (graphs)."),
+    ),
+    record_checks=(_structure,),
+)
+
+
+def parse_record(record: Any, *, file: str, line: int, folder: str = "") -> Narrative | list[str]:
+    """One line's object as a Narrative, or the list of its problems (``NARRATIVE_SCHEMA``)."""
+    if not isinstance(record, dict):
+        return ['expected a JSON object {"nodes": […], "sentences": […]}']
+    clean, errors = NARRATIVE_SCHEMA.validate_row(record, line)
+    if clean is None:
+        return [error.message for error in errors]
+    problems: Problems = []
+    nodes = _names(clean["nodes"], "nodes", problems)
+    sentences = _names(clean.get("sentences"), "sentences", problems)
+    is_graph = "edges" in clean
+    edges = _edges(clean["edges"], set(nodes), problems) if is_graph else []
     source, direction = folder_meta(folder)
+    narrative_id = ""
     if is_graph:
-        direction = str(record.get("direction") or "").strip()
-        if direction and direction not in DIRECTIONS:
-            return [f"direction must be forward or reverse (got {direction!r})"]
-        source = str(record.get("source") or "graph").strip()[:40]
-    narrative_id = str(record.get("id") or "").strip() if is_graph else ""
-    if is_graph and narrative_id and not re.fullmatch(r"[A-Za-z0-9_.-]{1,80}", narrative_id):
-        return [f"id {narrative_id!r}: letters, digits, . _ - only"]
-    if is_graph and not narrative_id:
-        narrative_id = f"{Path(file).stem}-{line}"
-        narrative_id = re.sub(r"[^A-Za-z0-9_.-]", "_", narrative_id)
+        direction = str(clean.get("direction") or "").strip()
+        source = str(clean.get("source") or "graph").strip()[:40]
+        narrative_id = str(clean.get("id") or "").strip()
+        if not narrative_id:
+            narrative_id = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{Path(file).stem}-{line}")
     return Narrative(
         structure="graph" if is_graph else "chain",
         nodes=tuple(nodes),
@@ -210,24 +265,34 @@ def parse_record(record: Any, *, file: str, line: int, folder: str = "") -> Narr
     )
 
 
-def read_lines(text: str, *, file: str, folder: str = "") -> Reading:
-    """Every line of one file's text (blank lines are skipped)."""
+def read_lines(text: str | bytes | IO[bytes], *, file: str, folder: str = "") -> Reading:
+    """Every line of one file (text, bytes or a binary file object; blank lines are skipped),
+    read one line at a time by the import core (``imports.core.readers.physical_lines``:
+    UTF-8, line ends LF, CRLF or a lone CR); each line one JSON document
+    (``read_json_document``) checked by ``NARRATIVE_SCHEMA``. A byte that is not UTF-8 is one
+    problem and the file gives no narratives."""
     reading = Reading()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = read_json_document(raw, at_end="the line ends", first_line=number)
-        except ImportFileError as refused:
-            error = refused.error
-            cause = f"not JSON: {error.message}" if error.column else error.message
-            reading.problems.append(Problem(file, number, cause))
-            continue
-        parsed = parse_record(record, file=file, line=number, folder=folder)
-        if isinstance(parsed, Narrative):
-            reading.narratives.append(parsed)
-        else:
-            reading.problems.extend(Problem(file, number, message) for message in parsed)
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    fileobj = io.BytesIO(text) if isinstance(text, bytes) else text
+    try:
+        for number, raw in physical_lines(fileobj):
+            if not raw.strip():
+                continue
+            try:
+                record = read_json_document(raw, at_end="the line ends", first_line=number)
+            except ImportFileError as refused:
+                error = refused.error
+                cause = f"not JSON: {error.message}" if error.column else error.message
+                reading.problems.append(Problem(file, number, cause))
+                continue
+            parsed = parse_record(record, file=file, line=number, folder=folder)
+            if isinstance(parsed, Narrative):
+                reading.narratives.append(parsed)
+            else:
+                reading.problems.extend(Problem(file, number, message) for message in parsed)
+    except ImportFileError as refused:
+        return Reading(problems=[Problem(file, None, refused.error.message)])
     return reading
 
 
@@ -245,14 +310,8 @@ def read_narratives(path: str | Path) -> Reading:
     reading = Reading()
     for file in files:
         name = str(file.relative_to(root)) if root.is_dir() else file.name
-        try:
-            # The imports' encoding rule, as for an upload (narratives.services): the first
-            # byte that is not UTF-8 named by line, column and offset.
-            text = decode_utf8(file.read_bytes())
-        except ImportFileError as refused:
-            reading.problems.append(Problem(name, None, refused.error.message))
-            continue
-        part = read_lines(text, file=name, folder=file.parent.name)
+        with file.open("rb") as handle:
+            part = read_lines(handle, file=name, folder=file.parent.name)
         reading.narratives.extend(part.narratives)
         reading.problems.extend(part.problems)
     if not files:

@@ -17,6 +17,7 @@ class RatingsConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
+        from ratings import import_schemas
         from ratings.kinds import RateKind
         from ratings.release_layout import explica_layout
         from ratings.release_scorer import ExplicaScorer
@@ -36,6 +37,8 @@ class RatingsConfig(AppConfig):
                         create=_template,
                     )
                 ],
+                # The rows of its pairs, ratings and model-answer files (ratings/importing.py).
+                import_schemas=import_schemas.SCHEMAS,
                 release_layouts={RATINGS_WORKFLOW: explica_layout},
                 release_scorers={RATINGS_WORKFLOW: ExplicaScorer()},
                 # Tabs on every page of a ratings project, not only its own.

@@ -1,15 +1,17 @@
 """Checking ratings import files (pure Python + pandas-free; no Django).
 
-One module (about 740 lines) on purpose: the three kinds of file below share one column
-normalisation, one pair / order / connective lookup and one error report, and are read by one
-reader; split, each part would import the others.
+The three kinds of file below share one column normalisation and one error report and are read
+by one reader; what a row holds is declared by the registered schemas of
+``ratings.import_schemas``.
 
 Files are read by the engine's import core, ``imports.core.readers.RecordReader``, one record at
 a time (``Rows``): CSV (comma, semicolon or tab, sniffed from the header), TSV, JSON Lines (one
 JSON object per line) or a JSON array, UTF-8 with or without a byte-order mark. A ``.json`` file
 may hold either JSON form; other names are read by their extension, else by their content. What
 this module adds is the ratings rules: column names normalised (``"Pair ID"`` → ``pair_id``,
-aliases ``id``/``pair``, ``a``/``b``), and three kinds of file parsed:
+aliases ``id``/``pair``, ``a``/``b``), each row checked by its kind's schema
+(``ratings.import_schemas``: fields, types, checks of one row, bound to the project's scale,
+connectives and items) and the checks across rows (a pair id or a rater's rating twice):
 
 **Pairs** — one row per sentence pair, expanded into one item per connective and order::
 
@@ -30,7 +32,8 @@ or ``pair_id``, ``order``, ``choice`` (the connective a model chose per ordered 
 empty cell means no answer.
 
 Every problem is reported as an ``imports.core.report.RowError`` (the one row-error type of every
-importer) with its line number (1 = the header of a CSV, the first line of a JSONL file; 0 = the
+importer, the schemas' included: a value of the wrong type or nested where a flat one belongs
+carries the core's message, 'Field "rating" must be a number; found …') with its line number (1 = the header of a CSV, the first line of a JSONL file; 0 = the
 file as a whole) and field ("" = the whole row); a file with any error is rejected as a whole.
 Reading problems (encoding, JSON syntax, CSV quoting and cell counts) carry the core reader's
 messages, which lead with their place ("line 4, column 12: …"); a file that cannot be read is
@@ -46,35 +49,22 @@ import hashlib
 import io
 import itertools
 import json
-import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from annotation.values import InvalidNumber, value_problem
+from annotation.values import value_problem
 from imports.core.readers import UTF8_BOM, ImportFileError, RecordReader
 from imports.core.report import RowError
-from ratings.connectives import SENTENCE_ORDERS, ConnectiveSet, variant_key
+from imports.core.schema import RowSchema
+from ratings import import_schemas as schemas
+from ratings.connectives import ConnectiveSet
+from ratings.import_schemas import PAIR_FIELDS, PURPOSES
 
 #: Error lists stop growing here; the count of all errors is still reported.
 MAX_ERRORS = 200
-PURPOSES = ("regular", "practice", "attention_check")
-PAIR_FIELDS = (
-    "pair_id",
-    "sentence_a",
-    "sentence_b",
-    "subset",
-    "origin",
-    "flags",
-    "purpose",
-    "connective",
-    "order",
-    "expected_min",
-    "expected_max",
-    "feedback",
-)
-_FLAG_SPLIT = re.compile(r"[;|]")
+__all__ = ["PAIR_FIELDS", "PURPOSES"]  # the names of a pair row, kept importable from here
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _HEADER_ALIASES = {"pair_id": ("pairid", "pair", "id"), "sentence_a": ("a",), "sentence_b": ("b",)}
 
@@ -289,51 +279,23 @@ def _storable(line: int, row: Mapping[str, Any], errors: _Errors) -> bool:
     return ok
 
 
-# --------------------------------------------------------------------------- cells
+# --------------------------------------------------------------------------- checking rows
 
 
-def _text(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return " ".join(str(value).split())
+def _checked(
+    schema: RowSchema, line: int, row: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, list[RowError]]:
+    """``row`` through ``schema`` (ratings.import_schemas): the fields that passed, and the
+    row's errors in ratings' shape (``field`` "" for the whole row)."""
+    clean, problems = schema.validate_row(row, line, partial=True)
+    return clean, [_core_error(problem) for problem in problems]
 
 
-def _identifier(value: Any) -> str:
-    """A pair id as text: 7, 7.0 and "7" are the same pair."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return _text(value)
-
-
-def _number(value: Any) -> float | None:
-    """A number, or None for an empty cell; raises ValueError for anything else (a number too
-    large for a float included)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool | InvalidNumber):
-        raise ValueError(value)
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond a float's range
-        raise ValueError(value) from None
-    if not math.isfinite(number):
-        raise ValueError(value)
-    return number
-
-
-def _flags(value: Any) -> list[str]:
-    if value is None or value == "":
-        return []
-    if isinstance(value, list):
-        return [_text(flag) for flag in value if _text(flag)]
-    if isinstance(value, bool):
-        return []
-    return [_text(flag) for flag in _FLAG_SPLIT.split(str(value)) if _text(flag)]
-
-
-def _order(value: Any) -> str | None:
-    text = _text(value).upper().replace("-", "").replace(",", "")
-    return text if text in SENTENCE_ORDERS else None
+def _report(schema: RowSchema, problems: list[RowError], errors: _Errors) -> None:
+    """Add one row's problems to ``errors`` in the order of the schema's fields."""
+    order = {name: position for position, name in enumerate(schema.field_names)}
+    for problem in sorted(problems, key=lambda error: order.get(error.field or "", len(order))):
+        errors.add_error(problem)
 
 
 # --------------------------------------------------------------------------- pairs
@@ -383,50 +345,47 @@ def parse_pairs(
 ) -> ParsedPairs:
     """Check pair rows; raise ImportRejected listing every problem, or return the rows.
 
-    Problems: a missing pair id or sentence, a pair id repeated in the file or already in the
-    project (``existing_ids``), an unknown purpose, connective or order, expected ratings that are
-    not numbers within ``scale`` or out of order, and an attention check with no expected range.
+    Each row goes through the registered pairs schema (``ratings.import_schemas.PAIRS_SCHEMA``
+    bound to ``connective_set`` and ``scale``): a missing pair id or sentence, an unknown
+    purpose, connective or order, expected ratings that are not numbers within ``scale`` or out
+    of order, an attention check with no expected range. Across rows: a pair id repeated in
+    the file or already in the project (``existing_ids``).
     """
+    schema = schemas.bound_pairs_schema(connective_set, scale)
     errors = _Errors()
     pairs: list[PairRow] = []
     singles: list[SingleItemRow] = []
     seen: dict[str, int] = {}
     existing = set(existing_ids)
-    low, high = scale
     total = 0
     for line, row in rows:
         total += 1
-        pair_id = _identifier(row.get("pair_id"))
-        sentence_a = _text(row.get("sentence_a"))
-        sentence_b = _text(row.get("sentence_b"))
-        purpose = _text(row.get("purpose")).lower().replace(" ", "_").replace("-", "_") or "regular"
-        if not pair_id:
-            errors.add(line, "pair_id", "missing pair id")
-        elif pair_id in seen:
-            errors.add(line, "pair_id", f"pair id {pair_id!r} already used on line {seen[pair_id]}")
-        elif pair_id in existing:
-            errors.add(line, "pair_id", f"pair id {pair_id!r} already exists in this project")
-        else:
-            seen[pair_id] = line
-        if not sentence_a:
-            errors.add(line, "sentence_a", "missing sentence A")
-        if not sentence_b:
-            errors.add(line, "sentence_b", "missing sentence B")
-        if purpose not in PURPOSES:
-            errors.add(line, "purpose", f"unknown purpose {purpose!r}; use {', '.join(PURPOSES)}")
-            continue
-        connective = _text(row.get("connective")).lower()
-        if purpose == "regular":
-            if connective:
-                errors.add(
-                    line,
-                    "connective",
-                    "a pair is rated with every connective; give a connective only on practice "
-                    "and attention-check rows",
+        clean, problems = _checked(schema, line, row)
+        pair_id = schemas.identifier(row.get("pair_id")) if clean and "pair_id" in clean else ""
+        if pair_id in seen:
+            problems.append(
+                row_error(
+                    line, "pair_id", f"pair id {pair_id!r} already used on line {seen[pair_id]}"
                 )
+            )
+        elif pair_id in existing:
+            problems.append(
+                row_error(line, "pair_id", f"pair id {pair_id!r} already exists in this project")
+            )
+        elif pair_id:
+            seen[pair_id] = line
+        _report(schema, problems, errors)
+        if problems or clean is None:
+            continue
+        purpose = schemas.purpose(clean.get("purpose"))
+        sentence_a, sentence_b = (
+            schemas.text(clean["sentence_a"]),
+            schemas.text(clean["sentence_b"]),
+        )
+        if purpose == "regular":
             extra = {
                 key: value
-                for key, value in row.items()
+                for key, value in clean.items()
                 if key not in PAIR_FIELDS and value not in (None, "")
             }
             pairs.append(
@@ -435,48 +394,13 @@ def parse_pairs(
                     pair_id=pair_id,
                     sentence_a=sentence_a,
                     sentence_b=sentence_b,
-                    subset=_text(row.get("subset")).lower(),
-                    origin=_text(row.get("origin")),
-                    flags=tuple(_flags(row.get("flags"))),
+                    subset=schemas.text(clean.get("subset")).lower(),
+                    origin=schemas.text(clean.get("origin")),
+                    flags=tuple(schemas.flags(clean.get("flags"))),
                     extra=extra,
                 )
             )
             continue
-        if not connective:
-            errors.add(line, "connective", f"a {purpose.replace('_', ' ')} row needs a connective")
-        elif connective not in connective_set.words:
-            errors.add(
-                line,
-                "connective",
-                f"unknown connective {connective!r}; this project uses "
-                f"{', '.join(connective_set.words)}",
-            )
-        order = _order(row.get("order") or "AB")
-        if order is None:
-            errors.add(line, "order", f"order must be AB or BA, not {row.get('order')!r}")
-        bounds = {}
-        for name in ("expected_min", "expected_max"):
-            try:
-                bounds[name] = _number(row.get(name))
-            except (TypeError, ValueError):
-                errors.add(line, name, f"not a number: {row.get(name)!r}")
-                bounds[name] = None
-                continue
-            bound = bounds[name]
-            if bound is not None and not low <= bound <= high:
-                errors.add(line, name, f"{bound:g} is outside the scale {low}–{high}")
-        if bounds["expected_min"] is None and bounds["expected_max"] is None:
-            errors.add(
-                line,
-                "expected_max",
-                "give expected_min and/or expected_max: the ratings an attentive rater gives",
-            )
-        elif (
-            bounds["expected_min"] is not None
-            and bounds["expected_max"] is not None
-            and bounds["expected_min"] > bounds["expected_max"]
-        ):
-            errors.add(line, "expected_min", "expected_min is above expected_max")
         singles.append(
             SingleItemRow(
                 line=line,
@@ -484,11 +408,11 @@ def parse_pairs(
                 purpose=purpose,
                 sentence_a=sentence_a,
                 sentence_b=sentence_b,
-                connective=connective,
-                order=order or "AB",
-                expected_min=bounds["expected_min"],
-                expected_max=bounds["expected_max"],
-                feedback=_text(row.get("feedback")),
+                connective=schemas.text(clean.get("connective")).lower(),
+                order=schemas.order(clean.get("order") or "AB") or "AB",
+                expected_min=clean.get("expected_min"),
+                expected_max=clean.get("expected_max"),
+                feedback=schemas.text(clean.get("feedback")),
             )
         )
     if total == 0:
@@ -508,53 +432,6 @@ class RatingRow:
     rater: str = ""
 
 
-def _item_key(
-    line: int,
-    row: Mapping[str, Any],
-    connective_set: ConnectiveSet,
-    errors: _Errors,
-    known_items: set[str] | None,
-) -> str | None:
-    pair_id = _identifier(row.get("pair_id"))
-    order = _order(row.get("order"))
-    connective = _text(row.get("connective")).lower()
-    ok = True
-    if not pair_id:
-        errors.add(line, "pair_id", "missing pair id")
-        ok = False
-    if order is None:
-        errors.add(line, "order", f"order must be AB or BA, not {row.get('order')!r}")
-        ok = False
-    if not connective:
-        errors.add(line, "connective", "missing connective")
-        ok = False
-    elif connective not in connective_set.words:
-        errors.add(
-            line,
-            "connective",
-            f"unknown connective {connective!r}; this project uses {', '.join(connective_set.words)}",
-        )
-        ok = False
-    if not ok or order is None:
-        return None
-    key = variant_key(pair_id, order, connective)
-    if known_items is not None and key not in known_items:
-        errors.add(line, "pair_id", f"no item {key!r} in this project (import its pair first)")
-        return None
-    return key
-
-
-def _rating_list(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    if value is None:
-        return []
-    text = str(value).strip()
-    if not text:
-        return []
-    return [part.strip(" '\"") for part in text.strip("[]").split(",") if part.strip(" '\"")]
-
-
 def parse_ratings(
     rows: Iterable[tuple[int, Mapping[str, Any]]],
     connective_set: ConnectiveSet,
@@ -564,41 +441,28 @@ def parse_ratings(
 ) -> list[RatingRow]:
     """Check historic rating rows; raise ImportRejected listing every problem.
 
-    Each rating must be a whole number within ``scale``; items must exist (``known_items``).
-    A rater may rate an item once: a repeated (item, rater) is an error.
+    Each row goes through the registered ratings schema (``ratings.import_schemas``, bound to
+    the project): each rating a whole number within ``scale``, items that exist
+    (``known_items``). Across rows: a rater may rate an item once, so a repeated (item, rater)
+    is an error.
     """
+    schema = schemas.bound_ratings_schema(connective_set, scale, known_items)
     errors = _Errors()
     ratings: list[RatingRow] = []
-    low, high = scale
     seen: dict[tuple[str, str], int] = {}
     total = 0
     for line, row in rows:
         total += 1
-        key = _item_key(line, row, connective_set, errors, known_items)
-        if "ratings" in row and row.get("ratings") not in (None, ""):
-            values: list[Any] = _rating_list(row["ratings"])
-            rater, column = "", "ratings"
-            if not values:
-                errors.add(line, "ratings", "no ratings in the list")
-        else:
-            values, rater, column = [row.get("rating")], _text(row.get("rater")), "rating"
+        clean, problems = _checked(schema, line, row)
+        _report(schema, problems, errors)
+        if problems or clean is None:
+            continue
+        key = schemas.item_key(clean)
+        column, values = schemas.rating_values(clean)
+        rater = schemas.text(clean.get("rater")) if column == "rating" else ""
         for value in values:
-            try:
-                number = _number(value)
-            except (TypeError, ValueError):
-                errors.add(line, column, f"not a number: {value!r}")
-                continue
-            if number is None:
-                errors.add(line, column, "missing rating")
-                continue
-            if not low <= number <= high:
-                errors.add(line, column, f"{number:g} is outside the scale {low}–{high}")
-                continue
-            if not number.is_integer():
-                errors.add(line, column, f"{number:g} is not a whole number")
-                continue
-            if key is None:
-                continue
+            rating = schemas.number(value)
+            assert rating is not None  # checked by the bound schema
             if rater:
                 if (key, rater) in seen:
                     errors.add(
@@ -606,7 +470,7 @@ def parse_ratings(
                     )
                     continue
                 seen[key, rater] = line
-            ratings.append(RatingRow(line=line, item_key=key, rating=number, rater=rater))
+            ratings.append(RatingRow(line=line, item_key=key, rating=rating, rater=rater))
     if total == 0:
         errors.add(0, "", "the file has no rows")
     errors.raise_if_any("ratings file")
@@ -655,7 +519,9 @@ def parse_model_answers(
 
     Rows are consumed as they come: the first row that has a ``rating`` key (or else a
     ``choice`` key) decides the kind — every row of a CSV has the header's columns — and only
-    the rows before it are held."""
+    the rows before it are held. Each row goes through the registered schema of its kind
+    (``ratings.import_schemas``, bound to the project); an item or pair answered twice is an
+    error."""
     errors = _Errors()
     remaining = iter(rows)
     held: list[tuple[int, Mapping[str, Any]]] = []
@@ -676,57 +542,31 @@ def parse_model_answers(
             1, "rating", "the file needs a 'rating' column (per item) or 'choice' (per pair)"
         )
         errors.raise_if_any("model file")
+    unrelated = {value.lower() for value in unrelated_values}
+    schema = schemas.bound_model_schema(
+        answer_kind,
+        connective_set,
+        scale=scale,
+        known_items=known_items,
+        known_pairs=known_pairs,
+        unrelated=unrelated,
+    )
     answers: dict[str, Any] = {}
     lines: dict[str, int] = {}
-    low, high = scale
-    unrelated = {value.lower() for value in unrelated_values}
     for line, row in itertools.chain(held, remaining):
-        if answer_kind == "ratings":
-            key = _item_key(line, row, connective_set, errors, known_items)
-            raw = row.get("rating")
-            try:
-                number = _number(raw)
-            except (TypeError, ValueError):
-                errors.add(
-                    line, "rating", f"not a number: {raw!r} (use -1 or leave empty for none)"
-                )
-                continue
-            if number == -1:
-                number = None
-            if number is not None and not low <= number <= high:
-                errors.add(line, "rating", f"{number:g} is outside the scale {low}–{high}")
-                continue
-            value: Any = number
-        else:
-            pair_id = _identifier(row.get("pair_id"))
-            order = _order(row.get("order"))
-            key = None
-            if not pair_id:
-                errors.add(line, "pair_id", "missing pair id")
-            elif order is None:
-                errors.add(line, "order", f"order must be AB or BA, not {row.get('order')!r}")
-            elif pair_id not in known_pairs:
-                errors.add(line, "pair_id", f"no pair {pair_id!r} in this project")
-            else:
-                key = f"{pair_id}|{order}"
-            raw = row.get("choice")
-            text = _text(raw).lower()
-            if text in ("", "-1"):
-                value = None
-            elif text in connective_set.words or text in unrelated:
-                value = text
-            elif text.isdigit() and int(text) < len(connective_set.words):
-                value = connective_set.words[int(text)]
-            else:
-                errors.add(
-                    line,
-                    "choice",
-                    f"unknown connective {raw!r}; use one of {', '.join(connective_set.words)}, "
-                    f"'unrelated', an index from 0, or -1/empty for no answer",
-                )
-                continue
-        if key is None:
+        clean, problems = _checked(schema, line, row)
+        _report(schema, problems, errors)
+        if problems or clean is None:
             continue
+        value: Any
+        if answer_kind == "ratings":
+            key = schemas.item_key(clean)
+            value = clean.get("rating")
+            if value == -1:
+                value = None
+        else:
+            key = f"{schemas.identifier(clean.get('pair_id'))}|{schemas.order(clean.get('order'))}"
+            value = schemas.choice_value(clean.get("choice"), connective_set, unrelated)
         if key in lines:
             errors.add(line, "pair_id", f"{key!r} already answered on line {lines[key]}")
             continue

@@ -309,6 +309,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")),
 }
 CELERY_TASK_PUBLISH_RETRY = False
+# A model run (llm.runs) whose worker has not beaten its heartbeat for this long is taken over.
+LLM_RUN_STALE_SECONDS = int(os.environ.get("LLM_RUN_STALE_SECONDS", "120"))
+# Where model endpoints' rate budgets are shared (llm/budget.py): default, the Celery broker.
+LLM_REDIS_URL = os.environ.get("LLM_REDIS_URL", "")
 # How long a completed item may wait for its resolve message before the sweep resolves it.
 SWEEP_GRACE_SECONDS = float(os.environ.get("SWEEP_GRACE_SECONDS", "30"))
 CELERY_BEAT_SCHEDULE = {

@@ -124,7 +124,9 @@ def _scan(
     try:
         for record in reader:
             report.rows_total += 1
-            pending.append(_check_record(record, schema, first_line_of, pending_ids))
+            pending.append(
+                _check_record(record, schema, first_line_of, pending_ids, report.rows_total)
+            )
             if len(pending) >= batch_size:
                 yield flush()
     except ImportFileError as problem:
@@ -147,6 +149,7 @@ def _check_record(
     schema: RowSchema,
     first_line_of: dict[str, int],
     pending_ids: list[str],
+    number: int,
 ) -> CleanRow | list[RowError]:
     if record.error is not None:
         return [record.error]
@@ -159,7 +162,7 @@ def _check_record(
     )
     if clean is None:
         return errors
-    external_id = clean[schema.external_id_field]
+    external_id = schema.row_id(clean, number)
     first_line = first_line_of.get(external_id)
     if first_line is not None:
         return [
@@ -172,9 +175,12 @@ def _check_record(
                 expected="an id not used earlier in the file",
                 found=repr(external_id),
                 message=(
-                    f'The id "{external_id}" is used on line {first_line} and again on line '
-                    f"{record.line}; each id may appear only once in a file. Remove or rename "
-                    f"one of the two."
+                    f"This row repeats line {first_line} exactly (its id {external_id} comes "
+                    f"from its content); remove one of the two."
+                    if schema.derived_id == "content"
+                    else f'The id "{external_id}" is used on line {first_line} and again on '
+                    f"line {record.line}; each id may appear only once in a file. Remove or "
+                    f"rename one of the two."
                 ),
             )
         ]

@@ -1,8 +1,12 @@
 """Streaming readers for import files: CSV, JSON Lines and JSON (an array, or an object wrapping
 one), from a binary file object.
 
-One module (about 1,000 lines) for the three readers: they share the byte/line accounting
+One module (about 1,300 lines) for the three readers: they share the byte/line accounting
 and the error positions that make every message point at a line and column.
+
+* Lines: a line ends at LF, CRLF or a lone CR (old Mac files), in every reader and in every
+  line number it reports; ``physical_lines`` gives the lines of a file that holds no records
+  (a plug-in's line-aligned text, a line-per-document file).
 
 * Memory: CSV and JSON Lines hold one line (one record) at a time. A JSON array is parsed one
   element at a time with ``json.JSONDecoder.raw_decode`` over a sliding text buffer, so the parsed
@@ -86,6 +90,29 @@ _OTHER_BOMS = (
 _WHITESPACE = " \t\n\r"
 _KEEP_BEHIND = 4096
 _NON_FINITE = re.compile(r"(-?Infinity|NaN)")
+#: A line end: CRLF, LF, or a lone CR (old Mac files).
+_LINE_END = re.compile(rb"\r\n?|\n")
+_TEXT_LINE_END = re.compile(r"\r\n?|\n")
+
+
+def count_line_ends(text: str, start: int = 0, end: int | None = None) -> int:
+    """Line ends (LF, CRLF, lone CR) in ``text[start:end]``; a CRLF counts once."""
+    end = len(text) if end is None else end
+    return (
+        text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
+    )
+
+
+def last_line_end(text: str, start: int = 0, end: int | None = None) -> int:
+    """Position of the last character of the last line end in ``text[start:end]``, or -1."""
+    end = len(text) if end is None else end
+    return max(text.rfind("\n", start, end), text.rfind("\r", start, end))
+
+
+def _byte_line_ends(data: bytes, after_cr: bool) -> int:
+    count = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    # A CRLF cut between two pieces: its CR was counted with the piece before.
+    return count - 1 if after_cr and data.startswith(b"\n") else count
 
 
 class ImportFileError(Exception):
@@ -120,12 +147,19 @@ class RawRecord:
 
 
 class HashingReader:
-    """Wrap a binary file object; hash and count every byte read from it, exactly once."""
+    """Wrap a binary file object; hash and count every byte read from it, exactly once.
+
+    ``readline`` ends a line at LF, CRLF or a lone CR (old Mac files), so every reader counts
+    lines the same way whatever the file's line ends; hand-written over the file object's own
+    ``readline``, which knows only LF in binary mode.
+    """
 
     def __init__(self, raw: IO[bytes]) -> None:
         self._raw = raw
         self._hash = hashlib.sha256()
-        self._pending = b""
+        self._buffer = b""
+        self._start = 0  # bytes of ``_buffer`` already handed out
+        self._eof = False
         self.bytes_read = 0
 
     def _pull(self, size: int) -> bytes:
@@ -134,46 +168,75 @@ class HashingReader:
             raise TypeError("import readers need a binary file object (open the file with 'rb')")
         self._hash.update(data)
         self.bytes_read += len(data)
+        if not data:
+            self._eof = True
         return data
+
+    def _buffered(self) -> int:
+        return len(self._buffer) - self._start
+
+    def _fill(self, size: int) -> bool:
+        """Append up to ``size`` more bytes to the buffer; False at end of file."""
+        if self._start:
+            # Drop what was handed out before growing: one copy per refill, not per line.
+            self._buffer = self._buffer[self._start :]
+            self._start = 0
+        data = self._pull(size)
+        if not data:
+            return False
+        self._buffer += data
+        return True
 
     def peek(self, size: int) -> bytes:
         """Up to ``size`` bytes from the current position, without consuming them."""
-        while len(self._pending) < size:
-            data = self._pull(size - len(self._pending))
-            if not data:
+        while self._buffered() < size and not self._eof:
+            if not self._fill(size - self._buffered()):
                 break
-            self._pending += data
-        return self._pending[:size]
+        return self._buffer[self._start : self._start + size]
 
     def read(self, size: int = CHUNK_SIZE) -> bytes:
-        if self._pending:
-            data, self._pending = self._pending[:size], self._pending[size:]
+        if self._buffered():
+            data = self._buffer[self._start : self._start + size]
+            self._start += len(data)
             return data
         return self._pull(size)
 
     def readline(self, limit: int = -1) -> bytes:
-        """One line with its ending; at most ``limit`` bytes (when positive) if no line end
-        comes first."""
-        if self._pending:
-            cut = self._pending.find(b"\n")
-            if cut >= 0:
-                line, self._pending = self._pending[: cut + 1], self._pending[cut + 1 :]
+        """One line with its ending (LF, CRLF or a lone CR); at most ``limit`` bytes (when
+        positive) if no line end comes first."""
+        scanned = self._start
+        while True:
+            match = _LINE_END.search(self._buffer, scanned)
+            if match is not None:
+                end = match.end()
+                # A CR as the last byte buffered may be the first half of a CRLF.
+                if match.group() == b"\r" and end == len(self._buffer) and not self._eof:
+                    offset = end - self._start
+                    if self._fill(CHUNK_SIZE):
+                        scanned = self._start + offset - 1
+                        continue
+                    end = self._start + offset
+                if limit > 0 and end - self._start > limit:
+                    end = self._start + limit
+                line = self._buffer[self._start : end]
+                self._start = end
                 return line
-            line, self._pending = self._pending, b""
-        else:
-            line = b""
-        if limit > 0 and len(line) >= limit:
-            return line
-        rest = self._raw.readline(limit - len(line) if limit > 0 else -1)
-        if isinstance(rest, str):
-            raise TypeError("import readers need a binary file object (open the file with 'rb')")
-        self._hash.update(rest)
-        self.bytes_read += len(rest)
-        return line + rest
+            if limit > 0 and self._buffered() >= limit:
+                line = self._buffer[self._start : self._start + limit]
+                self._start += limit
+                return line
+            offset = self._buffered()
+            # Doubling the read keeps a long line's copies linear in its length.
+            if self._eof or not self._fill(max(CHUNK_SIZE, offset)):
+                line = self._buffer[self._start :]
+                self._start = len(self._buffer)
+                return line
+            scanned = self._start + offset
 
     def drain(self) -> None:
         """Read (and hash) everything left."""
-        self._pending = b""
+        self._buffer = b""
+        self._start = 0
         while self._pull(1 << 20):
             pass
 
@@ -197,7 +260,7 @@ def detect_format(filename: str | None = None, head: bytes = b"") -> str:
     if text.startswith("["):
         return "json"
     if text.startswith("{"):
-        first_line = text.split("\n", 1)[0]
+        first_line = _TEXT_LINE_END.split(text, maxsplit=1)[0]
         try:
             loads(first_line)  # within the nesting limit: a deep first line is no crash
         except ValueError:
@@ -218,7 +281,8 @@ class Utf8Decoder:
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self.offset = 0  # bytes fed so far
-        self.newlines = 0  # b"\n" fed so far
+        self.newlines = 0  # line ends (LF, CRLF, lone CR) fed so far
+        self._after_cr = False  # the last byte fed was a CR
         self._chars_since_newline = 0
         self._started = False
 
@@ -231,8 +295,10 @@ class Utf8Decoder:
         except UnicodeDecodeError as problem:
             raise ImportFileError(self._error(pending, data, problem, final)) from None
         self.offset += len(data)
-        self.newlines += data.count(b"\n")
-        cut = text.rfind("\n")
+        self.newlines += _byte_line_ends(data, self._after_cr)
+        if data:
+            self._after_cr = data.endswith(b"\r")
+        cut = last_line_end(text)
         if cut >= 0:
             self._chars_since_newline = len(text) - cut - 1
         else:
@@ -269,8 +335,8 @@ class Utf8Decoder:
         start = problem.start
         offset = self.offset - pending + start
         before = bytes_seen[:start]
-        line = self.newlines + before.count(b"\n") + 1
-        last_newline = before.rfind(b"\n")
+        line = self.newlines + _byte_line_ends(before, self._after_cr) + 1
+        last_newline = max(before.rfind(b"\n"), before.rfind(b"\r"))
         if last_newline >= 0:
             column = len(before[last_newline + 1 :].decode("utf-8", errors="replace")) + 1
         else:
@@ -482,10 +548,9 @@ def explain_json_error(msg: str, text: str, pos: int, *, at_end: str) -> tuple[s
 
 def _snippet(text: str, pos: int, width: int = 30) -> str:
     """The text around ``pos`` on its line, with a marker ``⟨here⟩`` before ``pos``."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    line_end = text.find("\n", pos)
-    if line_end < 0:
-        line_end = len(text)
+    line_start = last_line_end(text, 0, pos) + 1
+    found = _TEXT_LINE_END.search(text, pos)
+    line_end = found.start() if found else len(text)
     start = max(line_start, pos - width)
     end = min(line_end, pos + width)
     before = ("…" if start > line_start else "") + text[start:pos]
@@ -513,12 +578,31 @@ def decode_utf8(data: bytes, *, first_line: int = 1) -> str:
     try:
         return Utf8Decoder().decode(data, final=True)
     except ImportFileError as refused:
-        error = refused.error
-        line = (error.line or 1) + first_line - 1
-        cause = error.message.split(": ", 1)[-1]
-        raise ImportFileError(
-            replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
-        ) from None
+        raise _with_column(refused.error, first_line) from None
+
+
+def _with_column(error: RowError, first_line: int = 1) -> ImportFileError:
+    """An encoding error whose message leads with ``line L, column C:``."""
+    line = (error.line or 1) + first_line - 1
+    cause = error.message.split(": ", 1)[-1]
+    return ImportFileError(
+        replace(error, line=line, message=f"line {line}, column {error.column}: {cause}")
+    )
+
+
+def physical_lines(fileobj: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """``(number, text)`` of each line of a binary file, 1-based, without its line end (LF,
+    CRLF or a lone CR), read one line at a time by the imports' rules: UTF-8 with or without a
+    byte-order mark, at most ``LINE_LIMIT`` bytes a line. The first byte that is not UTF-8
+    raises ``ImportFileError`` whose message starts ``line L, column C:``; for a reader whose
+    lines are not records of one schema (narratives' lines, each one JSON document)."""
+    try:
+        for number, line in enumerate(_text_lines(HashingReader(fileobj)), start=1):
+            yield number, line.rstrip("\r\n")
+    except ImportFileError as refused:
+        if refused.error.code != "encoding" or refused.error.column is None:
+            raise
+        raise _with_column(refused.error) from None
 
 
 def read_json_document(
@@ -539,8 +623,8 @@ def read_json_document(
     text = decode_utf8(data, first_line=first_line) if isinstance(data, bytes) else data
 
     def located(pos: int, code: str, expected: str, cause: str) -> ImportFileError:
-        line = text.count("\n", 0, pos) + first_line
-        column = pos - text.rfind("\n", 0, pos)
+        line = count_line_ends(text, 0, pos) + first_line
+        column = pos - last_line_end(text, 0, pos)
         return ImportFileError(
             RowError(
                 line=line,
@@ -979,14 +1063,14 @@ class _JsonArrayReader:
         cursor = self._line_cursor
         if absolute > cursor:
             segment = self.text[cursor - self.base : absolute - self.base]
-            newlines = segment.count("\n")
+            newlines = count_line_ends(segment)
             if newlines:
                 self._line += newlines
-                self._last_newline = cursor + segment.rfind("\n")
+                self._last_newline = cursor + last_line_end(segment)
         elif absolute < cursor:
             relative = absolute - self.base
-            self._line -= self.text.count("\n", relative, cursor - self.base)
-            newline = self.text.rfind("\n", 0, relative)
+            self._line -= count_line_ends(self.text, relative, cursor - self.base)
+            newline = last_line_end(self.text, 0, relative)
             self._last_newline = self.base + newline if newline >= 0 else self._base_last_newline
         self._line_cursor = absolute
         return self._line, absolute - self._last_newline

@@ -35,6 +35,7 @@ ERROR_CODES = (
     "invalid_text",  # text holding NUL or an unpaired surrogate (the database refuses both)
     "invalid_number",  # a number no Python number holds as written (4,301+ digits, 1e400)
     "too_deep",  # JSON nested more than annotation.values.MAX_DEPTH levels
+    "nested_value",  # an object or a list where the schema expects one flat value
     "invalid_value",  # a value a kind's own rules refuse (ratings: an unknown connective, …)
 )
 

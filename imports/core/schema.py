@@ -1,7 +1,7 @@
 """How a project kind declares the rows it accepts on import.
 
-One module (about 700 lines): the field types and the schema that combines them are read
-together by whoever declares a schema.
+One module (about 850 lines): the field types, the checks and the schema that combines them
+are read together by whoever declares a schema.
 
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
@@ -27,6 +27,28 @@ Reading values
   most ``MAX_DEPTH`` levels; otherwise the error names the field (codes ``invalid_text``,
   ``invalid_number``, ``too_deep``).
 
+Nesting: ``json`` fields take any JSON value and ``list[str]`` fields a list; every other type
+expects one flat value, and an object or a list found there is refused with the code
+``nested_value``, naming the field (a schema allows nesting where a plug-in needs it by declaring
+the field ``json``).
+
+Checks a schema declares
+------------------------
+* ``FieldSpec.check(value) -> str | None``: run on a value read from the record once it has its
+  type; a message refuses it (code ``invalid_value``, the field named).
+* ``RowSchema.record_checks``: each ``check(clean) -> None | str | [(field or None, message),
+  ...]`` runs on a record that passed every field, with its clean payload; a text refuses the
+  whole record, a pair names the field. ``RowSchema.with_checks`` adds checks bound to one
+  import (a project's scale, its connectives) to a registered schema.
+* Checks are code, not data: ``to_dict`` leaves them out.
+
+The id of a row
+---------------
+``external_id_field`` names the field holding each row's id. A file whose rows have none
+declares ``derived_id`` instead: ``"row"`` (the record's 1-based number in the file) or
+``"content"`` (``content_id``: 16 hex digits of the SHA-256 of the clean payload, so the same
+row twice is a duplicate). ``RowSchema.row_id`` gives the id either way.
+
 Unknown keys (``extra_fields``): ``"keep"`` copies them into the payload unchanged (data are never
 lost; a nested object read through a dotted alias is also kept whole), ``"reject"`` makes each one
 an error, ``"ignore"`` drops them. When a name and its alias are both present only the winner is
@@ -36,11 +58,12 @@ consumed; the other is an unknown key like any other.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from annotation.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
@@ -48,6 +71,11 @@ from imports.core.report import RowError, truncated_repr
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
+DERIVED_IDS = ("row", "content")
+#: ``check(value)``: a message refusing a field's value, or None.
+FieldCheck = Callable[[Any], "str | None"]
+#: ``check(clean)``: None, a message refusing the record, or ``(field or None, message)`` pairs.
+RecordCheck = Callable[[Mapping[str, Any]], "str | Iterable[tuple[str | None, str]] | None"]
 LIST_SEPARATOR = ";"
 
 TRUE_WORDS = frozenset({"true", "yes", "y", "t", "1"})
@@ -100,6 +128,10 @@ class FieldSpec:
     max_length: int | None = None
     default: Any = MISSING
     help: str = ""
+    #: Refuses a typed value with a message (see "Checks a schema declares"); not data.
+    check: FieldCheck | None = field(default=None, compare=False, repr=False)
+    #: The message when a required field is missing, instead of the generic one.
+    required_message: str = ""
 
     def __post_init__(self) -> None:
         if self.type not in FIELD_TYPES:
@@ -167,6 +199,14 @@ class FieldSpec:
 
     def _wrong(self, value: Any, code: str = "wrong_type") -> FieldValueError:
         expected = self.describe_type()
+        if isinstance(value, Mapping | list):
+            what = "an object" if isinstance(value, Mapping) else "a list"
+            return FieldValueError(
+                "nested_value",
+                expected,
+                f'Field "{self.name}" holds {what} ({truncated_repr(value, 40)}) where '
+                f"{expected} is expected; give one flat value.",
+            )
         return FieldValueError(
             code,
             expected,
@@ -220,7 +260,10 @@ class FieldSpec:
         if isinstance(value, bool):
             raise self._wrong(value)
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an int beyond a float's range
+                raise self._wrong(value) from None
         elif isinstance(value, str):
             try:
                 number = float(value.strip())
@@ -293,6 +336,13 @@ class FieldSpec:
             raise self._wrong(value)
         result = []
         for item in items:
+            if isinstance(item, Mapping | list):
+                raise FieldValueError(
+                    "nested_value",
+                    self.describe_type(),
+                    f'Field "{self.name}" holds a list with {_json_kind(item)} inside '
+                    f"({truncated_repr(item, 40)}); each item must be one text.",
+                )
             if isinstance(item, bool) or not isinstance(item, str | int | float):
                 raise self._wrong(value)
             result.append(self._check_length(str(item)))
@@ -324,6 +374,8 @@ class FieldSpec:
             data["default"] = self.default
         if self.help:
             data["help"] = self.help
+        if self.required_message:
+            data["required_message"] = self.required_message
         return data
 
     @classmethod
@@ -350,17 +402,23 @@ def is_missing(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class RowSchema:
-    """The rows a project kind accepts: declared fields, the external id, unknown-key policy.
+    """The rows a project kind (or a plug-in's file) accepts: declared fields, the row id,
+    unknown-key policy, checks.
 
-    ``external_id_field`` must name a declared field; it is made required and its value is
-    stored as stripped text (``clean[external_id_field]`` is always a non-empty ``str``).
+    Exactly one of ``external_id_field`` and ``derived_id`` is given. ``external_id_field``
+    must name a declared field; it is made required and its value is stored as stripped text
+    (``clean[external_id_field]`` is always a non-empty ``str``). ``derived_id`` ("row" or
+    "content") derives the id of rows that have none (module docstring, "The id of a row").
+    ``record_checks`` run on each record that passed its fields (module docstring).
     """
 
     name: str
     fields: tuple[FieldSpec, ...]
-    external_id_field: str
+    external_id_field: str | None = None
     extra_fields: Literal["keep", "reject", "ignore"] = "keep"
     description: str = ""
+    derived_id: Literal["row", "content"] | None = None
+    record_checks: tuple[RecordCheck, ...] = field(default=(), compare=False, repr=False)
     _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
     _source_owner: dict[str, str] = field(init=False, repr=False, compare=False)
     _plan: dict[str, tuple[tuple[str, list[str] | None], ...]] = field(
@@ -374,13 +432,23 @@ class RowSchema:
         by_name = {spec.name: spec for spec in fields}
         if len(by_name) != len(fields):
             raise ValueError(f"schema {self.name!r}: field names repeat")
-        if self.external_id_field not in by_name:
-            raise ValueError(f"schema {self.name!r}: no field named {self.external_id_field!r}")
-        id_spec = by_name[self.external_id_field]
-        if id_spec.type != "str" or not id_spec.required:
-            id_spec = FieldSpec(**{**id_spec.to_dict(), "type": "str", "required": True})
-            fields = tuple(id_spec if spec.name == id_spec.name else spec for spec in fields)
-            by_name[id_spec.name] = id_spec
+        if (self.external_id_field is None) == (self.derived_id is None):
+            raise ValueError(
+                f"schema {self.name!r}: give either external_id_field or derived_id (one)"
+            )
+        if self.derived_id is not None and self.derived_id not in DERIVED_IDS:
+            raise ValueError(f"schema {self.name!r}: derived_id must be one of {DERIVED_IDS}")
+        object.__setattr__(self, "record_checks", tuple(self.record_checks))
+        if self.external_id_field is not None:
+            if self.external_id_field not in by_name:
+                raise ValueError(f"schema {self.name!r}: no field named {self.external_id_field!r}")
+            id_spec = by_name[self.external_id_field]
+            if id_spec.type != "str" or not id_spec.required:
+                id_spec = replace(
+                    id_spec, type="str", required=True, choices=(), min=None, max=None
+                )
+                fields = tuple(id_spec if spec.name == id_spec.name else spec for spec in fields)
+                by_name[id_spec.name] = id_spec
         owner: dict[str, str] = {}
         for spec in fields:
             for source in spec.sources:
@@ -405,6 +473,34 @@ class RowSchema:
 
     def field(self, name: str) -> FieldSpec:
         return self._by_name[name]
+
+    def with_checks(
+        self,
+        *record_checks: RecordCheck,
+        field_checks: Mapping[str, FieldCheck] | None = None,
+    ) -> RowSchema:
+        """This schema with more checks: ``record_checks`` after its own, and ``field_checks``
+        (field name -> check) replacing the named fields' checks. For checks bound to one
+        import (a project's scale); the registered schema is left as it is."""
+        fields = self.fields
+        if field_checks:
+            unknown = set(field_checks) - set(self._by_name)
+            if unknown:
+                raise ValueError(f"schema {self.name!r}: no fields named {sorted(unknown)}")
+            fields = tuple(
+                replace(spec, check=field_checks[spec.name]) if spec.name in field_checks else spec
+                for spec in fields
+            )
+        return replace(self, fields=fields, record_checks=(*self.record_checks, *record_checks))
+
+    def row_id(self, clean: Mapping[str, Any], number: int) -> str:
+        """The id of a clean row that is record ``number`` (1-based) of its file: its external
+        id field, or the id ``derived_id`` says."""
+        if self.external_id_field is not None:
+            return str(clean[self.external_id_field])
+        if self.derived_id == "row":
+            return str(number)
+        return content_id(clean)
 
     @property
     def field_names(self) -> list[str]:
@@ -485,11 +581,15 @@ class RowSchema:
         index: int | None = None,
         column: int | None = None,
         text_values: bool = False,
+        partial: bool = False,
     ) -> tuple[dict[str, Any] | None, list[RowError]]:
         """Check one record; return ``(clean, [])`` or ``(None, errors)``.
 
         ``line``/``index``/``column`` locate the record for the errors. ``text_values`` is True
-        for CSV, whose cells are all text.
+        for CSV, whose cells are all text. ``partial=True`` returns ``(clean, errors)`` with the
+        fields that passed even when others did not, for a plug-in's checks across rows (a
+        repeated id is reported on a row whose other fields are wrong too); record checks run
+        only on a record whose fields all passed.
         """
         where: dict[str, Any] = {"line": line, "index": index, "column": column}
         if not isinstance(raw, Mapping):
@@ -533,7 +633,8 @@ class RowSchema:
                             code="required",
                             expected=spec.describe_type(),
                             found="missing",
-                            message=(
+                            message=spec.required_message
+                            or (
                                 f'The required field "{spec.name}"{also} is missing or '
                                 f"empty; fill it in."
                             ),
@@ -562,6 +663,20 @@ class RowSchema:
                 continue
             if spec.name == self.external_id_field:
                 coerced = coerced.strip()
+            if spec.check is not None:
+                refusal = spec.check(coerced)
+                if refusal:
+                    errors.append(
+                        RowError(
+                            **where,
+                            field=spec.name,
+                            code="invalid_value",
+                            expected=spec.describe_type(),
+                            found=truncated_repr(value),
+                            message=refusal,
+                        )
+                    )
+                    continue
             clean[spec.name] = coerced
         if self.extra_fields != "ignore":
             for key, value in raw.items():
@@ -590,9 +705,30 @@ class RowSchema:
                     )
                 else:
                     clean.setdefault(str(key), value)
+        if not errors:
+            errors = self._record_errors(clean, where)
         if errors:
-            return None, errors
+            return (clean if partial else None), errors
         return clean, []
+
+    def _record_errors(self, clean: dict[str, Any], where: dict[str, Any]) -> list[RowError]:
+        errors = []
+        for check in self.record_checks:
+            found = check(clean)
+            if not found:
+                continue
+            pairs = [(None, found)] if isinstance(found, str) else found
+            for name, message in pairs:
+                errors.append(
+                    RowError(
+                        **where,
+                        field=name,
+                        code="invalid_value",
+                        found=truncated_repr(clean.get(name)) if name else None,
+                        message=message,
+                    )
+                )
+        return errors
 
     def describe(self) -> list[dict[str, Any]]:
         """Field descriptions for a datasheet: name, type in words, required, help."""
@@ -611,6 +747,7 @@ class RowSchema:
             "name": self.name,
             "description": self.description,
             "external_id_field": self.external_id_field,
+            "derived_id": self.derived_id,
             "extra_fields": self.extra_fields,
             "fields": [spec.to_dict() for spec in self.fields],
         }
@@ -620,10 +757,18 @@ class RowSchema:
         return cls(
             name=data["name"],
             description=data.get("description", ""),
-            external_id_field=data["external_id_field"],
+            external_id_field=data.get("external_id_field"),
+            derived_id=data.get("derived_id"),
             extra_fields=data.get("extra_fields", "keep"),
             fields=tuple(FieldSpec.from_dict(spec) for spec in data["fields"]),
         )
+
+
+def content_id(clean: Mapping[str, Any]) -> str:
+    """16 hex digits of the SHA-256 of ``clean`` as canonical JSON (keys sorted): the id of a
+    row by its content (``derived_id="content"``)."""
+    text = json.dumps(clean, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _unstorable(name: str, problem: tuple[str, str]) -> FieldValueError:
@@ -655,6 +800,8 @@ def _copy_default(value: Any) -> Any:
 
 
 def _json_kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):

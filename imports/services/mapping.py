@@ -176,7 +176,8 @@ def sample_rows(project: Project) -> tuple[list[str], list[dict[str, Any]]]:
     schema = schema_for_kind(project.kind)
     if schema.name == "generic":
         shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
-        columns = [schema.external_id_field, *shown]
+        # The generic schema always names its id field.
+        columns = [schema.external_id_field or "external_id", *shown]
     else:
         columns = [spec.name for spec in schema.fields]
     examples = {

@@ -2,9 +2,9 @@
 
 Django-free. ``read_release`` walks the folder: each ``.json`` file is one JSON document (a list
 of records, ``{metadata, cases}``, an object keyed by case, records wrapped in
-``{case_id, responses}``), each ``.jsonl`` file JSON Lines read by the import core's reader. A
-file that is not valid in its form is a ``FileResult`` with where and why, and nothing is taken
-from it. What the records mean is review.causalt5k.normalise's concern."""
+``{case_id, responses}``) read by the import core's JSON reader, each ``.jsonl`` file JSON Lines
+read by the import core's record reader. A file that is not valid in its form is a
+``FileResult`` with where and why, and nothing is taken from it. What the records mean is review.causalt5k.normalise's concern."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imports.core.readers import ImportFileError, RecordReader
+from imports.core.readers import ImportFileError, RecordReader, read_json_document
 
 #: Source kinds, in the order their values win a merge (review.causalt5k.normalise.build_cases).
 SOURCE_KINDS = ("final", "clean", "unlabelled", "review_round2", "review_round1", "raw")
@@ -143,9 +143,30 @@ def _read_json_lines(path: Path, kind: str, rel: str) -> tuple[list[RawRecord], 
     return found, note or f"JSON Lines, {len(items)} lines"
 
 
+def _read_json_file(path: Path) -> Any:
+    """One ``.json`` file as one JSON document, read by the import core's JSON reader
+    (``imports.core.readers.read_json_document``: UTF-8 with or without a byte-order mark, the
+    first other byte named by line and column; nested at most ``annotation.values.MAX_DEPTH``
+    levels; no NaN or Infinity; no value the database cannot store, named by its path). Raises
+    ``ValueError`` with the reason: for JSON syntax, ``describe_json_error``'s, which names
+    more for the release's two broken files (the escape and its context, the count of
+    documents written one after another); otherwise the core's message."""
+    data = path.read_bytes()
+    try:
+        return read_json_document(data, at_end="the file ends")
+    except ImportFileError as refused:
+        if refused.error.code == "json_syntax":
+            text = data.decode("utf-8-sig")
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ValueError(describe_json_error(text, error)) from None
+        raise ValueError(refused.error.message.rstrip(".")) from None
+
+
 def read_release(root: Path) -> tuple[list[FileResult], list[RawRecord]]:
     """Every JSON / JSON Lines file of the release, in path order. A ``.json`` file is one JSON
-    document; a ``.jsonl`` file is JSON Lines, one value per line, read by the import core's
+    document (``_read_json_file``); a ``.jsonl`` file is JSON Lines, one value per line, read by the import core's
     reader (``_read_json_lines``). A file that is not valid in its form is reported with where
     and why, and nothing is taken from it."""
     root = Path(root)
@@ -168,11 +189,10 @@ def read_release(root: Path) -> tuple[list[FileResult], list[RawRecord]]:
             files.append(FileResult(rel, kind, "ok", records=len(found), detail=note))
             records.extend(found)
             continue
-        text = path.read_text(encoding="utf-8")
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            files.append(FileResult(rel, kind, "invalid", error=describe_json_error(text, error)))
+            data = _read_json_file(path)
+        except ValueError as error:
+            files.append(FileResult(rel, kind, "invalid", error=str(error)))
             continue
         found, note = _expand(data, kind, rel)
         files.append(FileResult(rel, kind, "ok", records=len(found), detail=note))

@@ -13,6 +13,7 @@ answers, per model id (so tests running at once do not disturb each other):
   request, in order: ``{"status": 429, "retry_after": 1}``, ``{"status": 500}``,
   ``{"delay": 2.5}``, ``{"content": "not json"}``, ``{"refusal": "I cannot help"}``.
   ``rpm``: more than n requests in a rolling minute get 429 with ``Retry-After``.
+  ``refusals``: ``{substring: message}``: a prompt containing it is refused, every time.
 * ``GET /_requests?model=m``: every request body received for that model, in order.
 * ``POST /_reset``: forget everything.
 
@@ -137,7 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _fault(self, model: str) -> dict[str, Any] | None:
         with _lock:
-            _requests[model].append({"path": self.path, **self._last_body})
+            _requests[model].append(
+                {
+                    "path": self.path,
+                    "authorization": self.headers.get("Authorization", ""),
+                    **self._last_body,
+                }
+            )
             control = _controls.get(model, {})
             now = time.monotonic()
             rpm = control.get("rpm")
@@ -179,6 +186,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         message: dict[str, Any] = {"role": "assistant", "content": None}
         finish = "stop"
+        text = _prompt_text(body)
+        for needle, refusal in (_controls.get(model, {}).get("refusals") or {}).items():
+            if needle in text:
+                fault = {**fault, "refusal": refusal}
         if "refusal" in fault:
             message["refusal"] = fault["refusal"]
         else:

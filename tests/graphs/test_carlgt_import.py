@@ -181,3 +181,24 @@ def test_the_evidence_behind_the_intervention_pairing():
             else:
                 disagree.append((graph, k + 1))
     assert (agree, disagree) == (11, [(5, 32)])
+
+
+def test_lines_are_read_by_the_import_core_and_checked_by_registered_schemas(tmp_path):
+    from graphs.carlgt import NUMBER_SCHEMA, YES_NO_SCHEMA
+    from imports.core.schema import schema_for_kind
+
+    assert schema_for_kind("graphs.carlgt_yes_no") is YES_NO_SCHEMA
+    assert schema_for_kind("graphs.carlgt_number") is NUMBER_SCHEMA
+    write(tmp_path, {**GOOD, "graph/1_answers.txt": "no\ryes\r"})  # old Mac line ends
+    reading = read_carlgt(tmp_path)
+    assert reading.ok, reading.problems
+    assert [r.answer for r in reading.records if r.task == "d_separation"] == ["no", "yes"]
+
+
+def test_a_file_that_is_not_utf8_is_named_by_line_and_column(tmp_path):
+    write(tmp_path, GOOD)
+    (tmp_path / "carl_gt" / "data" / "graph" / "1_answers.txt").write_bytes(b"no\ny\xe9s\n")
+    [problem] = read_carlgt(tmp_path).problems
+    assert str(problem).startswith(
+        "graph/1_answers.txt: line 2, column 2: not UTF-8 (byte 0xE9 at offset 4)"
+    )

@@ -80,8 +80,9 @@ def test_json_edge_lists_in_every_form():
         (b"\xff\xfec\x00a\x00", "encoded as UTF-16"),
         ('[["A\\u0000", "B"]]', "[0][0] holds a NUL character (U+0000)"),
         ('{"edges": [["\\ud800", "B"]]}', "edges[0][0] holds an unpaired surrogate (U+D800)"),
-        ("cause,effect\nA\x00,B\n", "line 2: a name holds a NUL character"),
-        ("cause,effect\nA," + "x" * 200_000 + "\n", "line 2: not CSV the graph can use: field"),
+        # A CSV's rows are checked by EDGE_SCHEMA: the message names the field.
+        ("cause,effect\nA\x00,B\n", 'line 2: Field "cause" holds a NUL character'),
+        ("cause,effect\nA," + "x" * 200_000 + "\n", 'line 2: Field "effect" is 200000 characters'),
     ],
 )
 def test_bad_edge_lists_name_the_problem(text, problem):
@@ -128,3 +129,12 @@ def test_large_graphs_are_sampled_not_enumerated():
         assert q["answer"] == (
             "yes" if d_separated(dag, {q["x"]}, {q["y"]}, set(q["given"])) else "no"
         )
+
+
+def test_csv_rows_are_checked_by_the_registered_edge_schema():
+    from graphs.dsep import EDGE_SCHEMA
+    from imports.core.schema import schema_for_kind
+
+    assert schema_for_kind("graphs.edge") is EDGE_SCHEMA
+    dag = parse_edge_list("Cause,Effect,weight\r\nA,B,1\r\n,,\r\nB,C\r\n", "g.csv")
+    assert sorted(dag.edges) == [("A", "B"), ("B", "C")]

@@ -177,7 +177,7 @@ def test_failures_are_reported_per_item_and_never_counted_as_votes(chat_server):
     chat_server.control(
         model,
         answers={"Sentence 0:": "this is not JSON at all"},
-        faults=[{"refusal": "I will not"}],
+        refusals={"Sentence 1:": "I will not"},
     )
     rater = _rater(project, stage, _endpoint(chat_server, model, max_retries=1))
     run = _run(rater)
@@ -200,7 +200,8 @@ def test_a_second_run_calls_nothing_twice_and_stores_nothing_twice(chat_server):
     assert _run(rater).done == 3
     first = len(chat_server.requests(model))
     second = _run(rater)
-    assert second.status == Run.Status.DONE and second.done == 0
+    # progress counts the rater's items in the stage, over all its runs; calls, this run's
+    assert second.status == Run.Status.DONE and second.done == 3 and second.calls == 0
     assert len(chat_server.requests(model)) == first == 3
     assert Annotation.objects.count() == 3 and Call.objects.count() == 3
 
@@ -302,3 +303,11 @@ def test_an_extra_model_advises_and_a_model_in_a_human_slot_decides(chat_server,
         assert resolution.outcome == "accept" and resolution.value == "keep"
         assert sum(resolution.votes.values()) == 2  # the people's votes, not the model's
     assert ModelVote.objects.get().value == "reject"
+    from agreement.votes import stage_votes
+
+    raters = set(stage_votes(stage).raters.tolist())
+    everyone = set(stage_votes(stage, include_advisory=True).raters.tolist())
+    people_voting = {a.annotator_id for a in Annotation.objects.exclude(annotator=rater.user)}
+    assert everyone == {rater.user_id, *people_voting}
+    # the stage's agreement figures are its deciding raters'
+    assert raters == (everyone if fills_human_slot else everyone - {rater.user_id})

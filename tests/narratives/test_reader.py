@@ -204,3 +204,30 @@ def test_the_real_files_import_as_952_items_with_a_sample_option():
     assert seen["item"]["payload"]["sentences"] == item.payload["sentences"]
     assert "gold" not in json.dumps(seen) and "real_world" not in json.dumps(seen)
     assert seen["item"]["payload"]["events"] != item.payload["gold"]["order"]
+
+
+def test_lines_are_checked_by_the_registered_schema_and_any_line_end_works():
+    from imports.core.schema import schema_for_kind
+    from narratives.reader import NARRATIVE_SCHEMA
+
+    assert schema_for_kind("narratives.narrative") is NARRATIVE_SCHEMA
+    text = lines(CHAIN, CHAIN).replace("\n", "\r")
+    reading = read_lines(text, file="old-mac.txt")
+    assert reading.ok and [narrative.line for narrative in reading.narratives] == [1, 2]
+
+
+def test_a_nested_value_where_a_flat_one_belongs_is_named_by_line_and_field():
+    graph = {"nodes": ["a", "b"], "edges": [["a", "b"]], "sentences": ["x"], "id": {"n": 1}}
+    reading = read_lines(lines(CHAIN, graph), file="g.jsonl")
+    [problem] = reading.problems
+    assert (problem.file, problem.line) == ("g.jsonl", 2)
+    assert problem.message.startswith('Field "id" holds an object')
+
+
+def test_a_file_that_turns_out_not_utf8_gives_no_narratives():
+    reading = read_lines(lines(CHAIN).encode() + b'{"nodes": ["caf\xe9"]}\n', file="x.txt")
+    assert reading.narratives == []
+    assert [str(problem) for problem in reading.problems] == [
+        "x.txt: line 2, column 16: not UTF-8 (byte 0xE9 at offset 81); save the file as UTF-8. "
+        "It looks like Windows-1252 or Latin-1 text, where that byte is 'é'."
+    ]
