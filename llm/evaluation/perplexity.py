@@ -18,13 +18,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import openai
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from llm.budget import wait_for_budget
-from llm.client import CallError, client_for
+from llm.client import CallError, post
 from llm.models import Call, Endpoint, Evaluation, Run
 
 
@@ -39,24 +38,19 @@ def perplexity(logprobs: Sequence[float | None]) -> float:
 
 def prompt_perplexity(endpoint: Endpoint, text: str) -> tuple[float, int]:
     """(perplexity, prompt tokens) of ``text`` under the endpoint's model: one Completions
-    request with ``echo=True, logprobs=1, max_tokens=0``."""
-    try:
-        response = client_for(endpoint).completions.create(
-            model=endpoint.model, prompt=text, echo=True, logprobs=1, max_tokens=0
-        )
-    except openai.RateLimitError as error:
-        raise CallError("rate_limited", str(error)[:300]) from error
-    except openai.APITimeoutError as error:
-        raise CallError("timeout", f"no answer within {endpoint.timeout_seconds:g} s") from error
-    except openai.APIConnectionError as error:
-        raise CallError("connection", f"cannot reach {endpoint.base_url}: {error}") from error
-    except openai.APIStatusError as error:
-        kind = "server" if error.status_code >= 500 else "client"
-        raise CallError(kind, f"HTTP {error.status_code}: {str(error.message)[:300]}") from error
-    if not response.choices or response.choices[0].logprobs is None:
+    request with ``echo``, ``logprobs=1`` and ``max_tokens=0`` (llm.client.post: errors by
+    kind, as for chat)."""
+    answer, _latency = post(
+        endpoint,
+        "completions",
+        {"model": endpoint.model, "prompt": text, "echo": True, "logprobs": 1, "max_tokens": 0},
+    )
+    choices = answer.get("choices") or []
+    logprobs = (choices[0].get("logprobs") or {}) if choices else {}
+    if not logprobs.get("token_logprobs"):
         raise CallError("unparseable", "the server returned no prompt log-probabilities")
-    tokens = response.usage.prompt_tokens if response.usage else 0
-    return perplexity(response.choices[0].logprobs.token_logprobs or []), tokens
+    tokens = int((answer.get("usage") or {}).get("prompt_tokens") or 0)
+    return perplexity(logprobs["token_logprobs"]), tokens
 
 
 def choose_by_perplexity(*, key: str, evaluation: Evaluation, scorer: Any, question: Any) -> Call:

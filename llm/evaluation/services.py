@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from django.db import transaction
@@ -39,6 +40,8 @@ from llm.prompts import answer_format, parse_json
 from llm.runs import claim
 from llm.services import run_control
 from releases.models import Release
+
+logger = logging.getLogger(__name__)
 
 PURPOSE = "evaluate"
 #: Questions between two recounts of the run's counters (its status is read before each one).
@@ -206,11 +209,21 @@ def evaluation_execute(*, evaluation_id: int) -> Evaluation:
         _count(evaluation)
         _finish(evaluation, scorer, questions, answers)
     except (ApplicationError, KeyError, ValueError) as error:
-        Run.objects.filter(pk=run.pk).update(
-            status=Run.Status.FAILED, error=str(error)[:2000], finished_at=timezone.now()
-        )
+        # A release the scorer cannot read: the message says what is missing.
+        _fail(run, str(error))
+    except Exception as error:
+        # Anything else fails the run with its message rather than leaving it running for the
+        # sweep to send again and again; the answers stay in the ledger.
+        logger.exception("evaluation %s failed", evaluation.pk)
+        _fail(run, f"{type(error).__name__}: {error}")
     evaluation.refresh_from_db()
     return evaluation
+
+
+def _fail(run: Run, message: str) -> None:
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.FAILED, error=message[:2000], finished_at=timezone.now()
+    )
 
 
 @transaction.atomic

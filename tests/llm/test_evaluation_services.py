@@ -291,3 +291,15 @@ def test_a_real_worker_evaluates_a_release(chat_server, tmp_path, settings):
         assert len(chat_server.requests(model)) == 5
     finally:
         workers.stop_all()
+
+
+def test_a_release_its_scorer_cannot_read_fails_the_run_with_the_reason(
+    endpoint, tmp_path, settings, django_capture_on_commit_callbacks
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    broken = published_release(
+        make_project(slug="carl-bad", kind="carlgt"), {"items.jsonl": ""}, tmp_path
+    )
+    evaluation = run(broken, endpoint, django_capture_on_commit_callbacks)
+    assert evaluation.run.status == Run.Status.FAILED
+    assert "carlgt_files.csv" in evaluation.run.error and evaluation.results == []
