@@ -11,7 +11,7 @@ class AgreementConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agreement import headlines, services
+        from agreement import headlines, sections, services
         from annotation.access import ADJUDICATE, MONITOR
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
@@ -20,6 +20,9 @@ class AgreementConfig(AppConfig):
             "headline_providers",
             headlines.register_headline_provider,
             registry=headlines._providers,
+        )
+        extension_point(
+            "stage_sections", sections.register_stage_section, registry=sections._sections
         )
         register_plugin(
             Plugin(

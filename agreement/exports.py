@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.paginator import Paginator
 
-from agreement import selectors
+from agreement import sections, selectors
 from annotation.models import Stage
 
 #: The tables a stage offers, in the order its page lists them.
@@ -193,11 +193,21 @@ def _disagreement_rows(stage: Stage, show: str) -> Iterator[list[Any]]:
                 ]
 
 
+def offers(table: str) -> bool:
+    """Whether ``table`` names a CSV table of the stage page: its own (``CSV_TABLES``) or one of
+    a registered section's (``agreement.sections``)."""
+    return table in CSV_TABLES or table in sections.table_names()
+
+
 def stage_table(
     stage: Stage, table: str, *, sort: str, descending: bool | None, show: str
 ) -> CsvTable:
-    """The table named ``table`` (one of ``CSV_TABLES``; the caller checks the name): the
-    annotators in the order ``sort``/``descending``, the disagreements ``show`` selects."""
+    """The table named ``table`` (``offers(table)``: the caller checks the name): the
+    annotators in the order ``sort``/``descending``, the disagreements ``show`` selects, a
+    registered section's table by its name."""
+    if table not in CSV_TABLES:
+        header, rows = sections.table(stage, table)
+        return CsvTable(header=header, rows=rows)
     if table == "agreement":
         return agreement_table(stage)
     if table == "annotators":

@@ -9,11 +9,17 @@ need. The caller has checked that the user may monitor the stage
 
 from __future__ import annotations
 
-from agreement import plots, selectors
+from agreement import plots, sections, selectors
 from annotation.models import Stage
 
 #: The figures a stage offers: agreement over time, progress over time, agreement per annotator.
 PLOTS = ("agreement", "progress", "annotators")
+
+
+def offers(plot: str) -> bool:
+    """Whether ``plot`` names a figure of the stage page: its own (``PLOTS``) or one of a
+    registered section's (``agreement.sections``: the models against people, for example)."""
+    return plot in PLOTS or plot in sections.figure_names()
 
 
 def agreement_series(stage: Stage) -> list[plots.Series]:
@@ -58,7 +64,9 @@ def annotator_points(stage: Stage) -> tuple[list[plots.AnnotatorPoint], float | 
 
 
 def stage_figure(stage: Stage, plot: str) -> str:
-    """The SVG text of the figure ``plot`` (one of ``PLOTS``; the caller checks the name)."""
+    """The SVG text of the figure ``plot`` (``offers(plot)``: the caller checks the name)."""
+    if plot not in PLOTS:
+        return sections.figure(stage, plot)
     if plot == "agreement":
         return plots.agreement_over_time(agreement_series(stage))
     if plot == "progress":

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page
 
-from agreement import headlines, selectors
+from agreement import headlines, sections, selectors
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
 from annotation.errors import ApplicationError
@@ -174,6 +174,8 @@ def stage_page(
         "live_refresh": LIVE_REFRESH,
         "refresh_interval": int(settings.AGREEMENT_REFRESH_INTERVAL),
         "stale": refresh.stale,
+        # Sections other apps add (agreement.sections): the models against people, say.
+        "stage_sections": sections.shown_sections(stage),
     }
 
 

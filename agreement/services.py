@@ -130,7 +130,8 @@ class _StageLock:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, self.stage_id % 2**31]
+                    "SELECT pg_try_advisory_lock(%(namespace)s, %(key)s)",
+                    {"namespace": _LOCK_NAMESPACE, "key": self.stage_id % 2**31},
                 )
                 self.acquired = bool(cursor.fetchone()[0])
         else:
@@ -146,7 +147,8 @@ class _StageLock:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, self.stage_id % 2**31]
+                    "SELECT pg_advisory_unlock(%(namespace)s, %(key)s)",
+                    {"namespace": _LOCK_NAMESPACE, "key": self.stage_id % 2**31},
                 )
         else:
             _local_locks[self.stage_id].release()

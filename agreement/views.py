@@ -41,10 +41,9 @@ from agreement.forms import (
     DisagreementFilterForm,
 )
 from annotation import services
-from annotation.access import ADJUDICATE, MONITOR, access_project, access_stage
+from annotation.access import ADJUDICATE, MONITOR, ProjectAccess, access_project, access_stage
 from annotation.errors import ApplicationError, NotFound
 from annotation.forms import form_error
-from annotation.models import Project
 from annotation.navigation import project_tabs
 from annotation.web import PageRequest, csv_response, page, page_of
 
@@ -57,11 +56,11 @@ CSV_TABLES = exports.CSV_TABLES
 research_page = page
 
 
-def _base_context(project: Project, **extra: Any) -> dict[str, Any]:
+def _base_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
     """What every research page shows around its content: the project and its tabs (for the
     roles ``access_project`` found)."""
-    roles = project.user_roles
-    return {"project": project, "project_tabs": project_tabs(project, roles), **extra}
+    project = access.project
+    return {"project": project, "project_tabs": project_tabs(project, access.roles), **extra}
 
 
 def _order_form(request: PageRequest) -> AnnotatorOrderForm:
@@ -76,9 +75,10 @@ def _order_form(request: PageRequest) -> AnnotatorOrderForm:
 @require_GET
 @research_page
 def dashboard(request: PageRequest, slug: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     stages = pages.dashboard_stages(project)
-    return render(request, "agreement/dashboard.html", _base_context(project, stages=stages))
+    return render(request, "agreement/dashboard.html", _base_context(access, stages=stages))
 
 
 # --- Stage dashboard ----------------------------------------------------------------------------
@@ -87,11 +87,12 @@ def dashboard(request: PageRequest, slug: str) -> HttpResponseBase:
 @require_GET
 @research_page
 def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     stage = access_stage(request.user, project, stage_slug)
     sort, descending = _order_form(request).order()
     context = _base_context(
-        project, **pages.stage_page(project, stage, sort=sort, descending=descending)
+        access, **pages.stage_page(project, stage, sort=sort, descending=descending)
     )
     part = request.GET.get("part")
     if request.htmx and part in ("live", "annotators"):
@@ -103,7 +104,7 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
 @research_page
 def stage_refresh(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
     """Ask for the stage's figures to be recomputed now (from every annotation)."""
-    project = access_project(request.user, slug, MONITOR)
+    project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
     agreement_services.stage_agreement_refresh_soon(stage_id=stage.pk)
     messages.success(request, "The figures are being recomputed; they appear within a minute.")
@@ -115,7 +116,8 @@ def stage_refresh(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
 @research_page
 def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpResponseBase:
     """Pause or resume an annotator (from the per-annotator table of a stage)."""
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     form = AnnotatorPauseForm(request.POST)
     form.is_valid()  # every field has a default: never invalid
     paused = form.cleaned_data["paused"]
@@ -128,7 +130,7 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
     if request.htmx and stage is not None:
         sort, descending = form.order()
         context = pages.stage_page(project, stage, sort=sort, descending=descending)
-        return render(request, "agreement/stage.html#annotators", _base_context(project, **context))
+        return render(request, "agreement/stage.html#annotators", _base_context(access, **context))
     messages.success(
         request,
         f"{name} is paused: they get no new items in {project.name}."
@@ -146,9 +148,9 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
 @require_GET
 @research_page
 def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, MONITOR)
+    project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
-    if plot not in PLOTS:
+    if not figures.offers(plot):
         raise NotFound(f"There is no figure {plot!r}.")
     response = HttpResponse(
         figures.stage_figure(stage, plot), content_type="image/svg+xml; charset=utf-8"
@@ -164,9 +166,9 @@ def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> H
 @require_GET
 @research_page
 def stage_csv(request: PageRequest, slug: str, stage_slug: str, table: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, MONITOR)
+    project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
-    if table not in CSV_TABLES:
+    if not exports.offers(table):
         raise NotFound(f"There is no table {table!r}.")
     sort, descending = _order_form(request).order()
     show = DisagreementFilterForm(request.GET).selected()
@@ -180,12 +182,13 @@ def stage_csv(request: PageRequest, slug: str, stage_slug: str, table: str) -> H
 @require_GET
 @research_page
 def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     stage = access_stage(request.user, project, stage_slug)
     show = DisagreementFilterForm(request.GET).selected()
     found = page_of(request, research_selectors.disagreement_items(stage, show=show), PAGE_SIZE)
     context = pages.disagreement_page(stage, show=show, page=found)
-    return render(request, "agreement/disagreements.html", _base_context(project, **context))
+    return render(request, "agreement/disagreements.html", _base_context(access, **context))
 
 
 # --- Adjudication -------------------------------------------------------------------------------
@@ -194,21 +197,23 @@ def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
 @require_GET
 @research_page
 def adjudication_queue(request: PageRequest, slug: str) -> HttpResponseBase:
-    project = access_project(request.user, slug, ADJUDICATE)
+    access = access_project(request.user, slug, ADJUDICATE)
+    project = access.project
     queue = research_selectors.adjudication_queue(project, reviewer=request.user)
     context = pages.adjudication_queue_page(project, page=page_of(request, queue, PAGE_SIZE))
-    return render(request, "agreement/adjudication_queue.html", _base_context(project, **context))
+    return render(request, "agreement/adjudication_queue.html", _base_context(access, **context))
 
 
 @require_http_methods(["GET", "POST"])
 @research_page
 def adjudicate(request: PageRequest, slug: str, item_stage_id: int) -> HttpResponseBase:
-    project = access_project(request.user, slug, ADJUDICATE)
+    access = access_project(request.user, slug, ADJUDICATE)
+    project = access.project
     item_stage = access_adjudication_item(request.user, project, item_stage_id)
     template = "agreement/adjudicate.html#decision" if request.htmx else "agreement/adjudicate.html"
     if request.method == "GET":
         context = pages.adjudication_page(project, item_stage, reviewer=request.user)
-        return render(request, template, _base_context(project, **context))
+        return render(request, template, _base_context(access, **context))
     form = AdjudicationForm(request.POST, numeric=pages.decision_is_numeric(item_stage))
     try:
         if not form.is_valid():
@@ -227,7 +232,7 @@ def adjudicate(request: PageRequest, slug: str, item_stage_id: int) -> HttpRespo
             posted_value=request.POST.get("value", ""),
             posted_reason=request.POST.get("reason", ""),
         )
-        return render(request, template, _base_context(project, **context), status=error.status)
+        return render(request, template, _base_context(access, **context), status=error.status)
     following = pages.next_to_decide(project, reviewer=request.user, after=item_stage)
     summary = research_selectors.item_summary(item_stage.item)
     messages.success(request, f"Decided {item_stage.item.external_id} ({summary[:60]}): {value}.")

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F
 
 from agreement.stage_statistics import StageVotes
+from annotation import sql
 from annotation.advisory import advisory_annotators
 from annotation.kinds import TaskKind, get_kind
 from annotation.models import (
@@ -201,7 +202,7 @@ def external_rater_key(name: str) -> int:
     query computes it), so both reading paths agree."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT hashtext(%s)::bigint", [name])
+            cursor.execute("SELECT hashtext(%(name)s)::bigint", {"name": name})
             return -1 - (int(cursor.fetchone()[0]) + _EXTERNAL_RATER_OFFSET)
     # Elsewhere a stable hash of our own (the fast path does not run there).
     import zlib
@@ -283,10 +284,11 @@ def read_binary_copy(copy: Any, columns: dict[str, str]) -> dict[str, np.ndarray
 def _votes_by_copy(
     stage: Stage, kind: TaskKind, categories: list[Any] | None, as_of: datetime | None
 ) -> StageVotes:
-    annotation = Annotation._meta.db_table
-    item_stage = ItemStage._meta.db_table
+    # Hand-written (CONTRIBUTING.md, "SQL you can change safely"): a binary COPY of a join,
+    # read straight into arrays, which the ORM cannot produce.
+    a, s = sql.quoted(Annotation, "a"), sql.quoted(ItemStage, "s")
     params: dict[str, Any] = {"stage": stage.pk, "open": ItemStage.State.OPEN}
-    vote = agreement_vote_sql(kind, payload="a.payload", params=params, name="vote")
+    vote = agreement_vote_sql(kind, payload=a.payload, params=params, name="vote")
     if categories is None:
         value_sql = (
             f"CASE WHEN jsonb_typeof({vote}) = 'number' "
@@ -303,20 +305,21 @@ def _votes_by_copy(
     filters = ""
     phase = last_phase(stage)
     if phase is not None:
-        filters += " AND a.phase = %(phase)s AND a.round = s.round"
+        filters += f" AND {a.phase} = %(phase)s AND {a.round} = {s.round}"
         params["phase"] = phase
     if as_of is not None:
-        filters += " AND s.completed_at <= %(as_of)s"
+        filters += f" AND {s.completed_at} <= %(as_of)s"
         params["as_of"] = as_of
     query = f"""
         COPY (
-            SELECT a.item_stage_id::int8,
-                   COALESCE(a.annotator_id::int8,
-                            -1 - (hashtext(a.external_rater)::int8 + {_EXTERNAL_RATER_OFFSET})),
+            SELECT {a.item_stage_id}::int8,
+                   COALESCE({a.annotator_id}::int8,
+                            -1 - (hashtext({a.external_rater})::int8 + {_EXTERNAL_RATER_OFFSET})),
                    {value_sql},
-                   COALESCE(a.seconds_spent, 'NaN'::float8)
-            FROM {annotation} a JOIN {item_stage} s ON s.id = a.item_stage_id
-            WHERE s.stage_id = %(stage)s AND s.state <> %(open)s AND a.is_current{filters}
+                   COALESCE({a.seconds_spent}, 'NaN'::float8)
+            FROM {sql.table(Annotation)} a JOIN {sql.table(ItemStage)} s
+                ON {s.id} = {a.item_stage_id}
+            WHERE {s.stage_id} = %(stage)s AND {s.state} <> %(open)s AND {a.is_current}{filters}
         ) TO STDOUT (FORMAT binary)
     """
     with transaction.atomic(), connection.cursor() as cursor:

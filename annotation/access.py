@@ -5,6 +5,7 @@ guessing ids reveals nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
@@ -29,32 +30,80 @@ MANAGE = (Role.ADMIN,)
 ANY_ROLE = tuple(Role.values)
 
 
-def user_roles(user: User | AnonymousUser, project: Project) -> set[str]:
+def user_roles(user: User | AnonymousUser, project: Project) -> frozenset[str]:
+    """The role values `user` holds in `project`: none for anonymous users, every role for
+    superusers (see projects_for_user in annotation.selectors for the one place that differs)."""
     if not user.is_authenticated:
-        return set()
+        return frozenset()
     if user.is_superuser:
-        return set(Role.values)
-    return set(
+        return frozenset(Role.values)
+    return frozenset(
         Membership.objects.filter(project=project, user=user.pk).values_list("role", flat=True)
     )
 
 
+#: The roles that see who gave an answer and an item's known answer (its ``gold`` field): those
+#: who manage and measure the annotators. Reviewers weigh answers, not people (the adjudication
+#: page shows "Annotator 1, 2, …"), and see no gold, like the annotators they judge.
+IDENTITY_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
+
+#: Each role value's place in the order of Role (annotator first).
+ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
+
+
+def roles_in_order(roles: Iterable[str]) -> tuple[str, ...]:
+    """Role values in the order of Role (annotator first), for showing them."""
+    return tuple(sorted(set(roles), key=ROLE_ORDER.__getitem__))
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    """A project as one user reached it, with the roles they hold there.
+
+    What ``access_project`` (and every ``access_*`` built on it) returns, and what
+    ``annotation.selectors.projects_for_user`` lists. ``roles`` are role values (``Role``); for
+    ``access_project`` they are never empty and include at least one of the roles asked for.
+    Superusers hold every role here, except in ``projects_for_user`` (admin plus the roles they
+    really hold). Nothing is set on ``project``: read the roles from this value only."""
+
+    project: Project
+    roles: frozenset[str]
+
+    def holds(self, roles: Iterable[str]) -> bool:
+        """Whether the user holds at least one of `roles` (``MANAGE``, ``MONITOR``, …)."""
+        return not self.roles.isdisjoint(roles)
+
+    @property
+    def is_admin(self) -> bool:
+        """Whether the user is an admin of the project (``MANAGE``)."""
+        return self.holds(MANAGE)
+
+    @property
+    def sees_annotators(self) -> bool:
+        """Whether the user sees annotators' names and gold answers (``IDENTITY_ROLES``)."""
+        return self.holds(IDENTITY_ROLES)
+
+    @property
+    def roles_in_order(self) -> tuple[str, ...]:
+        """The roles in the order of Role (annotator first), for showing them."""
+        return roles_in_order(self.roles)
+
+
 def access_project(
     user: User | AnonymousUser, slug: str, roles: Iterable[str] = ANY_ROLE
-) -> Project:
-    """The project `slug` if the user holds one of `roles` in it (404 when not a member at all,
-    403 when a member without the role)."""
+) -> ProjectAccess:
+    """The project `slug` and the user's roles in it (ProjectAccess), if the user holds one of
+    `roles` there (404 when not a member at all, 403 when a member without the role)."""
     project = Project.objects.filter(slug=slug).first()
-    held = user_roles(user, project) if project is not None else set()
+    held = user_roles(user, project) if project is not None else frozenset()
     if project is None or not held:
         raise NotFound("There is no such project among yours.")
-    if not held & set(roles):
+    if held.isdisjoint(roles):
         raise PermissionDenied(
             f"This page is for the project's {' or '.join(sorted(roles))}s; you are "
             f"{' and '.join(sorted(held))}."
         )
-    project.user_roles = held
-    return project
+    return ProjectAccess(project=project, roles=held)
 
 
 def access_workflow_project(
@@ -64,16 +113,17 @@ def access_workflow_project(
     workflow: str,
     label: str,
     roles: Iterable[str] = ANY_ROLE,
-) -> Project:
+) -> ProjectAccess:
     """``access_project`` for a plug-in's own pages: the project must also be of ``workflow``,
     else a 400 "<name> is not a <label> project." naming it (the one rule every workflow's tab
     uses)."""
-    project = access_project(user, slug, roles)
+    access = access_project(user, slug, roles)
+    project = access.project
     if project.kind != workflow:
         raise ApplicationError(
             f"{project.name} is not a {label} project.", {"project": project.slug}
         )
-    return project
+    return access
 
 
 def access_stage(user: User | AnonymousUser, project: Project, stage_slug: str) -> Stage:
@@ -92,26 +142,29 @@ _STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id
 @cache
 def _stage_for_annotator_sql(vendor: str) -> str:
     memberships, assignments = sql.table(Membership), sql.table(Assignment)
+    m, a = sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
+    st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
     member = (
-        f"SELECT 1 FROM {memberships} m WHERE m.project_id = st.project_id AND m.user_id = %(user)s"
+        f"SELECT 1 FROM {memberships} m WHERE {m.project_id} = {st.project_id}"
+        f" AND {m.user_id} = %(user)s"
     )
-    annotator = f"{member} AND m.role = '{Role.ANNOTATOR.value}'"
+    annotator = f"{member} AND {m.role} = '{Role.ANNOTATOR.value}'"
     flags = {
         "is_member": f"EXISTS ({member})",
         "is_annotator": f"EXISTS ({annotator})",
-        "is_paused": f"EXISTS ({annotator} AND m.is_paused)",
+        "is_paused": f"EXISTS ({annotator} AND {m.is_paused})",
         "current_assignment_id": (
-            f"(SELECT a.id FROM {assignments} a WHERE a.stage_id = st.id"
-            f" AND a.annotator_id = %(user)s"
-            f" AND a.status = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
+            f"(SELECT {a.id} FROM {assignments} a WHERE {a.stage_id} = {st.id}"
+            f" AND {a.annotator_id} = %(user)s"
+            f" AND {a.status} = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
         ),
-        "governed": gates.governed_sql(annotator="%(user)s", project="st.project_id"),
+        "governed": gates.governed_sql(annotator="%(user)s", project=st.project_id),
     }
     return (
         f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
         f" {', '.join(flags[name] for name in _STAGE_FLAGS)}"
-        f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE st.id = %(stage)s"
+        f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON {p.id} = {st.project_id}"
+        f" WHERE {st.id} = %(stage)s"
     )
 
 
@@ -204,14 +257,20 @@ def access_assignment(user: User | AnonymousUser, assignment_id: int) -> Assignm
 __all__ = [
     "ADJUDICATE",
     "ANNOTATE",
+    "ANY_ROLE",
+    "IDENTITY_ROLES",
     "MANAGE",
     "MONITOR",
+    "ROLE_ORDER",
     "Conflict",
+    "ProjectAccess",
     "StageForAnnotator",
     "access_assignment",
     "access_own_answer",
     "access_project",
     "access_stage",
     "access_stage_for_annotator",
+    "access_workflow_project",
+    "roles_in_order",
     "user_roles",
 ]

@@ -22,8 +22,11 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   ``assignments_release``, ``annotations_withdraw``;
 * what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
   elsewhere, with ``HistoricAnnotation`` and ``HistoricResolution``; annotation/services/
-  historic.py states its invariants), ``items_discard``, ``items_author_link``
-  (annotation/services/items.py);
+  historic.py states its invariants), ``items_discard``, ``items_author_link``,
+  ``items_accept`` (items whose work is final, e.g. rated only historically; annotation/
+  services/items.py), ``project_settings_update`` (keys merged into ``Project.settings``
+  under the project's row lock; annotation/services/projects.py); with these no plug-in
+  writes an engine row itself (tests/annotation/test_api.py reads every plug-in module);
 * side effects and bulk loads: ``enqueue_on_commit``, ``planner_statistics_refresh``.
 
 Reads: ``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
@@ -32,7 +35,8 @@ in); ``default_route`` (a stage's route for an outcome when it names none).
 
 Rules and types: ``Decision`` and ``TIE_POLICIES`` (resolution), ``clean_text`` and
 ``choices_keeping`` (input checks), ``EVERYONE`` (annotation/slots.py: the overlap that means
-every annotator).
+every annotator), ``quoted`` (a model's columns quoted for a plug-in's hand-written SQL
+fragment, e.g. an annotator gate's condition; annotation/sql.py).
 """
 
 from __future__ import annotations
@@ -73,11 +77,13 @@ from annotation.services.historic import (
     HistoricResolution,
     historic_annotations_import,
 )
-from annotation.services.items import items_author_link, items_discard
+from annotation.services.items import items_accept, items_author_link, items_discard
+from annotation.services.projects import project_settings_update
 from annotation.services.skip import assignment_skip
 from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
 from annotation.slots import EVERYONE
+from annotation.sql import quoted
 
 __all__ = [
     "EVERYONE",
@@ -104,6 +110,7 @@ __all__ = [
     "item_stage_resolve",
     "item_stages_open",
     "item_stages_target_set",
+    "items_accept",
     "items_author_link",
     "items_create",
     "items_discard",
@@ -112,6 +119,8 @@ __all__ = [
     "phase_of",
     "planner_statistics_refresh",
     "project_create",
+    "project_settings_update",
+    "quoted",
     "sees_annotators",
     "stage_create",
     "stage_move",

@@ -37,12 +37,6 @@ class Project(models.Model):
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    #: Not a column: the roles the requesting user holds in the project, set only on the
-    #: instances annotation.access.access_project and annotation.selectors.projects_for_user
-    #: return (every view of every app reads it there). The one attribute of the kind left on
-    #: a model; annotation/README.md ("Typed results") says why and how it goes.
-    user_roles: set[str]
-
     class Meta:
         ordering = ["name"]
 

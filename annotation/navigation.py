@@ -79,7 +79,8 @@ def project_tabs(project, roles: Iterable[str]) -> list[dict[str, str]]:
 
 
 def navigation(request):
-    """Context processor: `nav_projects`, evaluated only when a full page renders the nav (htmx
+    """Context processor: `nav_projects` (the user's ProjectAccess values, from
+    annotation.selectors.projects_for_user), evaluated only when a full page renders the nav (htmx
     partials never touch it, so the annotator's hot path pays no query for it)."""
 
     def load():

@@ -35,8 +35,8 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   annotator gates, work gates, progress caps, pending-work hooks, the two events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
-  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``;
-  release scorers: ``llm``)
+  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
+  generators and release scorers: ``llm``)
   are applied by those apps: each declares, in its own ``ready()``, ``extension_point(field,
   register)``. Plug-ins registered before that declaration are applied when it comes, those
   registered after it at once, so the order of ``INSTALLED_APPS`` does not matter. The engine
@@ -120,6 +120,11 @@ class Plugin:
     release_identities: Mapping[str, Any] = field(default_factory=dict)
     #: ``agreement.headlines.Provider`` functions (agreement/).
     headline_providers: Sequence[Any] = ()
+    #: ``agreement.sections.StageSection`` objects: sections of a stage's Agreement page
+    #: (agreement/).
+    stage_sections: Sequence[Any] = ()
+    #: ``llm.generation.ModelGenerator`` objects: what a model writes for a workflow (llm/).
+    model_generators: Sequence[Any] = ()
     #: ``llm.evaluation.scoring.ReleaseScorer`` per workflow (llm/).
     release_scorers: Mapping[str, Any] = field(default_factory=dict)
     # -- the demo ---------------------------------------------------------------------------
@@ -150,6 +155,8 @@ _OUTER_POINTS = (
     "release_layouts",
     "release_identities",
     "headline_providers",
+    "stage_sections",
+    "model_generators",
     "release_scorers",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a

@@ -12,6 +12,9 @@ from typing import Any, NamedTuple
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 
+# The roles that see annotators live with the permission checks; other modules read them here too.
+from annotation.access import IDENTITY_ROLES as IDENTITY_ROLES
+from annotation.access import ProjectAccess
 from annotation.kinds import KindContext, get_kind
 from annotation.models import (
     SUBMISSION_ORDER,
@@ -33,25 +36,19 @@ from annotation.versions import final_votes as final_votes
 from annotation.versions import item_stages_with_final_votes as item_stages_with_final_votes
 from annotation.versions import votes_final as votes_final
 
-ROLE_ORDER = {role: index for index, role in enumerate(Role.values)}
 
-
-def roles_in_order(roles: Iterable[str]) -> tuple[str, ...]:
-    """Role values in the order of Role (annotator first), for showing them."""
-    return tuple(sorted(set(roles), key=ROLE_ORDER.__getitem__))
-
-
-def projects_for_user(user: User | AnonymousUser) -> list[Project]:
-    """The active projects the user is a member of, each with `user_roles` (the set of role
-    values they hold there, as access_project sets it; roles_in_order to show them).
-    Superusers see every active project, as admin plus the roles they really hold (they
-    annotate only where they are annotators). One or two queries."""
+def projects_for_user(user: User | AnonymousUser) -> list[ProjectAccess]:
+    """The active projects the user is a member of, by name, each with the roles they hold
+    there (ProjectAccess, as access_project returns it). Superusers see every active project,
+    as admin plus the roles they really hold (they annotate only where they are annotators).
+    One or two queries."""
     if not user.is_authenticated:
         return []
+    held: dict[int, set[str]] = {}
     by_id: dict[int, Project] = {}
     if user.is_superuser:
         for project in Project.objects.filter(is_active=True).order_by("name"):
-            project.user_roles = {Role.ADMIN.value}
+            held[project.pk] = {Role.ADMIN.value}
             by_id[project.pk] = project
     memberships = (
         Membership.objects.filter(user=user.pk, project__is_active=True)
@@ -59,9 +56,9 @@ def projects_for_user(user: User | AnonymousUser) -> list[Project]:
         .order_by("project__name", "project_id")
     )
     for membership in memberships:
-        project = by_id.setdefault(membership.project_id, membership.project)
-        project.user_roles = {*getattr(project, "user_roles", ()), membership.role}
-    return list(by_id.values())
+        by_id.setdefault(membership.project_id, membership.project)
+        held.setdefault(membership.project_id, set()).add(membership.role)
+    return [ProjectAccess(project, frozenset(held[pk])) for pk, project in by_id.items()]
 
 
 def _count(queryset) -> Subquery:
@@ -114,14 +111,16 @@ def annotator_stage_progress(user: User | AnonymousUser, stage: Stage) -> tuple[
     return annotator_progress_by_stage(user, [stage]).get(stage.pk, (0, 0))
 
 
-def is_annotator(user: User | AnonymousUser, project: Project) -> bool:
-    """Whether the user annotates in a project fetched with access_project. Superusers hold
+def is_annotator(user: User | AnonymousUser, access: ProjectAccess) -> bool:
+    """Whether the user annotates in a project they reached (access_project). Superusers hold
     every role for access, but get items only where they are real annotators."""
-    if Role.ANNOTATOR not in getattr(project, "user_roles", ()):
+    if Role.ANNOTATOR not in access.roles:
         return False
     if not user.is_superuser:
         return True
-    return Membership.objects.filter(project=project, user=user.pk, role=Role.ANNOTATOR).exists()
+    return Membership.objects.filter(
+        project=access.project, user=user.pk, role=Role.ANNOTATOR
+    ).exists()
 
 
 class StageRow(NamedTuple):
@@ -154,33 +153,34 @@ def home_projects(user: User | AnonymousUser) -> list[HomeProject]:
     stages of projects where the user annotates and, for researchers, reviewers and admins,
     each stage's overview (stage_overview), the items waiting for a reviewer and the tabs their
     roles open. Five queries at most, whatever the number of projects and stages."""
-    projects = projects_for_user(user)
-    if not projects:
+    accesses = projects_for_user(user)
+    if not accesses:
         return []
     stages = list(
-        Stage.objects.filter(project__in=projects, is_active=True).order_by(
-            "project_id", "position"
-        )
+        Stage.objects.filter(
+            project__in=[access.project for access in accesses], is_active=True
+        ).order_by("project_id", "position")
     )
     by_project: dict[int, list[Stage]] = defaultdict(list)
     for stage in stages:
         by_project[stage.project_id].append(stage)
     annotated = [
         stage
-        for project in projects
-        if Role.ANNOTATOR in project.user_roles
-        for stage in by_project[project.pk]
+        for access in accesses
+        if Role.ANNOTATOR in access.roles
+        for stage in by_project[access.project.pk]
     ]
     progress = annotator_progress_by_stage(user, annotated)
     overseen = [
         stage
-        for project in projects
-        if project.user_roles & {Role.ADMIN, Role.RESEARCHER, Role.REVIEWER}
-        for stage in by_project[project.pk]
+        for access in accesses
+        if access.holds({Role.ADMIN, Role.RESEARCHER, Role.REVIEWER})
+        for stage in by_project[access.project.pk]
     ]
     overview = stage_overview(overseen)
     found = []
-    for project in projects:
+    for access in accesses:
+        project = access.project
         rows = []
         for stage in by_project[project.pk]:
             stage.project = project
@@ -188,14 +188,14 @@ def home_projects(user: User | AnonymousUser) -> list[HomeProject]:
         found.append(
             HomeProject(
                 project=project,
-                roles=roles_in_order(project.user_roles),
+                roles=access.roles_in_order,
                 stages=rows,
                 waiting_for_review=sum(
                     row.overview["adjudication"] for row in rows if row.overview is not None
                 ),
                 tabs=[
                     tab
-                    for tab in project_tabs(project, project.user_roles)
+                    for tab in project_tabs(project, access.roles)
                     if tab["url_name"] != "annotation:project"
                 ],
             )
@@ -246,11 +246,12 @@ def next_stage_with_work(user: User | AnonymousUser, stage: Stage) -> Stage | No
     return None
 
 
-def project_stages(user: User | AnonymousUser, project: Project) -> list[StageRow]:
-    """The active stages of a project fetched with access_project, with their progress for an
-    annotator (None for other roles)."""
+def project_stages(user: User | AnonymousUser, access: ProjectAccess) -> list[StageRow]:
+    """The active stages of a project the user reached (access_project), with their progress
+    for an annotator (None for other roles)."""
+    project = access.project
     stages = list(project.stages.filter(is_active=True).order_by("position"))
-    progress = annotator_progress_by_stage(user, stages) if is_annotator(user, project) else {}
+    progress = annotator_progress_by_stage(user, stages) if is_annotator(user, access) else {}
     rows = []
     for stage in stages:
         stage.project = project
@@ -275,16 +276,13 @@ def item_payload_for_annotator(item: Item, stage: Stage) -> dict[str, Any]:
     return visible
 
 
-#: The roles that see who gave an answer and an item's known answer (its ``gold`` field): those
-#: who manage and measure the annotators. Reviewers weigh answers, not people (the adjudication
-#: page shows "Annotator 1, 2, …"), and see no gold, like the annotators they judge.
-IDENTITY_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
 #: The item payload's field of known answers (per stage slug; annotation.services.item_stages_open).
 GOLD_FIELD = "gold"
 
 
 def sees_annotators(roles: Iterable[str]) -> bool:
-    """Whether a member holding `roles` sees annotators' names and gold answers (IDENTITY_ROLES).
+    """Whether a member holding `roles` sees annotators' names and gold answers (IDENTITY_ROLES;
+    ProjectAccess.sees_annotators says the same of an access_project result).
     What annotators see of an item is item_payload_for_annotator's allow-list instead."""
     return bool(IDENTITY_ROLES & set(roles))
 

@@ -29,7 +29,36 @@ ORDER_PRIME = 2_147_483_659
 
 
 def table(model: type[Model]) -> str:
+    """The model's table name, quoted."""
     return connection.ops.quote_name(str(model._meta.db_table))
+
+
+class Quoted:
+    """A model's columns as a statement names them: ``Quoted(ItemStage, "c").round`` is
+    ``c."round"``, ``Quoted(ItemStage).round`` is ``"round"`` (for SET and INSERT lists). Any
+    field name or attname (``item`` or ``item_id``) is taken; the column comes from the
+    model's metadata and is quoted by the backend (``connection.ops.quote_name``), so a
+    misspelt or renamed field fails when the statement is built, not in the database. The
+    project's rule for hand-written SQL: CONTRIBUTING.md, "SQL you can change safely"."""
+
+    __slots__ = ("_model", "_prefix")
+
+    def __init__(self, model: type[Model], alias: str = "") -> None:
+        self._model = model
+        self._prefix = f"{alias}." if alias else ""
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        column = getattr(self._model._meta.get_field(name), "column", None)
+        if not column:  # a reverse relation or a many-to-many field: no column here
+            raise AttributeError(f"{self._model.__name__}.{name} has no column")
+        return f"{self._prefix}{connection.ops.quote_name(str(column))}"
+
+
+def quoted(model: type[Model], alias: str = "") -> Any:
+    """:class:`Quoted` for ``model`` (typed ``Any``: its attributes are the model's fields)."""
+    return Quoted(model, alias)
 
 
 def columns(model: type[Model], alias: str) -> str:

@@ -66,21 +66,19 @@ def home(request):
 @require_GET
 @page
 def project_detail(request, slug: str):
-    project = access_project(request.user, slug)
-    stages = selectors.project_stages(request.user, project)
-    # access_project sets the caller's roles on the project, project_stages each stage's
-    # progress (annotation/access.py, annotation/selectors.py): run-time attributes.
-    roles: set[str] = project.user_roles
+    access = access_project(request.user, slug)
+    project = access.project
+    stages = selectors.project_stages(request.user, access)
     graph = None
-    if roles & {Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}:
+    if access.holds({Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}):
         graph = pipeline_svg(*project_pipeline(project))
     return render(
         request,
         "annotation/project.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, roles),
-            "roles": sorted(roles),
+            "project_tabs": project_tabs(project, access.roles),
+            "roles": sorted(access.roles),
             "stages": stages,
             "is_annotator": any(row.progress is not None for row in stages),
             "pipeline_svg": graph,

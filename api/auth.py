@@ -29,10 +29,11 @@ from annotation import sql
 @cache
 def _token_sql(vendor: str) -> str:
     user = get_user_model()
+    t, u = sql.quoted(Token, "t"), sql.quoted(user, "u")
     return (
         f"SELECT {sql.columns(Token, 't')}, {sql.columns(user, 'u')}"
-        f" FROM {sql.table(Token)} t JOIN {sql.table(user)} u ON u.id = t.user_id"
-        f" WHERE t.key = %(key)s"
+        f" FROM {sql.table(Token)} t JOIN {sql.table(user)} u ON {u.id} = {t.user_id}"
+        f" WHERE {t.key} = %(key)s"
     )
 
 

@@ -8,12 +8,15 @@ that both agree).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agreement.models import AgreementSnapshot
 from annotation import selectors as engine_selectors
+from annotation.access import ProjectAccess
 from annotation.models import Annotation, Assignment, Item, Project, Stage
 from annotation.selectors import item_payload_for_annotator
 from imports import services as import_services
@@ -138,14 +141,21 @@ class SkipInSerializer(serializers.Serializer):
 
 
 class ProjectSerializer(serializers.ModelSerializer):
-    roles = serializers.SerializerMethodField()
+    """A project with the caller's roles in it. Serialises an ``annotation.access.ProjectAccess``
+    (what ``access_project`` and ``projects_for_user`` return), not a bare Project."""
+
+    roles = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = Project
         fields = ["slug", "name", "kind", "description", "license", "is_active", "roles"]
 
-    def get_roles(self, project) -> list[str]:
-        return sorted(getattr(project, "user_roles", []) or [])
+    def to_representation(self, instance: ProjectAccess) -> dict[str, Any]:
+        # The model's fields come from the project; `roles` (read-only, so skipped there: a
+        # Project has no roles) from the access, sorted.
+        data = super().to_representation(instance.project)
+        data["roles"] = sorted(instance.roles)
+        return data
 
 
 class StageSerializer(serializers.ModelSerializer):

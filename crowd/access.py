@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 
-from annotation.access import MANAGE, access_project
+from annotation.access import MANAGE, ProjectAccess, access_project
 from annotation.errors import NotFound, PermissionDenied
 from annotation.models import Project
 from crowd.gate import session_participant
@@ -20,9 +20,9 @@ NO_SESSION = (
 )
 
 
-def access_crowd_project(user: User | AnonymousUser, slug: str) -> Project:
-    """The project ``slug`` for its Crowd tab: its admins only (404 / 403 as
-    ``annotation.access.access_project``)."""
+def access_crowd_project(user: User | AnonymousUser, slug: str) -> ProjectAccess:
+    """The project ``slug`` for its Crowd tab, with the user's roles in it: its admins only
+    (404 / 403 as ``annotation.access.access_project``)."""
     return access_project(user, slug, MANAGE)
 
 

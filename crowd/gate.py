@@ -16,6 +16,7 @@ from django.db import connection
 from django.urls import reverse
 
 from annotation import gates
+from annotation.api import quoted
 from annotation.gates import AnnotatorGate
 from crowd import services
 from crowd.models import Participant, Study
@@ -136,10 +137,11 @@ class CrowdGate(AnnotatorGate):
     rules = ({"rule": "crowd"},)
 
     def governs(self, *, annotator: str, project: str) -> str:
+        gp, gs = quoted(Participant, "gp"), quoted(Study, "gs")
         return (
             f"EXISTS (SELECT 1 FROM {_table(Participant)} gp"
-            f" JOIN {_table(Study)} gs ON gs.id = gp.study_id"
-            f" WHERE gp.user_id = {annotator} AND gs.project_id = {project})"
+            f" JOIN {_table(Study)} gs ON {gs.id} = {gp.study_id}"
+            f" WHERE {gp.user_id} = {annotator} AND {gs.project_id} = {project})"
         )
 
     def _participant(self, annotator_id: int, project_id: int) -> Participant | None:

@@ -20,6 +20,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import api as engine_selectors
+from annotation.access import ProjectAccess
 from annotation.errors import ApplicationError, NotFound, PermissionDenied
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
@@ -211,10 +212,11 @@ def done(request, token: str):
 # --- The researcher's Crowd tab ---------------------------------------------------------------
 
 
-def _tab_context(request, project, **extra):
+def _tab_context(request, access: ProjectAccess, **extra):
+    project = access.project
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
         "stages": selectors.project_stages(project),
         "platforms": Study.Platform.choices,
         "practice_rules": Study.PracticeRule.choices,
@@ -226,7 +228,8 @@ def _tab_context(request, project, **extra):
 @require_http_methods(["GET", "POST"])
 @page
 def studies(request, slug: str):
-    project = access_crowd_project(request.user, slug)
+    access = access_crowd_project(request.user, slug)
+    project = access.project
     if request.method == "POST":
         form = forms.StudyForm(request.POST, creating=True)
         try:
@@ -242,7 +245,7 @@ def studies(request, slug: str):
         except ApplicationError as error:
             context = _tab_context(
                 request,
-                project,
+                access,
                 studies=selectors.project_studies(project),
                 error=error,
                 posted=request.POST,
@@ -250,7 +253,7 @@ def studies(request, slug: str):
             return render(request, "crowd/studies.html", context, status=error.status)
         messages.success(request, f"Created the study {study.name}. Give its URL to your platform.")
         return redirect("crowd:study", slug=project.slug, study_id=study.pk)
-    context = _tab_context(request, project, studies=selectors.project_studies(project))
+    context = _tab_context(request, access, studies=selectors.project_studies(project))
     return render(request, "crowd/studies.html", context)
 
 
@@ -269,7 +272,8 @@ def _entry_url(request, study: Study) -> str:
 @require_http_methods(["GET", "POST"])
 @page
 def study_detail(request, slug: str, study_id: int):
-    project = access_crowd_project(request.user, slug)
+    access = access_crowd_project(request.user, slug)
+    project = access.project
     study = access_study(project, study_id)
     error = None
     if request.method == "POST":
@@ -283,10 +287,12 @@ def study_detail(request, slug: str, study_id: int):
         else:
             messages.success(request, "Study saved.")
             return redirect("crowd:study", slug=project.slug, study_id=study.pk)
-    return _study_page(request, project, study, error=error)
+    return _study_page(request, access, study, error=error)
 
 
-def _study_page(request, project, study: Study, *, error=None, bonus_error=None, posted=None):
+def _study_page(
+    request, access: ProjectAccess, study: Study, *, error=None, bonus_error=None, posted=None
+):
     """The study page; ``error``: a refused settings change, ``bonus_error``: a refused bonus
     payment (shown at its form, with what was typed: ``posted``)."""
     rows = selectors.participant_rows(study)
@@ -299,7 +305,7 @@ def _study_page(request, project, study: Study, *, error=None, bonus_error=None,
     )
     context = _tab_context(
         request,
-        project,
+        access,
         study=study,
         rows=rows,
         summary=selectors.study_summary(study, rows),
@@ -321,7 +327,7 @@ def _study_page(request, project, study: Study, *, error=None, bonus_error=None,
 @require_GET
 @page
 def study_csv(request, slug: str, study_id: int):
-    project = access_crowd_project(request.user, slug)
+    project = access_crowd_project(request.user, slug).project
     study = access_study(project, study_id)
     header, rows = selectors.participants_csv(study)
     return csv_response(f"{project.slug}-study-{study.pk}-participants.csv", header, rows)
@@ -330,7 +336,7 @@ def study_csv(request, slug: str, study_id: int):
 @require_POST
 @page
 def study_sync(request, slug: str, study_id: int):
-    project = access_crowd_project(request.user, slug)
+    project = access_crowd_project(request.user, slug).project
     study = access_study(project, study_id)
     services.study_sync_request(study=study)
     messages.info(request, "Syncing with Prolific: reload this page in a moment.")
@@ -349,7 +355,7 @@ REJECTION_MESSAGE = (
 @page
 def study_decide(request, slug: str, study_id: int):
     """Send the suggested approvals and rejections to Prolific (see study_apply_suggestions)."""
-    project = access_crowd_project(request.user, slug)
+    project = access_crowd_project(request.user, slug).project
     study = access_study(project, study_id)
     form = forms.DecideForm(request.POST)
     if not form.is_valid():
@@ -374,7 +380,8 @@ def study_bonus(request, slug: str, study_id: int):
     lines of a ``participant id,amount`` CSV (typed or uploaded); sent to Prolific by a task
     (see crowd.services.bonus_payment_create). Bad input re-renders the page naming the line
     or participant, and nothing is written."""
-    project = access_crowd_project(request.user, slug)
+    access = access_crowd_project(request.user, slug)
+    project = access.project
     study = access_study(project, study_id)
     form = forms.BonusForm(request.POST, request.FILES)
     try:
@@ -387,7 +394,7 @@ def study_bonus(request, slug: str, study_id: int):
             csv_text=form.csv_text(),
         )
     except ApplicationError as error:
-        return _study_page(request, project, study, bonus_error=error, posted=request.POST)
+        return _study_page(request, access, study, bonus_error=error, posted=request.POST)
     count = len(payment.bonuses)
     messages.success(
         request,

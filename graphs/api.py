@@ -95,7 +95,7 @@ class DsepGenerateView(APIView):
         },
     )
     def post(self, request, slug: str):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         multipart = request.content_type.startswith("multipart/")
         body = (DsepFileSerializer if multipart else DsepEdgesSerializer)(data=request.data)
         body.is_valid(raise_exception=True)

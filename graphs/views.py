@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR
+from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
@@ -21,14 +21,15 @@ from graphs.forms import DsepGenerateForm
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
 
 
-def _context(project, **extra):
+def _context(access: ProjectAccess, **extra):
+    project = access.project
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
         "scores": services.project_scores(project),
         "agreement": services.project_agreement(project),
         "counts": services.question_counts(project),
-        "can_manage": bool(set(MANAGE) & project.user_roles),
+        "can_manage": access.holds(MANAGE),
         **extra,
     }
 
@@ -36,14 +37,15 @@ def _context(project, **extra):
 @require_GET
 @page
 def scores(request, slug: str):
-    project = access_graphs_project(request.user, slug, MONITOR)
-    return render(request, "graphs/scores.html", _context(project))
+    access = access_graphs_project(request.user, slug, MONITOR)
+    return render(request, "graphs/scores.html", _context(access))
 
 
 @require_POST
 @page
 def generate(request, slug: str):
-    project = access_graphs_project(request.user, slug, MANAGE)
+    access = access_graphs_project(request.user, slug, MANAGE)
+    project = access.project
     form = DsepGenerateForm(request.POST, request.FILES)
     if not form.is_valid():
         raise form_error(form)
@@ -62,7 +64,7 @@ def generate(request, slug: str):
         return render(
             request,
             "graphs/scores.html",
-            _context(project, error=error, filename=upload.name),
+            _context(access, error=error, filename=upload.name),
             status=400,
         )
     messages.success(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.access import MANAGE, access_project
+from annotation.access import MANAGE, ProjectAccess, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.navigation import project_tabs
 from annotation.web import page, page_of
@@ -22,11 +22,12 @@ ERRORS_SHOWN = 200
 PAGE_SIZE = 25
 
 
-def _context(request, project, **extra):
+def _context(request, access: ProjectAccess, **extra):
+    project = access.project
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
-        "is_admin": "admin" in project.user_roles,
+        "project_tabs": project_tabs(project, access.roles),
+        "is_admin": access.is_admin,
         **extra,
     }
 
@@ -35,7 +36,8 @@ def _context(request, project, **extra):
 @page
 def import_list(request, slug: str):
     """The project's imports, and the upload form (admins)."""
-    project = access_project(request.user, slug, MANAGE)
+    access = access_project(request.user, slug, MANAGE)
+    project = access.project
     error = None
     form = {"duplicate_policy": "reject", "layout": "rows", "format": ""}
     if request.method == "POST":
@@ -63,7 +65,7 @@ def import_list(request, slug: str):
     schema = services.import_schema(project, "rows")
     context = _context(
         request,
-        project,
+        access,
         columns=schema.describe(),
         schema_name=schema.name,
         shown=services.shown_fields(project) if schema.name == "generic" else (),
@@ -81,13 +83,14 @@ def import_list(request, slug: str):
 @page
 def import_detail(request, slug: str, batch_id: int):
     """One import: a live progress bar while it runs, then the errors or the summary."""
-    project = access_project(request.user, slug, MANAGE)
+    access = access_project(request.user, slug, MANAGE)
+    project = access.project
     batch = selectors.import_batch(project, batch_id)
     if batch is None:
         raise NotFound(f"{project.name} has no import {batch_id}.")
     context = _context(
         request,
-        project,
+        access,
         batch=batch,
         progress=services.import_batch_progress(batch),
         errors=services.import_batch_errors(batch)[:ERRORS_SHOWN],
@@ -106,7 +109,7 @@ def sample_file(request, slug: str):
 
     from django.http import HttpResponse
 
-    project = access_project(request.user, slug, MANAGE)
+    project = access_project(request.user, slug, MANAGE).project
     columns, rows = services.sample_rows(project)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\r\n")

@@ -16,17 +16,21 @@ class LlmConfig(AppConfig):
     def ready(self) -> None:
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
-        from llm import eligibility
+        from llm import calibration, eligibility, generation, judges
         from llm.evaluation.scoring import SCORERS, register_scorer
 
         # The workflows' release scorers (llm/evaluation/scoring.py), applied here.
         extension_point("release_scorers", register_scorer, registry=SCORERS)
         import llm.evaluation.tasks  # noqa: F401 -- registers the evaluation's Celery task
 
+        extension_point(
+            "model_generators", generation.register_generator, registry=generation.GENERATORS
+        )
         register_plugin(
             Plugin(
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
+                policies=[judges.ModelUnanimityPolicy()],
                 project_tabs=[
                     ProjectTab(
                         "Evaluations",
@@ -36,6 +40,7 @@ class LlmConfig(AppConfig):
                     )
                 ],
                 advisory_raters=[eligibility.advisory_raters],
+                stage_sections=[calibration.stage_section()],
                 demo=self.demo_seed,
             )
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation.models import Project, Stage
+from annotation.models import ItemStage, Project, Stage
 from llm.models import DEMO_BASE_URL, Endpoint, ModelRater, PromptTemplate
 
 DEMO_ENDPOINT = "demo-responder"
@@ -30,6 +30,16 @@ TARGETS: tuple[tuple[str, str, str, str, str], ...] = (
         "Context: {{ context }}\nCause: {{ cause }}\nEffect: {{ effect }}\n"
         'Answer {"value": "keep" | "reject", "reason": "ambiguous" | "erroneous" | '
         '"incomplete" | null}.',
+    ),
+    (
+        "causalt5k-demo",
+        "score",
+        "judge-case",
+        "You judge a causal-reasoning benchmark case on a rubric, as a strict expert reviewer: "
+        "score each criterion as a whole number on its scale.",
+        "Scenario: {{ scenario }}\nClaim: {{ claim }}\nLabel: {{ label }}\n"
+        "Trap: {{ trap_name }}\nRationale: {{ rationale }}\n"
+        'Answer {"scores": {criterion: score, ...}, "comment": one sentence}.',
     ),
 )
 
@@ -74,8 +84,104 @@ def _model_step(endpoint: Endpoint, target: tuple[str, str, str, str, str]) -> N
     run_start(rater=rater)
 
 
+CALIBRATION_SLUG = "models-demo"
+LABELS = ["causal", "temporal", "none"]
+#: (sentence, the label most people give)
+SENTENCES = [
+    ("The storm knocked the power line down, so the street went dark.", "causal"),
+    ("She finished her coffee and then she left for work.", "temporal"),
+    ("The bridge was closed because the river had flooded it.", "causal"),
+    ("He painted the fence on Saturday; it rained on Sunday.", "temporal"),
+    ("The soup is hot and the bread is fresh.", "none"),
+    ("After the vaccine campaign, measles cases fell sharply.", "causal"),
+    ("The train left at nine, and the shop opened at ten.", "temporal"),
+    ("Because the battery died, the car would not start.", "causal"),
+    ("The cat sleeps on the sofa; the dog sleeps by the door.", "none"),
+    ("The price of wheat rose after the drought destroyed the harvest.", "causal"),
+    ("They married in June and bought a house in August.", "temporal"),
+    ("The lake is deep and the mountains are high.", "none"),
+    ("The alarm rang, so everyone left the building.", "causal"),
+    ("He read the letter, then he put it in a drawer.", "temporal"),
+    ("The glass broke when it fell on the stone floor.", "causal"),
+    ("The library has old books and new computers.", "none"),
+]
+
+
+def _person_answer(index: int, item_index: int, label: str) -> str:
+    """Mostly the common label; now and then a person sees it otherwise (a fixed pattern)."""
+    if (index * 7 + item_index * 3) % 10 == 0:
+        return LABELS[(LABELS.index(label) + 1) % 3]
+    return label
+
+
+def _drive(stage: Stage, people: list[Any], labels: dict[str, tuple[int, str]]) -> None:
+    from annotation.api import annotation_submit, assignment_next, item_stage_resolve
+
+    active = list(range(len(people)))
+    while active:
+        for index in list(active):
+            assignment = assignment_next(annotator=people[index], stage=stage)
+            if assignment is None:
+                active.remove(index)
+                continue
+            item_index, label = labels[assignment.item_stage.item.external_id]
+            annotation_submit(
+                assignment_id=assignment.pk,
+                annotator=people[index],
+                payload={"value": _person_answer(index, item_index, label)},
+            )
+            state = ItemStage.objects.filter(pk=assignment.item_stage_id).values_list(
+                "state", flat=True
+            )
+            if state.first() == ItemStage.State.RESOLVING:
+                item_stage_resolve(item_stage_id=assignment.item_stage_id)
+
+
+def _calibration_demo(endpoint: Endpoint, users: dict[str, Any]) -> None:
+    """A project where a model labels beside three people (three samples each, so its votes
+    carry a confidence): the Agreement page's models-against-people figures have data, and
+    four items are left for the demo annotators to click through."""
+    from annotation.api import items_create, project_create, stage_create
+    from annotation.fixtures.demo_users import demo_members_add
+    from llm.services import prompt_template_create, rater_add, run_start
+
+    project = Project.objects.filter(slug=CALIBRATION_SLUG).first()
+    if project is not None:
+        demo_members_add(project, users)
+        return
+    project = project_create(
+        slug=CALIBRATION_SLUG,
+        name="Models beside people (demo)",
+        description="A model labels causal relations beside three people, as an extra rater "
+        "that advises: its answers are measured against theirs (Agreement page), not counted.",
+    )
+    demo_members_add(project, users)
+    stage = stage_create(
+        project=project, slug="label", name="Label the relation", kind="label", overlap=3,
+        config={"choices": LABELS},
+        instructions="Is the relation between the two events causal, only temporal, or none?",
+    )  # fmt: skip
+    labels = {f"s{i:02d}": (i, label) for i, (_, label) in enumerate(SENTENCES)}
+    rows = [{"external_id": f"s{i:02d}", "payload": {"text": text}} for i, (text, _) in
+            enumerate(SENTENCES)]  # fmt: skip
+    items_create(project=project, rows=rows[:12])
+    version = prompt_template_create(
+        project=project,
+        name="label-relation",
+        kind="label",
+        system_text="You label the relation a sentence states between two events.",
+        user_text='Sentence: {{ text }}\nAnswer {"value": "causal" | "temporal" | "none"}.',
+    )
+    rater = rater_add(stage=stage, endpoint=endpoint, prompt=version, samples=3, temperature=0.7)
+    run_start(rater=rater)
+    people = [users[name] for name in ("annotator1", "annotator2", "annotator3") if name in users]
+    _drive(stage, people[:3], labels)
+    items_create(project=project, rows=rows[12:])
+
+
 def seed(*, users: dict[str, Any]) -> None:
     endpoint = demo_endpoint()
     for target in TARGETS:
         if Project.objects.filter(slug=target[0]).exists():
             _model_step(endpoint, target)
+    _calibration_demo(endpoint, users)

@@ -10,6 +10,8 @@ llm.services adds the rule to the stage's eligibility list with the first extra 
 
 from __future__ import annotations
 
+from django.db.models import Exists, OuterRef
+
 from annotation.eligibility import Condition, Rule, RuleSQL
 
 
@@ -39,14 +41,17 @@ class ModelSlots(Rule):
         )
 
 
-def advisory_raters(stage) -> list[int]:
-    """The users of the stage's extra model raters (active or removed): their answers are
-    measured against people's (llm/calibration) but do not count in the stage's decisions
-    (annotation.advisory). A model that fills a human slot counts like the person it replaces."""
+def advisory_raters() -> Exists:
+    """An answer is advice when its annotator is an extra model rater (active or removed) of
+    its stage: measured against people's (llm/calibration) but not counted in the stage's
+    decisions (annotation.advisory). A model in a human slot counts like the person it
+    replaces."""
     from llm.models import ModelRater
 
-    return list(
-        ModelRater.objects.filter(stage=stage, fills_human_slot=False).values_list(
-            "user_id", flat=True
+    return Exists(
+        ModelRater.objects.filter(
+            user_id=OuterRef("annotator_id"),
+            stage_id=OuterRef("item_stage__stage_id"),
+            fills_human_slot=False,
         )
     )

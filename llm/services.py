@@ -251,6 +251,10 @@ def run_control(*, run: Run, action: str) -> Run:
     locked.save(update_fields=["status", "finished_at"])
     if target == Run.Status.QUEUED and locked.purpose == Run.Purpose.RATE:
         _send(locked)
+    elif target == Run.Status.QUEUED and locked.purpose == Run.Purpose.GENERATE:
+        from llm.generation import send
+
+        send(locked)
     return locked
 
 

@@ -25,3 +25,23 @@ def runs_sweep() -> int:
     for run_id in stuck:
         rater_run.delay(run_id)
     return len(stuck)
+
+
+@shared_task(name="llm.tasks.generation_run")
+def generation_run(run_id: int) -> str | None:
+    """A generation run (llm/generation.py): claimed first, every call and write keyed."""
+    from llm import generation
+
+    run = generation.generation_run(run_id)
+    return run.status if run else None
+
+
+@shared_task(name="llm.tasks.generations_sweep")
+def generations_sweep() -> int:
+    """``runs_sweep`` for generation runs (a beat task beside it)."""
+    from llm import generation
+
+    stuck = generation.generation_runs_stuck()
+    for run_id in stuck:
+        generation_run.delay(run_id)
+    return len(stuck)

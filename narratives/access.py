@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MONITOR, access_workflow_project
+from annotation.access import MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import NotFound
 from annotation.models import Item, Project
 from narratives.services import WORKFLOW
@@ -16,9 +16,10 @@ from narratives.services import WORKFLOW
 
 def access_narratives_project(
     user: User | AnonymousUser, slug: str, roles: Iterable[str] = MONITOR
-) -> Project:
-    """The project ``slug`` when the user holds one of ``roles`` in it (404 / 403 as
-    ``annotation.access.access_project``); another kind of project is a 400 naming it."""
+) -> ProjectAccess:
+    """The project ``slug`` and the user's roles in it, when they hold one of ``roles``
+    (404 / 403 as ``annotation.access.access_project``); another kind of project is a 400
+    naming it."""
     return access_workflow_project(
         user, slug, workflow=WORKFLOW, label="CausalNarratives", roles=roles
     )

@@ -11,7 +11,7 @@ from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR
+from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import page
@@ -46,12 +46,13 @@ def _items(rows):
     return sorted(items.values(), key=lambda i: (i["exact"] / i["answers"], i["key"]))
 
 
-def _context(project, **extra):
+def _context(access: ProjectAccess, **extra):
+    project = access.project
     report = services.baseline(project)
     items = _items(report["rows"])
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
         "report": report,
         "items": items[:ITEM_ROWS],
         "items_total": len(items),
@@ -61,7 +62,7 @@ def _context(project, **extra):
                 report["by_length_direction"], paper=report["paper"]["exact_rate"]
             )
         ),
-        "can_manage": bool(set(MANAGE) & project.user_roles),
+        "can_manage": access.holds(MANAGE),
         **extra,
     }
 
@@ -69,14 +70,15 @@ def _context(project, **extra):
 @require_GET
 @page
 def baseline(request, slug: str):
-    project = access_narratives_project(request.user, slug, MONITOR)
-    return render(request, "narratives/baseline.html", _context(project))
+    access = access_narratives_project(request.user, slug, MONITOR)
+    return render(request, "narratives/baseline.html", _context(access))
 
 
 @require_GET
 @page
 def item_answers(request, slug: str, item_id: int):
-    project = access_narratives_project(request.user, slug, MONITOR)
+    access = access_narratives_project(request.user, slug, MONITOR)
+    project = access.project
     item = access_narrative(project, item_id)
     rows = services.answers(project, item_id=item.pk)
     gold = item.payload["gold"]
@@ -95,7 +97,7 @@ def item_answers(request, slug: str, item_id: int):
         "narratives/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "item": item,
             "payload": item.payload,
             "truth": [humanise(n) for n in truth],
@@ -120,7 +122,8 @@ def _graph_svg(gold):
 @require_POST
 @page
 def upload(request, slug: str):
-    project = access_narratives_project(request.user, slug, MANAGE)
+    access = access_narratives_project(request.user, slug, MANAGE)
+    project = access.project
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError("Choose a narratives file (JSON Lines).", {"file": "required"})
@@ -135,7 +138,7 @@ def upload(request, slug: str):
         return render(
             request,
             "narratives/baseline.html",
-            _context(project, problems=report.problems[:100], filename=upload.name),
+            _context(access, problems=report.problems[:100], filename=upload.name),
             status=400,
         )
     messages.success(request, f"Imported {report.created} narrative{pluralize(report.created)}.")

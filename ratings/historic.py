@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation import api as engine
 from annotation.errors import Conflict
-from annotation.models import Annotation, Item, ItemStage, Project
+from annotation.models import Annotation, Project
 from imports.models import ImportBatch
 from ratings import importing
 from ratings.connectives import (
@@ -206,10 +206,9 @@ def historic_ratings_create(
         key=key,
     )
     # Items rated only historically are final; items also open for live rating stay active.
-    live = ItemStage.objects.filter(stage=setup.rating_stage).values("item_id")
-    Item.objects.filter(pk__in=list(written.item_stage_ids), status=Item.Status.ACTIVE).exclude(
-        pk__in=live
-    ).update(status=Item.Status.ACCEPTED)
+    engine.items_accept(
+        project=project, item_ids=written.item_stage_ids, unless_in_stage=setup.rating_stage
+    )
     from ratings.services import analyses_data_changed  # services imports this module
 
     analyses_data_changed(project_id=project.pk)

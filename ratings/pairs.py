@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from annotation import api as engine
 from annotation.api import EVERYONE
-from annotation.models import Item, ItemStage, Project
+from annotation.models import Item, Project
 from imports.models import ImportBatch
 from ratings import importing
 from ratings.connectives import (
@@ -222,8 +222,10 @@ def pairs_create(
         engine.item_stages_open(items=rated, stage=_rating_stage(setup))
     checks = [item.pk for item in rated if item.purpose == Item.Purpose.ATTENTION_CHECK]
     if checks:
-        ItemStage.objects.filter(stage=setup.rating_stage, item_id__in=checks).update(
-            target_count=EVERYONE
+        engine.item_stages_target_set(
+            stage=_rating_stage(setup),
+            purpose=Item.Purpose.ATTENTION_CHECK,
+            target_count=EVERYONE,
         )
     if practice:
         engine.item_stages_open(items=practice, stage=_practice_stage(setup))

@@ -19,7 +19,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.access import MANAGE, MONITOR
+from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.forms import TextField, form_error, parse_bool
 from annotation.navigation import project_tabs
@@ -31,6 +31,7 @@ from ratings.access import (
     access_model_run_for_deletion,
     access_ratings_project,
 )
+from ratings.selectors import RatingsContext
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 PREVIEW_ROWS = 12
@@ -46,10 +47,10 @@ def _source(request) -> str:
     return source
 
 
-def _base_context(request, context) -> dict:
-    project = context.project
-    can_manage = bool(set(MANAGE) & project.user_roles)
-    tabs = project_tabs(project, project.user_roles)
+def _base_context(request, access: ProjectAccess, context: RatingsContext) -> dict:
+    project = access.project
+    can_manage = access.holds(MANAGE)
+    tabs = project_tabs(project, access.roles)
     return {"project": project, "project_tabs": tabs, "ratings": context, "can_manage": can_manage}
 
 
@@ -59,12 +60,12 @@ def _base_context(request, context) -> dict:
 @require_GET
 @page
 def dashboard(request, slug: str):
-    context = access_ratings_project(request.user, slug, MONITOR)
+    access, context = access_ratings_project(request.user, slug, MONITOR)
     source = _source(request)
     part = request.GET.get("part")
     progress = selectors.progress(context)
     page_context = {
-        **_base_context(request, context),
+        **_base_context(request, access, context),
         "source": source,
         "sources": selectors.SOURCES,
         "progress": progress,
@@ -105,7 +106,7 @@ def analysis_request(request, slug: str):
     when it is missing or stale (ratings.services.analysis_refresh_request: one message at a
     time per selection, sent after commit). htmx gets 204 (the polling section shows the
     result); a plain form goes back to the page."""
-    context = access_ratings_project(request.user, slug, MONITOR)
+    context = access_ratings_project(request.user, slug, MONITOR).ratings
     form = AnalysisRequestForm(request.POST)
     if not form.is_valid():
         raise form_error(form)
@@ -221,7 +222,7 @@ def _filename(*parts: str) -> str:
 @require_GET
 @page
 def table_csv(request, slug: str, table: str):
-    context = access_ratings_project(request.user, slug, MONITOR)
+    context = access_ratings_project(request.user, slug, MONITOR).ratings
     if table not in report_module.TABLE_TITLES:
         raise Http404("There is no such table.")
     source = _source(request)
@@ -252,7 +253,7 @@ def table_csv(request, slug: str, table: str):
 @require_GET
 @page
 def plot_svg(request, slug: str, name: str):
-    context = access_ratings_project(request.user, slug, MONITOR)
+    context = access_ratings_project(request.user, slug, MONITOR).ratings
     source = _source(request)
     run = access_model_run(context, request.GET.get("run"))
     analysis = selectors.analysis(context, source=source, run=run)
@@ -291,7 +292,7 @@ def _upload(request, field: str = "file"):
 @require_POST
 @page
 def model_run_upload(request, slug: str):
-    context = access_ratings_project(request.user, slug, MONITOR)
+    access, context = access_ratings_project(request.user, slug, MONITOR)
     dashboard_url = reverse("ratings:dashboard", args=[slug])
     try:
         filename, content = _upload(request)
@@ -307,7 +308,7 @@ def model_run_upload(request, slug: str):
             request,
             "ratings/model_upload.html",
             {
-                **_base_context(request, context),
+                **_base_context(request, access, context),
                 "error": error,
                 "name": request.POST.get("name", ""),
             },
@@ -323,15 +324,15 @@ def model_run_upload(request, slug: str):
 @require_http_methods(["GET"])
 @page
 def model_run_form(request, slug: str):
-    context = access_ratings_project(request.user, slug, MONITOR)
-    return render(request, "ratings/model_upload.html", _base_context(request, context))
+    access, context = access_ratings_project(request.user, slug, MONITOR)
+    return render(request, "ratings/model_upload.html", _base_context(request, access, context))
 
 
 @require_POST
 @page
 def model_run_delete(request, slug: str, run_id: int):
-    context = access_ratings_project(request.user, slug, MONITOR)
-    run = access_model_run_for_deletion(context, run_id, request.user)
+    access, context = access_ratings_project(request.user, slug, MONITOR)
+    run = access_model_run_for_deletion(access, context, run_id, request.user)
     services.model_run_delete(project=context.project, run_id=run.pk)
     messages.success(request, f"Model run “{run.name}” deleted.")
     return redirect("ratings:dashboard", slug=slug)
@@ -344,9 +345,9 @@ def model_run_delete(request, slug: str, run_id: int):
 @page
 def import_page(request, slug: str):
     """Upload a pairs file or a historic ratings file (project admins)."""
-    context = access_ratings_project(request.user, slug, MANAGE)
+    access, context = access_ratings_project(request.user, slug, MANAGE)
     page_context = {
-        **_base_context(request, context),
+        **_base_context(request, access, context),
         "connectives": context.connective_set.connectives,
         "scale": context.scale,
         "sample": selectors.pair_sample(context),

@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from agreement.selectors import vote_sql
 from annotation.kinds import KINDS
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
+from annotation.sql import quoted, table
 from annotation.web import FORMULA_STARTS, PLAIN_NUMBER
 from releases.identities import identity_rule, salt_for
 from releases.pseudonyms import pseudonym_sql
@@ -47,6 +48,9 @@ from releases.writers import FileEntry, write_blocks
 JSONL_COPY_OPTIONS = "FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02'"
 CSV_COPY_OPTIONS = "FORMAT csv, HEADER"
 _JSONL_QUOTE = b"\x02"
+
+#: The annotation and its item stage, as every statement here names them (aliases a and s).
+_A, _S = quoted(Annotation, "a"), quoted(ItemStage, "s")
 
 #: Settings for the COPY, restored after it. Floats in their shortest exact digits (the
 #: default, made sure of); timestamps in UTC; JIT compilation costs more than it saves here;
@@ -110,7 +114,7 @@ def _stage_votes(stages: list[Stage], params: dict[str, Any]) -> str:
         key = (declared[0], tuple((declared[1] or {}).items()))
         groups.setdefault(key, []).append(stage)
     expressions = [
-        vote_sql(KINDS.get(group[0].kind), payload="a.payload", params=params, name=f"vote_{n}")
+        vote_sql(KINDS.get(group[0].kind), payload=_A.payload, params=params, name=f"vote_{n}")
         for n, group in enumerate(groups.values())
     ]
     if len(expressions) <= 1:
@@ -118,7 +122,7 @@ def _stage_votes(stages: list[Stage], params: dict[str, Any]) -> str:
     cases = []
     for number, (group, expression) in enumerate(zip(groups.values(), expressions, strict=True)):
         params[f"vote_stages_{number}"] = [stage.pk for stage in group]
-        cases.append(f"WHEN s.stage_id = ANY(%(vote_stages_{number})s) THEN {expression}")
+        cases.append(f"WHEN {_S.stage_id} = ANY(%(vote_stages_{number})s) THEN {expression}")
     return f"(CASE {' '.join(cases)} END)"
 
 
@@ -132,45 +136,47 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
     outer query, a part used more than once in a line (a CSV cell is tested, then quoted) would
     be computed each time. Parts the line does not use are dropped by the planner.
     ``payload``: SQL (jsonb) of the released payload from ``a.payload`` (the identity rule)."""
-    quote = connection.ops.quote_name
-    annotation = quote(Annotation._meta.db_table)
-    item_stage = quote(ItemStage._meta.db_table)
-    item = quote(Item._meta.db_table)
-    stage = quote(Stage._meta.db_table)
+    a, s, i, st = _A, _S, quoted(Item, "i"), quoted(Stage, "st")
     exported = f"""
-        FROM {annotation} a
-        JOIN {item_stage} s ON s.id = a.item_stage_id
-        JOIN {item} i ON i.id = s.item_id
-        WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s) AND a.is_current"""
+        FROM {table(Annotation)} a
+        JOIN {table(ItemStage)} s ON {s.id} = {a.item_stage_id}
+        JOIN {table(Item)} i ON {i.id} = {s.item_id}
+        WHERE {s.stage_id} = ANY(%(stages)s) AND {i.status} = ANY(%(statuses)s)
+          AND {a.is_current}"""
     vote = _stage_votes(stages, params)
+    # raters' columns are named here (annotator_id, external_rater, number, code), so the
+    # statement refers to them unquoted, as to x's parts.
     code = pseudonym_sql(person="annotator_id IS NOT NULL", number="number")
     return f"""
         WITH raters AS MATERIALIZED (
             SELECT annotator_id, external_rater, {code} AS code
             FROM (
-                SELECT a.annotator_id,
-                       CASE WHEN a.annotator_id IS NULL THEN a.external_rater END
+                SELECT {a.annotator_id} AS annotator_id,
+                       CASE WHEN {a.annotator_id} IS NULL THEN {a.external_rater} END
                            AS external_rater,
-                       row_number() OVER (PARTITION BY a.annotator_id IS NULL
-                                          ORDER BY min(a.id)) AS number
+                       row_number() OVER (PARTITION BY {a.annotator_id} IS NULL
+                                          ORDER BY min({a.id})) AS number
                 {exported}
                 GROUP BY 1, 2
             ) numbered
         )
         SELECT {output}
         FROM (
-            SELECT a.id, i.external_id, st.slug AS stage, coalesce(p.code, e.code) AS rater,
+            SELECT {a.id} AS id, {i.external_id} AS external_id, {st.slug} AS stage,
+                   coalesce(p.code, e.code) AS rater,
                    {vote} AS vote, {vote} #>> '{{}}' AS vote_text, {payload} AS payload,
-                   a.seconds_spent, a.created_at,
-                   to_json(a.created_at) #>> '{{}}' AS created_at_text, a.item_version
-            FROM {annotation} a
-            JOIN {item_stage} s ON s.id = a.item_stage_id
-            JOIN {item} i ON i.id = s.item_id
-            JOIN {stage} st ON st.id = s.stage_id
-            LEFT JOIN raters p ON p.annotator_id = a.annotator_id
-            LEFT JOIN raters e ON a.annotator_id IS NULL AND e.annotator_id IS NULL
-                              AND e.external_rater = a.external_rater
-            WHERE s.stage_id = ANY(%(stages)s) AND i.status = ANY(%(statuses)s) AND a.is_current
+                   {a.seconds_spent} AS seconds_spent, {a.created_at} AS created_at,
+                   to_json({a.created_at}) #>> '{{}}' AS created_at_text,
+                   {a.item_version} AS item_version
+            FROM {table(Annotation)} a
+            JOIN {table(ItemStage)} s ON {s.id} = {a.item_stage_id}
+            JOIN {table(Item)} i ON {i.id} = {s.item_id}
+            JOIN {table(Stage)} st ON {st.id} = {s.stage_id}
+            LEFT JOIN raters p ON p.annotator_id = {a.annotator_id}
+            LEFT JOIN raters e ON {a.annotator_id} IS NULL AND e.annotator_id IS NULL
+                              AND e.external_rater = {a.external_rater}
+            WHERE {s.stage_id} = ANY(%(stages)s) AND {i.status} = ANY(%(statuses)s)
+              AND {a.is_current}
             OFFSET 0
         ) x
         ORDER BY x.id"""
@@ -196,7 +202,7 @@ def _copy(
     }
     # Names in answers' payloads: the rule every file of the release applies (one spelling in
     # SQL, releases.identities).
-    payload = identity_rule(project.kind).sql("a.payload", salt_param="identity_salt")
+    payload = identity_rule(project.kind).sql(_A.payload, salt_param="identity_salt")
     query = _select(output, stages, params, payload)
     names = list(COPY_SETTINGS)
     setting = {f"setting_{number}": name for number, name in enumerate(names)}

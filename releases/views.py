@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_project
+from annotation.access import MANAGE, MONITOR, ProjectAccess, access_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import page, page_of, render_error
@@ -22,11 +22,12 @@ from releases.models import Release
 PAGE_SIZE = 25
 
 
-def _context(request, project, **extra):
+def _context(request, access: ProjectAccess, **extra):
+    project = access.project
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
-        "is_admin": "admin" in project.user_roles,
+        "project_tabs": project_tabs(project, access.roles),
+        "is_admin": access.is_admin,
         **extra,
     }
 
@@ -34,10 +35,11 @@ def _context(request, project, **extra):
 @require_GET
 @page
 def release_list(request, slug: str):
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     releases = page_of(request, selectors.releases(project), PAGE_SIZE)
     context = _context(
-        request, project, releases=releases, next_version=services.release_next_version(project)
+        request, access, releases=releases, next_version=services.release_next_version(project)
     )
     return render(request, "releases/releases.html", context)
 
@@ -48,11 +50,12 @@ def release_publish(request, slug: str):
     """Publishing takes two steps: the form (or a GET) shows the confirmation page, which
     states what would be published (``services.release_publish_preview``); only its POST, with
     ``confirm`` and the version it showed, publishes."""
-    project = access_project(request.user, slug, MANAGE)
+    access = access_project(request.user, slug, MANAGE)
+    project = access.project
     notes = request.POST.get("notes", "")
     if request.method == "GET" or request.POST.get("confirm") != "publish":
         preview = services.release_publish_preview(project)
-        context = _context(request, project, preview=preview, notes=notes)
+        context = _context(request, access, preview=preview, notes=notes)
         return render(request, "releases/publish.html", context)
     try:
         version = int(request.POST.get("version", ""))
@@ -66,7 +69,7 @@ def release_publish(request, slug: str):
         )
     except ApplicationError as error:
         preview = services.release_publish_preview(project)
-        context = _context(request, project, preview=preview, notes=notes, error=error)
+        context = _context(request, access, preview=preview, notes=notes, error=error)
         return render(request, "releases/publish.html", context, status=error.status)
     messages.success(request, f"v{release.version} is being built; this page updates itself.")
     return redirect("releases:release", slug=project.slug, version=release.version)
@@ -75,7 +78,8 @@ def release_publish(request, slug: str):
 @require_GET
 @page
 def release_detail(request, slug: str, version: int):
-    project = access_project(request.user, slug, MONITOR)
+    access = access_project(request.user, slug, MONITOR)
+    project = access.project
     release = access_release(request.user, project, version)
     diff = (release.stats or {}).get("diff")
     against = request.GET.get("against", "")
@@ -88,7 +92,7 @@ def release_detail(request, slug: str, version: int):
     )
     context = _context(
         request,
-        project,
+        access,
         release=release,
         datasheet=services.release_datasheet(release),
         diff=diff,
@@ -105,7 +109,7 @@ def release_detail(request, slug: str, version: int):
 def release_retry(request, slug: str, version: int):
     """Send a queued (or failed) build to a worker again: what the stuck-release sweep does,
     without waiting for it (an admin's decision, so the attempts are counted afresh)."""
-    project = access_project(request.user, slug, MANAGE)
+    project = access_project(request.user, slug, MANAGE).project
     release = access_release(request.user, project, version)
     services.release_requeue(release_id=release.pk, reset_attempts=True)
     messages.success(request, f"v{release.version} was sent to a worker to build again.")
@@ -115,7 +119,7 @@ def release_retry(request, slug: str, version: int):
 @require_GET
 @page
 def release_download(request, slug: str, version: int):
-    project = access_project(request.user, slug, MONITOR)
+    project = access_project(request.user, slug, MONITOR).project
     release = access_release(request.user, project, version)
     if release.status != Release.Status.PUBLISHED:
         return render_error(

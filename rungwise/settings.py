@@ -357,6 +357,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "llm.tasks.runs_sweep",
         "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
     },
+    "llm-generations-sweep": {
+        "task": "llm.tasks.generations_sweep",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
     # Slot counters recounted from the rows (a lease deleted outside the services, say).
     "repair-counters": {
         "task": "annotation.tasks.repair_counters",

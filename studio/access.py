@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MANAGE, access_project
+from annotation.access import MANAGE, ProjectAccess, access_project
 from annotation.errors import NotFound
 from annotation.models import Project, Role, Stage
 
@@ -14,14 +14,14 @@ from annotation.models import Project, Role, Stage
 BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
 
 
-def access_project_setup(user: User | AnonymousUser, slug: str) -> Project:
-    """The project ``slug`` for its setup pages: its admins only (404 / 403 as
-    ``annotation.access.access_project``)."""
+def access_project_setup(user: User | AnonymousUser, slug: str) -> ProjectAccess:
+    """The project ``slug`` for its setup pages, with the user's roles in it: its admins only
+    (404 / 403 as ``annotation.access.access_project``)."""
     return access_project(user, slug, MANAGE)
 
 
-def access_project_items(user: User | AnonymousUser, slug: str) -> Project:
-    """The project ``slug`` for its item browser (``BROWSE_ROLES``)."""
+def access_project_items(user: User | AnonymousUser, slug: str) -> ProjectAccess:
+    """The project ``slug`` for its item browser (``BROWSE_ROLES``), with the user's roles."""
     return access_project(user, slug, BROWSE_ROLES)
 
 

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.access import ProjectAccess
 from annotation.api import TIE_POLICIES, membership_remove
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.forms import form_error
@@ -26,9 +27,10 @@ from studio.access import (
 )
 
 
-def _setup_context(request, project, *, error=None, posted=None, **extra):
+def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, **extra):
     """The setup page's context; after a refused stage form, that stage's form shows what was
     posted, with the error beside the field it names (``stage_form.field_errors``)."""
+    project = access.project
     stages = selectors.project_stages(project)
     posted_stage = (posted or {}).get("stage", "")
     errors = (
@@ -49,7 +51,7 @@ def _setup_context(request, project, *, error=None, posted=None, **extra):
     ]
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
         "stages": stages,
         "stage_forms": stage_forms,
         "kinds": sorted((key, kind.label) for key, kind in KINDS.items()),
@@ -89,21 +91,22 @@ def project_new(request):
 @require_http_methods(["GET"])
 @page
 def setup(request, slug: str):
-    project = access_project_setup(request.user, slug)
-    return render(request, "studio/setup.html", _setup_context(request, project))
+    access = access_project_setup(request.user, slug)
+    return render(request, "studio/setup.html", _setup_context(request, access))
 
 
 def _setup_action(request, slug: str, form_class, action, success: str, **form_options):
     """Read the POST with ``form_class``, then ``action(project, form)``; a refused
     form or action re-renders the setup page with what was posted and the error."""
-    project = access_project_setup(request.user, slug)
+    access = access_project_setup(request.user, slug)
+    project = access.project
     try:
         form = form_class(request.POST, **{k: v(project) for k, v in form_options.items()})
         if not form.is_valid():
             raise form_error(form)
         action(project, form)
     except ApplicationError as error:
-        context = _setup_context(request, project, error=error, posted=request.POST)
+        context = _setup_context(request, access, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)
     messages.success(request, success)
     return redirect(reverse("studio:setup", args=[project.slug]) + form.cleaned_data["anchor"])
@@ -152,7 +155,7 @@ def stage_policy(request, slug: str, stage_id: int):
     (htmx swaps them in when the select changes, sending the form's fields so that the
     options and the routes of outcomes both policies decide keep what was typed; nothing is
     saved)."""
-    project = access_project_setup(request.user, slug)
+    project = access_project_setup(request.user, slug).project
     stage = access_setup_stage(project, stage_id)
     chosen = request.GET.get("resolution_policy", "")
     view = stage_form.stage_view(
@@ -173,13 +176,14 @@ def stage_policy(request, slug: str, stage_id: int):
 def guidelines_preview(request, slug: str):
     """Guidelines as annotators will see them: the item screen's own renderer and sanitiser
     (the ``guidelines`` filter of annotation_ui), nothing stored."""
-    project = access_project_setup(request.user, slug)
+    access = access_project_setup(request.user, slug)
+    project = access.project
     form = forms.GuidelinesForm(request.POST)
     text = form.cleaned_data["instructions"] if form.is_valid() else ""
     context = {
         "project": project,
         "text": text,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
     }
     if request.htmx:
         return render(request, "studio/setup.html#preview", context)
@@ -281,7 +285,8 @@ def join(request, token: str):
 @page
 def items(request, slug: str):
     """The item browser: search, filter by stage and state or status, 50 per page."""
-    project = access_project_items(request.user, slug)
+    access = access_project_items(request.user, slug)
+    project = access.project
     filters = {key: request.GET.get(key, "") for key in ("q", "stage", "state", "status")}
     found = selectors.items_browse(project, **filters)
     listing = page_of(request, found, 50)
@@ -290,7 +295,7 @@ def items(request, slug: str):
         "studio/items.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "items": listing,
             "filters": filters,
             "stages": selectors.project_stages(project),
@@ -304,18 +309,19 @@ def items(request, slug: str):
 @require_http_methods(["GET"])
 @page
 def item_detail(request, slug: str, item_id: int):
-    project = access_project_items(request.user, slug)
+    access = access_project_items(request.user, slug)
+    project = access.project
     return render(
         request,
         "studio/item.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             **selectors.item_history(
                 project,
                 item_id,
                 viewer=request.user,
-                roles=project.user_roles,
+                roles=access.roles,
             ),
         },
     )

@@ -1,5 +1,5 @@
 """Item writes a plug-in asks of the engine outside a stage's routes: discard items, link items
-to their authors. Plug-ins call them through ``annotation.api``; none updates ``Item`` rows
+to their authors, mark items accepted whose work is final. Plug-ins call them through ``annotation.api``; none updates ``Item`` rows
 itself. Each service owns its transaction and touches only items of the project it is given.
 """
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from django.db import transaction
 
-from annotation.models import Item, Membership, Project
+from annotation.models import Item, ItemStage, Membership, Project, Stage
 
 
 @transaction.atomic
@@ -48,3 +48,23 @@ def items_author_link(*, project: Project, authors: Mapping[int, int]) -> int:
             author_id=user_id
         )
     return linked
+
+
+@transaction.atomic
+def items_accept(
+    *, project: Project, item_ids: Iterable[int], unless_in_stage: Stage | None = None
+) -> int:
+    """Mark active items of ``project`` accepted (``Item.Status.ACCEPTED``): their work is
+    final, e.g. items whose only answers were imported as historic ones. Items of other
+    projects and items not active (discarded, already accepted) are left as they are; with
+    ``unless_in_stage`` so are the items that have an item stage there (work may still come
+    there: ratings keeps items open for live rating active). Returns how many items changed.
+
+    Contract: only the item's status changes, never its item stages (call it for items with
+    no open work elsewhere). Runs inside the caller's transaction when there is one."""
+    items = Item.objects.filter(project=project, pk__in=list(item_ids), status=Item.Status.ACTIVE)
+    if unless_in_stage is not None:
+        items = items.exclude(
+            pk__in=ItemStage.objects.filter(stage=unless_in_stage).values("item_id")
+        )
+    return items.update(status=Item.Status.ACCEPTED)

@@ -86,21 +86,23 @@ def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
     there (an active, unpaused annotator of an active stage of an active project) and whether
     an annotator gate governs them (annotation.gates), in one statement; the assignment's and
     the item stage's rows locked unless ``locked`` is False."""
+    m, a, s = sql.quoted(Membership, "m"), sql.quoted(Assignment, "a"), sql.quoted(ItemStage, "s")
+    st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
     may_annotate = (
-        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE m.project_id = st.project_id"
-        f" AND m.user_id = a.annotator_id AND m.role = '{Role.ANNOTATOR.value}'"
-        f" AND NOT m.is_paused) AND st.is_active AND p.is_active"
+        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE {m.project_id} = {st.project_id}"
+        f" AND {m.user_id} = {a.annotator_id} AND {m.role} = '{Role.ANNOTATOR.value}'"
+        f" AND NOT {m.is_paused}) AND {st.is_active} AND {p.is_active}"
     )
-    governed = gates.governed_sql(annotator="a.annotator_id", project="st.project_id")
+    governed = gates.governed_sql(annotator=a.annotator_id, project=st.project_id)
     return (
         f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
         f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate,"
         f" {governed} AS governed"
         f" FROM {sql.table(Assignment)} a"
-        f" JOIN {sql.table(ItemStage)} s ON s.id = a.item_stage_id"
-        f" JOIN {sql.table(Stage)} st ON st.id = a.stage_id"
-        f" JOIN {sql.table(Project)} p ON p.id = st.project_id"
-        f" WHERE a.id = %(assignment)s{sql.lock('a', 's') if locked else ''}"
+        f" JOIN {sql.table(ItemStage)} s ON {s.id} = {a.item_stage_id}"
+        f" JOIN {sql.table(Stage)} st ON {st.id} = {a.stage_id}"
+        f" JOIN {sql.table(Project)} p ON {p.id} = {st.project_id}"
+        f" WHERE {a.id} = %(assignment)s{sql.lock('a', 's') if locked else ''}"
     )
 
 

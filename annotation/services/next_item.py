@@ -63,28 +63,34 @@ def _candidate_sql(
     anything once an earlier one has found its row. The chosen row is then joined with its item.
     """
     item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
+    c, s, i = sql.quoted(ItemStage, "c"), sql.quoted(ItemStage, "s"), sql.quoted(Item, "i")
+    a, p = sql.quoted(Assignment, "a"), sql.quoted(Assignment, "p")
+    # Constants of the models' choices, written into the text (it is built once per process).
     open_state = ItemStage.State.OPEN.value
+    active, submitted = Assignment.Status.ACTIVE.value, Assignment.Status.SUBMITTED.value
     lock = sql.lock(skip_locked=True)
     conditions = [
-        f"NOT EXISTS (SELECT 1 FROM {assignments} a WHERE a.item_stage_id = c.id"
-        " AND a.annotator_id = %(annotator)s AND a.round = c.round AND a.phase = c.phase)"
+        f"NOT EXISTS (SELECT 1 FROM {assignments} a WHERE {a.item_stage_id} = {c.id}"
+        f" AND {a.annotator_id} = %(annotator)s AND {a.round} = {c.round}"
+        f" AND {a.phase} = {c.phase})"
     ]
     for index, spec in enumerate(json.loads(phases)):
         people = spec.get("people", "any")
         if people == "any":
             continue
         earlier = (
-            f"SELECT 1 FROM {assignments} p WHERE p.item_stage_id = c.id"
-            " AND p.annotator_id = %(annotator)s AND p.round = c.round AND p.phase < c.phase"
+            f"SELECT 1 FROM {assignments} p WHERE {p.item_stage_id} = {c.id}"
+            f" AND {p.annotator_id} = %(annotator)s AND {p.round} = {c.round}"
+            f" AND {p.phase} < {c.phase}"
         )
         if people == "new":
             conditions.append(
-                f"(c.phase <> {index} OR NOT EXISTS ({earlier}"
-                " AND p.status IN ('active', 'submitted')))"
+                f"({c.phase} <> {index} OR NOT EXISTS ({earlier}"
+                f" AND {p.status} IN ('{active}', '{submitted}')))"
             )
         else:  # same
             conditions.append(
-                f"(c.phase <> {index} OR EXISTS ({earlier} AND p.status = 'submitted'))"
+                f"({c.phase} <> {index} OR EXISTS ({earlier} AND {p.status} = '{submitted}'))"
             )
     rule_conditions = eligibility_conditions(json.loads(rules), candidate="c")
     conditions += [condition.sql for condition in rule_conditions]
@@ -92,30 +98,35 @@ def _candidate_sql(
     for condition in rule_conditions:
         rule_params.update(condition.params)
     base = (
-        f"SELECT c.id FROM {item_stages} c"
-        f" WHERE c.stage_id = %(stage)s AND c.state = '{open_state}'"
-        " AND c.submitted_count < c.target_count - c.leased_count AND " + " AND ".join(conditions)
+        f"SELECT {c.id} FROM {item_stages} c"
+        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = '{open_state}'"
+        f" AND {c.submitted_count} < {c.target_count} - {c.leased_count} AND "
+        + " AND ".join(conditions)
     )
-    personal = f"CAST(c.random_key AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
+    personal = f"CAST({c.random_key} AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
     if order_policy == Stage.OrderPolicy.RANDOM:
         searches = [
-            f"{base} ORDER BY (c.spread_rank + %(spread)s) %% c.group_size, {personal}"
+            f"{base} ORDER BY ({c.spread_rank} + %(spread)s) %% {c.group_size}, {personal}"
             f" LIMIT 1{lock}"
         ]
     else:
-        fresh = f"{base} AND c.submitted_count = 0 AND c.leased_count = 0"
+        fresh = f"{base} AND {c.submitted_count} = 0 AND {c.leased_count} = 0"
         searches = [
-            f"{base} AND (c.submitted_count > 0 OR c.leased_count > 0)"
-            f" ORDER BY c.submitted_count + c.leased_count DESC, {personal} LIMIT 1{lock}",
-            f"{fresh} AND c.random_key >= %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
-            f"{fresh} AND c.random_key < %(entry)s ORDER BY c.random_key LIMIT 1{lock}",
+            f"{base} AND ({c.submitted_count} > 0 OR {c.leased_count} > 0)"
+            f" ORDER BY {c.submitted_count} + {c.leased_count} DESC, {personal} LIMIT 1{lock}",
+            f"{fresh} AND {c.random_key} >= %(entry)s ORDER BY {c.random_key} LIMIT 1{lock}",
+            f"{fresh} AND {c.random_key} < %(entry)s ORDER BY {c.random_key} LIMIT 1{lock}",
         ]
+    # The CTEs' one column is named ``id`` by its SELECT list (quoted as every column is).
+    found = connection.ops.quote_name("id")
     ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
-    chain = " UNION ALL ".join(f"SELECT id FROM search_{index}" for index in range(len(searches)))
+    chain = " UNION ALL ".join(
+        f"SELECT {found} FROM search_{index}" for index in range(len(searches))
+    )
     text = (
         f"SELECT {sql.columns(ItemStage, 's')}, {sql.columns(Item, 'i')}"
-        f" FROM {item_stages} s JOIN {sql.table(Item)} i ON i.id = s.item_id"
-        f" WHERE s.id IN (WITH {ctes} {chain} LIMIT 1)"
+        f" FROM {item_stages} s JOIN {sql.table(Item)} i ON {i.id} = {s.item_id}"
+        f" WHERE {s.id} IN (WITH {ctes} {chain} LIMIT 1)"
     )
     return text, rule_params
 
@@ -272,23 +283,27 @@ def _lease_sql(candidate_sql: str) -> str:
         field.column: names[index] for index, field in enumerate(ItemStage._meta.concrete_fields)
     }
     item_version = names[item_stage_width + item_fields.index("version")]
+    slot, lease = sql.quoted(ItemStage), sql.quoted(Assignment)
+    returned = connection.ops.quote_name("id")
+    # chosen's columns are named c0, c1, … by the CTE's column list (ours, not the schema's).
     return f"""
         WITH chosen({", ".join(names)}) AS ({candidate_sql}),
         slot AS (
-            UPDATE {sql.table(ItemStage)} SET leased_count = leased_count + 1
-            WHERE id = (SELECT {position["id"]} FROM chosen)
+            UPDATE {sql.table(ItemStage)} SET {slot.leased_count} = {slot.leased_count} + 1
+            WHERE {slot.id} = (SELECT {position["id"]} FROM chosen)
         ),
         lease AS (
             INSERT INTO {sql.table(Assignment)}
-                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
-                 finished_at, skip_reason, round, phase, item_version)
+                ({lease.item_stage_id}, {lease.stage_id}, {lease.annotator_id}, {lease.status},
+                 {lease.created_at}, {lease.expires_at}, {lease.finished_at},
+                 {lease.skip_reason}, {lease.round}, {lease.phase}, {lease.item_version})
             SELECT {position["id"]}, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
                    %(expires_at)s, NULL, '', {position["round"]}, {position["phase"]},
                    {item_version}
             FROM chosen
-            RETURNING id
+            RETURNING {lease.id}
         )
-        SELECT chosen.*, lease.id FROM chosen CROSS JOIN lease
+        SELECT chosen.*, lease.{returned} FROM chosen CROSS JOIN lease
         """
 
 
@@ -338,18 +353,7 @@ def _insert_lease(assignment: Assignment) -> None:
         return
     with sql.cursor() as cursor:
         cursor.execute(
-            f"""
-            WITH slot AS (
-                UPDATE {sql.table(ItemStage)} SET leased_count = leased_count + 1
-                WHERE id = %(item_stage)s
-            )
-            INSERT INTO {sql.table(Assignment)}
-                (item_stage_id, stage_id, annotator_id, status, created_at, expires_at,
-                 finished_at, skip_reason, round, phase, item_version)
-            VALUES (%(item_stage)s, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
-                    %(expires_at)s, NULL, '', %(round)s, %(phase)s, %(item_version)s)
-            RETURNING id
-            """,
+            _insert_lease_sql(connection.vendor),
             {
                 "item_stage": assignment.item_stage_id,
                 "stage": assignment.stage_id,
@@ -364,6 +368,25 @@ def _insert_lease(assignment: Assignment) -> None:
         )
         assignment.pk = cursor.fetchone()[0]
     assignment._state.adding = False
+
+
+@cache
+def _insert_lease_sql(vendor: str) -> str:
+    """The statement of _insert_lease on PostgreSQL (text built once per process)."""
+    slot, lease = sql.quoted(ItemStage), sql.quoted(Assignment)
+    return f"""
+        WITH slot AS (
+            UPDATE {sql.table(ItemStage)} SET {slot.leased_count} = {slot.leased_count} + 1
+            WHERE {slot.id} = %(item_stage)s
+        )
+        INSERT INTO {sql.table(Assignment)}
+            ({lease.item_stage_id}, {lease.stage_id}, {lease.annotator_id}, {lease.status},
+             {lease.created_at}, {lease.expires_at}, {lease.finished_at}, {lease.skip_reason},
+             {lease.round}, {lease.phase}, {lease.item_version})
+        VALUES (%(item_stage)s, %(stage)s, %(annotator)s, %(status)s, %(created_at)s,
+                %(expires_at)s, NULL, '', %(round)s, %(phase)s, %(item_version)s)
+        RETURNING {lease.id}
+        """
 
 
 def _take_candidate(statement: tuple[str, dict[str, Any]]) -> ItemStage | None:

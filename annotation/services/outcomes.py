@@ -10,10 +10,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import BooleanField, ExpressionWrapper
 from django.utils import timezone
 
 from annotation import events
-from annotation.advisory import advisory_annotators
+from annotation.advisory import advisory_expression
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
 from annotation.kinds import KindContext, get_kind
@@ -43,15 +44,15 @@ def _ballots(item_stage: ItemStage, stage: Stage, kind: Any) -> tuple[list[Ballo
     advisory answers (annotation.advisory) were left out."""
     rows = (
         Annotation.objects.filter(item_stage=item_stage, round=item_stage.round)
+        .annotate(advisory=ExpressionWrapper(advisory_expression(), output_field=BooleanField()))
         .order_by(*SUBMISSION_ORDER)
-        .values_list("payload", "phase", "annotator_id", "external_rater")
+        .values_list("payload", "phase", "annotator_id", "external_rater", "advisory")
     )
-    advisory = advisory_annotators(stage)
     numbers: dict[Any, int] = {}
     ballots = []
     left_out = 0
-    for payload, phase, annotator_id, external in rows:
-        if annotator_id is not None and annotator_id in advisory:
+    for payload, phase, annotator_id, external, advisory in rows:
+        if advisory:
             left_out += 1
             continue
         who = annotator_id if annotator_id is not None else f"external:{external}"

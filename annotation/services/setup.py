@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -16,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from annotation import sql
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import check_storable, clean_text
@@ -35,7 +38,6 @@ from annotation.phases import first_slots, validate_phases
 from annotation.policies import PolicySettings, check_settings, get_policy
 from annotation.routing import validate_routes
 from annotation.services.leases import _release_assignments
-from annotation.sql import table as sql_table
 
 logger = logging.getLogger(__name__)
 
@@ -425,35 +427,44 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
     return locked
 
 
-#: The one statement that opens items in a stage (hand-written: the ORM has no INSERT … SELECT,
-#: and computing group ranks in Python meant loading every item of an import). Per group a
-#: random distinct rank and the group's size, so that an annotator's order can put one variant
-#: of every group before the second variant of any; items with no group are a group of one.
-#: Only the random key and the gold lookup are spelled per database.
-_OPEN_SQL = """
-    INSERT INTO {item_stage}
-        (item_id, stage_id, state, target_count, submitted_count, leased_count, random_key,
-         spread_rank, group_size, phase, round, gold, opened_at)
-    SELECT i.id, %(stage)s, %(open)s, %(target)s, 0, 0, {random_key},
-        CASE WHEN i."group" = '' THEN 0
-             ELSE row_number() OVER (PARTITION BY i."group" ORDER BY random()) - 1 END,
-        CASE WHEN i."group" = '' THEN 1 ELSE count(*) OVER (PARTITION BY i."group") END,
+@cache
+def _open_sql(vendor: str) -> str:
+    """The one statement that opens items in a stage (hand-written: the ORM has no INSERT …
+    SELECT, and computing group ranks in Python meant loading every item of an import). Per
+    group a random distinct rank and the group's size, so that an annotator's order can put one
+    variant of every group before the second variant of any; items with no group are a group
+    of one. Only the random key, the gold lookup and the list of ids are spelled per database
+    (_OPEN_VENDOR). Text built once per process."""
+    spelling = _OPEN_VENDOR[vendor]
+    into, i = sql.quoted(ItemStage), sql.quoted(Item, "i")
+    gold = spelling["gold"].format(payload=i.payload)
+    return f"""
+    INSERT INTO {sql.table(ItemStage)}
+        ({into.item_id}, {into.stage_id}, {into.state}, {into.target_count},
+         {into.submitted_count}, {into.leased_count}, {into.random_key}, {into.spread_rank},
+         {into.group_size}, {into.phase}, {into.round}, {into.gold}, {into.opened_at})
+    SELECT {i.id}, %(stage)s, %(open)s, %(target)s, 0, 0, {spelling["random_key"]},
+        CASE WHEN {i.group} = '' THEN 0
+             ELSE row_number() OVER (PARTITION BY {i.group} ORDER BY random()) - 1 END,
+        CASE WHEN {i.group} = '' THEN 1 ELSE count(*) OVER (PARTITION BY {i.group}) END,
         0, 0, {gold}, %(now)s
-    FROM {item} i
-    WHERE i.id IN ({selected})
-    ON CONFLICT (item_id, stage_id) DO NOTHING
-"""
+    FROM {sql.table(Item)} i
+    WHERE {i.id} IN ({spelling["ids"]})
+    ON CONFLICT ({into.item_id}, {into.stage_id}) DO NOTHING
+    """
+
+
 _OPEN_VENDOR = {
     "postgresql": {
         "random_key": "floor(random() * 2147483648)::bigint",
-        "gold": "CASE WHEN jsonb_typeof(i.payload -> 'gold' -> %(slug)s) NOT IN ('null')"
-        " THEN i.payload -> 'gold' -> %(slug)s END",
+        "gold": "CASE WHEN jsonb_typeof({payload} -> 'gold' -> %(slug)s) NOT IN ('null')"
+        " THEN {payload} -> 'gold' -> %(slug)s END",
         "ids": "SELECT unnest(%(ids)s::bigint[])",
     },
     "sqlite": {
         "random_key": "abs(random() %% 2147483648)",
-        "gold": "CASE WHEN json_type(i.payload, %(gold_path)s) NOT IN ('null')"
-        " THEN i.payload -> %(gold_path)s END",
+        "gold": "CASE WHEN json_type({payload}, %(gold_path)s) NOT IN ('null')"
+        " THEN {payload} -> %(gold_path)s END",
         "ids": "SELECT value FROM json_each(%(ids)s)",
     },
 }
@@ -465,7 +476,7 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
     one INSERT … SELECT whatever their number. Each new item stage gets a fixed random key, its group rank and size,
     the first phase's slots as its target and its gold answer (``payload["gold"][stage.slug]``).
     Items already in the stage are left as they are. Returns how many were opened."""
-    vendor = _OPEN_VENDOR["postgresql" if connection.vendor == "postgresql" else "sqlite"]
+    vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
     params: dict[str, Any] = {
         "stage": stage.pk,
         "open": ItemStage.State.OPEN.value,
@@ -482,18 +493,16 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
         ids = [item if isinstance(item, int) else item.pk for item in items]
     if not ids:
         return 0
-    selected = vendor["ids"]
-    params["ids"] = ids if connection.vendor == "postgresql" else json.dumps(ids)
-    statement = _OPEN_SQL.format(
-        item_stage=sql_table(ItemStage),
-        item=sql_table(Item),
-        random_key=vendor["random_key"],
-        gold=vendor["gold"],
-        selected=selected,
-    )
+    params["ids"] = ids if vendor == "postgresql" else json.dumps(ids)
+    statement = _open_sql(vendor)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.rowcount
+
+
+#: External ids looked up per statement when items_create checks for ones already stored
+#: (a whole release in one IN list would pass SQLite's limit of bound parameters).
+_IDS_PER_LOOKUP = 5000
 
 
 @transaction.atomic
@@ -519,17 +528,19 @@ def items_create(
         for row in rows
     ]
     ids = [item.external_id for item in items]
-    duplicates = sorted({external_id for external_id in ids if ids.count(external_id) > 1})
+    duplicates = sorted(external_id for external_id, n in Counter(ids).items() if n > 1)
     if duplicates:
         raise ApplicationError(
             f"{len(duplicates)} external ids appear more than once: {', '.join(duplicates[:10])}.",
             {"external_id": duplicates[:100]},
         )
-    existing = list(
-        Item.objects.filter(project=project, external_id__in=ids).values_list(
-            "external_id", flat=True
-        )[:100]
-    )
+    existing: list[str] = []
+    for start in range(0, len(ids), _IDS_PER_LOOKUP):  # a bounded list per statement
+        existing += Item.objects.filter(
+            project=project, external_id__in=ids[start : start + _IDS_PER_LOOKUP]
+        ).values_list("external_id", flat=True)[: 100 - len(existing)]
+        if len(existing) >= 100:
+            break
     if existing:
         raise ApplicationError(
             f"Items with these external ids already exist in {project.name}: "

@@ -176,31 +176,38 @@ def _submit_sql(vendor: str) -> str:
     it changed); the slot moves from leased to submitted, closing the item stage at its target,
     and the annotation is inserted only from what ``done`` returned. Returns (annotation id,
     whether the item stage is now complete), or no row when the assignment was not active."""
+    done, slot, stored = sql.quoted(Assignment), sql.quoted(ItemStage), sql.quoted(Annotation)
+    # The CTE ``done`` returns the assignment's columns under their own (quoted) names.
     return f"""
         WITH done AS (
-            UPDATE {sql.table(Assignment)} SET status = %(submitted)s, finished_at = %(now)s
-            WHERE id = %(assignment)s AND status = %(active)s
-            RETURNING id, item_stage_id, annotator_id, round, phase, item_version
+            UPDATE {sql.table(Assignment)} SET {done.status} = %(submitted)s,
+                {done.finished_at} = %(now)s
+            WHERE {done.id} = %(assignment)s AND {done.status} = %(active)s
+            RETURNING {done.id}, {done.item_stage_id}, {done.annotator_id}, {done.round},
+                {done.phase}, {done.item_version}
         ), slot AS (
             UPDATE {sql.table(ItemStage)} SET
-                submitted_count = submitted_count + 1,
-                leased_count = leased_count - 1,
-                state = CASE WHEN submitted_count + 1 >= target_count
-                        THEN %(resolving)s ELSE state END,
-                completed_at = CASE WHEN submitted_count + 1 >= target_count
-                               THEN %(now)s ELSE completed_at END
-            WHERE id = (SELECT item_stage_id FROM done)
-            RETURNING submitted_count >= target_count AS complete
+                {slot.submitted_count} = {slot.submitted_count} + 1,
+                {slot.leased_count} = {slot.leased_count} - 1,
+                {slot.state} = CASE WHEN {slot.submitted_count} + 1 >= {slot.target_count}
+                        THEN %(resolving)s ELSE {slot.state} END,
+                {slot.completed_at} = CASE WHEN {slot.submitted_count} + 1 >= {slot.target_count}
+                               THEN %(now)s ELSE {slot.completed_at} END
+            WHERE {slot.id} = (SELECT {done.item_stage_id} FROM done)
+            RETURNING {slot.submitted_count} >= {slot.target_count} AS complete
         ), stored AS (
             INSERT INTO {sql.table(Annotation)}
-                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
-                 seconds_spent, client_info, created_at, round, phase, item_version)
-            SELECT item_stage_id, id, annotator_id, '', %(payload)s, %(seconds)s,
-                   %(client_info)s, %(now)s, round, phase, item_version
+                ({stored.item_stage_id}, {stored.assignment_id}, {stored.annotator_id},
+                 {stored.external_rater}, {stored.payload}, {stored.seconds_spent},
+                 {stored.client_info}, {stored.created_at}, {stored.round}, {stored.phase},
+                 {stored.item_version})
+            SELECT {done.item_stage_id}, {done.id}, {done.annotator_id}, '', %(payload)s,
+                   %(seconds)s, %(client_info)s, %(now)s, {done.round}, {done.phase},
+                   {done.item_version}
             FROM done
-            RETURNING id
+            RETURNING {stored.id}
         )
-        SELECT stored.id, slot.complete FROM stored CROSS JOIN slot
+        SELECT stored.{stored.id}, slot.complete FROM stored CROSS JOIN slot
         """
 
 
@@ -275,26 +282,7 @@ def _record_submission(
     json_field = Annotation._meta.get_field("payload")
     with sql.cursor() as cursor:
         cursor.execute(
-            f"""
-            WITH done AS (
-                UPDATE {sql.table(Assignment)} SET status = %(status)s, finished_at = %(now)s
-                WHERE id = %(assignment)s
-            ), slot AS (
-                UPDATE {sql.table(ItemStage)} SET
-                    submitted_count = submitted_count + 1,
-                    leased_count = leased_count - %(leased)s,
-                    state = CASE WHEN %(complete)s THEN %(resolving)s ELSE state END,
-                    completed_at = CASE WHEN %(complete)s THEN %(now)s ELSE completed_at END
-                WHERE id = %(item_stage)s
-            )
-            INSERT INTO {sql.table(Annotation)}
-                (item_stage_id, assignment_id, annotator_id, external_rater, payload,
-                 seconds_spent, client_info, created_at, round, phase, item_version)
-            VALUES (%(item_stage)s, %(assignment)s, %(annotator)s, '', %(payload)s,
-                    %(seconds)s, %(client_info)s, %(now)s, %(round)s, %(phase)s,
-                    %(item_version)s)
-            RETURNING id
-            """,
+            _record_submission_sql(connection.vendor),
             {
                 "status": assignment.status,
                 "now": now,
@@ -314,3 +302,33 @@ def _record_submission(
         )
         annotation.pk = cursor.fetchone()[0]
     annotation._state.adding = False
+
+
+@cache
+def _record_submission_sql(vendor: str) -> str:
+    """The statement of _record_submission on PostgreSQL (text built once per process)."""
+    done, slot, stored = sql.quoted(Assignment), sql.quoted(ItemStage), sql.quoted(Annotation)
+    return f"""
+        WITH done AS (
+            UPDATE {sql.table(Assignment)} SET {done.status} = %(status)s,
+                {done.finished_at} = %(now)s
+            WHERE {done.id} = %(assignment)s
+        ), slot AS (
+            UPDATE {sql.table(ItemStage)} SET
+                {slot.submitted_count} = {slot.submitted_count} + 1,
+                {slot.leased_count} = {slot.leased_count} - %(leased)s,
+                {slot.state} = CASE WHEN %(complete)s THEN %(resolving)s ELSE {slot.state} END,
+                {slot.completed_at} = CASE WHEN %(complete)s THEN %(now)s
+                                      ELSE {slot.completed_at} END
+            WHERE {slot.id} = %(item_stage)s
+        )
+        INSERT INTO {sql.table(Annotation)}
+            ({stored.item_stage_id}, {stored.assignment_id}, {stored.annotator_id},
+             {stored.external_rater}, {stored.payload}, {stored.seconds_spent},
+             {stored.client_info}, {stored.created_at}, {stored.round}, {stored.phase},
+             {stored.item_version})
+        VALUES (%(item_stage)s, %(assignment)s, %(annotator)s, '', %(payload)s,
+                %(seconds)s, %(client_info)s, %(now)s, %(round)s, %(phase)s,
+                %(item_version)s)
+        RETURNING {stored.id}
+        """

@@ -83,7 +83,7 @@ def lease_minutes(seconds: int) -> str:
 
 @register.filter
 def roles_in_order(roles: Any) -> tuple[str, ...]:
-    """A user's role values in the order of Role, annotator first (annotation.selectors)."""
-    from annotation.selectors import roles_in_order as ordered
+    """A user's role values in the order of Role, annotator first (annotation.access)."""
+    from annotation.access import roles_in_order as ordered
 
     return ordered(roles or ())

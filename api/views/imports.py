@@ -22,7 +22,7 @@ class ImportListView(generics.ListAPIView):
     parser_classes = [parsers.MultiPartParser, parsers.FormParser]
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"], MANAGE)
+        project = access_project(self.request.user, self.kwargs["slug"], MANAGE).project
         return import_selectors.import_batches(project)
 
     @extend_schema(tags=["imports"], summary="Imports of a project (admins)", parameters=[SLUG])
@@ -42,7 +42,7 @@ class ImportListView(generics.ListAPIView):
         },
     )  # fmt: skip
     def post(self, request, slug: str):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         body = ImportUploadSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -70,6 +70,6 @@ class ImportDetailView(generics.GenericAPIView):
     serializer_class = ImportBatchSerializer
 
     def get(self, request, slug: str, batch_id: int):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         batch = access_import_batch(project, batch_id)
         return Response(ImportBatchSerializer(batch).data)

@@ -41,8 +41,8 @@ class ProjectDetailView(generics.GenericAPIView):
     serializer_class = ProjectSerializer
 
     def get(self, request, slug: str):
-        project = access_project(request.user, slug, ANY_ROLE)
-        return Response(ProjectSerializer(project).data)
+        access = access_project(request.user, slug, ANY_ROLE)
+        return Response(ProjectSerializer(access).data)
 
 
 @extend_schema(tags=["projects"], summary="The stages of a project", parameters=[SLUG])
@@ -50,7 +50,7 @@ class StageListView(generics.ListAPIView):
     serializer_class = StageSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"], ANY_ROLE)
+        project = access_project(self.request.user, self.kwargs["slug"], ANY_ROLE).project
         return engine_selectors.project_stages_with_counts(project)
 
 
@@ -66,7 +66,7 @@ class ItemListView(generics.ListAPIView):
     serializer_class = ItemSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"], MANAGE)
+        project = access_project(self.request.user, self.kwargs["slug"], MANAGE).project
         status_filter = self.request.query_params.get("status") or None
         if status_filter is not None and status_filter not in Item.Status.values:
             raise ApplicationError(
@@ -81,7 +81,7 @@ class ItemDetailView(generics.GenericAPIView):
     serializer_class = ItemDetailSerializer
 
     def get(self, request, slug: str, item_id: int):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         item = access_item(project, item_id)
         return Response(ItemDetailSerializer(item).data)
 
@@ -93,5 +93,5 @@ class AgreementView(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"], MONITOR)
+        project = access_project(self.request.user, self.kwargs["slug"], MONITOR).project
         return latest_agreement(project)

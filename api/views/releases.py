@@ -24,7 +24,7 @@ class ReleaseListView(generics.ListAPIView):
     serializer_class = ReleaseSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"], MONITOR)
+        project = access_project(self.request.user, self.kwargs["slug"], MONITOR).project
         return release_selectors.releases(project)
 
     @extend_schema(tags=["releases"], summary="Releases of a project", parameters=[SLUG])
@@ -39,7 +39,7 @@ class ReleaseListView(generics.ListAPIView):
         responses={202: OpenApiResponse(ReleaseSerializer, "Building: poll until published.")},
     )
     def post(self, request, slug: str):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         body = PublishSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         release = release_services.release_publish(
@@ -66,7 +66,7 @@ class ReleaseDetailView(generics.GenericAPIView):
     serializer_class = ReleaseSerializer
 
     def get(self, request, slug: str, version: int):
-        project = access_project(request.user, slug, MONITOR)
+        project = access_project(request.user, slug, MONITOR).project
         release = access_release(request.user, project, version)
         data = ReleaseSerializer(release).data
         if request.query_params.get("against"):
@@ -84,6 +84,6 @@ class ReleaseDownloadView(APIView):
         responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, "The zip.")},
     )
     def get(self, request, slug: str, version: int):
-        project = access_project(request.user, slug, MONITOR)
+        project = access_project(request.user, slug, MONITOR).project
         release = access_release(request.user, project, version)
         return release_download_response(release)

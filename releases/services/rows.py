@@ -17,6 +17,7 @@ from django.db import connection
 from annotation.kinds import KINDS
 from annotation.kinds.base import payload_path
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
+from annotation.sql import quoted, table
 from imports.core import schema_for_kind
 from releases.copy_export import copy_annotations_csv, copy_annotations_jsonl
 from releases.identities import identity_rule, salt_for
@@ -142,19 +143,19 @@ def release_annotation_rows(project: Project) -> Iterator[dict[str, Any]]:
     }
     # Hand-written (see above): tables quoted, parameters named, one per listed value (an IN
     # list, which both databases take).
-    quote = connection.ops.quote_name
+    a, s, i = quoted(Annotation, "a"), quoted(ItemStage, "s"), quoted(Item, "i")
     params: dict[str, Any] = {"after": 0, "limit": ANNOTATION_CHUNK}
     stage_list = _named_list("stage", list(stages), params) or "NULL"
     status_list = _named_list("status", list(RELEASED_STATUSES), params)
     sql = f"""
-        SELECT a.id, i.external_id, s.stage_id, a.annotator_id, a.external_rater, a.payload,
-               a.seconds_spent, a.created_at, a.item_version
-        FROM {quote(Annotation._meta.db_table)} a
-        JOIN {quote(ItemStage._meta.db_table)} s ON s.id = a.item_stage_id
-        JOIN {quote(Item._meta.db_table)} i ON i.id = s.item_id
-        WHERE s.stage_id IN ({stage_list})
-          AND i.status IN ({status_list}) AND a.is_current AND a.id > %(after)s
-        ORDER BY a.id
+        SELECT {a.id}, {i.external_id}, {s.stage_id}, {a.annotator_id}, {a.external_rater},
+               {a.payload}, {a.seconds_spent}, {a.created_at}, {a.item_version}
+        FROM {table(Annotation)} a
+        JOIN {table(ItemStage)} s ON {s.id} = {a.item_stage_id}
+        JOIN {table(Item)} i ON {i.id} = {s.item_id}
+        WHERE {s.stage_id} IN ({stage_list})
+          AND {i.status} IN ({status_list}) AND {a.is_current} AND {a.id} > %(after)s
+        ORDER BY {a.id}
         LIMIT %(limit)s"""
     loads = json.loads
     pseudonyms = RaterPseudonyms()
@@ -210,23 +211,23 @@ def release_annotations_csv(project: Project, path: str | Path) -> FileEntry:
 def _payload_keys(project: Project) -> list[str]:
     """Every top-level payload key of the released items (one query), schema fields first."""
     # Hand-written: the ORM cannot list the keys of a JSON column (jsonb_object_keys on
-    # PostgreSQL, json_each on SQLite). Table quoted, parameters named.
-    table = connection.ops.quote_name(Item._meta.db_table)
+    # PostgreSQL, json_each on SQLite). Names quoted, parameters named.
+    items, i = table(Item), quoted(Item, "i")
     params: dict[str, Any] = {"project": project.pk}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             params["statuses"] = list(RELEASED_STATUSES)
             cursor.execute(
-                f"SELECT DISTINCT jsonb_object_keys(payload) FROM {table} "
-                f"WHERE project_id = %(project)s AND status = ANY(%(statuses)s) "
-                f"AND jsonb_typeof(payload) = 'object'",
+                f"SELECT DISTINCT jsonb_object_keys({i.payload}) FROM {items} i "
+                f"WHERE {i.project_id} = %(project)s AND {i.status} = ANY(%(statuses)s) "
+                f"AND jsonb_typeof({i.payload}) = 'object'",
                 params,
             )
         else:
             statuses = _named_list("status", list(RELEASED_STATUSES), params)
             cursor.execute(
-                f"SELECT DISTINCT j.key FROM {table}, json_each({table}.payload) AS j "
-                f"WHERE project_id = %(project)s AND status IN ({statuses})",
+                f"SELECT DISTINCT j.key FROM {items} i, json_each({i.payload}) AS j "
+                f"WHERE {i.project_id} = %(project)s AND {i.status} IN ({statuses})",
                 params,
             )
         keys = {row[0] for row in cursor.fetchall()}

@@ -33,7 +33,7 @@ class CausalT5kConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
-        from review.causalt5k import kinds, pipeline, policies, release_layout, services
+        from review.causalt5k import expansion, kinds, pipeline, policies, release_layout, services
         from review.causalt5k.release_scorer import CausalT5kScorer
         from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
@@ -70,6 +70,7 @@ class CausalT5kConfig(AppConfig):
                 import_schemas={services.WORKFLOW: CAUSALT5K_SCHEMA},
                 item_mappers={services.WORKFLOW: services.case_item_mapper},
                 release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
+                model_generators=[expansion.CausalT5kExpansionGenerator()],
                 release_identities={services.WORKFLOW: release_layout.IDENTITIES},
                 release_scorers={services.WORKFLOW: CausalT5kScorer()},
                 project_tabs=[

@@ -163,8 +163,12 @@ def blind_open(*, project: Project, sample: int = 100, seed: int = 0) -> int:
         if author is not None:
             authors[f"{BLIND_PREFIX}{handle}"] = author
     created = engine.items_create(project=project, rows=rows, open_first_stage=False)
-    for external_id, author in authors.items():
-        Item.objects.filter(project=project, external_id=external_id).update(author_id=author)
+    engine.items_author_link(
+        project=project,
+        authors={
+            item.pk: authors[item.external_id] for item in created if item.external_id in authors
+        },
+    )
     if created:
         engine.item_stages_open(items=created, stage=stage)
     return len(rows)

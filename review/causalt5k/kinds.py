@@ -16,7 +16,9 @@ Payloads:
   one of the tier's labels; the annotator sees only the answer item's allow-listed fields.
 * ``ct5k_score``: ``{"scores": {criterion: int}, "comment"}``; validation adds ``composite``
   (0–10, review_vocab.composite over the stage's rubric) and ``verdict`` (keep when the
-  composite meets the stage's gate), which agreement reads (κ on the verdict).
+  composite meets the stage's gate), which agreement reads (κ on the verdict); a model judge's
+  score also carries ``model``, the rater it came from (llm.judges.model_mark: set from the
+  submitting account, never from the payload).
 """
 
 from __future__ import annotations
@@ -348,15 +350,40 @@ class CT5kScoreKind(TaskKind):
             clean[criterion["key"]] = value
         value = composite(clean, rubric)
         gate = (context.config or {}).get("gate", DEFAULT_GATE)
-        return {
-            "scores": clean,
-            "composite": value,
-            "verdict": "keep" if value >= gate else "drop",
-            "comment": _comment(payload),
-        }
+        from llm.judges import model_mark
+
+        return model_mark(
+            {
+                "scores": clean,
+                "composite": value,
+                "verdict": "keep" if value >= gate else "drop",
+                "comment": _comment(payload),
+            },
+            context.annotator_id,
+        )
 
     def categories(self, config: Mapping[str, Any]) -> list[Any]:
         return ["keep", "drop"]
+
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """A model judge's answer: a whole-number score per criterion of the stage's rubric
+        (validation adds the composite and the verdict, as for a person)."""
+        rubric = self.rubric(context.config)
+        return {
+            "type": "object",
+            "properties": {
+                "scores": {
+                    "type": "object",
+                    "properties": {
+                        c["key"]: {"type": "integer", "minimum": c["min"], "maximum": c["max"]}
+                        for c in rubric
+                    },
+                    "required": [c["key"] for c in rubric],
+                },
+                "comment": {"type": "string"},
+            },
+            "required": ["scores"],
+        }
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         clean = super().validate_config(config)
@@ -473,6 +500,17 @@ class CT5kPressureKind(TaskKind):
                 "differs from the social version",
             )
         return clean | {"comment": _comment(payload)}
+
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """A model drafting the variants (a model rater on the pressure stage): both texts,
+        checked like a person's; people check them in the next stage."""
+        from review.causalt5k.pressure import PRESSURES
+
+        return {
+            "type": "object",
+            "properties": {key: {"type": "string"} for key in PRESSURES},
+            "required": list(PRESSURES),
+        }
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("Tab", "next version"), ("Enter", "on Submit: send both versions")]

@@ -318,8 +318,7 @@ def causalt5k_review_open(*, project: Project, threshold: float | None = None) -
         items=list(cases.exclude(external_id__in=clustered).values_list("pk", flat=True)),
         stage=review,
     )
-    settings = {**(project.settings or {}), "neardup_threshold": threshold}
-    Project.objects.filter(pk=project.pk).update(settings=settings)
+    engine.project_settings_update(project=project, changes={"neardup_threshold": threshold})
     return {
         "cases": len(docs),
         "clusters": len(clusters),

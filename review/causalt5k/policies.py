@@ -15,7 +15,9 @@
 * ``ct5k_gate``: two reviewers' composites; more than ``max_distance`` apart → one more
   reviewer (``needs_more``: the engine raises the item stage's target to 3, the stage's
   max_overlap); then the mean (of the two closest of three) against ``gate``: ``accept`` keeps,
-  ``reject`` drops.
+  ``reject`` drops. Model judges (model raters on the stage, llm/judges.py) count as the stage
+  says: one in a human slot is a reviewer (its composite read in submission order), an extra one
+  advises (the engine leaves its ballot out: annotation/advisory.py).
 """
 
 from __future__ import annotations

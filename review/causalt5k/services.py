@@ -16,8 +16,9 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation import api as engine
 from annotation.errors import ApplicationError
-from annotation.models import Item, Project
+from annotation.models import Project
 from imports.core.schema import RowSchema
 from imports.services import ItemFields, default_item_mapper
 from review.causalt5k import neardup, vocab
@@ -27,7 +28,6 @@ from review.causalt5k.release_files import read_release
 from review.causalt5k.vocab import TRAPS
 
 WORKFLOW = "causalt5k"
-BATCH = 1000
 
 GUIDELINES = """CausalT5k cases: a self-contained scenario and a causal claim at one Pearl rung,
 with the gold answer, the trap (Wolf, W1–W10) or design (Sheep, S1–S8) and a wise refusal."""
@@ -94,17 +94,19 @@ def causalt5k_import(*, project: Project, root: Path) -> CausalT5kImport:
     cases, report = normalise_release(root)
     if not any(f.status == "ok" for f in report.files):
         raise ApplicationError(f"No release files under {root}.", {"root": str(root)})
-    items = [
-        Item(
-            project=project,
-            external_id=case["case_id"],
-            payload=case,
-            source=case["sources"][0][:200],
-            group=(case["original_id"] or "")[:200],
-        )
-        for case in cases
-    ]
-    Item.objects.bulk_create(items, batch_size=BATCH)
+    engine.items_create(
+        project=project,
+        rows=[
+            {
+                "external_id": case["case_id"],
+                "payload": case,
+                "source": case["sources"][0][:200],
+                "group": (case["original_id"] or "")[:200],
+            }
+            for case in cases
+        ],
+        open_first_stage=False,
+    )
     data = report.as_dict()
     data["cases"] = summary_of_cases(cases)
     return CausalT5kImport.objects.create(

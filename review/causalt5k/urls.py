@@ -12,4 +12,5 @@ urlpatterns = [
     path("blind/", views.blind_sample_open, name="blind_sample_open"),
     path("human-floor/", views.human_floor, name="human_floor"),
     path("human-floor.csv", views.human_floor_csv, name="human_floor_csv"),
+    path("expand/", views.expand, name="expand"),
 ]

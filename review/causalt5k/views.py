@@ -8,15 +8,17 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import MANAGE, MONITOR, access_workflow_project
+from agreement.sections import project_sections
+from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
+from llm.generation import generation_form, generation_start_from_form
 from review.causalt5k import blind, figures, floor, historic, plots, services
 from review.causalt5k.report import CSV_COLUMNS, iter_csv_rows
 
 
-def _project(request, slug, roles=MONITOR):
+def _project(request, slug, roles=MONITOR) -> ProjectAccess:
     return access_workflow_project(
         request.user, slug, workflow=services.WORKFLOW, label="CausalT5k", roles=roles
     )
@@ -25,7 +27,8 @@ def _project(request, slug, roles=MONITOR):
 @require_GET
 @page
 def report(request, slug: str):
-    project = _project(request, slug)
+    access = _project(request, slug)
+    project = access.project
     record = services.latest_import(project)
     cascade = figures.cascade(project)
     return render(
@@ -33,7 +36,7 @@ def report(request, slug: str):
         "review/causalt5k/report.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "record": record,
             "report": services.report_summary(record.report) if record else None,
             "cascade": cascade,
@@ -44,7 +47,8 @@ def report(request, slug: str):
             "blind": blind.blind_accuracy(project),
             "blind_progress": blind.blind_progress(project),
             "has_blind": project.stages.filter(kind=blind.BLIND_KIND).exists(),
-            "can_manage": bool(set(MANAGE) & project.user_roles),
+            "can_manage": access.holds(MANAGE),
+            "stage_sections": project_sections(project.stages.order_by("position")),
         },
     )
 
@@ -52,7 +56,7 @@ def report(request, slug: str):
 @require_GET
 @page
 def report_csv(request, slug: str):
-    project = _project(request, slug)
+    project = _project(request, slug).project
     record = services.latest_import(project)
     if record is None:
         raise ApplicationError("Nothing has been imported yet.", {"project": slug})
@@ -65,7 +69,7 @@ def report_csv(request, slug: str):
 @page
 def blind_sample_open(request, slug: str):
     """Open a seeded sample of kept cases in the blind answer stage (admins)."""
-    project = _project(request, slug, MANAGE)
+    project = _project(request, slug, MANAGE).project
     raw = request.POST.get("sample", "100")
     try:
         sample = int(raw)
@@ -87,7 +91,8 @@ def blind_sample_open(request, slug: str):
 def human_floor(request, slug: str):
     """The trap × domain grid of human-written shares, cells below the floor flagged
     (``?threshold=0.3&basis=known`` change the floor and the basis; review.causalt5k.floor)."""
-    project = _project(request, slug)
+    access = _project(request, slug)
+    project = access.project
     figures = floor.human_floor(
         project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
     )
@@ -96,9 +101,11 @@ def human_floor(request, slug: str):
         "review/causalt5k/human_floor.html",
         {
             "project": project,
-            "project_tabs": project_tabs(project, project.user_roles),
+            "project_tabs": project_tabs(project, access.roles),
             "floor": figures,
             "percent": round(100 * figures["settings"]["threshold"], 1),
+            "can_manage": access.holds(MANAGE),
+            "generation": generation_form(project, "ct5k_expansion"),
         },
     )
 
@@ -106,10 +113,26 @@ def human_floor(request, slug: str):
 @require_GET
 @page
 def human_floor_csv(request, slug: str):
-    project = _project(request, slug)
+    project = _project(request, slug).project
     figures = floor.human_floor(
         project, threshold=request.GET.get("threshold"), basis=request.GET.get("basis")
     )
     return csv_response(
         f"{project.slug}-human-floor.csv", floor.CSV_COLUMNS, floor.csv_rows(figures)
     )
+
+
+@require_POST
+@page
+def expand(request, slug: str):
+    """Start a generation run expanding the kept seeds (admins; review.causalt5k.expansion)."""
+    project = _project(request, slug, MANAGE).project
+    run = generation_start_from_form(
+        project=project, generator="ct5k_expansion", data=request.POST, by=request.user
+    )
+    from django.contrib import messages
+
+    messages.success(
+        request, f"Generation run {run.pk} started: candidates go to validation, within the floor."
+    )
+    return redirect("causalt5k:human_floor", slug=project.slug)

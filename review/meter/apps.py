@@ -21,7 +21,7 @@ class MeterConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
-        from review.meter import kinds, policies, services
+        from review.meter import decontamination, generation, kinds, policies, services
         from review.meter.release_layout import meter_layout
         from review.meter.release_scorer import MeterScorer
 
@@ -34,6 +34,7 @@ class MeterConfig(AppConfig):
                     kinds.MeterFilterKind(),
                     kinds.MeterAnswerKind(),
                     kinds.MeterSpansKind(),
+                    decontamination.MeterDecontaminateKind(),
                 ],
                 policies=[policies.MeterVotePolicy(), policies.MeterRecordPolicy()],
                 workflows=[
@@ -48,6 +49,7 @@ class MeterConfig(AppConfig):
                 import_schemas={services.WORKFLOW: services.METER_PAIR_SCHEMA},
                 item_mappers={services.WORKFLOW: services.pair_item_mapper},
                 release_layouts={services.WORKFLOW: meter_layout},
+                model_generators=[generation.MeterEntriesGenerator()],
                 release_scorers={services.WORKFLOW: MeterScorer()},
                 project_tabs=[
                     ProjectTab(

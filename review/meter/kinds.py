@@ -9,7 +9,8 @@ Payloads:
   …], "comments": {"L1": "…"}}``; edit: ``{"questions": [three canonical questions], "comment"}``;
   vote: ``{"vote": "original" | "A" | "B"}`` (one of the item stage's candidates).
 * ``meter_filter``: ``{"value": "keep" | "discard", "failed": ["L2.fluent", …], "comment"}``:
-  keep only with nothing failed, discard naming at least one failed criterion.
+  keep only with nothing failed, discard naming at least one failed criterion; a model
+  rater's answer also carries ``model`` (llm.judges.model_mark, from the submitting account).
 
 Annotators see the pair's context, cause, effect and triggers, and the entry's questions — never
 another annotator's work except what a phase shows (the checker's flags to editors, the edits to
@@ -291,10 +292,29 @@ class MeterFilterKind(TaskKind):
                 "failed",
                 "at least one criterion",
             )
-        return {"value": value, "failed": sorted(clean), "comment": _comment(payload)}
+        from llm.judges import model_mark
+
+        return model_mark(
+            {"value": value, "failed": sorted(clean), "comment": _comment(payload)},
+            context.annotator_id,
+        )
 
     def categories(self, config: Mapping[str, Any]) -> list[Any]:
         return ["keep", "discard"]
+
+    def answer_schema(self, context: KindContext) -> dict[str, Any] | None:
+        """A model judge's answer: keep or discard, and the failed criteria (none to keep, at
+        least one to discard — :meth:`validate` checks it as for a person)."""
+        failed = [f"L{level}.{criterion}" for level in LEVELS for criterion in CRITERIA]
+        return {
+            "type": "object",
+            "properties": {
+                "value": {"enum": ["keep", "discard"]},
+                "failed": {"type": "array", "items": {"enum": failed}},
+                "comment": {"type": "string"},
+            },
+            "required": ["value", "failed"],
+        }
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [("k", "keep (all criteria met)"), ("d", "discard (marked criteria fail)")]

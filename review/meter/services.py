@@ -326,6 +326,12 @@ def entries_import(
                         },
                         "pair_id": pair_id,
                         "questions": questions,
+                        # who wrote it, when a model did (review.meter.generation)
+                        **(
+                            {"generated_by": data["generated_by"]}
+                            if isinstance(data.get("generated_by"), dict)
+                            else {}
+                        ),
                     },
                     "group": pair_id[:200],
                     "source": str(pair.get("source") or "")[:200],

@@ -11,4 +11,5 @@ urlpatterns = [
     path("for-generation.<str:fmt>", views.generation_export, name="generation_export"),
     path("entries/", views.entries_upload, name="entries_upload"),
     path("samples/", views.sample_open, name="sample_open"),
+    path("generate/", views.generate, name="generate"),
 ]

@@ -11,25 +11,28 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_GET, require_POST
 
+from agreement.sections import project_sections
 from agreement.selectors import latest_snapshots_by_stage
-from annotation.access import MANAGE, MONITOR, access_workflow_project
+from annotation.access import MANAGE, MONITOR, ProjectAccess, access_workflow_project
 from annotation.errors import ApplicationError
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
+from llm.generation import generation_form, generation_start_from_form
 from review.meter import plots, services
 from review.meter.entries import CATEGORIES, CRITERIA
 
 GENERATION_COLUMNS = ["pair_id", "source", "context", "cause", "effect", "triggers"]
 
 
-def _meter_project(request, roles):
+def _meter_project(request, roles) -> ProjectAccess:
     slug = request.resolver_match.kwargs["slug"]
     return access_workflow_project(
         request.user, slug, workflow=services.WORKFLOW, label="METER", roles=roles
     )
 
 
-def _context(request, project, **extra):
+def _context(request, access: ProjectAccess, **extra):
+    project = access.project
     stages = list(project.stages.order_by("position"))
     latest = latest_snapshots_by_stage(stages, metrics=["fleiss_kappa"])
     kappas = []
@@ -49,7 +52,7 @@ def _context(request, project, **extra):
     changes = services.category_changes(project)
     return {
         "project": project,
-        "project_tabs": project_tabs(project, project.user_roles),
+        "project_tabs": project_tabs(project, access.roles),
         "steps": steps,
         "cascade_svg": plots.cascade_svg(steps),
         "kappas": kappas,
@@ -59,12 +62,14 @@ def _context(request, project, **extra):
             {"from": CATEGORIES[old], "cells": [row[new] for new in CATEGORIES]}
             for old, row in changes.items()
         ],
-        "can_manage": bool(set(MANAGE) & project.user_roles),
+        "can_manage": access.holds(MANAGE),
         "criteria_labels": CRITERIA,
         "baseline": services.baseline_accuracy(project),
         "evidence": services.evidence_agreement(project),
         "has_evidence": project.stages.filter(kind="meter_spans").exists(),
         "has_baseline": project.stages.filter(kind="meter_answer").exists(),
+        "stage_sections": project_sections(stages),
+        "generation": generation_form(project, "meter_entries"),
         **extra,
     }
 
@@ -72,15 +77,15 @@ def _context(request, project, **extra):
 @require_GET
 @page
 def meter(request, slug: str):
-    project = _meter_project(request, MONITOR)
-    return render(request, "review/meter/dashboard.html", _context(request, project))
+    access = _meter_project(request, MONITOR)
+    return render(request, "review/meter/dashboard.html", _context(request, access))
 
 
 @require_GET
 @page
 def generation_export(request, slug: str, fmt: str):
     """The verified pairs without an entry, for the team's generator (JSONL or CSV)."""
-    project = _meter_project(request, MONITOR)
+    project = _meter_project(request, MONITOR).project
     if fmt not in ("csv", "jsonl"):
         raise ApplicationError("Download as .csv or .jsonl.", {"format": fmt[:20]})
     rows = services.generation_rows(project)
@@ -102,7 +107,8 @@ def generation_export(request, slug: str, fmt: str):
 @require_POST
 @page
 def entries_upload(request, slug: str):
-    project = _meter_project(request, MANAGE)
+    access = _meter_project(request, MANAGE)
+    project = access.project
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError("Choose a file of generated entries.", {"file": "required"})
@@ -119,7 +125,7 @@ def entries_upload(request, slug: str):
     return render(
         request,
         "review/meter/dashboard.html",
-        _context(request, project, report=report, filename=upload.name),
+        _context(request, access, report=report, filename=upload.name),
         status=400,
     )
 
@@ -129,7 +135,7 @@ def entries_upload(request, slug: str):
 def sample_open(request, slug: str):
     """Open a seeded sample of kept entries in the human-baseline stage, or with
     ``stage=evidence`` in the evidence-spans stage (admins)."""
-    project = _meter_project(request, MANAGE)
+    project = _meter_project(request, MANAGE).project
     raw = request.POST.get("sample", "100")
     try:
         sample = int(raw)
@@ -147,5 +153,21 @@ def sample_open(request, slug: str):
     name = "evidence spans" if which == "evidence" else "human baseline"
     messages.success(
         request, f"Opened {opened} kept entr{pluralize(opened, 'y,ies')} in the {name}."
+    )
+    return redirect("meter:meter", slug=project.slug)
+
+
+@require_POST
+@page
+def generate(request, slug: str):
+    """Start a generation run of METER's entries (admins; llm/generation.py)."""
+    project = _meter_project(request, MANAGE).project
+    run = generation_start_from_form(
+        project=project, generator="meter_entries", data=request.POST, by=request.user
+    )
+    from django.contrib import messages
+
+    messages.success(
+        request, f"Generation run {run.pk} started: entries go to Check, edit and vote."
     )
     return redirect("meter:meter", slug=project.slug)

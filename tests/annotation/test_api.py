@@ -1,13 +1,20 @@
-"""annotation.api, the engine's public API for plug-ins: every name it promises resolves, and the
-services it adds for plug-ins (historic annotations, discarding items, linking authors, the
-record-and-score policy base) keep the engine's invariants. On SQLite and PostgreSQL (the
+"""annotation.api, the engine's public API for plug-ins: every name it promises resolves, the
+services it adds for plug-ins (historic annotations, discarding items, linking authors,
+accepting items, project settings, the record-and-score policy base) keep the engine's
+invariants, and no plug-in writes the engine's rows itself. On SQLite and PostgreSQL (the
 historic import writes with COPY there)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+from pathlib import Path
+
 import pytest
+from django.db import models
 
 from annotation import api
+from annotation import models as engine_models
 from annotation.errors import ApplicationError, Conflict
 from annotation.models import Annotation, Item, ItemStage, Resolution
 from annotation.policies import Ballot, PolicySettings, RecordPolicy
@@ -167,3 +174,118 @@ def test_a_record_policy_accepts_every_item_stage_with_its_score():
     assert policy.outcomes == ("accept",)
     with pytest.raises(ValueError, match="no option anything"):
         policy.validate_settings(PolicySettings(options={"anything": 1}))
+
+
+def test_items_accept_marks_active_items_of_the_project_unless_work_may_come_in_the_stage():
+    project, other = make_project(), make_project()
+    done, live, dropped = make_items(project, 3)  # no stage yet: no item stage either
+    (theirs,) = make_items(other, 1, prefix="other")
+    stage = make_verify_stage(project)
+    api.item_stages_open(items=[live], stage=stage)
+    api.items_discard(project=project, item_ids=[dropped.pk])
+    accepted = api.items_accept(
+        project=project,
+        item_ids=[done.pk, live.pk, dropped.pk, theirs.pk],
+        unless_in_stage=stage,
+    )
+    assert accepted == 1
+    statuses = dict(Item.objects.values_list("pk", "status"))
+    assert statuses == {
+        done.pk: Item.Status.ACCEPTED,
+        live.pk: Item.Status.ACTIVE,
+        dropped.pk: Item.Status.DISCARDED,
+        theirs.pk: Item.Status.ACTIVE,
+    }
+    assert api.items_accept(project=project, item_ids=[live.pk]) == 1
+    assert ItemStage.objects.get(item=live).state == ItemStage.State.OPEN  # only the item
+
+
+def test_project_settings_update_merges_keys_and_refuses_what_cannot_be_stored():
+    project = make_project(settings={"gate": "strict", "seed": 3})
+    stored = api.project_settings_update(project=project, changes={"seed": 4, "threshold": 0.8})
+    expected = {"gate": "strict", "seed": 4, "threshold": 0.8}
+    assert stored.settings == project.settings == expected
+    project.refresh_from_db()
+    assert project.settings == expected
+    with pytest.raises(ApplicationError, match="cannot be stored"):
+        api.project_settings_update(project=project, changes={"note": "a\x00b"})
+    with pytest.raises(ApplicationError, match="mapping"):
+        api.project_settings_update(project=project, changes={1: "one"})
+    project.refresh_from_db()
+    assert project.settings == expected
+
+
+def test_items_create_names_ids_stored_before_however_many_rows_come(monkeypatch):
+    from annotation.services import setup
+
+    monkeypatch.setattr(setup, "_IDS_PER_LOOKUP", 2)  # several lookups for five rows
+    project = make_project()
+    api.items_create(project=project, rows=[{"external_id": "e4", "payload": {}}])
+    rows = [{"external_id": f"e{n}", "payload": {}} for n in range(5)]
+    with pytest.raises(ApplicationError, match="already exist") as refused:
+        api.items_create(project=project, rows=rows)
+    assert refused.value.extra == {"external_id": ["e4"]}
+    with pytest.raises(ApplicationError, match="more than once: e1"):
+        api.items_create(project=project, rows=[*rows[:2], rows[1]])
+    assert list(Item.objects.values_list("external_id", flat=True)) == ["e4"]
+
+
+#: Plug-in modules allowed to write engine rows themselves, with why. Nothing else is.
+_WRITES_ALLOWED = {
+    # Demo data: the simulated participants' leases are moved back in time after each submit,
+    # so the demo's "too fast" check sees reading time (no real path does this).
+    "crowd/demo.py",
+}
+_PLUGINS = ("ratings", "review", "graphs", "narratives", "crowd", "studio", "llm")
+_WRITES = {"create", "update", "bulk_create", "bulk_update", "delete"}
+_WRITES |= {"get_or_create", "update_or_create"}
+
+
+def _engine_writes(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, "Model.method") of every ``Model.objects….write(…)`` on an engine model."""
+    engine = {
+        name
+        for name, value in inspect.getmembers(engine_models, inspect.isclass)
+        if issubclass(value, models.Model) and value.__module__ == engine_models.__name__
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _WRITES
+        ):
+            continue
+        inner = node.func.value
+        while isinstance(inner, ast.Call | ast.Attribute | ast.Subscript):
+            if (
+                isinstance(inner, ast.Attribute)
+                and inner.attr in ("objects", "all_versions")
+                and isinstance(inner.value, ast.Name)
+                and inner.value.id in engine
+            ):
+                found.append((node.lineno, f"{inner.value.id}.{node.func.attr}"))
+                break
+            inner = inner.func if isinstance(inner, ast.Call) else inner.value
+    return found
+
+
+def test_the_scan_finds_a_plugins_write_of_an_engine_row():
+    code = "Item.objects.filter(pk=1).exclude(pk=2).update(status='accepted')\n"
+    code += "ItemStage.objects.bulk_create([])\nPair.objects.create()\n"
+    assert _engine_writes(ast.parse(code)) == [(1, "Item.update"), (2, "ItemStage.bulk_create")]
+
+
+def test_no_plugin_writes_engine_rows_itself():
+    """CONTRIBUTING.md, "Apps and boundaries": plug-ins write annotations, item stages,
+    resolutions, items, stages and projects only through annotation.api's services."""
+    root = Path(__file__).resolve().parents[2]
+    found = [
+        f"{path.relative_to(root)}:{line}: {write}"
+        for app in _PLUGINS
+        for path in sorted((root / app).rglob("*.py"))
+        if "migrations" not in path.parts and str(path.relative_to(root)) not in _WRITES_ALLOWED
+        for line, write in _engine_writes(ast.parse(path.read_text()))
+    ]
+    assert found == [], "call an annotation.api service instead"
+    assert all((root / path).exists() for path in _WRITES_ALLOWED)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 
 import pytest
@@ -129,3 +131,66 @@ def test_a_member_with_another_role_is_refused_and_a_stranger_sees_no_stage():
         access_stage_for_annotator(user=researcher, stage_id=verify.pk)
     with pytest.raises(NotFound, match="no such stage"):
         access_stage_for_annotator(user=stranger, stage_id=verify.pk)
+
+
+def test_quoted_names_a_models_columns_by_field_or_attname_and_refuses_others():
+    quote = connection.ops.quote_name
+    assert sql.quoted(ItemStage, "c").item == f"c.{quote('item_id')}"
+    assert sql.quoted(ItemStage, "c").item_id == f"c.{quote('item_id')}"
+    assert sql.quoted(Item).group == quote("group")  # a reserved word, safe once quoted
+    with pytest.raises(Exception, match="has no field named 'item_stage_ids'"):
+        _ = sql.quoted(ItemStage, "c").item_stage_ids
+    with pytest.raises(AttributeError, match="has no column"):
+        _ = sql.quoted(Item).item_stages  # a reverse relation
+
+
+def _hot_statements() -> list[str]:
+    """Every hand-written statement of the hot path and the access check, as built."""
+    from annotation import access
+    from annotation.eligibility import BUILT_IN_RULES
+    from annotation.services import leases, next_item, setup, submit
+    from api import auth
+
+    rules = [{"rule": rule.name} for rule in BUILT_IN_RULES]
+    for spec in rules:
+        if spec["rule"] in ("not_in_stage", "after_stage"):
+            spec["stage"] = "first"
+        if spec["rule"] == "skill":
+            spec["tag"] = "medicine"
+    rules.append({"rule": "blind", "made_from": "case_id"})
+    phases = '[{"people": "any"}, {"people": "new"}, {"people": "same"}]'
+    searches = [
+        next_item._candidate_sql(policy, connection.vendor, phases, json.dumps(rules))[0]
+        for policy in Stage.OrderPolicy.values
+    ]
+    return [
+        *searches,
+        *(next_item._lease_sql(search) for search in searches),
+        next_item._insert_lease_sql(connection.vendor),
+        submit._submit_sql(connection.vendor),
+        submit._record_submission_sql(connection.vendor),
+        leases._locked_assignment_sql(connection.vendor, True),
+        access._stage_for_annotator_sql(connection.vendor),
+        auth._token_sql(connection.vendor),
+        setup._open_sql("postgresql"),
+        setup._open_sql("sqlite"),
+    ]
+
+
+def test_the_hot_paths_statements_name_every_column_quoted():
+    """CONTRIBUTING.md, "SQL you can change safely": no ``alias.column`` left unquoted."""
+    from django.apps import apps
+
+    columns = {
+        field.column
+        for model in apps.get_models()
+        for field in model._meta.concrete_fields
+        if field.column
+    }
+    bare = [
+        (match.group(0), statement[max(0, match.start() - 40) : match.end() + 20])
+        for statement in _hot_statements()
+        for match in re.finditer(r"\b[A-Za-z_]\w*\.([A-Za-z_]\w*)\b", statement)
+        if match.group(1) in columns
+    ]
+    assert bare == []

@@ -520,3 +520,12 @@ def test_sending_another_answer_again_says_the_first_one_was_kept(client):
     same = client.post(url, {"value": "keep"}, HTTP_HX_REQUEST="true").content.decode()
     assert "was kept" not in same
     assert Annotation.objects.get().payload["value"] == "keep"
+
+
+def test_the_projects_menu_names_each_project_with_my_roles_in_order(client):
+    project, _, (alice, *_) = pair_project()
+    services.membership_add(project=project, user=alice, role=Role.ADMIN)
+    page = signed_in(client, alice).get(reverse("annotation:home")).content.decode()
+    menu = page[page.index('<ul class="menu-list">') :]
+    assert reverse("annotation:project", args=[project.slug]) in menu
+    assert '<span class="menu-roles">annotator · admin</span>' in menu

@@ -97,7 +97,9 @@ def test_only_researchers_and_admins_of_a_ratings_project_see_the_page(client, a
     assert client.get(page).status_code == 200
     other = make_project()
     signed_in(client, make_member(other, Role.RESEARCHER))
-    assert client.get(url(other)).status_code == 404  # not a ratings project
+    refused = client.get(url(other))  # not a ratings project: the rule of every workflow's tab
+    assert refused.status_code == 400
+    assert f"{other.name} is not a ratings project." in refused.content.decode()
 
 
 def test_the_page_shows_progress_reliability_labels_raters_and_plots(
