@@ -54,7 +54,7 @@ class EvaluationListView(APIView):
         responses={200: EVALUATIONS},
     )
     def get(self, request, slug: str):
-        project = access_project(request.user, slug, MONITOR)
+        project = access_project(request.user, slug, MONITOR).project
         return Response(
             [selectors.evaluation_summary(e) for e in selectors.evaluations(project)[:200]]
         )
@@ -67,7 +67,7 @@ class EvaluationListView(APIView):
         responses={202: EVALUATION},
     )
     def post(self, request, slug: str):
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         body = StartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         release = access_release(request.user, project, body.validated_data["release"])
@@ -90,7 +90,7 @@ class EvaluationDetailView(APIView):
         responses={200: EVALUATION},
     )
     def get(self, request, slug: str, evaluation_id: int):
-        project = access_project(request.user, slug, MONITOR)
+        project = access_project(request.user, slug, MONITOR).project
         evaluation = access_evaluation(request.user, project, evaluation_id)
         return Response(selectors.evaluation_summary(evaluation, table=True))
 
@@ -113,7 +113,7 @@ class EvaluationControlView(APIView):
     def post(self, request, slug: str, evaluation_id: int, action: str):
         if action not in ACTIONS:
             raise NotFound(f"There is no action {action!r}: {', '.join(ACTIONS)}.")
-        project = access_project(request.user, slug, MANAGE)
+        project = access_project(request.user, slug, MANAGE).project
         evaluation = access_evaluation(request.user, project, evaluation_id)
         evaluation = services.evaluation_control(evaluation=evaluation, action=action)
         return Response(selectors.evaluation_summary(evaluation))

@@ -25,14 +25,9 @@ from llm.models import Run
 
 
 def _access(request, slug: str, roles) -> tuple[Any, frozenset[str]]:
-    """The project and the user's roles in it. ``access_project`` returns the project (with
-    ``user_roles``) or a ``ProjectAccess`` (``project``, ``roles``): both are read here."""
-    found: Any = access_project(request.user, slug, roles)
-    project = getattr(found, "project", found)
-    held: Any = getattr(found, "roles", None)
-    if held is None:
-        held = getattr(project, "user_roles", ())
-    return project, frozenset(held)
+    """The project and the user's roles in it (annotation.access.ProjectAccess)."""
+    access = access_project(request.user, slug, roles)
+    return access.project, access.roles
 
 
 def _release(project, request):
