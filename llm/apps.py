@@ -14,6 +14,7 @@ class LlmConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from annotation.access import MONITOR
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
@@ -31,16 +32,14 @@ class LlmConfig(AppConfig):
                 name=self.name,
                 eligibility_rules=[eligibility.ModelSlots()],
                 policies=[judges.ModelUnanimityPolicy()],
-                project_tabs=[
-                    ProjectTab(
-                        "Evaluations",
-                        "llm-evaluation:evaluations",
-                        ("admin", "researcher"),
-                        order=70,
-                    )
-                ],
                 advisory_raters=[eligibility.advisory_raters],
                 stage_sections=[calibration.stage_section()],
+                # The Models tab (llm/views.py) and the Evaluations tab (llm/evaluation/views.py):
+                # researchers read them, admins write; every kind.
+                project_tabs=[
+                    ProjectTab("Evaluations", "llm-evaluation:evaluations", MONITOR, order=70),
+                    ProjectTab("Models", "llm:models", MONITOR, order=75),
+                ],
                 demo=self.demo_seed,
             )
         )

@@ -36,5 +36,6 @@ urlpatterns = [
     path("", include("llm.evaluation.urls")),
     path("", include("releases.urls")),
     path("", include("agreement.urls")),
+    path("", include("llm.urls")),
     path("", include("annotation.urls")),
 ]

@@ -407,6 +407,44 @@ def main() -> None:
             shot(page, "20-admin-annotations")
             context.close()
 
+            # The models' pages (llm/): endpoints, the Models tab, a prompt, a preview with the
+            # demo responder's answers, a run; at a laptop's and a phone's width.
+            llm_shots = {
+                f"{number}{'b' if phone else ''}-llm-{name}{'-phone' if phone else ''}"
+                for number, name in (
+                    (60, "endpoints"),
+                    (61, "models"),
+                    (62, "prompt"),
+                    (63, "preview"),
+                    (64, "run"),
+                )
+                for phone in (False, True)
+            }
+            if not only or only & llm_shots:
+                context, page = session("admin")
+                for width, height, b, phone in ((1366, 850, "", ""), (390, 844, "b", "-phone")):
+                    page.set_viewport_size({"width": width, "height": height})
+                    page.goto(base + "/llm/endpoints/")
+                    page.locator("tr", has_text="demo-responder").locator("button").click()
+                    page.wait_for_selector(".llm-ping .notice")
+                    shot(page, f"60{b}-llm-endpoints{phone}", full_page=True)
+                    page.goto(base + "/projects/meter-demo/models/")
+                    shot(page, f"61{b}-llm-models{phone}", full_page=True)
+                    page.click("#prompts tbody a >> nth=0")
+                    shot(page, f"62{b}-llm-prompt{phone}", full_page=True)
+                    page.goto(base + "/projects/meter-demo/models/preview/")
+                    page.select_option(
+                        "#preview-endpoint", label="demo-responder (demo responder, not a model)"
+                    )
+                    page.click("button:has-text('Preview')")
+                    page.wait_for_selector("#preview-results h2")
+                    shot(page, f"63{b}-llm-preview{phone}", full_page=True)
+                    page.goto(base + "/projects/meter-demo/models/")
+                    page.click("#runs tbody a >> nth=0")
+                    page.wait_for_selector("#run-progress")
+                    shot(page, f"64{b}-llm-run{phone}", full_page=True)
+                context.close()
+
             # METER (review/): one screen per stage and phase, the reviewer's choice, the page.
             meter = meter_stages(env)
             context, page = session("annotator1")

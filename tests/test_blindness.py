@@ -115,6 +115,10 @@ class Site:
     batches: dict[int, list[int]] = field(default_factory=dict)
     releases: dict[int, list[int]] = field(default_factory=dict)
     model_runs: dict[int, list[int]] = field(default_factory=dict)
+    llm_endpoints: list[int] = field(default_factory=list)
+    llm_prompts: dict[int, list[int]] = field(default_factory=dict)
+    llm_raters: dict[int, list[int]] = field(default_factory=dict)
+    llm_runs: dict[int, list[int]] = field(default_factory=dict)
     assignments: list[int] = field(default_factory=list)
     annotations: list[int] = field(default_factory=list)
     users: dict[str, Any] = field(default_factory=dict)
@@ -215,6 +219,8 @@ def _seed(capture) -> Site:
     from crowd.models import Study
     from imports.models import ImportBatch
     from imports.services import import_batch_create
+    from llm.models import Endpoint, ModelRater, PromptTemplate
+    from llm.models import Run as LlmRun
     from ratings.models import ModelRun
     from releases.models import Release
     from releases.services import release_publish
@@ -294,6 +300,17 @@ def _seed(capture) -> Site:
         site.model_runs[project.pk] = list(
             ModelRun.objects.filter(project=project).values_list("pk", flat=True)[:1]
         )
+        # The Models tab's prompts, raters and runs (the demo's model steps, llm/demo.py).
+        site.llm_prompts[project.pk] = list(
+            PromptTemplate.objects.filter(project=project).values_list("pk", flat=True)[:1]
+        )
+        site.llm_raters[project.pk] = list(
+            ModelRater.objects.filter(stage__project=project).values_list("pk", flat=True)[:1]
+        )
+        site.llm_runs[project.pk] = list(
+            LlmRun.objects.filter(project=project).values_list("pk", flat=True)[:1]
+        )
+    site.llm_endpoints = list(Endpoint.objects.values_list("pk", flat=True))
     site.assignments = list(
         Assignment.objects.filter(item_stage__state__in=open_states).values_list("pk", flat=True)[
             :2
@@ -413,6 +430,10 @@ FILLERS: dict[str, Filler] = {
     "batch_id": _per_project("batches"),
     "version": _per_project("releases"),
     "run_id": _per_project("model_runs"),
+    "endpoint_id": lambda site, project, name: site.llm_endpoints,
+    "template_id": _per_project("llm_prompts"),
+    "rater_id": _per_project("llm_raters"),
+    "model_run_id": _per_project("llm_runs"),
     "evaluation_id": lambda site, project, name: _evaluations(project),
     "action": lambda site, project, name: ["pause"],
     "token": _token,
