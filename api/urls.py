@@ -29,6 +29,7 @@ urlpatterns = [
         name="release-download",
     ),
     path(project + "evaluations/", include("api.views.llm")),
-    # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
-    re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
+    # Anything else under /api/ (a malformed id, a typo, a path with a line break: [\s\S], not
+    # ".", which stops at one) answers in the API's error format.
+    re_path(r"^[\s\S]*$", api.UnknownEndpointView.as_view(), name="unknown"),
 ]
