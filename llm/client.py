@@ -55,7 +55,8 @@ class CallError(Exception):
         return self.kind in RETRYABLE
 
 
-def _key(endpoint: Endpoint) -> str:
+def api_key(endpoint: Endpoint) -> str:
+    """The endpoint's key from the variable it names (CallError key_missing when unset)."""
     if not endpoint.api_key_env:
         return "not-needed"  # local servers (vLLM, Ollama, llama.cpp) take any key
     key = os.environ.get(endpoint.api_key_env)
@@ -76,7 +77,7 @@ def http_client_for(endpoint: Endpoint) -> httpx2.Client:
     """The HTTP client of an endpoint, kept per process for its settings and key (a client
     holds a connection pool and is thread-safe). The demo endpoint's requests are answered
     in-process by llm/demo_responder.py, through the same code path."""
-    key = _key(endpoint)
+    key = api_key(endpoint)
     cache_key = (endpoint.pk, endpoint.base_url, endpoint.timeout_seconds, key)
     with _clients_lock:
         client = _clients.get(cache_key)

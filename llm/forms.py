@@ -16,8 +16,7 @@ from django import forms
 from annotation.forms import YesNoField
 from llm.models import Endpoint, PromptTemplate
 from llm.selectors import PREVIEW_ITEMS_DEFAULT, PREVIEW_ITEMS_MAX
-from llm.services import _ENV_NAME as ENV_NAME  # the services' rule for a variable's name
-from llm.services import MAX_SAMPLES
+from llm.services import ENV_NAME, MAX_SAMPLES
 
 
 class EnvironmentNameInput(forms.TextInput):

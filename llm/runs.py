@@ -233,7 +233,9 @@ def rater_run(run_id: int) -> Run | None:
         args=(rater, run, [s.item for s in pending], stop, made),
         daemon=True,
     )
-    if connection.vendor != "sqlite":  # SQLite's writers queue anyway: calls as items come
+    # Threads have connections of their own: not on SQLite (its writers queue anyway), nor
+    # inside a caller's transaction (they would not see its rows): there, calls as items come.
+    if connection.vendor != "sqlite" and not connection.in_atomic_block:
         prefetch.start()
     beat = _Beat(run)
     try:

@@ -20,7 +20,7 @@ from django.db.models import Avg, Count, QuerySet
 from annotation.models import Assignment, Item, ItemStage, Project, Stage
 from llm import prompts
 from llm.client import CallError, Reply, chat
-from llm.client import _key as endpoint_key  # the one rule for "is the key there" (client.py)
+from llm.client import api_key as endpoint_key
 from llm.models import Call, Endpoint, ModelRater, PromptTemplate, PromptVersion, Run
 
 #: Preview items: the default and the most one preview renders (each may call the model).

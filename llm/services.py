@@ -32,7 +32,7 @@ from annotation.models import Project, Role, Stage
 from llm import prompts
 from llm.models import DEMO_BASE_URL, Endpoint, ModelRater, PromptTemplate, PromptVersion, Run
 
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 MAX_SAMPLES = 20
 
 
@@ -45,7 +45,7 @@ def endpoint_check(endpoint: Endpoint) -> None:
             f"The base URL must start with http:// or https:// (got {endpoint.base_url!r}).",
             {"base_url": "http(s)://host:port/v1"},
         )
-    if endpoint.api_key_env and not _ENV_NAME.match(endpoint.api_key_env):
+    if endpoint.api_key_env and not ENV_NAME.match(endpoint.api_key_env):
         raise ApplicationError(
             "Name the environment variable that holds the key (e.g. OPENAI_API_KEY), not the "
             "key itself: capitals, digits and _.",

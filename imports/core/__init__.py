@@ -16,7 +16,7 @@ from imports.core.readers import (
     RecordReader,
     detect_format,
 )
-from imports.core.report import ImportReport, RowError
+from imports.core.report import ImportReport, Normalisation, RowError
 from imports.core.schema import (
     FieldSpec,
     RowSchema,
@@ -31,6 +31,7 @@ __all__ = [
     "ImportFileError",
     "ImportRejected",
     "ImportReport",
+    "Normalisation",
     "RawRecord",
     "RecordReader",
     "RowError",

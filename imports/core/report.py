@@ -108,6 +108,26 @@ class RowError:
         return f"{self.where()}: {self.message}"
 
 
+@dataclass(frozen=True, slots=True)
+class Normalisation:
+    """One value a field's ``normalise`` (imports/core/schema.py) mapped: the ``spelling`` read
+    from the record (typed, not yet mapped) and the ``canonical`` value it became, None when it
+    has none (the field was then left out). ``line``/``index`` locate the record as in
+    ``RowError``."""
+
+    field: str
+    spelling: Any
+    canonical: Any
+    line: int | None = None
+    index: int | None = None
+
+    def key(self, limit: int = 200) -> tuple[str, str, str]:
+        """(field, spelling, canonical) as texts of at most ``limit`` characters (canonical ""
+        when None): what counts of normalisations are keyed by."""
+        canonical = "" if self.canonical is None else shown(str(self.canonical))[:limit]
+        return self.field, shown(str(self.spelling))[:limit], canonical
+
+
 @dataclass(slots=True)
 class ImportReport:
     """What one pass over an import file found.
@@ -133,6 +153,8 @@ class ImportReport:
     bytes_read: int = 0
     columns: list[str] = field(default_factory=list)
     wrapper_key: str | None = None
+    #: How often each (field, spelling, canonical) normalisation happened (``add_normalisation``).
+    normalised: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -151,6 +173,11 @@ class ImportReport:
         self.error_count += 1
         if len(self.errors) < self.error_cap:
             self.errors.append(error)
+
+    def add_normalisation(self, normalisation: Normalisation) -> None:
+        """Count one normalisation by (field, spelling, canonical)."""
+        key = normalisation.key()
+        self.normalised[key] = self.normalised.get(key, 0) + 1
 
     def summary(self) -> str:
         """One sentence for a status line or a log."""
@@ -176,6 +203,10 @@ class ImportReport:
         }  # fmt: skip
         report = cls(**{key: value for key, value in data.items() if key in names})
         report.errors = [RowError.from_dict(error) for error in data.get("errors", [])]
+        report.normalised = {
+            (entry["field"], entry["spelling"], entry["canonical"]): entry["count"]
+            for entry in data.get("normalised", [])
+        }
         return report
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,5 +226,9 @@ class ImportReport:
             "bytes_read": self.bytes_read,
             "columns": list(self.columns),
             "wrapper_key": self.wrapper_key,
+            "normalised": [
+                {"field": name, "spelling": spelling, "canonical": canonical, "count": count}
+                for (name, spelling, canonical), count in sorted(self.normalised.items())
+            ],
             "summary": self.summary(),
         }

@@ -1,7 +1,7 @@
 """How a project kind declares the rows it accepts on import.
 
-One module (about 850 lines): the field types, the checks and the schema that combines them
-are read together by whoever declares a schema.
+One module (about 940 lines): the field types, the checks, the normalisers and the schema that
+combines them are read together by whoever declares a schema.
 
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
@@ -42,6 +42,19 @@ Checks a schema declares
   import (a project's scale, its connectives) to a registered schema.
 * Checks are code, not data: ``to_dict`` leaves them out.
 
+Normalising values
+------------------
+``FieldSpec.normalise`` maps the spellings a source uses onto one canonical value instead of
+refusing them: a mapping ``{spelling: canonical}`` (matched exactly, then as text stripped and
+case-folded) or a callable ``normalise(value) -> canonical or None``. It runs on the typed value
+before the field's check. What it does with each value is a ``Normalisation`` (field, spelling,
+canonical) handed to the ``normalised`` list a caller passes to ``validate_row`` and counted by
+``ImportReport.add_normalisation`` (imports/core/report.py). A value it cannot map (absent from
+the mapping, or None from the callable) is refused (code ``unknown_choice``) when ``unmapped`` is
+``"refuse"``; with ``"report"`` the field is left out of the payload and the normalisation is
+reported with canonical None, so the caller can list it. A mapping is data (``to_dict`` keeps
+it); a callable is code and is left out.
+
 The id of a row
 ---------------
 ``external_id_field`` names the field holding each row's id. A file whose rows have none
@@ -67,13 +80,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from annotation.values import MAX_DEPTH, MAX_INT_DIGITS, NestingTooDeep, loads, value_problem
-from imports.core.report import RowError, truncated_repr
+from imports.core.report import Normalisation, RowError, truncated_repr
 
 FIELD_TYPES = ("str", "int", "float", "bool", "json", "list[str]", "choice")
 EXTRA_FIELD_POLICIES = ("keep", "reject", "ignore")
 DERIVED_IDS = ("row", "content")
 #: ``check(value)``: a message refusing a field's value, or None.
 FieldCheck = Callable[[Any], "str | None"]
+#: ``normalise(value)``: the canonical value of a spelling, or None when it has none.
+FieldNormaliser = Callable[[Any], Any]
+UNMAPPED_POLICIES = ("refuse", "report")
 #: ``check(clean)``: None, a message refusing the record, or ``(field or None, message)`` pairs.
 RecordCheck = Callable[[Mapping[str, Any]], "str | Iterable[tuple[str | None, str]] | None"]
 LIST_SEPARATOR = ";"
@@ -132,6 +148,13 @@ class FieldSpec:
     check: FieldCheck | None = field(default=None, compare=False, repr=False)
     #: The message when a required field is missing, instead of the generic one.
     required_message: str = ""
+    #: Spellings mapped onto canonical values (module docstring, "Normalising values").
+    normalise: Mapping[str, Any] | FieldNormaliser | None = field(default=None, compare=False)
+    #: What a value ``normalise`` cannot map does: "refuse" it, or "report" it and leave it out.
+    unmapped: Literal["refuse", "report"] = "refuse"
+    _folded_spellings: dict[str, Any] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.type not in FIELD_TYPES:
@@ -144,6 +167,26 @@ class FieldSpec:
             raise ValueError(f"field {self.name!r}: choices are only for type 'choice'")
         if (self.min is not None or self.max is not None) and self.type not in ("int", "float"):
             raise ValueError(f"field {self.name!r}: min/max are only for int and float")
+        if self.unmapped not in UNMAPPED_POLICIES:
+            raise ValueError(f"field {self.name!r}: unmapped must be one of {UNMAPPED_POLICIES}")
+        if isinstance(self.normalise, Mapping):
+            folded: dict[str, Any] = {}
+            for spelling in self.normalise:
+                folded.setdefault(_normalise_key(str(spelling)), self.normalise[spelling])
+            object.__setattr__(self, "_folded_spellings", folded)
+
+    def normalised(self, value: Any) -> Any:
+        """The canonical value of ``value`` under ``normalise`` (None when it has none)."""
+        normalise = self.normalise
+        if normalise is None:
+            return value
+        if not isinstance(normalise, Mapping):
+            return normalise(value)
+        if isinstance(value, str) and value in normalise:
+            return normalise[value]
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return self._folded_spellings.get(_normalise_key(str(value)))
+        return None
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -376,6 +419,10 @@ class FieldSpec:
             data["help"] = self.help
         if self.required_message:
             data["required_message"] = self.required_message
+        if isinstance(self.normalise, Mapping):
+            data["normalise"] = dict(self.normalise)
+        if self.unmapped != "refuse":
+            data["unmapped"] = self.unmapped
         return data
 
     @classmethod
@@ -582,6 +629,7 @@ class RowSchema:
         column: int | None = None,
         text_values: bool = False,
         partial: bool = False,
+        normalised: list[Normalisation] | None = None,
     ) -> tuple[dict[str, Any] | None, list[RowError]]:
         """Check one record; return ``(clean, [])`` or ``(None, errors)``.
 
@@ -589,7 +637,9 @@ class RowSchema:
         for CSV, whose cells are all text. ``partial=True`` returns ``(clean, errors)`` with the
         fields that passed even when others did not, for a plug-in's checks across rows (a
         repeated id is reported on a row whose other fields are wrong too); record checks run
-        only on a record whose fields all passed.
+        only on a record whose fields all passed. ``normalised``, when given, receives one
+        ``Normalisation`` per value a field's ``normalise`` mapped or could not map, in field
+        order (module docstring, "Normalising values").
         """
         where: dict[str, Any] = {"line": line, "index": index, "column": column}
         if not isinstance(raw, Mapping):
@@ -663,6 +713,30 @@ class RowSchema:
                 continue
             if spec.name == self.external_id_field:
                 coerced = coerced.strip()
+            if spec.normalise is not None:
+                canonical = spec.normalised(coerced)
+                if canonical is None and spec.unmapped == "refuse":
+                    errors.append(
+                        RowError(
+                            **where,
+                            field=spec.name,
+                            code="unknown_choice",
+                            expected=f"a spelling the {spec.name} field maps",
+                            found=truncated_repr(value),
+                            message=(
+                                f'Field "{spec.name}" holds {truncated_repr(value)}, which is '
+                                f"none of the spellings it accepts; correct it."
+                            ),
+                        )
+                    )
+                    continue
+                if normalised is not None:
+                    normalised.append(
+                        Normalisation(spec.name, coerced, canonical, line=line, index=index)
+                    )
+                if canonical is None:
+                    continue
+                coerced = canonical
             if spec.check is not None:
                 refusal = spec.check(coerced)
                 if refusal:

@@ -34,6 +34,7 @@ class CausalT5kConfig(AppConfig):
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
         from review.causalt5k import expansion, kinds, pipeline, policies, release_layout, services
+        from review.causalt5k.normalise import RECORD_KIND, RECORD_SCHEMA
         from review.causalt5k.release_scorer import CausalT5kScorer
         from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
@@ -67,7 +68,10 @@ class CausalT5kConfig(AppConfig):
                         "quality score with a gate.",
                     )
                 ],
-                import_schemas={services.WORKFLOW: CAUSALT5K_SCHEMA},
+                import_schemas={
+                    services.WORKFLOW: CAUSALT5K_SCHEMA,
+                    RECORD_KIND: RECORD_SCHEMA,
+                },
                 item_mappers={services.WORKFLOW: services.case_item_mapper},
                 release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
                 model_generators=[expansion.CausalT5kExpansionGenerator()],

@@ -2,9 +2,11 @@
 
 Django-free (CONTRIBUTING.md, "Statistics are pure functions" applies alike). One concern per
 module: review.causalt5k.release_files reads the release folder into raw records,
-review.causalt5k.parsing reads values out of a record, this module maps a record to a canonical
-case (``normalise_record``) and merges the records that are the same case, giving each a case id
-in the paper's form (``build_cases``), and review.causalt5k.report holds the report. Every
+review.causalt5k.parsing reads values out of a record, this module declares the record schema
+whose fields map the vocabulary's spellings (``RECORD_SCHEMA``, read by the import core), maps a
+record to a canonical case (``normalise_record``) and merges the records that are the same case,
+giving each a case id in the paper's form (``build_cases``), and review.causalt5k.report holds
+the report. Every
 record read ends in exactly one place of the ``Report``: it made a case, was merged into one,
 was attached to one as a review, or was not imported — with the reason.
 """
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imports.core.report import Normalisation
+from imports.core.schema import FieldSpec, RowSchema
 from review.causalt5k import vocab
 from review.causalt5k.parsing import (
     first,
@@ -30,6 +34,87 @@ from review.causalt5k.parsing import (
 )
 from review.causalt5k.release_files import SOURCE_KINDS, FileResult, RawRecord, read_release
 from review.causalt5k.report import Report
+
+# ---------------------------------------------------------------------------------------------
+# The values a record spells in many ways: a registered schema that maps them
+
+
+def _label_base(value: Any) -> str | None:
+    """YES, NO or AMBIGUOUS: the label before its tier names it (``vocab.label_value``)."""
+    return vocab.label_value(value, None)
+
+
+def _boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+#: A release record's fields whose spellings map onto one canonical value each, read from the
+#: flattened record (review.causalt5k.parsing.flatten) by the import core: the first name
+#: present wins, as in the release's own spellings. A spelling no rule knows is kept out of the
+#: case and reported (``unmapped="report"``), never refused: the case is still imported. The
+#: values that depend on other fields (the level's tier for the label, several trap spellings
+#: read together, the provenance keys, the file's folder) are mapped by ``normalise_record``.
+RECORD_SCHEMA = RowSchema(
+    name="causalt5k.release_record",
+    description="One record of a CausalT5k release, its vocabulary values normalised.",
+    derived_id="row",
+    extra_fields="ignore",
+    fields=(
+        FieldSpec(
+            "pearl_level",
+            "json",
+            aliases=("level", "rung", "tier"),
+            normalise=vocab.level_value,
+            unmapped="report",
+            help="'L2', 'L2 (Intervention)', 'Rung 2', '2', 'intervention' → L2.",
+        ),
+        FieldSpec(
+            "domain_id",
+            "json",
+            aliases=("domain", "domain_name"),
+            normalise=vocab.domain_code,
+            unmapped="report",
+            help="'Medicine', 'D4', 'D10 (Social Science)' → a D-code.",
+        ),
+        FieldSpec(
+            "ground_truth",
+            "json",
+            aliases=("label", "correct_answer", "label_name"),
+            normalise=_label_base,
+            unmapped="report",
+            help="YES/NO/AMBIGUOUS in its spellings (true, valid, flawed, conditional, …).",
+        ),
+        FieldSpec(
+            "is_ambiguous",
+            "json",
+            aliases=("ambiguous",),
+            normalise=_boolean,
+            unmapped="report",
+            help="A JSON boolean; any other value is reported and left out.",
+        ),
+        FieldSpec(
+            "difficulty",
+            "json",
+            aliases=("difficulty_level",),
+            normalise=vocab.difficulty_value,
+            unmapped="report",
+            help="Easy, Medium or Hard in any case.",
+        ),
+    ),
+)
+#: The key ``RECORD_SCHEMA`` is registered under (review.causalt5k.apps).
+RECORD_KIND = RECORD_SCHEMA.name
+
+
+def _schema_values(flat: dict) -> tuple[dict[str, Any], dict[str, Normalisation]]:
+    """``RECORD_SCHEMA``'s clean values of a flattened record and its normalisation per field.
+
+    Empty lists and objects count as absent, as ``parsing.first`` reads them."""
+    present = {key: value for key, value in flat.items() if value != [] and value != {}}
+    found: list[Normalisation] = []
+    clean, _ = RECORD_SCHEMA.validate_row(present, None, partial=True, normalised=found)
+    return clean or {}, {normalisation.field: normalisation for normalisation in found}
+
 
 # ---------------------------------------------------------------------------------------------
 # One record → one canonical case
@@ -70,8 +155,9 @@ def normalise_record(raw: RawRecord) -> Normalised:
     mapped("provenance", provenance_spelling, provenance)
     if provenance_spelling is not None and provenance is None:
         issues.append(Issue("provenance", provenance_spelling))
-    level_spelling = first(flat, "pearl_level", "level", "rung", "tier")
-    level = vocab.level_value(level_spelling) if level_spelling is not None else None
+    clean, normalised = _schema_values(flat)
+    level_spelling = normalised["pearl_level"].spelling if "pearl_level" in normalised else None
+    level = clean.get("pearl_level")
     if level_spelling is not None:
         mapped("pearl_level", level_spelling, level)
         if level is None:
@@ -82,8 +168,8 @@ def normalise_record(raw: RawRecord) -> Normalised:
         level = hints["level"]
     tier = vocab.TIER_OF_LEVEL.get(level) if level else None
 
-    domain_spelling = first(flat, "domain_id", "domain", "domain_name")
-    domain = vocab.domain_code(domain_spelling) if domain_spelling is not None else None
+    domain_spelling = normalised["domain_id"].spelling if "domain_id" in normalised else None
+    domain = clean.get("domain_id")
     if domain is None and flat.get("domain_name") is not None:
         domain = vocab.domain_code(flat["domain_name"])
     if domain_spelling is not None:
@@ -136,29 +222,25 @@ def normalise_record(raw: RawRecord) -> Normalised:
                     )
                 )
 
-    label_spelling = first(flat, "ground_truth", "label", "correct_answer", "label_name")
-    if tier == 3 and flat.get("ground_truth") is None and flat.get("label") is not None:
-        label_spelling = flat.get("label")
-    label = vocab.label_value(label_spelling, tier) if label_spelling is not None else None
-    if isinstance(label_spelling, bool):
-        label = vocab.label_value(str(label_spelling), tier)
+    label_spelling = normalised["ground_truth"].spelling if "ground_truth" in normalised else None
+    base_label = clean.get("ground_truth")
+    label = vocab.label_value(base_label, tier) if base_label is not None else None
     if label_spelling is not None:
         mapped("label", f"{label_spelling} (L{tier or '?'})", label)
         if label is None:
             issues.append(Issue("label", str(label_spelling)))
 
-    difficulty_spelling = first(flat, "difficulty", "difficulty_level")
-    difficulty = vocab.difficulty_value(difficulty_spelling) if difficulty_spelling else None
+    difficulty_spelling = normalised["difficulty"].spelling if "difficulty" in normalised else None
+    difficulty = clean.get("difficulty")
     if difficulty_spelling is not None:
         mapped("difficulty", difficulty_spelling, difficulty)
         if difficulty is None:
             issues.append(Issue("difficulty", str(difficulty_spelling)))
 
-    ambiguous = first(flat, "is_ambiguous", "ambiguous")
-    if ambiguous is not None and not isinstance(ambiguous, bool):
-        mapped("is_ambiguous", ambiguous, None)
-        issues.append(Issue("is_ambiguous", str(ambiguous)))
-        ambiguous = None
+    ambiguous = clean.get("is_ambiguous")
+    if "is_ambiguous" in normalised and ambiguous is None:
+        mapped("is_ambiguous", normalised["is_ambiguous"].spelling, None)
+        issues.append(Issue("is_ambiguous", str(normalised["is_ambiguous"].spelling)))
 
     conditional = flat.get("conditional_answers")
     if not isinstance(conditional, dict):

@@ -282,3 +282,53 @@ def test_near_duplicates_cluster_above_the_threshold_only():
     assert neardup.near_duplicate_clusters(docs, threshold=0.99) == []
     with pytest.raises(ValueError):
         neardup.near_duplicate_clusters(docs, threshold=0)
+
+
+def test_the_record_schema_is_registered_and_maps_spellings_in_the_releases_name_order():
+    from imports.core.schema import schema_for_kind
+    from review.causalt5k.normalise import RECORD_KIND, RECORD_SCHEMA
+
+    assert schema_for_kind(RECORD_KIND) is RECORD_SCHEMA
+    found: list = []
+    clean, errors = RECORD_SCHEMA.validate_row(
+        {"tier": "Rung 2", "domain": "Medicine", "domain_id": "D7", "label": "flawed"},
+        None,
+        normalised=found,
+    )
+    assert errors == []
+    assert clean == {"pearl_level": "L2", "domain_id": "D7", "ground_truth": "NO"}
+    assert {(n.field, n.spelling, n.canonical) for n in found} == {
+        ("pearl_level", "Rung 2", "L2"),
+        ("domain_id", "D7", "D7"),
+        ("ground_truth", "flawed", "NO"),
+    }
+
+
+def test_spellings_the_schema_cannot_map_are_reported_and_the_case_still_made(tmp_path):
+    write(
+        tmp_path,
+        "review_round1/validator-batch-01.json",
+        [
+            case(
+                pearl_level="rung 9",
+                label="perhaps",
+                difficulty="brutal",
+                is_ambiguous="maybe",
+                domain=[],
+                domain_name="Markets",
+            )
+        ],
+    )
+    (only,), report = normalise_release(tmp_path)
+    assert (only["pearl_level"], only["label"], only["difficulty"]) == (None, None, None)
+    assert (only["is_ambiguous"], only["domain"]) == (None, "D3")
+    unmapped = {(u["field"], u["value"], u["record"]) for u in report.unmapped}
+    assert unmapped == {
+        ("pearl_level", "rung 9", "0"),
+        ("label", "perhaps", "0"),
+        ("difficulty", "brutal", "0"),
+        ("is_ambiguous", "maybe", "0"),
+    }
+    assert report.mappings[("difficulty", "brutal", "")] == 1
+    assert report.mappings[("label", "perhaps (L?)", "")] == 1
+    assert report.mappings[("domain", "Markets", "D3")] == 1
