@@ -36,7 +36,7 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
   ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
-  generators: ``llm``)
+  generators and release scorers: ``llm``)
   are applied by those apps: each declares, in its own ``ready()``, ``extension_point(field,
   register)``. Plug-ins registered before that declaration are applied when it comes, those
   registered after it at once, so the order of ``INSTALLED_APPS`` does not matter. The engine
@@ -125,6 +125,8 @@ class Plugin:
     stage_sections: Sequence[Any] = ()
     #: ``llm.generation.ModelGenerator`` objects: what a model writes for a workflow (llm/).
     model_generators: Sequence[Any] = ()
+    #: ``llm.evaluation.scoring.ReleaseScorer`` per workflow (llm/).
+    release_scorers: Mapping[str, Any] = field(default_factory=dict)
     # -- the demo ---------------------------------------------------------------------------
     demo: DemoSeed | None = None
 
@@ -155,6 +157,7 @@ _OUTER_POINTS = (
     "headline_providers",
     "stage_sections",
     "model_generators",
+    "release_scorers",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a
 #: mapping field, ``register(value)`` for a sequence field.

@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from api import views as api
 
@@ -28,6 +28,8 @@ urlpatterns = [
         api.ReleaseDownloadView.as_view(),
         name="release-download",
     ),
-    # Anything else under /api/ (a malformed id, a typo) answers in the API's error format.
-    re_path(r"^.*$", api.UnknownEndpointView.as_view(), name="unknown"),
+    path(project + "evaluations/", include("api.views.llm")),
+    # Anything else under /api/ (a malformed id, a typo, a path with a line break: [\s\S], not
+    # ".", which stops at one) answers in the API's error format.
+    re_path(r"^[\s\S]*$", api.UnknownEndpointView.as_view(), name="unknown"),
 ]

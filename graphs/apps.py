@@ -21,6 +21,7 @@ class GraphsConfig(AppConfig):
         from annotation.workflows import Workflow
         from graphs import carlgt, dsep, kinds, policies, services
         from graphs.release_layout import carlgt_layout
+        from graphs.release_scorer import CarlGTScorer
 
         register_plugin(
             Plugin(
@@ -40,6 +41,7 @@ class GraphsConfig(AppConfig):
                 # A CARL-GT question with its answer (carlgt.py), an edge-list row (dsep.py).
                 import_schemas={**carlgt.SCHEMAS, dsep.EDGE_SCHEMA.name: dsep.EDGE_SCHEMA},
                 release_layouts={services.WORKFLOW: carlgt_layout},
+                release_scorers={services.WORKFLOW: CarlGTScorer()},
                 project_tabs=[
                     ProjectTab(
                         "Graphs",

@@ -18,6 +18,11 @@ class LlmConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
+        from llm.evaluation.scoring import SCORERS, register_scorer
+
+        # The workflows' release scorers (llm/evaluation/scoring.py), applied here.
+        extension_point("release_scorers", register_scorer, registry=SCORERS)
+        import llm.evaluation.tasks  # noqa: F401 -- registers the evaluation's Celery task
 
         extension_point(
             "model_generators", generation.register_generator, registry=generation.GENERATORS
@@ -29,8 +34,12 @@ class LlmConfig(AppConfig):
                 policies=[judges.ModelUnanimityPolicy()],
                 advisory_raters=[eligibility.advisory_raters],
                 stage_sections=[calibration.stage_section()],
-                # The Models tab (llm/views.py): researchers read it, admins write; every kind.
-                project_tabs=[ProjectTab("Models", "llm:models", MONITOR, order=75)],
+                # The Models tab (llm/views.py) and the Evaluations tab (llm/evaluation/views.py):
+                # researchers read them, admins write; every kind.
+                project_tabs=[
+                    ProjectTab("Evaluations", "llm-evaluation:evaluations", MONITOR, order=70),
+                    ProjectTab("Models", "llm:models", MONITOR, order=75),
+                ],
                 demo=self.demo_seed,
             )
         )

@@ -297,3 +297,39 @@ class ModelVote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.item_stage_id}: {self.value!r} ({self.confidence:.2f})"
+
+
+class Evaluation(models.Model):
+    """One endpoint's answers to every question of a published release, scored by the
+    workflow's scorer (llm/evaluation). Stored against the release's checksum
+    (``release_sha256``, copied when it is created) and never changed once finished
+    (``finished_at`` set): ``results`` (the model's figures) and ``baseline`` (the release's
+    people, scored alike) are written once, together. Re-running a model adds an evaluation.
+    The answers are the ledger's calls of ``run`` (``Call.subject`` = the question's id);
+    progress, pause, resume and cancel are the run's."""
+
+    class Mode(models.TextChoices):
+        CHAT = "chat", "Answers (Chat Completions)"
+        PERPLEXITY = "perplexity", "Perplexity of each option (prompt log-probabilities)"
+
+    release = models.ForeignKey(
+        "releases.Release", on_delete=models.PROTECT, related_name="evaluations"
+    )
+    release_sha256 = models.CharField(max_length=64)
+    workflow = models.CharField(max_length=64)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="evaluations")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CHAT)
+    run = models.OneToOneField(Run, on_delete=models.PROTECT, related_name="evaluation")
+    questions = models.PositiveIntegerField(default=0)
+    answered = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=list, blank=True)
+    baseline = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["release", "endpoint"], name="llm_eval_release_endpoint")]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.pk} of {self.release} by {self.endpoint.name}"

@@ -347,6 +347,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "crowd.tasks.sync_prolific_studies",
         "schedule": float(os.environ.get("CROWD_SYNC_SECONDS", "300")),
     },
+    # Release evaluations whose message was lost or whose worker died (llm/evaluation).
+    "sweep-stuck-evaluations": {
+        "task": "llm.evaluation.tasks.evaluations_sweep",
+        "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+    },
     # Model runs whose message was lost or whose worker died (llm.runs, heartbeat).
     "llm-runs-sweep": {
         "task": "llm.tasks.runs_sweep",

@@ -33,6 +33,7 @@ urlpatterns = [
     path("projects/<slug:slug>/narratives/", include("narratives.urls")),
     path("", include("studio.urls")),
     path("", include("imports.urls")),
+    path("", include("llm.evaluation.urls")),
     path("", include("releases.urls")),
     path("", include("agreement.urls")),
     path("", include("llm.urls")),

@@ -242,7 +242,8 @@ def _seed(capture) -> Site:
     # A release of the decided item (the label stage sent it to a reviewer; say it was kept).
     demo.items.filter(item_stages__state="adjudication").update(status="accepted")
     with capture(execute=True):
-        release_publish(project=demo, user=admin)
+        release = release_publish(project=demo, user=admin)
+    _evaluation_of(release)
 
     site = Site(projects=list(Project.objects.order_by("pk")))
     roles = {
@@ -381,6 +382,42 @@ def _table(site: Site, project, name: str) -> list[str]:
 RATINGS_TABLES = ("raters", "attention_checks", "items")
 
 
+def _evaluation_of(release) -> None:
+    """A finished evaluation of ``release`` (llm/evaluation), written as a worker leaves one:
+    the walked project's kind has no scorer, so the rows are made here."""
+    from django.utils import timezone
+
+    from llm.models import Endpoint, Evaluation, Run
+
+    release.refresh_from_db()
+    endpoint, _ = Endpoint.objects.get_or_create(
+        name="walker-model", defaults={"base_url": "http://127.0.0.1:9/v1", "model": "walker"}
+    )
+    run = Run.objects.create(
+        project=release.project, purpose=Run.Purpose.EVALUATE, status=Run.Status.DONE
+    )
+    figure = {"group": "all", "metric": "accuracy", "n": 1, "value": 1.0, "low": 0.2, "high": 1.0}
+    Evaluation.objects.create(
+        release=release,
+        release_sha256=release.sha256,
+        workflow=release.project.kind,
+        endpoint=endpoint,
+        run=run,
+        questions=1,
+        answered=1,
+        results=[figure],
+        baseline=[figure],
+        finished_at=timezone.now(),
+    )
+
+
+def _evaluations(project) -> list[int]:
+    """The project's release evaluations (llm/evaluation), where the seed made any."""
+    from llm.models import Evaluation
+
+    return list(Evaluation.objects.filter(release__project=project).values_list("pk", flat=True))
+
+
 FILLERS: dict[str, Filler] = {
     "slug": lambda site, project, name: [project.slug],
     "stage_id": _per_project("stages", lambda stage: stage.pk),
@@ -397,6 +434,8 @@ FILLERS: dict[str, Filler] = {
     "template_id": _per_project("llm_prompts"),
     "rater_id": _per_project("llm_raters"),
     "model_run_id": _per_project("llm_runs"),
+    "evaluation_id": lambda site, project, name: _evaluations(project),
+    "action": lambda site, project, name: ["pause"],
     "token": _token,
     "plot": lambda site, project, name: _plots(),
     "table": _table,

@@ -35,6 +35,7 @@ class CausalT5kConfig(AppConfig):
         from annotation.workflows import Workflow
         from review.causalt5k import expansion, kinds, pipeline, policies, release_layout, services
         from review.causalt5k.normalise import RECORD_KIND, RECORD_SCHEMA
+        from review.causalt5k.release_scorer import CausalT5kScorer
         from review.causalt5k.schema import CAUSALT5K_SCHEMA
 
         register_plugin(
@@ -75,6 +76,7 @@ class CausalT5kConfig(AppConfig):
                 release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
                 model_generators=[expansion.CausalT5kExpansionGenerator()],
                 release_identities={services.WORKFLOW: release_layout.IDENTITIES},
+                release_scorers={services.WORKFLOW: CausalT5kScorer()},
                 project_tabs=[
                     ProjectTab(
                         "CausalT5k",

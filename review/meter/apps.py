@@ -23,6 +23,7 @@ class MeterConfig(AppConfig):
         from annotation.workflows import Workflow
         from review.meter import decontamination, generation, kinds, policies, services
         from review.meter.release_layout import meter_layout
+        from review.meter.release_scorer import MeterScorer
 
         register_plugin(
             Plugin(
@@ -49,6 +50,7 @@ class MeterConfig(AppConfig):
                 item_mappers={services.WORKFLOW: services.pair_item_mapper},
                 release_layouts={services.WORKFLOW: meter_layout},
                 model_generators=[generation.MeterEntriesGenerator()],
+                release_scorers={services.WORKFLOW: MeterScorer()},
                 project_tabs=[
                     ProjectTab(
                         "METER",
