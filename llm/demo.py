@@ -12,7 +12,10 @@ missing (a workflow not installed) is passed over.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+from django.db import transaction
 
 from annotation.models import ItemStage, Project, Stage
 from llm.models import DEMO_BASE_URL, Endpoint, ModelRater, PromptTemplate
@@ -179,9 +182,47 @@ def _calibration_demo(endpoint: Endpoint, users: dict[str, Any]) -> None:
     items_create(project=project, rows=rows[12:])
 
 
+#: The demo projects whose first release the demo endpoint answers (llm/evaluation).
+EVALUATED = ("meter-demo",)
+
+
+def _evaluation_demo(endpoint: Endpoint, users: dict[str, Any]) -> None:
+    """Publish v1 of the METER demo and evaluate it with the demo
+    endpoint beside the release's human baseline (the Evaluations tab). With tasks in-process
+    (``make run``) both happen here; with workers the build is still running when the seed
+    ends, and the evaluation is left for the tab's form."""
+    from llm.models import Evaluation
+    from releases.models import Release
+    from releases.services import release_publish, release_publish_refusal
+
+    for slug in EVALUATED:
+        project = Project.objects.filter(slug=slug).first()
+        if project is None or Evaluation.objects.filter(release__project=project).exists():
+            continue
+        release = Release.objects.filter(project=project, status=Release.Status.PUBLISHED).first()
+        if release is None:
+            if release_publish_refusal(project) is not None:
+                continue
+            release = release_publish(
+                project=project, user=users.get("admin"), notes="Demo release for evaluation."
+            )
+        # After the build's own on-commit task (registered first, so it has run by then).
+        transaction.on_commit(partial(_evaluate, release.pk, endpoint, users.get("admin")))
+
+
+def _evaluate(release_id: int, endpoint: Endpoint, user: Any) -> None:
+    from llm.evaluation.services import evaluation_start
+    from releases.models import Release
+
+    release = Release.objects.get(pk=release_id)
+    if release.status == Release.Status.PUBLISHED:
+        evaluation_start(release=release, endpoint=endpoint, user=user)
+
+
 def seed(*, users: dict[str, Any]) -> None:
     endpoint = demo_endpoint()
     for target in TARGETS:
         if Project.objects.filter(slug=target[0]).exists():
             _model_step(endpoint, target)
     _calibration_demo(endpoint, users)
+    _evaluation_demo(endpoint, users)
