@@ -25,10 +25,8 @@ sample) key — a re-run never calls twice), and the write, skipped when somethi
 that key already exists (``generated_by.call``) — so a killed worker's seed is neither lost nor
 written twice. Between seeds it reads its status (pause, resume, cancel: llm.services.run_control).
 
-**Where a run's settings live.** ``Run`` has no field for a generator, endpoint, prompt version
-and options, and this app adds no migration here: they are kept in the project's settings under
-``llm_generation`` keyed by the run's id (:func:`run_settings`), read in one place so that moving
-them to ``Run`` fields is one change.
+**Where a run's settings live.** On the run: ``Run.generator``, ``endpoint``, ``prompt`` and
+``options`` (:func:`run_settings` reads them).
 
 Drafting a **revision** of an item is not a generator: it is a model rater on a stage whose
 kind's answer becomes the item's revision (CausalT5k's pressure variants: ``ct5k_pressure``
@@ -60,7 +58,6 @@ from llm.runs import claim
 logger = logging.getLogger(__name__)
 
 #: The project settings key holding each generation run's settings (module docstring).
-SETTINGS_KEY = "llm_generation"
 #: The parameters a run may set on its calls.
 PARAMS = ("temperature", "max_tokens", "seed", "top_p")
 
@@ -159,11 +156,14 @@ def generators_for(project: Project) -> list[ModelGenerator]:
 
 def run_settings(run: Run) -> dict[str, Any]:
     """The generation run's settings: generator, endpoint, prompt (version ids), options."""
-    project = Project.objects.only("settings").get(pk=run.project_id)
-    stored = ((project.settings or {}).get(SETTINGS_KEY) or {}).get(str(run.pk))
-    if stored is None:
+    if not run.generator:
         raise ApplicationError(f"Run {run.pk} has no generation settings.", {"run": run.pk})
-    return dict(stored)
+    return {
+        "generator": run.generator,
+        "endpoint": run.endpoint_id,
+        "prompt": run.prompt_id,
+        "options": dict(run.options or {}),
+    }
 
 
 @transaction.atomic
@@ -195,25 +195,25 @@ def generation_start(
             {"prompt": template.name},
         )
     clean = found.clean_options(project, dict(options or {}))
-    locked = Project.objects.select_for_update().get(pk=project.pk)
-    settings = dict(locked.settings or {})
-    runs = dict(settings.get(SETTINGS_KEY) or {})
+    # The project's row lock serialises two starts of one generator (the check, then the row).
+    Project.objects.select_for_update().only("pk").get(pk=project.pk)
     live = Run.objects.filter(
-        pk__in=[int(pk) for pk, s in runs.items() if s.get("generator") == found.key],
+        project=project,
+        purpose=Run.Purpose.GENERATE,
+        generator=found.key,
         status__in=[*Run.ACTIVE, Run.Status.PAUSED],
     )
     if live.exists():
         raise Conflict(f"{found.label} already has a run in progress or paused: resume it.")
-    run = Run.objects.create(project=project, purpose=Run.Purpose.GENERATE, created_by=by)
-    runs[str(run.pk)] = {
-        "generator": found.key,
-        "endpoint": endpoint.pk,
-        "prompt": prompt.pk,
-        "options": clean,
-    }
-    settings[SETTINGS_KEY] = runs
-    locked.settings = settings
-    locked.save(update_fields=["settings"])
+    run = Run.objects.create(
+        project=project,
+        purpose=Run.Purpose.GENERATE,
+        created_by=by,
+        generator=found.key,
+        endpoint=endpoint,
+        prompt=prompt,
+        options=clean,
+    )
     send(run)
     return run
 
@@ -233,8 +233,9 @@ def generation_form(project: Project, generator: str) -> dict[str, Any]:
         project=project, purpose=PromptTemplate.Purpose.GENERATE, kind=found.kind
     ).order_by("name")
     prompts_offered = [v for v in (t.latest() for t in templates) if v is not None]
-    runs = ((project.settings or {}).get(SETTINGS_KEY) or {}).items()
-    ids = [int(pk) for pk, stored in runs if stored.get("generator") == found.key]
+    ids = list(
+        Run.objects.filter(project=project, generator=found.key).values_list("pk", flat=True)
+    )
     return {
         "generator": found,
         "endpoints": list(Endpoint.objects.order_by("name")),

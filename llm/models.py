@@ -202,6 +202,16 @@ class Run(models.Model):
     rater = models.ForeignKey(
         ModelRater, null=True, blank=True, on_delete=models.CASCADE, related_name="runs"
     )
+    #: A generation run's settings (llm/generation.py): the generator's key, the endpoint, the
+    #: prompt version and the generator's cleaned options.
+    generator = models.CharField(max_length=64, blank=True)
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    prompt = models.ForeignKey(
+        PromptVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
