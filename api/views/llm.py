@@ -101,6 +101,7 @@ ACTIONS = ("pause", "resume", "cancel")
 class EvaluationControlView(APIView):
     @extend_schema(
         tags=["evaluations"],
+        operation_id="projects_evaluations_control",
         summary="Pause, resume or cancel an evaluation (admins)",
         parameters=[
             SLUG,

@@ -208,6 +208,16 @@ API_ENDPOINTS = {
         _project_url("release-download", lambda w: [w["release"].version]),
         [403, 404, 403, 403, 403, 200, 200, 200],
     ),
+    # Models' evaluations of releases: the researchers' and admins' (llm/evaluation); an id the
+    # project does not hold is a 404 only for those who may look.
+    "api:evaluations": (
+        _project_url("evaluations", lambda w: []),
+        [403, 404, 403, 403, 403, 200, 200, 200],
+    ),
+    "api:evaluation": (
+        _project_url("evaluation", lambda w: [987654]),
+        [403, 404, 403, 403, 403, 404, 404, 404],
+    ),
 }
 API_CASES = [
     pytest.param(name, role, expected[index], id=f"{name}-{role}")
@@ -330,6 +340,8 @@ def test_the_matrix_covers_every_url_of_the_annotator_loop():
         "api:revise",
         *API_ENDPOINTS,
         "api:token",  # public by design: exchanges credentials for a token (throttled)
+        # POST only (pause / resume / cancel, admins): tests/llm/test_evaluation_api.py
+        "api:evaluation-control",
         "api:unknown",  # the catch-all that answers 404 in the API's error format
     }
     assert names <= covered, f"not in the permission matrix: {sorted(names - covered)}"

@@ -259,7 +259,8 @@ def test_a_changed_answer_keeps_its_place_among_the_ballots():
     answer(bob, verify, "keep")
     change(alice, first, "reject")
     item_stage = ItemStage.objects.get(pk=first.item_stage_id)
-    ballots = _ballots(item_stage, get_kind("verify"))
+    ballots, advisory = _ballots(item_stage, item_stage.stage, get_kind("verify"))
+    assert advisory == 0
     assert [(ballot.vote, ballot.annotator) for ballot in ballots] == [("reject", 1), ("keep", 2)]
 
 

@@ -42,6 +42,8 @@ def test_an_admin_starts_an_evaluation_and_a_researcher_reads_its_figures(
     accuracy = next(r for r in detail["table"] if (r["group"], r["metric"]) == ("all", "accuracy"))
     assert accuracy["model"] == pytest.approx(2 / 3) and accuracy["human"] == 0.5
     assert accuracy["model_low"] < accuracy["model"] < accuracy["model_high"]
+    # pausing is the admins': a researcher is refused before anything is looked at
+    assert researcher.post(f"{url}{started.json()['id']}/pause/").status_code == 403
     # a finished evaluation cannot be paused: 409 in the API's format
     paused = admin.post(f"{url}{started.json()['id']}/pause/")
     assert paused.status_code == 409 and "message" in paused.json()

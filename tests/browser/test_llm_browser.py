@@ -14,7 +14,6 @@ from django.urls import reverse
 from annotation import services as engine
 from annotation.models import Annotation, ItemStage, Role
 from llm.models import ModelRater, ModelVote, Run
-from tests.browser.conftest import browser, page  # noqa: F401 -- the browser fixtures
 from tests.conftest import wait_for
 from tests.factories import (
     PASSWORD,
@@ -31,7 +30,7 @@ pytestmark = [
 ]
 
 
-def _sign_in(page, live_server, username: str) -> None:  # noqa: F811 -- the page fixture
+def _sign_in(page, live_server, username: str) -> None:
     page.goto(live_server.url + reverse("login"))
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORD)
@@ -41,7 +40,7 @@ def _sign_in(page, live_server, username: str) -> None:  # noqa: F811 -- the pag
 
 def test_an_admin_sets_up_a_model_rater_previews_it_and_watches_its_run(
     live_server,
-    page,  # noqa: F811 -- the fixture
+    page,
     chat_server,
     celery_worker,
 ):
