@@ -25,7 +25,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from annotation.access import MANAGE, MONITOR, user_roles
 from annotation.errors import NotFound, PermissionDenied
 from annotation.models import Membership, Project, Role, Stage
-from llm.models import Endpoint, ModelRater, PromptTemplate, PromptVersion, Run
+from llm.models import Endpoint, Evaluation, ModelRater, PromptTemplate, PromptVersion, Run
 
 #: The one refusal of the endpoints' pages.
 ENDPOINTS_REFUSED = "Model endpoints are managed by staff and by the admins of a project."
@@ -136,3 +136,18 @@ def access_run(project: Project, run_id: int) -> Run:
     if run is None:
         raise NotFound(f"{project.name} has no such run.")
     return run
+
+
+def access_evaluation(
+    user: User | AnonymousUser, project: Project, evaluation_id: int
+) -> Evaluation:
+    """An evaluation of one of ``project``'s releases (the caller has fetched the project with
+    ``access_project`` for the role it needs); 404 for an id the project does not hold."""
+    evaluation = (
+        Evaluation.objects.select_related("release", "endpoint", "run")
+        .filter(pk=evaluation_id, release__project=project)
+        .first()
+    )
+    if evaluation is None:
+        raise NotFound(f"{project.name} has no evaluation {evaluation_id}.")
+    return evaluation

@@ -14,8 +14,8 @@ from rest_framework.views import APIView
 from annotation.access import MANAGE, MONITOR, access_project
 from annotation.errors import NotFound
 from api.views.projects import SLUG
+from llm.access import access_evaluation
 from llm.evaluation import selectors, services
-from llm.evaluation.access import access_evaluation
 from llm.models import Evaluation
 from releases.access import access_release
 

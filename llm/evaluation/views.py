@@ -17,8 +17,8 @@ from annotation.access import MANAGE, MONITOR, access_project
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
 from annotation.web import csv_response, page
+from llm.access import access_evaluation
 from llm.evaluation import selectors, services
-from llm.evaluation.access import access_evaluation
 from llm.evaluation.forms import EvaluationStartForm
 from llm.evaluation.plots import models_vs_people
 from llm.models import Run
