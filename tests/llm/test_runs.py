@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation import services as engine
 from annotation.models import Annotation, Assignment, ItemStage
 from llm import runs
-from llm.models import Call, Endpoint, ModelVote, Run
+from llm.models import Call, Endpoint, ModelRater, ModelVote, Run
 from llm.services import prompt_template_create, rater_add, rater_remove, run_control, run_start
 from tests.conftest import wait_for
 from tests.factories import annotate_stage, make_label_stage, make_member, make_project
@@ -311,3 +311,38 @@ def test_an_extra_model_advises_and_a_model_in_a_human_slot_decides(chat_server,
     assert everyone == {rater.user_id, *people_voting}
     # the stage's agreement figures are its deciding raters'
     assert raters == (everyone if fills_human_slot else everyone - {rater.user_id})
+
+
+@pytest.mark.django_db
+def test_bad_set_ups_are_refused_naming_what_and_nothing_is_written(chat_server):
+    from annotation.errors import ApplicationError, Conflict
+
+    project, stage = _project(items=1, overlap=1)
+    endpoint = _endpoint(chat_server, chat_server.model("setup"))
+    rater = _rater(project, stage, endpoint)
+    version = rater.prompt
+    with pytest.raises(Conflict, match="already rates"):
+        rater_add(stage=stage, endpoint=endpoint, prompt=version)
+    verify = prompt_template_create(
+        project=project, name="verify-kind", kind="verify", user_text="{{ text }}"
+    )
+    with pytest.raises(ApplicationError, match="asks for 'verify' answers") as error:
+        rater_add(stage=stage, endpoint=endpoint, prompt=verify)
+    assert "prompt" in error.value.extra
+    other = make_project()
+    foreign = prompt_template_create(project=other, name="x", kind="label", user_text="{{ text }}")
+    with pytest.raises(ApplicationError, match="another project"):
+        rater_add(stage=stage, endpoint=endpoint, prompt=foreign)
+    second = Endpoint.objects.create(name="second", base_url=chat_server.base_url, model="m")
+    with pytest.raises(ApplicationError, match="temperature"):
+        rater_add(stage=stage, endpoint=second, prompt=version, samples=3)
+    with pytest.raises(ApplicationError, match="not a valid template"):
+        prompt_template_create(project=project, name="bad", kind="label", user_text="{% if %}")
+    assert ModelRater.objects.count() == 1
+    stage.refresh_from_db()
+    assert stage.overlap == 2  # one extra slot, for the one rater that was added
+
+    run_start(rater=rater)  # queued: this test's transaction never commits, nothing runs
+    with pytest.raises(Conflict, match="already has a run"):
+        run_start(rater=rater)  # a double click starts one run
+    assert Run.objects.filter(rater=rater).count() == 1
