@@ -90,6 +90,15 @@
       }
       return;
     }
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.altKey) {
+      // Ctrl+Enter (⌘+Enter) sends the form being edited, also from inside a text field.
+      var send = ctrlEnterButton(event.target);
+      if (send && !busy) {
+        event.preventDefault();
+        activate(send);
+      }
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (isTyping(event.target)) return;
     // Keys typed while a navigation menu is open (or focused) belong to the menu, not the item.
@@ -119,9 +128,64 @@
     if (pressKey(key, event.target)) event.preventDefault();
   });
 
+  // The submit button Ctrl+Enter presses: the item form's button marked data-ctrl-enter that is
+  // showing (inside an open <details>, the one beside the focus first), else its one submit
+  // button without a name (a button with a name is an answer, such as "Pass").
+  function ctrlEnterButton(from) {
+    var form = from && from.closest ? from.closest("#annotate form") : null;
+    form = form || document.querySelector("#item-card form.item-form");
+    if (!form) return null;
+    var box = from && from.closest ? from.closest("details") : null;
+    var marked = Array.prototype.filter.call(
+      form.querySelectorAll("[data-ctrl-enter]"),
+      function (button) {
+        var inside = button.closest("details");
+        return !button.disabled && (!inside || inside.open);
+      }
+    );
+    for (var i = 0; i < marked.length; i++) {
+      if (box && box.contains(marked[i])) return marked[i];
+    }
+    if (marked.length) return marked[0];
+    var plain = form.querySelectorAll('button[type="submit"]:not([name])');
+    return plain.length === 1 && !plain[0].disabled ? plain[0] : null;
+  }
+
+  // Letter keys a, b, c… choose an option of a question (a fieldset marked data-letter-keys):
+  // the question holding the focus, else the first one unanswered; the focus then moves on to
+  // the next question, so "b c a Enter" answers three questions and submits.
+  function pressLetter(key, from) {
+    if (!/^[a-z]$/.test(key)) return false;
+    var scope = document.getElementById("annotate");
+    if (!scope) return false;
+    var questions = Array.prototype.slice.call(scope.querySelectorAll("[data-letter-keys]"));
+    if (!questions.length) return false;
+    var current = from && from.closest ? from.closest("[data-letter-keys]") : null;
+    if (!current || questions.indexOf(current) === -1) {
+      current = questions.filter(function (question) {
+        return !question.querySelector("input:checked");
+      })[0];
+    }
+    if (!current) return false;
+    var options = current.querySelectorAll('input[type="radio"]');
+    var option = options[key.charCodeAt(0) - 97];
+    if (!option || option.disabled) return false;
+    option.checked = true;
+    option.dispatchEvent(new Event("change", { bubbles: true }));
+    var next = questions[questions.indexOf(current) + 1];
+    if (next) {
+      var focus = next.querySelector("input:checked") || next.querySelector('input[type="radio"]');
+      if (focus) focus.focus();
+    } else {
+      option.focus();
+    }
+    return true;
+  }
+
   // Press the shortcut `key` on the current screen; `from` is the element that has the focus.
   // Returns whether a shortcut took it.
   function pressKey(key, from) {
+    if (pressLetter(key, from)) return true;
     var scope = document.getElementById("annotate") || document;
     var target = scope.querySelector('[data-key="' + CSS.escape(key) + '"]');
     if (!target || target.disabled) return false;
@@ -275,6 +339,13 @@
     });
   }
   markCurrentAnswer();
+
+  // A form whose first act is typing (a number) marks its field data-autofocus: focus it on a
+  // full page load as after an htmx swap (below), so digits go into it and Enter submits it.
+  (function focusFirstField() {
+    var field = document.querySelector("#item-card [data-autofocus]");
+    if (field && !isTyping(document.activeElement)) field.focus({ preventScroll: true });
+  })();
 
   function ready() {
     var region = document.getElementById("annotate");
