@@ -30,6 +30,7 @@ from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
 from annotation.navigation import (
+    is_participant_view,
     items_left,
     project_tabs,
     work_gate,
@@ -380,6 +381,8 @@ def _item_response(
         "next_url": reverse("annotation:stage", args=[stage.pk]),
         "notice": notice,
         "changing": changing,
+        # A crowd participant (a plug-in says so): the work only, no staff chrome.
+        "participant_view": is_participant_view(request),
     }
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
@@ -392,6 +395,6 @@ def _item_response(
     status = error.status if error is not None else 200
     if request.htmx:
         return render(request, "annotation/stage.html#item", context, status=status)
-    roles = user_roles(request.user, project)
-    context["project_tabs"] = project_tabs(project, roles)
+    if not context["participant_view"]:
+        context["project_tabs"] = project_tabs(project, user_roles(request.user, project))
     return render(request, "annotation/stage.html", context, status=status)

@@ -1,9 +1,8 @@
 """The Celery application. Broker and behaviour come from Django settings (CELERY_* names);
 without a broker, tasks sent by a request run after it in this process (OffTheRequestTask)."""
 
-import os
-
 import functools
+import os
 from typing import Any
 
 import redis
