@@ -227,7 +227,7 @@
       ? "Saving… " + waiting.length + " key" + (waiting.length === 1 ? "" : "s") +
         " waiting for the next item"
       : "Saving…";
-    box.setAttribute("data-waiting", String(waiting.length));
+    box.setAttribute("data-keys-waiting", String(waiting.length));
     box.hidden = false;
   }
 
@@ -236,7 +236,7 @@
     if (!box || count < 1) return;
     box.classList.add("warning");
     box.setAttribute("data-refused", String(count));
-    box.setAttribute("data-waiting", "0");
+    box.setAttribute("data-keys-waiting", "0");
     box.textContent = count + " key press" + (count === 1 ? " was" : "es were") +
       " not used: " + why + ".";
     box.hidden = false;
