@@ -292,9 +292,10 @@ def test_s_then_enter_skips_a_rating_item(live_server, page):
 def test_twenty_keys_pressed_at_once_save_ten_ratings(live_server, page):
     """Ten ratings typed ahead (digit, Enter, digit, Enter, …) without waiting for the screen:
     keys pressed while an answer is on its way wait for the next item (static/js/annotate.js).
-    (Tasks run inline here: SQLite's shared in-memory test database locks whole tables, so the
-    background thread is tested apart, in tests/test_inprocess.py.)"""
-    project = make_ratings_project(overlap=1)
+    (Overlap 2, so that no answer completes an item: tasks run inline in tests, and SQLite's
+    shared in-memory test database locks whole tables, so the background thread that takes a
+    completed item's work off the request is tested apart, in tests/test_inprocess.py.)"""
+    project = make_ratings_project(overlap=2)
     pairs = [
         (f"f{n}", f"The storm {n} hit the coast.", f"The power {n} went out.", "causal", "", "")
         for n in range(3)
