@@ -247,7 +247,11 @@ def evaluate_with(chat_server, release, answer_for, name: str = "real"):
     for question in services.release_questions(release):
         user = messages(scorer, question)[-1]["content"]
         answers[user] = answer_for(question)
-    chat_server.control(model, answers=answers, default="not json")
+    # the server answers the first message it finds in the prompt: longest first, so that a
+    # question whose text holds another's (a pressure variant holds its neutral prompt) gets
+    # its own answer
+    ordered = dict(sorted(answers.items(), key=lambda pair: -len(pair[0])))
+    chat_server.control(model, answers=ordered, default="not json")
     endpoint = Endpoint.objects.create(
         name=model[:60],
         base_url=chat_server.base_url,
