@@ -91,8 +91,10 @@ def _hold(endpoint: Endpoint) -> timedelta:
     return timedelta(seconds=seconds + BACKOFF_CAP * endpoint.max_retries + 30)
 
 
-def _claim(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
-    """Take the row for this worker; False when another holds an unexpired claim."""
+def claim_call(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
+    """Take the row for this worker; False when another holds an unexpired claim (or it is
+    answered). Callers that store a row themselves (llm/evaluation/perplexity.py) claim by it
+    and clear ``claimed_until`` when they store."""
     now = timezone.now()
     claimed = (
         Call.objects.filter(pk=call.pk)
@@ -219,7 +221,7 @@ def call_once(
         return call
     if call.status == Call.Status.FAILED and run is not None and call.run_id == run.pk:
         return call
-    if not _claim(call, endpoint, run):
+    if not claim_call(call, endpoint, run):
         call.refresh_from_db()
         return call
     return _attempt(call, endpoint, messages, parse, response_format, params, run, tally)
