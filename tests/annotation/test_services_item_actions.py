@@ -268,3 +268,70 @@ def test_a_bulk_call_acts_on_those_it_can_and_refuses_the_rest(stranded):
     assert report.done == [item.pk]
     assert report.refused == {fresh.pk: "The item is already discarded."}
     counters_hold()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_discarding_while_annotators_submit_keeps_every_count_right(postgres):
+    """Annotators submit the items they hold while an admin discards the same items: each item
+    ends either answered (then discarded with its work kept) or discarded with its lease
+    revoked and no answer; never an answer on a closed item stage, never a slot lost."""
+    import threading
+
+    from django.db import connection, connections
+
+    project = make_project()
+    verify = make_verify_stage(project, overlap=1)
+    items = make_items(project, 12)
+    people = [make_member(project) for _ in items]
+    admin = make_member(project, Role.ADMIN)
+    held = [(person, lease(person, verify)) for person in people]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def submitter() -> None:
+        try:
+            barrier.wait()
+            for person, assignment in held:
+                try:
+                    services.annotation_submit(
+                        assignment_id=assignment.pk, annotator=person, payload={"value": "keep"}
+                    )
+                except ApplicationError:
+                    pass  # the lease was revoked first: refused, nothing stored
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def discarder() -> None:
+        try:
+            barrier.wait()
+            left = [item.pk for item in reversed(items)]
+            while left:
+                report = api.items_act(project, left, "discard", by=admin, reason="race")
+                left = [pk for pk, why in report.refused.items() if "right now" in why]
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submitter), threading.Thread(target=discarder)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads) and not errors, errors[:3]
+    connections.close_all()
+    assert set(Item.objects.filter(project=project).values_list("status", flat=True)) == {
+        Item.Status.DISCARDED
+    }
+    for row in ItemStage.objects.filter(stage=verify):
+        assignment = Assignment.objects.get(item_stage=row)
+        answered = row.annotations.exists()
+        assert row.state in (ItemStage.State.DISCARDED, ItemStage.State.RESOLVED), row
+        assert row.leased_count == 0
+        assert answered == (assignment.status == Assignment.Status.SUBMITTED)
+        assert row.submitted_count == int(answered)
+    assert ItemEvent.objects.filter(action="discard").count() == len(items)
+    counters_hold()
