@@ -364,7 +364,7 @@ def _discard(project: Project, item_id: int, *, by, reason, stage, value) -> Non
     )
 
 
-_ACTIONS: dict[str, str] = {
+_ACTIONS: dict[str, Any] = {
     ItemEvent.Action.REOPEN: _reopen,
     ItemEvent.Action.RESOLVE: _resolve,
     ItemEvent.Action.RELEASE_LEASE: _release_lease,
