@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0009_stage_refresh_state_moved'),
+        ('annotation', '0010_item_stage_open_idx'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
