@@ -51,9 +51,9 @@ class StrandedStage:
     def words(self) -> str:
         first = self.items[0] if self.items else None
         needs = (
-            f"; e.g. {first.external_id} needs {first.missing} more "
-            f"answer{'s' if first.missing != 1 else ''} and {first.eligible} eligible "
-            f"annotator{'s' if first.eligible != 1 else ''} can still take it"
+            f" ({'the first ' if self.count > 1 else 'it '}needs "
+            f"{first.missing} more answer{'s' if first.missing != 1 else ''}; "
+            f"{first.eligible} eligible annotator{'s' if first.eligible != 1 else ''} left)"
             if first
             else ""
         )
