@@ -113,8 +113,14 @@ def item_stages_stranded(
     """The project's stranded item stages (of its active stages), in id order; with
     ``item_stage_ids`` only those (the item page asks about one item)."""
     ids = None if item_stage_ids is None else [int(pk) for pk in item_stage_ids]
+    stages = Stage.objects.filter(project=project, is_active=True).order_by("position")
+    if ids is not None:
+        if not ids:
+            return []
+        # Only the stages of the item stages asked about: one statement each.
+        stages = stages.filter(pk__in=ItemStage.objects.filter(pk__in=ids).values("stage_id"))
     found: list[StrandedItem] = []
-    for stage in Stage.objects.filter(project=project, is_active=True).order_by("position"):
+    for stage in stages:
         found += _stranded(stage, ids=ids)
     return found
 
