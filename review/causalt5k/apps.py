@@ -63,9 +63,11 @@ class CausalT5kConfig(AppConfig):
                     Workflow(
                         services.WORKFLOW,
                         "Causal cases across three rungs (CausalT5k-style)",
-                        "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
-                        "normalised; near-duplicate queue, adversarial review and a composite "
-                        "quality score with a gate.",
+                        "Scenario + claim cases at Pearl levels 1–3: near-duplicate queue, "
+                        "adversarial review, a composite quality score with a gate, blind "
+                        "answers and pressure variants.",
+                        create=services.causalt5k_project_create,
+                        open_items=services.imported_cases_open,
                     )
                 ],
                 import_schemas={
