@@ -438,7 +438,8 @@ def test_the_import_page_lists_the_columns_and_offers_a_sample_that_imports(clie
     assert "What a file needs" in page and "<code>sentence_a</code>" in page
     sample = client.get(reverse("imports:sample", args=[project.slug]))
     assert sample["Content-Disposition"].endswith('-sample.csv"')
-    assert upload(project, sample.content, "sample.csv").status == "succeeded"
+    content = b"".join(sample.streaming_content)
+    assert upload(project, content, "sample.csv").status == "succeeded"
     assert Item.objects.filter(project=project).count() == 2
 
 
