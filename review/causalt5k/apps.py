@@ -36,7 +36,7 @@ class CausalT5kConfig(AppConfig):
         from review.causalt5k import expansion, kinds, pipeline, policies, release_layout, services
         from review.causalt5k.normalise import RECORD_KIND, RECORD_SCHEMA
         from review.causalt5k.release_scorer import CausalT5kScorer
-        from review.causalt5k.schema import CAUSALT5K_SCHEMA
+        from review.causalt5k.schema import CASES_SCHEMA
 
         register_plugin(
             Plugin(
@@ -71,7 +71,7 @@ class CausalT5kConfig(AppConfig):
                     )
                 ],
                 import_schemas={
-                    services.WORKFLOW: CAUSALT5K_SCHEMA,
+                    services.WORKFLOW: CASES_SCHEMA,
                     RECORD_KIND: RECORD_SCHEMA,
                 },
                 item_mappers={services.WORKFLOW: services.case_item_mapper},

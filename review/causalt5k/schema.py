@@ -1,9 +1,18 @@
-"""CausalT5k's import schema: the columns of one case as a release or a submission spells them
-(review/README.md, "CausalT5k"). Django-free; declared for project kind ``causalt5k`` by
-``review.causalt5k.apps.CausalT5kConfig``, so every importer (``imports.core.schema_for_kind``:
-uploads, ``manage.py import_items``, the API) finds it by the project's kind."""
+"""CausalT5k's import schemas: the columns of one case (review/README.md, "CausalT5k").
+Django-free.
+
+* ``CAUSALT5K_SCHEMA`` reads a case as a submission spells it: its ``trap_type`` is free text
+  (groups wrote "COUNTERFACTUAL", "SCALING", …), normalised and reported later by the release
+  import (``review.causalt5k.normalise``), never refused here.
+* ``CASES_SCHEMA`` is the same columns with ``trap_type`` held to the paper's vocabulary
+  (``trap_type_problem``): declared for project kind ``causalt5k`` by
+  ``review.causalt5k.apps.CausalT5kConfig``, so every importer of rows into a project
+  (``imports.core.schema_for_kind``: the Imports page, ``manage.py import_items``, the API)
+  refuses a trap type the review screens cannot offer, naming the allowed codes."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from imports.core.schema import FieldSpec, RowSchema
 from review.causalt5k.vocab import FAMILIES, TRAPS, is_no_trap, trap_code
@@ -113,8 +122,6 @@ CAUSALT5K_SCHEMA = RowSchema(
             aliases=("trap.type",),
             max_length=100,
             help="Trap (W1–W10), design (S1–S8) or L3 family (F1–F8) code or name.",
-            check=trap_type_problem,
-            allowed=TRAP_TYPE_CODES,
             example="W7",
         ),
         FieldSpec(
@@ -153,5 +160,17 @@ CAUSALT5K_SCHEMA = RowSchema(
             help="Reviewer's composite quality score (0–10; ≥ 9 kept).",
             example=9.5,
         ),
+    ),
+)
+
+
+#: The rows of a CausalT5k project's Imports page (module docstring).
+CASES_SCHEMA = replace(
+    CAUSALT5K_SCHEMA,
+    fields=tuple(
+        replace(spec, check=trap_type_problem, allowed=TRAP_TYPE_CODES)
+        if spec.name == "trap_type"
+        else spec
+        for spec in CAUSALT5K_SCHEMA.fields
     ),
 )
