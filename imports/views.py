@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotation.access import MANAGE, ProjectAccess, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.navigation import project_tabs
-from annotation.workflows import WORKFLOWS
 from annotation.web import csv_response, page, page_of
+from annotation.workflows import WORKFLOWS
 from imports import selectors, services
 from imports.core.pipeline import DUPLICATE_POLICIES
 from imports.core.readers import FORMATS

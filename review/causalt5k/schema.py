@@ -68,9 +68,7 @@ CAUSALT5K_SCHEMA = RowSchema(
             help="Pearl rung: L1 association, L2 intervention, L3 counterfactual.",
             example="L2",
         ),
-        FieldSpec(
-            "domain", "str", max_length=200, help=CAUSALT5K_DOMAINS_HELP, example="Medicine"
-        ),
+        FieldSpec("domain", "str", max_length=200, help=CAUSALT5K_DOMAINS_HELP, example="Medicine"),
         FieldSpec(
             "subdomain",
             "str",

@@ -60,7 +60,9 @@ def test_the_column_table_shows_each_fields_allowed_values_and_example_from_the_
     client, admin
 ):
     project = made("causalt5k", admin)
-    page = html.unescape(client.get(reverse("imports:imports", args=[project.slug])).content.decode())
+    page = html.unescape(
+        client.get(reverse("imports:imports", args=[project.slug])).content.decode()
+    )
     for column in schema_for_kind("causalt5k").describe():
         assert f"<code>{column['name']}</code>" in page
         assert f"<code>{column['example']}</code>" in page
@@ -91,7 +93,13 @@ def test_imported_causalt5k_cases_start_in_review_not_in_the_near_duplicate_queu
             "trap_type",
             ["W1", "W10", "S8", "F8"],
         ),
-        ("causalt5k", "id,pearl_level,scenario,label", "c2,L4,A scenario.,NO", "pearl_level", ["L1", "L2", "L3"]),
+        (
+            "causalt5k",
+            "id,pearl_level,scenario,label",
+            "c2,L4,A scenario.,NO",
+            "pearl_level",
+            ["L1", "L2", "L3"],
+        ),
         (
             "causalt5k",
             "id,pearl_level,scenario,label",
