@@ -1,7 +1,7 @@
 """How a project kind declares the rows it accepts on import.
 
-One module (about 940 lines): the field types, the checks, the normalisers and the schema that
-combines them are read together by whoever declares a schema.
+One module (about 1,020 lines): the field types, the checks, the normalisers, the examples and
+the schema that combines them are read together by whoever declares a schema.
 
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
