@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.paginator import Page
 
 from agreement import headlines, sections, selectors
+from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
 from annotation.errors import ApplicationError
@@ -190,6 +191,8 @@ class DisagreementRow:
     item_stage: ItemStage
     summary: str
     cells: list[Any]
+    #: The decision in words, naming the policy that made it (``agreement.decisions``).
+    decision: str
 
 
 def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
@@ -203,6 +206,7 @@ def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
             item_stage=item_stage,
             summary=selectors.item_summary(item_stage.item),
             cells=[votes.get(item_stage.pk, {}).get(rater) for rater, _ in raters],
+            decision=decision_label(getattr(item_stage, "resolution", None)),
         )
         for item_stage in item_stages
     ]
@@ -229,6 +233,8 @@ class QueueRow:
     item_stage: ItemStage
     summary: str
     tally: list[tuple[Any, int, int]]
+    #: Why it waits, naming the policy (``agreement.decisions``).
+    decision: str = ""
 
 
 def queue_row(item_stage: ItemStage) -> QueueRow:
@@ -243,7 +249,10 @@ def queue_row(item_stage: ItemStage) -> QueueRow:
         )
     ]
     return QueueRow(
-        item_stage=item_stage, summary=selectors.item_summary(item_stage.item), tally=tally
+        item_stage=item_stage,
+        summary=selectors.item_summary(item_stage.item),
+        tally=tally,
+        decision=decision_label(resolution),
     )
 
 
@@ -254,7 +263,10 @@ def adjudication_queue_page(project: Project, *, page: Page) -> dict[str, Any]:
         "page": page,
         "rows": [queue_row(item_stage) for item_stage in page.object_list],
         "waiting": page.paginator.count,
-        "recent": selectors.adjudication_recent(project),
+        "recent": [
+            (resolution, decision_label(resolution))
+            for resolution in selectors.adjudication_recent(project)
+        ],
     }
 
 
@@ -302,6 +314,7 @@ def adjudication_page(project: Project, item_stage: ItemStage, *, reviewer: Any)
         "waiting": queue.count(),
         "position": position,
         "resolution": getattr(item_stage, "resolution", None),
+        "decision": decision_label(getattr(item_stage, "resolution", None)),
         "decided": item_stage.state != ItemStage.State.ADJUDICATION,
     }
 

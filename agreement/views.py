@@ -34,6 +34,7 @@ from agreement import exports, figures, pages
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
 from agreement.access import access_adjudication_item
+from agreement.decisions import may_open_items
 from agreement.forms import (
     AdjudicationForm,
     AnnotatorOrderForm,
@@ -58,9 +59,14 @@ research_page = page
 
 def _base_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
     """What every research page shows around its content: the project and its tabs (for the
-    roles ``access_project`` found)."""
+    roles ``access_project`` found), and whether rows link to their items' pages."""
     project = access.project
-    return {"project": project, "project_tabs": project_tabs(project, access.roles), **extra}
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "item_links": may_open_items(access.roles),
+        **extra,
+    }
 
 
 def _order_form(request: PageRequest) -> AnnotatorOrderForm:
