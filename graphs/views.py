@@ -64,7 +64,7 @@ def generate(request, slug: str):
         return render(
             request,
             "graphs/scores.html",
-            _context(access, error=error, filename=upload.name),
+            _context(access, error=error, filename=upload.name, posted=form.cleaned_data),
             status=400,
         )
     messages.success(
