@@ -60,17 +60,17 @@ def _multiplier(project: Project) -> int:
 def spot_check_queue(project: Project, *, reviewer: Any = None) -> QuerySet[ItemStage]:
     """The settled item stages of ``project`` drawn for a spot check and not checked yet, the
     longest settled first; with ``reviewer``, without those the reviewer annotated."""
-    stages = [
-        (stage, spot_check_rate(stage)) for stage in project.stages.order_by("position")
-    ]
+    stages = [(stage, spot_check_rate(stage)) for stage in project.stages.order_by("position")]
     drawn = [
         Q(stage_id=stage.pk, spot_bucket__lt=int(rate * PRIME)) for stage, rate in stages if rate
     ]
     if not drawn:
         return ItemStage.objects.none()
-    bucket = Cast(F("pk"), BigIntegerField()) * Value(
-        _multiplier(project), output_field=BigIntegerField()
-    ) % Value(PRIME, output_field=BigIntegerField())
+    bucket = (
+        Cast(F("pk"), BigIntegerField())
+        * Value(_multiplier(project), output_field=BigIntegerField())
+        % Value(PRIME, output_field=BigIntegerField())
+    )
     queue = (
         ItemStage.objects.filter(
             stage__project=project,

@@ -30,10 +30,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agreement import exports, figures, pages
+from agreement import exports, figures, pages, spot_checks
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
-from agreement import spot_checks
 from agreement.access import access_adjudication_item, access_spot_check_item
 from agreement.decisions import may_open_items
 from agreement.forms import (

@@ -42,13 +42,9 @@ def accuracy_svg(rows: Sequence[QuestionRow]) -> str:
             low, high = wilson_interval(correct, total)
             axes.plot([low, high], [position, position], color=BLUE, linewidth=1.4)
             axes.plot([correct / total], [position], "o", color=BLUE, markersize=5)
-            axes.text(
-                1.03, position, f"{correct} of {total}", va="center", color=GREY, fontsize=8
-            )
+            axes.text(1.03, position, f"{correct} of {total}", va="center", color=GREY, fontsize=8)
         axes.axvline(0.5, color=GREY, linestyle=(0, (4, 3)), linewidth=0.9)
-        axes.set_yticks(
-            range(len(groups)), [f"{task}, {size} graphs" for task, size in groups]
-        )
+        axes.set_yticks(range(len(groups)), [f"{task}, {size} graphs" for task, size in groups])
         axes.invert_yaxis()
         axes.set_xlim(0, 1.0)
         axes.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

@@ -135,6 +135,9 @@ def question_detail(project: Project, item_id: int) -> tuple[QuestionRow, str]:
     if payload.get("edges"):
         pair = tuple(node for node in (payload.get("x"), payload.get("y")) if node)
         svg = dag_svg(
-            payload["edges"], payload.get("nodes"), pair=pair, given=tuple(payload.get("given") or ())
+            payload["edges"],
+            payload.get("nodes"),
+            pair=pair,
+            given=tuple(payload.get("given") or ()),
         )
     return _row(item, _final_answers([item.pk]).get(item.pk, [])), svg

@@ -137,9 +137,9 @@ def release_content_fingerprint(project: Project) -> dict[str, Any]:
     answers = Annotation.objects.filter(released, item_stage__stage__project=project).aggregate(
         n=Count("pk"), last=Max("pk")
     )
-    decisions = Resolution.objects.filter(
-        released, item_stage__stage__project=project
-    ).aggregate(n=Count("pk"), last=Max("computed_at"))
+    decisions = Resolution.objects.filter(released, item_stage__stage__project=project).aggregate(
+        n=Count("pk"), last=Max("computed_at")
+    )
     return {
         "items": [items["n"], items["last"], items["versions"] or 0, items["rejected"]],
         "annotations": [answers["n"], answers["last"]],

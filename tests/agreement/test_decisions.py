@@ -42,9 +42,9 @@ def test_each_status_is_named_with_the_policy():
     def label(**fields):
         return decision_label(Resolution(**fields))
 
-    assert label(status="majority", value="keep", votes={"keep": 2, "reject": 1}, policy="majority") == (
-        "2 of 3 voted keep · Strict majority (ties by the tie policy)"
-    )
+    assert label(
+        status="majority", value="keep", votes={"keep": 2, "reject": 1}, policy="majority"
+    ) == ("2 of 3 voted keep · Strict majority (ties by the tie policy)")
     assert label(status="unanimous", value="keep", votes={"keep": 3}, policy="majority") == (
         "unanimous, 3 of 3 · Strict majority (ties by the tie policy)"
     )

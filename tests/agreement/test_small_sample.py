@@ -15,7 +15,10 @@ from tests.factories import PASSWORD, make_label_stage, make_member, make_projec
 
 
 def test_the_rule():
-    assert small_sample_warning(2) == f"Only 2 items: too few to read (fewer than {SMALL_SAMPLE_ITEMS})."
+    assert (
+        small_sample_warning(2)
+        == f"Only 2 items: too few to read (fewer than {SMALL_SAMPLE_ITEMS})."
+    )
     assert small_sample_warning(1).startswith("Only one item:")
     assert small_sample_warning(SMALL_SAMPLE_ITEMS) == ""
     assert small_sample_warning(None) == ""  # unknown: nothing claimed

@@ -165,12 +165,16 @@ def test_the_queue_page_lists_spot_checks_and_a_reviewer_confirms_one(settled):
     assert SpotCheck.objects.get(item_stage=first).reviewer == reviewer
     assert "confirmed" in client.get(url).content.decode()  # the verdict, shown
     # An item stage not drawn answers as an unknown one; an annotator's own is refused.
-    undrawn = ItemStage.objects.filter(stage=stage).exclude(
-        pk__in=spot_check_queue(project).values("pk")
-    ).exclude(pk=first.pk).first()
-    assert client.get(
-        reverse("agreement:spot_check", args=[project.slug, undrawn.pk])
-    ).status_code == 404
+    undrawn = (
+        ItemStage.objects.filter(stage=stage)
+        .exclude(pk__in=spot_check_queue(project).values("pk"))
+        .exclude(pk=first.pk)
+        .first()
+    )
+    assert (
+        client.get(reverse("agreement:spot_check", args=[project.slug, undrawn.pk])).status_code
+        == 404
+    )
     annotator = Client()
     assert annotator.login(username=people[0].username, password=PASSWORD)
     assert annotator.get(url).status_code in (403, 404)

@@ -90,7 +90,9 @@ def test_a_bad_edge_list_is_reported_in_view(live_server, browser, width, height
         page.goto(live_server.url + reverse("graphs:scores", args=[project.slug]))
         page.set_input_files(
             "#graph-file",
-            files=[{"name": "cycle.csv", "mimeType": "text/csv", "buffer": b"cause,effect\nA,B\nB,A\n"}],
+            files=[
+                {"name": "cycle.csv", "mimeType": "text/csv", "buffer": b"cause,effect\nA,B\nB,A\n"}
+            ],
         )
         page.fill("#graph-name", "loop")
         page.get_by_role("button", name="Generate questions").click()

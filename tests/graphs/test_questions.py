@@ -69,7 +69,9 @@ def test_the_pages_show_researchers_each_question_and_refuse_annotators(answered
     scores = client.get(reverse("graphs:scores", args=[answered.slug])).content.decode()
     assert "Figure 1." in scores and "Figure 2." in scores
     assert reverse("graphs:questions", args=[answered.slug]) in scores
-    listing = client.get(reverse("graphs:questions", args=[answered.slug]), {"task": "intervention"})
+    listing = client.get(
+        reverse("graphs:questions", args=[answered.slug]), {"task": "intervention"}
+    )
     assert listing.status_code == 200
     rows = question_rows(answered, task="intervention")
     html = listing.content.decode()
