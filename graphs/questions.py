@@ -105,10 +105,10 @@ def question_rows(project: Project, *, task: str = "all") -> list[QuestionRow]:
     first), then number questions by their mean absolute error (highest first), questions
     nobody has answered last. Reads the project's questions at once: CARL-GT projects hold
     thousands of questions, not millions."""
-    items = Item.objects.filter(project=project).only("pk", "external_id", "payload")
+    found = Item.objects.filter(project=project).only("pk", "external_id", "payload")
     if task != "all":
-        items = items.filter(payload__task=task)
-    items = list(items.order_by("pk"))
+        found = found.filter(payload__task=task)
+    items = list(found.order_by("pk"))
     answers = _final_answers([item.pk for item in items])
     rows = [_row(item, answers.get(item.pk, [])) for item in items]
 
