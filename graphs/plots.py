@@ -20,6 +20,8 @@ from agreement.plots import BLUE, GREY, STYLE, _empty, _svg, wilson_interval
 from graphs.questions import QuestionRow
 
 WIDTH = 6.4
+#: What an empty figure says: answers count once their question is complete (final answers).
+NOTHING_FINAL = "No yes / no question is complete yet: answers count once all are in."
 
 
 def accuracy_svg(rows: Sequence[QuestionRow]) -> str:
@@ -33,7 +35,7 @@ def accuracy_svg(rows: Sequence[QuestionRow]) -> str:
         tally[0] += sum(1 for value in row.answers if value == row.expected)
         tally[1] += row.n_answers
     if not counts:
-        return _empty("No yes / no question has an answer yet.", WIDTH, 1.4)
+        return _empty(NOTHING_FINAL, WIDTH, 1.4)
     groups = sorted(counts)
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(figsize=(WIDTH, 0.7 + 0.34 * len(groups)))
@@ -57,7 +59,7 @@ def difficulty_svg(rows: Sequence[QuestionRow]) -> str:
     """Bars: yes / no questions by the share of their answers that were right (ten bins)."""
     shares = [row.share_correct for row in rows if row.share_correct is not None]
     if not shares:
-        return _empty("No yes / no question has an answer yet.", WIDTH, 1.4)
+        return _empty(NOTHING_FINAL, WIDTH, 1.4)
     bins = [0] * 10
     for share in shares:
         bins[min(int(share * 10), 9)] += 1
