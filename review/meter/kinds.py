@@ -288,9 +288,10 @@ class MeterFilterKind(TaskKind):
             )
         if value == "discard" and not clean:
             raise _invalid(
-                "Mark which criterion the entry fails before discarding it.",
+                "Nothing is ticked: tick the criterion the entry fails (the table above the "
+                "Keep and Discard buttons) before discarding it, or keep it if it fails none.",
                 "failed",
-                "at least one criterion",
+                "tick at least one box in the criteria table",
             )
         from llm.judges import model_mark
 
