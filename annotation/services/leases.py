@@ -144,9 +144,15 @@ def _locked_assignment(*, assignment_id: int, user: User, locked: bool = True) -
     )
 
 
-def _gate_assignment(assignment_id: int, user: User, action: str) -> None:
+def _gate_assignment(assignment_id: int, user: User, action: str) -> LockedAssignment | None:
     """Ask the annotator gates about a write on an assignment (annotation.gates.check), before
-    its rows are locked: read it unlocked, and only when a gate governs its annotator."""
+    its rows are locked: read it unlocked, and only when a gate governs its annotator.
+
+    Returns the read when the caller may use it as its locked read: on a database without row
+    locks (SQLite: the transaction holds the database's write lock from its start, so nothing
+    changed since) and when no gate ran (a gate may change the assignment); otherwise None."""
     read = _locked_assignment(assignment_id=assignment_id, user=user, locked=False)
     if read.governed:
         gates.check(annotator_id=user.pk, stage=read.assignment.stage, action=action)
+        return None
+    return None if connection.features.has_select_for_update else read

@@ -22,8 +22,10 @@ def assignment_skip(*, assignment_id: int, annotator: User, reason: str) -> Assi
     reason = clean_text(reason, field="reason", max_length=300)
     if not reason:
         raise ApplicationError("Say why you skip this item.", {"reason": "required"})
-    _gate_assignment(assignment_id, annotator, gates.SKIP)
-    assignment = _locked_assignment(assignment_id=assignment_id, user=annotator).assignment
+    read = _gate_assignment(assignment_id, annotator, gates.SKIP) or _locked_assignment(
+        assignment_id=assignment_id, user=annotator
+    )
+    assignment = read.assignment
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This item is already submitted; it cannot be skipped.")
     if assignment.status == Assignment.Status.SKIPPED:

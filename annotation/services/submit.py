@@ -219,8 +219,9 @@ def _annotation_submit(
     seconds_spent: float | None,
     client_info: Mapping[str, Any] | None,
 ) -> tuple[Annotation, bool]:
-    _gate_assignment(assignment_id, annotator, gates.SUBMIT)
-    read = _locked_assignment(assignment_id=assignment_id, user=annotator)
+    read = _gate_assignment(assignment_id, annotator, gates.SUBMIT) or _locked_assignment(
+        assignment_id=assignment_id, user=annotator
+    )
     assignment = read.assignment
     if assignment.status == Assignment.Status.SUBMITTED:
         return Annotation.objects.get(assignment=assignment), False
