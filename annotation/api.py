@@ -25,7 +25,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   historic.py states its invariants), ``items_discard``, ``items_author_link``,
   ``items_accept`` (items whose work is final, e.g. rated only historically; annotation/
   services/items.py), ``project_settings_update`` (keys merged into ``Project.settings``
-  under the project's row lock; annotation/services/projects.py); with these no plug-in
+  under the project's row lock), ``project_publication_update`` (licence and citation) and
+  ``project_archive_set`` (archive / restore; annotation/services/projects.py); with these no plug-in
   writes an engine row itself (tests/annotation/test_api.py reads every plug-in module);
 * side effects and bulk loads: ``enqueue_on_commit``, ``planner_statistics_refresh``.
 
@@ -78,7 +79,11 @@ from annotation.services.historic import (
     historic_annotations_import,
 )
 from annotation.services.items import items_accept, items_author_link, items_discard
-from annotation.services.projects import project_settings_update
+from annotation.services.projects import (
+    project_archive_set,
+    project_publication_update,
+    project_settings_update,
+)
 from annotation.services.skip import assignment_skip
 from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
@@ -118,7 +123,9 @@ __all__ = [
     "membership_remove",
     "phase_of",
     "planner_statistics_refresh",
+    "project_archive_set",
     "project_create",
+    "project_publication_update",
     "project_settings_update",
     "quoted",
     "sees_annotators",

@@ -25,6 +25,7 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    path("accounts/tokens/", include("api.page_urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("projects/<slug:slug>/meter/", include("review.meter.urls")),
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),

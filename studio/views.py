@@ -20,6 +20,7 @@ from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
 from annotation.web import page, page_of, render_error
 from studio import forms, selectors, services, stage_form
+from studio.licences import LICENCES
 from studio.access import (
     access_project_items,
     access_project_setup,
@@ -59,6 +60,7 @@ def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, *
         "members": selectors.project_members(project),
         "roles": Role.choices,
         "invites": selectors.project_invites(project),
+        "licences": LICENCES,
         "invite_base": request.build_absolute_uri(reverse("studio:join", args=["TOKEN"])),
         "error": error,
         "posted": posted or {},
