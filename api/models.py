@@ -34,9 +34,9 @@ class PersonalToken(models.Model):
             models.UniqueConstraint(fields=["user", "name"], name="personal_token_unique_name")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_start}…)"
+
     @property
     def has_expired(self) -> bool:
         return self.expires_at <= timezone.now()
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.key_start}…)"

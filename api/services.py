@@ -38,7 +38,9 @@ def personal_token_create(
     gave another token)."""
     name = clean_text(name, field="name", max_length=100)
     if not name:
-        raise ApplicationError("Name the token (e.g. the script that uses it).", {"name": "required"})
+        raise ApplicationError(
+            "Name the token (e.g. the script that uses it).", {"name": "required"}
+        )
     if not 1 <= days <= MAX_TOKEN_DAYS:
         raise ApplicationError(
             f"A token lives from 1 to {MAX_TOKEN_DAYS} days.", {"days": str(days)}

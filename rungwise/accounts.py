@@ -32,7 +32,9 @@ class EmailChangeForm(forms.Form):
 
     email = forms.EmailField(label="New e-mail address", max_length=254)
     password = forms.CharField(
-        label="Your password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+        label="Your password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
     )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
@@ -102,7 +104,9 @@ def email_change_confirm(request, token: str):
     """GET: what the link changes, with a button. POST: the address changed."""
     asked = email_change_read(token)
     if asked is None:
-        return render(request, "registration/email_change_confirm.html", {"invalid": True}, status=400)
+        return render(
+            request, "registration/email_change_confirm.html", {"invalid": True}, status=400
+        )
     if request.method == "POST":
         with transaction.atomic():
             user = get_user_model().objects.select_for_update().get(pk=asked["user"].pk)

@@ -45,7 +45,11 @@ def project_publication(request, slug: str):
         services.project_publication_set(project=project, **form.values())
 
     return _setup_action(
-        request, slug, forms.PublicationForm, act, "Licence and citation saved for the next release."
+        request,
+        slug,
+        forms.PublicationForm,
+        act,
+        "Licence and citation saved for the next release.",
     )
 
 
@@ -79,9 +83,7 @@ def project_clone(request, slug: str):
             raise PermissionDenied("Only staff create projects; ask an administrator of this site.")
         if not form.is_valid():
             raise form_error(form)
-        clone = services.project_clone(
-            source=access.project, **form.values(), creator=request.user
-        )
+        clone = services.project_clone(source=access.project, **form.values(), creator=request.user)
     except ApplicationError as error:
         context = _setup_context(request, access, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)

@@ -32,9 +32,7 @@ urlpatterns = [
     path("projects/<slug:slug>/setup/members/", views.member_add, name="member_add"),
     path("projects/<slug:slug>/setup/members/remove/", views.member_remove, name="member_remove"),
     path("projects/archived/", team_views.archived, name="archived"),
-    path(
-        "projects/<slug:slug>/setup/members/role/", team_views.member_role, name="member_role"
-    ),
+    path("projects/<slug:slug>/setup/members/role/", team_views.member_role, name="member_role"),
     path(
         "projects/<slug:slug>/setup/publication/",
         team_views.project_publication,

@@ -20,12 +20,12 @@ from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
 from annotation.web import page, page_of, render_error
 from studio import forms, selectors, services, stage_form
-from studio.licences import LICENCES
 from studio.access import (
     access_project_items,
     access_project_setup,
     access_setup_stage,
 )
+from studio.licences import LICENCES
 
 
 def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, **extra):
