@@ -437,6 +437,8 @@ FILLERS: dict[str, Filler] = {
     "evaluation_id": lambda site, project, name: _evaluations(project),
     "action": lambda site, project, name: ["pause"],
     "token": _token,
+    # A password-reset link's account (with its one-time token): only a mail holds one.
+    "uidb64": lambda site, project, name: [],
     "plot": lambda site, project, name: _plots(),
     "table": _table,
     "name": lambda site, project, name: ["distributions", "means", "model_scatter"],
