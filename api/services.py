@@ -7,7 +7,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -30,7 +30,7 @@ def key_hash(key: str) -> str:
 
 @transaction.atomic
 def personal_token_create(
-    *, user: AbstractBaseUser, name: str, days: int
+    *, user: User, name: str, days: int
 ) -> tuple[PersonalToken, str]:
     """A new named token of ``user`` living ``days`` days (1 to ``MAX_TOKEN_DAYS``), and its
     key: returned only here, never stored (ApplicationError naming ``name`` or ``days`` for
@@ -63,7 +63,7 @@ def personal_token_create(
 
 
 @transaction.atomic
-def personal_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
+def personal_token_revoke(*, user: User, token_id: int) -> None:
     """Delete one of ``user``'s named tokens: requests with its key are refused from now on.
     Someone else's token id answers as an unknown one (NotFound)."""
     deleted, _ = PersonalToken.objects.filter(user=user.pk, pk=token_id).delete()
