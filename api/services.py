@@ -29,9 +29,7 @@ def key_hash(key: str) -> str:
 
 
 @transaction.atomic
-def personal_token_create(
-    *, user: User, name: str, days: int
-) -> tuple[PersonalToken, str]:
+def personal_token_create(*, user: User, name: str, days: int) -> tuple[PersonalToken, str]:
     """A new named token of ``user`` living ``days`` days (1 to ``MAX_TOKEN_DAYS``), and its
     key: returned only here, never stored (ApplicationError naming ``name`` or ``days`` for
     an empty or taken name or days out of range; Conflict for a name the person already
