@@ -18,7 +18,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   ``STAGE_SETTINGS``, the settings it checks), ``stage_move``, ``stage_remove``, ``stage_slots_add``,
   ``items_create``, ``item_stages_open``, ``item_stages_target_set``
   (annotation/services/stages.py);
-* work: ``assignment_next``, ``annotation_submit``, ``assignment_skip``, ``item_stage_resolve``,
+* work: ``assignment_next`` (with ``reached_by``: a stage as the next-item search takes it,
+  asked once by a caller that leases many times), ``annotation_submit``, ``assignment_skip``, ``item_stage_resolve``,
   ``assignments_release``, ``annotations_withdraw``;
 * what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
   elsewhere, with ``HistoricAnnotation`` and ``HistoricResolution``; annotation/services/
@@ -79,6 +80,7 @@ from annotation.services.historic import (
     historic_annotations_import,
 )
 from annotation.services.items import items_accept, items_author_link, items_discard
+from annotation.services.next_item import reached_by
 from annotation.services.projects import (
     project_archive_set,
     project_publication_update,
@@ -128,6 +130,7 @@ __all__ = [
     "project_publication_update",
     "project_settings_update",
     "quoted",
+    "reached_by",
     "sees_annotators",
     "stage_create",
     "stage_move",

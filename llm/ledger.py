@@ -17,12 +17,16 @@ the subject (an item, a release's question) and the sample number. :func:`call_o
 5. returns the row; a row another worker holds comes back ``pending``: ask again later.
 
 Every attempt's prompt, raw answer, tokens, latency and cost are on the row; the run's counters
-(``Run.calls``, ``Run.cost``) grow with each one.
+(``Run.calls``, ``Run.cost``) grow with each one — by an UPDATE per call, or, for a caller that
+passes a :class:`Tally`, in memory until the caller writes them with its heartbeat (a model
+rater's run: one hot-row UPDATE fewer per call; a worker killed before writing them leaves
+them to the takeover's recount from the rows, llm/runs.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -40,6 +44,27 @@ from llm.models import Call, Endpoint, PromptVersion, Run
 #: Backoff of the n-th retry when the server names no Retry-After (seconds), capped.
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
+
+
+class Tally:
+    """A run's call and cost counters kept in memory by the threads that make its calls; the
+    caller adds them to the run's row (``take`` returns them and starts again at zero)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cost = Decimal(0)
+
+    def add(self, calls: int, cost: Decimal) -> None:
+        with self._lock:
+            self.calls += calls
+            self.cost += cost
+
+    def take(self) -> tuple[int, Decimal]:
+        with self._lock:
+            taken = self.calls, self.cost
+            self.calls, self.cost = 0, Decimal(0)
+        return taken
 
 
 def call_key(
@@ -104,11 +129,13 @@ def call_once(
     subject: str = "",
     sample: int = 0,
     expect_new: bool = False,
+    tally: Tally | None = None,
 ) -> Call:
     """The call stored under ``key``, made now if it has not been (module docstring).
     ``parse(text)`` turns the model's text into the stored answer or raises CallError.
     ``expect_new``: the caller believes the key was never asked (a run's first pass): the row
-    is inserted at once, already claimed, saving a read; otherwise it is read first."""
+    is inserted at once, already claimed, saving a read; otherwise it is read first.
+    ``tally``: the run's counters grow there instead of on the run's row (module docstring)."""
     params = dict(params or {})
     fresh = Call(
         key=key,
@@ -126,7 +153,7 @@ def call_once(
     call = None if expect_new else Call.objects.filter(key=key).first()
     if call is None:
         if _insert_claimed(fresh):
-            return _attempt(fresh, endpoint, messages, parse, response_format, params, run)
+            return _attempt(fresh, endpoint, messages, parse, response_format, params, run, tally)
         call = Call.objects.get(key=key)
     if call.status == Call.Status.OK:
         return call
@@ -135,7 +162,7 @@ def call_once(
     if not _claim(call, endpoint, run):
         call.refresh_from_db()
         return call
-    return _attempt(call, endpoint, messages, parse, response_format, params, run)
+    return _attempt(call, endpoint, messages, parse, response_format, params, run, tally)
 
 
 def _attempt(
@@ -146,6 +173,7 @@ def _attempt(
     response_format: Mapping[str, Any] | None,
     params: Mapping[str, Any],
     run: Run | None,
+    tally: Tally | None = None,
 ) -> Call:
     tokens = _estimate_tokens(messages, {**(endpoint.default_params or {}), **params})
     if endpoint.tokens_per_minute:
@@ -176,9 +204,9 @@ def _attempt(
                 pause = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
             time.sleep(min(pause, BACKOFF_CAP))
             continue
-        _store(call, run, attempts, cost, reply, status=Call.Status.OK, parsed=parsed)
+        _store(call, run, attempts, cost, reply, tally, status=Call.Status.OK, parsed=parsed)
         return call
-    _store(call, run, attempts, cost, reply, status=Call.Status.FAILED, error=error)
+    _store(call, run, attempts, cost, reply, tally, status=Call.Status.FAILED, error=error)
     return call
 
 
@@ -188,12 +216,14 @@ def _store(
     attempts: int,
     cost: Decimal,
     reply: Reply | None,
+    tally: Tally | None,
     *,
     status: str,
     parsed: Any = None,
     error: CallError | None = None,
 ) -> None:
-    """One UPDATE of the row (and one of the run's counters); the instance follows."""
+    """One UPDATE of the row (and one of the run's counters, or the tally's); the instance
+    follows."""
     failed = error is not None and status != Call.Status.OK
     fields = {
         "status": status,
@@ -214,5 +244,7 @@ def _store(
         setattr(call, name, value)
     call.attempts += attempts
     call.cost += cost
-    if run is not None:
+    if tally is not None:
+        tally.add(attempts, cost)
+    elif run is not None:
         Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + cost)
