@@ -1,6 +1,6 @@
 from django.urls import path
 
-from studio import team_views, views
+from studio import item_views, team_views, views
 
 app_name = "studio"
 
@@ -47,6 +47,7 @@ urlpatterns = [
         name="invite_revoke",
     ),
     path("projects/<slug:slug>/items/", views.items, name="items"),
-    path("projects/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item"),
+    path("projects/<slug:slug>/items/<int:item_id>/", item_views.item_detail, name="item"),
+    path("projects/<slug:slug>/items/<int:item_id>/act/", item_views.item_act, name="item_act"),
     path("join/<str:token>/", views.join, name="join"),
 ]

@@ -306,24 +306,3 @@ def items(request, slug: str):
             "query": request.GET.copy(),
         },
     )
-
-
-@require_http_methods(["GET"])
-@page
-def item_detail(request, slug: str, item_id: int):
-    access = access_project_items(request.user, slug)
-    project = access.project
-    return render(
-        request,
-        "studio/item.html",
-        {
-            "project": project,
-            "project_tabs": project_tabs(project, access.roles),
-            **selectors.item_history(
-                project,
-                item_id,
-                viewer=request.user,
-                roles=access.roles,
-            ),
-        },
-    )

@@ -379,7 +379,7 @@ class MeterAnswerKind(TaskKind):
         return {"answers": clean}
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
-        return [("Tab", "next question"), ("Enter", "submit")]
+        return [("a–e", "choose an option, then on to the next question"), ("Enter", "submit")]
 
 
 class MeterSpansKind(TaskKind):
