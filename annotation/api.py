@@ -26,7 +26,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   historic.py states its invariants), ``items_discard``, ``items_author_link``,
   ``items_accept`` (items whose work is final, e.g. rated only historically; annotation/
   services/items.py), ``project_settings_update`` (keys merged into ``Project.settings``
-  under the project's row lock; annotation/services/projects.py), ``items_act`` (an admin's
+  under the project's row lock), ``project_publication_update`` (licence and citation) and
+  ``project_archive_set`` (archive / restore; annotation/services/projects.py), ``items_act`` (an admin's
   item actions — reopen, resolve by hand, release a lease, send back, discard — one item or
   many, each recorded as an ``ItemEvent``; returns an ``ItemActionReport``; ``ITEM_ACTIONS``
   names them; annotation/services/item_actions.py); with these no plug-in
@@ -87,7 +88,11 @@ from annotation.services.item_actions import ACTIONS as ITEM_ACTIONS
 from annotation.services.item_actions import ItemActionReport, items_act
 from annotation.services.items import items_accept, items_author_link, items_discard
 from annotation.services.next_item import reached_by
-from annotation.services.projects import project_settings_update
+from annotation.services.projects import (
+    project_archive_set,
+    project_publication_update,
+    project_settings_update,
+)
 from annotation.services.skip import assignment_skip
 from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
@@ -139,10 +144,12 @@ __all__ = [
     "membership_remove",
     "phase_of",
     "planner_statistics_refresh",
-    "reached_by",
+    "project_archive_set",
     "project_create",
+    "project_publication_update",
     "project_settings_update",
     "quoted",
+    "reached_by",
     "sees_annotators",
     "stage_create",
     "stage_move",

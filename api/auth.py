@@ -8,6 +8,11 @@ Beyond DRF's: a token expires
 ``API_TOKEN_MAX_AGE_SECONDS`` after it was issued (refused, saying so; ask for a new one), and a
 user's tokens are deleted when their password changes (``tokens_revoke_on_password_change``,
 connected in api/apps.py).
+
+Named tokens (api/models.py ``PersonalToken``, made on the token page): a key starting with
+``KEY_PREFIX`` is looked up by its SHA-256 instead, refused once past its own ``expires_at``
+(``request.auth`` is then the PersonalToken, its ``last_used_at`` kept to the minute); a changed
+password ends them too.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
 from annotation import sql
+from api.models import KEY_PREFIX, PersonalToken
+from api.services import key_hash, personal_token_used
 
 
 @cache
@@ -39,6 +46,8 @@ def _token_sql(vendor: str) -> str:
 
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key):
+        if key.startswith(KEY_PREFIX):
+            return _personal_credentials(key)
         row = sql.fetchone(_token_sql(connection.vendor), {"key": key})
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
@@ -51,6 +60,20 @@ class TokenAuthentication(authentication.TokenAuthentication):
                 "This token has expired; ask for a new one at /api/auth/token/."
             )
         return token.user, token
+
+
+def _personal_credentials(key: str):
+    token = PersonalToken.objects.select_related("user").filter(key_hash=key_hash(key)).first()
+    if token is None:
+        raise exceptions.AuthenticationFailed(_("Invalid token."))
+    if not token.user.is_active:
+        raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+    if token.has_expired:
+        raise exceptions.AuthenticationFailed(
+            f"The token {token.name!r} has expired; make a new one on your API tokens page."
+        )
+    personal_token_used(token)
+    return token.user, token
 
 
 def _expired(token: Token) -> bool:
@@ -76,3 +99,4 @@ def tokens_revoke_on_password_change(sender, instance, update_fields=None, **kwa
     stored = sender.objects.filter(pk=instance.pk).values_list("password", flat=True).first()
     if stored is not None and stored != instance.password:
         Token.objects.filter(user_id=instance.pk).delete()
+        PersonalToken.objects.filter(user_id=instance.pk).delete()

@@ -4,9 +4,10 @@
 and returns Markdown. Missing sections say "Not recorded." rather than disappearing, so a reader
 can tell "none" from "unknown".
 
-* ``name``, ``version``, ``description``, ``created_at`` (str or datetime), ``license``,
-  ``homepage``
-* ``citation``: BibTeX text, printed in a ``bibtex`` block
+* ``name``, ``version``, ``description``, ``created_at`` (str or datetime), ``license`` (the
+  project's SPDX identifier, chosen on its Setup page: studio/licences.py), ``homepage``
+* ``citation``: BibTeX text, printed in a ``bibtex`` block (the project's own, typed on its Setup
+  page, else one built from its name: releases/services/figures.py ``default_citation``)
 * ``annotators_by_role``: ``{"annotator": 9, "reviewer": 3}`` — counts only. A datasheet never
   names people: any list, string or mapping in place of a count raises ``ValueError``, as does a
   top-level ``annotators``/``people``/``contributors`` key.

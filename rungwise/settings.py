@@ -224,6 +224,24 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "annotation:home"
+
+# Mail (password reset, e-mail change links): SMTP when EMAIL_HOST is set, else the console
+# (each message printed where `make run` runs), so every mail flow works on a laptop.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=EMAIL_PORT == 587)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=EMAIL_PORT == 465)
+EMAIL_TIMEOUT = 10
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Rungwise <rungwise@localhost>")
+#: How long a password-reset or e-mail-change link works (seconds).
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("RUNGWISE_MAIL_LINK_MAX_AGE", 3 * 24 * 3600))
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from .accounts import email_change, email_change_confirm
 from .health import healthz
 
 urlpatterns = [
@@ -25,6 +26,29 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    path(
+        "accounts/password/reset/",
+        auth_views.PasswordResetView.as_view(),
+        name="password_reset",
+    ),
+    path(
+        "accounts/password/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    path("accounts/email/", email_change, name="email_change"),
+    path("accounts/email/confirm/<str:token>/", email_change_confirm, name="email_change_confirm"),
+    path("accounts/tokens/", include("api.page_urls")),
     path("projects/<slug:slug>/ratings/", include("ratings.urls")),
     path("projects/<slug:slug>/meter/", include("review.meter.urls")),
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),

@@ -154,6 +154,31 @@ class MemberRemoveForm(SetupForm):
     role = TextField()
 
 
+class MemberRoleForm(SetupForm):
+    """A member's role changed on the setup page (``role`` held now, ``new_role`` wanted)."""
+
+    user = forms.IntegerField(
+        error_messages={"required": "Choose a member.", "invalid": "Choose a member."}
+    )
+    role = TextField()
+    new_role = TextField()
+
+
+class ProjectCloneForm(SetupForm):
+    slug = TextField()
+    name = TextField()
+    with_members = YesNoField(label="with_members")
+
+
+class PublicationForm(SetupForm):
+    license = TextField()
+    citation = TextField()
+
+
+class ArchiveForm(SetupForm):
+    archived = YesNoField(label="archived")
+
+
 class InviteCreateForm(SetupForm):
     role = TextField()
     days = WholeNumberField("days", 1, MAX_INVITE_DAYS, default=14)

@@ -29,6 +29,7 @@ from annotation.models import (
     ItemStage,
     Membership,
     Project,
+    Role,
     Stage,
 )
 from studio.models import Invite
@@ -289,3 +290,14 @@ def project_members(project: Project) -> QuerySet[Membership]:
 def project_invites(project: Project, *, limit: int = 50) -> list[Invite]:
     """The project's newest invite links (the setup page lists ``limit``)."""
     return list(Invite.objects.filter(project=project)[:limit])
+
+
+def archived_projects(user) -> list[Project]:
+    """The archived projects (``is_active=False``) ``user`` administers, by name; every
+    archived project for superusers; none for anyone else."""
+    if not user.is_authenticated:
+        return []
+    found = Project.objects.filter(is_active=False).order_by("name")
+    if not user.is_superuser:
+        found = found.filter(memberships__user=user.pk, memberships__role=Role.ADMIN).distinct()
+    return list(found)

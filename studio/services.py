@@ -1,6 +1,7 @@
 """Project setup services (CONTRIBUTING.md, "Services own the transaction"): a project from a
-workflow's template, stages added and edited through the engine's own checks
-(annotation.services.stage_create / stage_update), members by name, invite links."""
+workflow's template or cloned from another's setup, stages added and edited through the engine's
+own checks (annotation.services.stage_create / stage_update), members by name and their roles,
+invite links, a project's licence and citation, archiving."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
 from annotation.workflows import WORKFLOWS
 from imports.core.readers import ImportFileError, read_json_document
+from studio.licences import LICENCE_IDS
 from studio.models import Invite
 
 #: Stage settings edited as JSON on the setup page.
 JSON_SETTINGS = ("config", "routes", "phases", "eligibility", "policy_options")
 MAX_INVITE_DAYS = 90
 #: Short names that would clash with pages under projects/.
-RESERVED_SLUGS = frozenset({"new"})
+RESERVED_SLUGS = frozenset({"new", "archived"})
 
 
 def workflow_templates() -> list[Any]:
@@ -49,6 +51,16 @@ def project_from_template(
         )
     slug = (slug or "").strip()
     name = (name or "").strip()
+    _check_new_project(slug=slug, name=name)
+    project = chosen.create(slug=slug, name=name, description=description or "")
+    engine.membership_add(project=project, user=creator, role=Role.ADMIN)
+    return project
+
+
+def _check_new_project(*, slug: str, name: str) -> None:
+    """A new project's name and short name (slug) as a person typed them: ApplicationError
+    naming the field when the name is empty or the slug malformed or reserved (a slug taken
+    by another project is the engine's ``project_create``'s refusal)."""
     if not name:
         raise ApplicationError("Give the project a name.", {"name": "required"})
     try:
@@ -61,9 +73,6 @@ def project_from_template(
         raise ApplicationError(
             f"{slug!r} is taken by a page; choose another short name.", {"slug": slug}
         )
-    project = chosen.create(slug=slug, name=name, description=description or "")
-    engine.membership_add(project=project, user=creator, role=Role.ADMIN)
-    return project
 
 
 def parse_json_setting(name: str, text: str) -> Any:
@@ -161,6 +170,33 @@ def member_add_by_name(*, project: Project, username: str, role: str) -> Members
 
 
 @transaction.atomic
+def membership_role_change(
+    *, project: Project, user_id: int, role: str, new_role: str, acting_user: User
+) -> Membership:
+    """Give a member ``new_role`` in place of ``role`` (one transaction: the engine's
+    ``membership_add`` then ``membership_remove``, which releases an annotator's leases).
+
+    A person who already holds ``new_role`` simply loses ``role`` (roles are a set: the
+    annotator-and-reviewer combination is two memberships, added one by one). NotFound when the
+    person does not hold ``role``; ApplicationError for an unknown role or when an admin would
+    take their own admin role away (someone must be left to manage the project). The blindness
+    rules do not depend on how roles were given: a reviewer never decides an item they
+    annotated (agreement.access)."""
+    if new_role not in Role.values:
+        raise ApplicationError(f"Unknown role {new_role!r}.", {"role": ", ".join(Role.values)})
+    held = Membership.objects.filter(project=project, user_id=user_id, role=role).first()
+    if held is None:
+        raise NotFound("This person does not hold that role in the project.")
+    if new_role == role:
+        return held
+    if user_id == acting_user.pk and role == Role.ADMIN:
+        raise ApplicationError("You cannot change your own admin role.", {"user": user_id})
+    membership = engine.membership_add(project=project, user=held.user, role=new_role)
+    engine.membership_remove(project=project, user_id=user_id, role=role)
+    return membership
+
+
+@transaction.atomic
 def invite_create(
     *, project: Project, role: str, days: int, max_uses: int, created_by: User
 ) -> Invite:
@@ -246,3 +282,90 @@ def invite_revoke(*, project: Project, invite_id: int) -> Invite:
     invite.revoked_at = invite.revoked_at or timezone.now()
     invite.save(update_fields=["revoked_at"])
     return invite
+
+
+#: Stage settings that may name other stages (a route's target, a phase's or an eligibility
+#: rule's stage): a clone sets them once every stage exists.
+STAGE_LINKS = ("routes", "phases", "eligibility")
+#: Stage columns a clone does not copy: the row's identity and owner (the rest is its setup).
+STAGE_NOT_COPIED = frozenset({"id", "project"})
+
+
+def _stage_setup(stage: Stage) -> dict[str, Any]:
+    """Every setting of ``stage`` (its columns but id and project) by field name."""
+    return {
+        field.name: getattr(stage, field.attname)
+        for field in Stage._meta.concrete_fields
+        if field.name not in STAGE_NOT_COPIED
+    }
+
+
+@transaction.atomic
+def project_clone(
+    *, source: Project, slug: str, name: str, with_members: bool, creator: User
+) -> Project:
+    """A new project with ``source``'s setup and none of its data.
+
+    Copied: the workflow (``kind``), description, guidelines, project settings, licence and
+    citation; every stage in order with every setting (kind, task options, instructions,
+    overlap, lease, policy and its options, routes, phases, eligibility, order, seed, open or
+    closed), created through the engine's ``stage_create`` and ``stage_update`` so that each
+    is checked as if typed on the setup page (links to other stages are set once all exist);
+    with ``with_members``, every membership (the roles; skills and pauses are not copied). Not
+    copied: items, imports, answers, decisions, releases, invite links. The creator becomes an
+    admin of the copy. Slug and name are checked as for a new project (ApplicationError naming
+    the field); nothing is written when anything is refused."""
+    slug, name = (slug or "").strip(), (name or "").strip()
+    _check_new_project(slug=slug, name=name)
+    project = engine.project_create(
+        slug=slug,
+        name=name,
+        kind=source.kind,
+        description=source.description,
+        guidelines=source.guidelines,
+        settings=source.settings or {},
+    )
+    engine.project_publication_update(
+        project=project, license=source.license, citation=source.citation
+    )
+    created: list[tuple[Stage, dict[str, Any]]] = []
+    for stage in source.stages.order_by("position"):
+        setup = _stage_setup(stage)
+        links = {key: setup.pop(key) for key in STAGE_LINKS}
+        copy = engine.stage_create(
+            project=project,
+            slug=setup.pop("slug"),
+            name=setup.pop("name"),
+            kind=setup.pop("kind"),
+            overlap=setup.pop("overlap"),
+            config=setup.pop("config"),
+            **setup,
+        )
+        created.append((copy, links))
+    for copy, links in created:
+        if any(value not in (None, [], {}) for value in links.values()):
+            engine.stage_update(stage=copy, **links)
+    if with_members:
+        for membership in source.memberships.select_related("user"):
+            engine.membership_add(project=project, user=membership.user, role=membership.role)
+    engine.membership_add(project=project, user=creator, role=Role.ADMIN)
+    return project
+
+
+def project_publication_set(*, project: Project, license: str, citation: str) -> Project:
+    """The licence (one of ``studio.licences.LICENCES``' SPDX identifiers, or "" for none
+    stated) and the BibTeX citation written into the project's release datasheets; the
+    engine's ``project_publication_update`` stores them."""
+    license = (license or "").strip()
+    if license and license not in LICENCE_IDS:
+        raise ApplicationError(
+            f"{license!r} is not a licence offered here; choose one from the list.",
+            {"license": "an SPDX identifier from the list"},
+        )
+    return engine.project_publication_update(project=project, license=license, citation=citation)
+
+
+def project_archive(*, project: Project, archived: bool) -> Project:
+    """Archive (``archived``) or restore a project: the engine's ``project_archive_set``
+    (hidden from home lists, no new work handed out; nothing deleted)."""
+    return engine.project_archive_set(project=project, archived=archived)

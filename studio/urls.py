@@ -1,6 +1,6 @@
 from django.urls import path
 
-from studio import item_views, views
+from studio import item_views, team_views, views
 
 app_name = "studio"
 
@@ -31,6 +31,15 @@ urlpatterns = [
     ),
     path("projects/<slug:slug>/setup/members/", views.member_add, name="member_add"),
     path("projects/<slug:slug>/setup/members/remove/", views.member_remove, name="member_remove"),
+    path("projects/archived/", team_views.archived, name="archived"),
+    path("projects/<slug:slug>/setup/members/role/", team_views.member_role, name="member_role"),
+    path(
+        "projects/<slug:slug>/setup/publication/",
+        team_views.project_publication,
+        name="publication",
+    ),
+    path("projects/<slug:slug>/setup/archive/", team_views.project_archive, name="archive"),
+    path("projects/<slug:slug>/setup/clone/", team_views.project_clone, name="clone"),
     path("projects/<slug:slug>/setup/invites/", views.invite_create, name="invite_create"),
     path(
         "projects/<slug:slug>/setup/invites/<int:invite_id>/revoke/",

@@ -25,6 +25,7 @@ from studio.access import (
     access_project_setup,
     access_setup_stage,
 )
+from studio.licences import LICENCES
 
 
 def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, **extra):
@@ -59,6 +60,7 @@ def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, *
         "members": selectors.project_members(project),
         "roles": Role.choices,
         "invites": selectors.project_invites(project),
+        "licences": LICENCES,
         "invite_base": request.build_absolute_uri(reverse("studio:join", args=["TOKEN"])),
         "error": error,
         "posted": posted or {},

@@ -366,7 +366,27 @@ def _token(site: Site, project, name: str) -> list[str]:
         return [study.token for p in site.projects for study in site.studies[p.pk]]
     if name == "studio:join":
         return [invite.token for p in site.projects for invite in site.invites[p.pk]]
+    if name == "password_reset_confirm":
+        from django.contrib.auth.tokens import default_token_generator
+
+        return [default_token_generator.make_token(_mail_user(site))]
+    if name == "email_change_confirm":
+        from rungwise.accounts import email_change_link
+
+        return [email_change_link(user=_mail_user(site), email="walker@example.org")]
     return []
+
+
+def _mail_user(site: Site):
+    """The account whose mailed links (password reset, e-mail change) the walker opens."""
+    return next(iter(site.users.values()))
+
+
+def _reset_uid(site: Site, project, name: str) -> list[str]:
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    return [urlsafe_base64_encode(force_bytes(_mail_user(site).pk))]
 
 
 def _table(site: Site, project, name: str) -> list[str]:
@@ -437,6 +457,7 @@ FILLERS: dict[str, Filler] = {
     "evaluation_id": lambda site, project, name: _evaluations(project),
     "action": lambda site, project, name: ["pause"],
     "token": _token,
+    "uidb64": _reset_uid,
     "plot": lambda site, project, name: _plots(),
     "table": _table,
     "name": lambda site, project, name: ["distributions", "means", "model_scatter"],
