@@ -67,7 +67,12 @@ class Command(BaseCommand):
         for username, role, is_superuser in DEMO_USERS:
             user, created = User.objects.get_or_create(
                 username=username,
-                defaults={"is_staff": is_superuser, "is_superuser": is_superuser},
+                defaults={
+                    "is_staff": is_superuser,
+                    "is_superuser": is_superuser,
+                    # an address, so *Forgot your password?* mails (to the console) at once
+                    "email": f"{username}@example.org",
+                },
             )
             if created:
                 user.set_password(password)
