@@ -30,7 +30,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
 * side effects and bulk loads: ``enqueue_on_commit``, ``planner_statistics_refresh``.
 
 Reads: ``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
-``sees_annotators``, ``votes_final``, ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
+``sees_annotators``, ``votes_final`` (and ``item_stages_with_final_votes``, the same rule as a
+queryset filter), ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
 in); ``default_route`` (a stage's route for an outcome when it names none).
 
 Rules and types: ``Decision`` and ``TIE_POLICIES`` (resolution), ``clean_text`` and
@@ -84,6 +85,7 @@ from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
 from annotation.slots import EVERYONE
 from annotation.sql import quoted
+from annotation.versions import item_stages_with_final_votes
 
 __all__ = [
     "EVERYONE",
@@ -110,6 +112,7 @@ __all__ = [
     "item_stage_resolve",
     "item_stages_open",
     "item_stages_target_set",
+    "item_stages_with_final_votes",
     "items_accept",
     "items_author_link",
     "items_create",
