@@ -153,19 +153,19 @@ def item_query(data: QueryDict | dict[str, Any]) -> ItemQuery:
     form = ItemQueryForm(data)
     if not form.is_valid():
         raise form_error(form)
-    data = form.cleaned_data
+    cleaned: dict[str, Any] = form.cleaned_data
     return ItemQuery(
-        q=data["q"],
-        stage=data["stage"],
-        state=data["state"],
-        status=data["status"],
-        decision=data["decision"],
-        disagreement=data["disagreement"],
-        annotator=data["annotator"],
-        batch=data["batch"],
-        tag=data["tag"],
-        sort=data["sort"] or "newest",
-        after=data["after"],
+        q=cleaned["q"],
+        stage=cleaned["stage"],
+        state=cleaned["state"],
+        status=cleaned["status"],
+        decision=cleaned["decision"],
+        disagreement=cleaned["disagreement"],
+        annotator=cleaned["annotator"],
+        batch=cleaned["batch"],
+        tag=cleaned["tag"],
+        sort=cleaned["sort"] or "newest",
+        after=cleaned["after"],
     )
 
 

@@ -165,19 +165,25 @@ def items_in_batches(
     project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = BATCH_SIZE
 ) -> Iterator[list[Item]]:
     """Every matching item in ``query``'s order, ``size`` at a time, each batch read by keyset
-    after the last (exports and bulk actions over "all matching": memory stays bounded)."""
+    after the last (exports and bulk actions over "all matching": memory stays bounded). The
+    filters are checked here, before the first batch is read (a refused filter is an error
+    before a streamed response starts, not in its middle)."""
     matching = items_matching(project, query, viewer=viewer, named=named)
-    after = None
-    while True:
-        batch = list(
-            _ordered_after(matching, query.sort, after).select_related("import_batch")[:size]
-        )
-        if not batch:
-            return
-        yield batch
-        if len(batch) < size:
-            return
-        after = (_sort_value(batch[-1], query.sort), batch[-1].pk)
+
+    def batches() -> Iterator[list[Item]]:
+        after = None
+        while True:
+            batch = list(
+                _ordered_after(matching, query.sort, after).select_related("import_batch")[:size]
+            )
+            if not batch:
+                return
+            yield batch
+            if len(batch) < size:
+                return
+            after = (_sort_value(batch[-1], query.sort), batch[-1].pk)
+
+    return batches()
 
 
 def display(value: Any) -> Any:

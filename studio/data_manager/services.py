@@ -45,10 +45,10 @@ def items_tag(*, project: Project, item_ids: Iterable[int], name: str, add: bool
             ignore_conflicts=True,
         )
         return len(set(ids) - had)
-    tag = Tag.objects.filter(project=project, name=name).first()
-    if tag is None:
+    existing = Tag.objects.filter(project=project, name=name).first()
+    if existing is None:
         return 0
-    removed, _ = ItemTag.objects.filter(tag=tag, item_id__in=ids).delete()
+    removed, _ = ItemTag.objects.filter(tag=existing, item_id__in=ids).delete()
     return removed
 
 

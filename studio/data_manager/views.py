@@ -19,9 +19,9 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.access import ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.forms import form_error
-from annotation.access import ProjectAccess
 from annotation.models import Item, ItemStage
 from annotation.navigation import project_tabs
 from annotation.web import PageRequest, csv_response, csv_timestamp, page
