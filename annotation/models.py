@@ -129,6 +129,10 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["project", "group"]),
             models.Index(fields=["project", "status"]),
+            # The data manager's keyset pages (studio/data_manager/selectors.py): newest first
+            # and by status, each tie broken by id (benchmarks/data_manager.py measures them).
+            models.Index(fields=["project", "id"], name="item_project_id_idx"),
+            models.Index(fields=["project", "status", "id"], name="item_project_status_id_idx"),
         ]
 
     def __str__(self) -> str:
