@@ -79,11 +79,12 @@ def available_columns(stages: Iterable[Stage], paths: Iterable[str]) -> list[Col
 
 
 def default_columns(stages: Iterable[Stage]) -> list[str]:
-    """The columns shown until a member chooses: status, each stage's state and answers."""
+    """The columns shown until a member chooses: status, each stage's state and answers, the
+    tags and when the item was added."""
     keys = ["status"]
     for stage in stages:
         keys += [f"stage:{stage.slug}:state", f"stage:{stage.slug}:answers"]
-    return keys + ["created"]
+    return keys + ["tags", "created"]
 
 
 def field_value(payload: Any, path: str) -> Any:
