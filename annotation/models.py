@@ -306,6 +306,10 @@ class ItemStage(models.Model):
                 condition=Q(state="open", submitted_count=0, leased_count=0),
             ),
             models.Index(fields=["stage", "state"]),
+            # assignment_next's SWEEP order (machine raters): open items by id.
+            models.Index(
+                fields=["stage", "id"], name="item_stage_open_idx", condition=Q(state="open")
+            ),
         ]
 
     def __str__(self) -> str:

@@ -9,8 +9,10 @@ How a run works (llm.tasks.rater_run calls :func:`rater_run`):
    per (endpoint, prompt version, item, sample), never twice, rate limits shared by all
    workers). The prompt is built from what the stage's annotators see (llm/prompts.py).
 3. **Leases and submits, through the engine.** The rater's user asks ``assignment_next`` like
-   any annotator — one lease at a time, in the engine's order, under its overlap and
-   eligibility rules — takes the ledger's answers for the leased item (calling now if they
+   any annotator — one lease at a time, under the stage's overlap and eligibility rules, in the
+   engine's SWEEP order (item stages by id from the run's cursor: a model shows no order
+   effects, and a lease then costs the same however many items the model answered; the calls
+   are prefetched in the same order) — takes the ledger's answers for the leased item (calling now if they
    are not there yet) and submits the modal answer with ``annotation_submit`` (idempotent).
    A :class:`~llm.models.ModelVote` records the vote and its confidence: the share of valid
    samples that gave it. An item whose every sample failed is skipped with the error as the
@@ -260,10 +262,12 @@ def _submit_loop(
     beat: _Beat,
 ) -> None:
     user, stage = rater.user, rater.stage
+    cursor = 0  # the sweep's cursor: the last item stage leased (a new worker starts over once)
     while beat.running():
-        assignment = assignment_next(annotator=user, stage=stage)
+        assignment = assignment_next(annotator=user, stage=stage, after=cursor)
         if assignment is None:
             return
+        cursor = assignment.item_stage_id
         item = items.get(assignment.item_stage_id) or Item.objects.get(
             pk=assignment.item_stage.item_id
         )

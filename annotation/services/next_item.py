@@ -28,6 +28,9 @@ from annotation.eligibility import counts_own_work
 from annotation.models import Assignment, Item, ItemStage, Stage
 from annotation.services.leases import leases_reclaim_expired
 
+#: The order of a caller that keeps its own cursor (assignment_next's ``after``).
+SWEEP = "sweep"
+
 
 def _annotator_salt(stage: Stage, annotator_id: int) -> int:
     """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
@@ -48,6 +51,11 @@ def _candidate_sql(
     - RANDOM stages: every open item in the annotator's own seeded order, one variant of every
       group before the second variant of any (a sort over the stage's open items: O(open items)
       per request, fine for rating stages of thousands of items).
+    - SWEEP (not a stage policy: asked for by a caller that passes ``after``, see
+      assignment_next): the stage's open items in id order from just after the caller's cursor,
+      then from the start up to it — two index range scans (the partial index
+      ``item_stage_open_idx``), so a lease costs the same whether the caller answered none of the
+      stage's items or most of them.
     - DEPTH_FIRST stages: (1) items already in progress, most complete first, then in the
       annotator's own order (a small set, by a partial index); (2) fresh items, in the stage's
       random order entered at a point fixed per annotator and wrapping round, so the search is
@@ -104,7 +112,12 @@ def _candidate_sql(
         + " AND ".join(conditions)
     )
     personal = f"CAST({c.random_key} AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
-    if order_policy == Stage.OrderPolicy.RANDOM:
+    if order_policy == SWEEP:
+        searches = [
+            f"{base} AND {c.id} > %(after)s ORDER BY {c.id} LIMIT 1{lock}",
+            f"{base} AND {c.id} <= %(after)s ORDER BY {c.id} LIMIT 1{lock}",
+        ]
+    elif order_policy == Stage.OrderPolicy.RANDOM:
         searches = [
             f"{base} ORDER BY ({c.spread_rank} + %(spread)s) %% {c.group_size}, {personal}"
             f" LIMIT 1{lock}"
@@ -146,15 +159,15 @@ def reached_by(stage: Stage, annotator_id: int) -> StageForAnnotator:
 
 
 def _candidate_statement(
-    reached: StageForAnnotator, annotator_id: int
+    reached: StageForAnnotator, annotator_id: int, after: int | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The candidate search for this annotator in this stage (_candidate_sql) and all its
-    parameters. The search rules are worked out once per call and the text comes from the
-    per-process cache."""
+    parameters; `after` (an item stage id) asks for the SWEEP order. The search rules are worked
+    out once per call and the text comes from the per-process cache."""
     stage = reached.stage
     rules = _search_rules(reached)
     text, rule_params = _candidate_sql(
-        stage.order_policy,
+        SWEEP if after is not None else stage.order_policy,
         connection.vendor,
         json.dumps(stage.phases or [], sort_keys=True),
         json.dumps(rules, sort_keys=True),
@@ -167,15 +180,27 @@ def _candidate_statement(
         "salt": salt,
         **rule_params,
     }
-    if stage.order_policy == Stage.OrderPolicy.RANDOM:
+    if after is not None:
+        params["after"] = after
+    elif stage.order_policy == Stage.OrderPolicy.RANDOM:
         params["spread"] = salt % 997
     else:
         params["entry"] = salt % (2**31)
     return text, params
 
 
-def assignment_next(*, annotator: User, stage: StageForAnnotator | Stage) -> Assignment | None:
+def assignment_next(
+    *, annotator: User, stage: StageForAnnotator | Stage, after: int | None = None
+) -> Assignment | None:
     """Lease the next item of the stage to `annotator`, or return None when none is left.
+
+    `after`: an item stage id (0 to start) asks for the SWEEP order instead of the stage's
+    (_candidate_sql): the open items by id after it, then the rest from the start. For callers
+    that keep their cursor and show no order effects — machine raters (llm/runs.py): the stage's
+    orders give each person their own order and finish items in progress first, but they pass
+    over items the caller already answered while those stay open, which an extra rater's do, so
+    a lease there costs O(items answered); a sweep's costs O(1). Every rule of the stage
+    (overlap, phases, eligibility, gates) holds as in the stage's order.
 
     `stage`: what access_stage_for_annotator returned (it carries the current lease id and the
     gates' flag, so nothing is read again); a plain Stage is taken too (reached_by).
@@ -193,7 +218,7 @@ def assignment_next(*, annotator: User, stage: StageForAnnotator | Stage) -> Ass
     reached = stage if isinstance(stage, StageForAnnotator) else reached_by(stage, annotator.pk)
     for attempt in range(3):
         try:
-            return _assignment_next(annotator, reached)
+            return _assignment_next(annotator, reached, after)
         except IntegrityError:
             if attempt == 2:
                 raise
@@ -208,7 +233,9 @@ def assignment_next(*, annotator: User, stage: StageForAnnotator | Stage) -> Ass
     return None  # pragma: no cover
 
 
-def _assignment_next(annotator: User, reached: StageForAnnotator) -> Assignment | None:
+def _assignment_next(
+    annotator: User, reached: StageForAnnotator, after: int | None = None
+) -> Assignment | None:
     """The one-statement lease when it can be one (_lease_at_once), otherwise the search,
     renewal and reclaiming in one transaction (_assignment_next_in_transaction)."""
     eligibility = reached.stage.eligibility
@@ -219,18 +246,18 @@ def _assignment_next(annotator: User, reached: StageForAnnotator) -> Assignment 
         and not (eligibility and counts_own_work(eligibility))
     ):
         if not connection.in_atomic_block:
-            leased = _lease_at_once(annotator, reached)
+            leased = _lease_at_once(annotator, reached, after)
         else:
             with transaction.atomic():  # a savepoint: a failed statement leaves the caller's
-                leased = _lease_at_once(annotator, reached)
+                leased = _lease_at_once(annotator, reached, after)
         if leased is not None:
             return leased
-    return _assignment_next_in_transaction(annotator, reached)
+    return _assignment_next_in_transaction(annotator, reached, after)
 
 
 @transaction.atomic
 def _assignment_next_in_transaction(
-    annotator: User, reached: StageForAnnotator
+    annotator: User, reached: StageForAnnotator, after: int | None = None
 ) -> Assignment | None:
     stage = reached.stage
     if reached.governed and gates.refusal(
@@ -245,7 +272,7 @@ def _assignment_next_in_transaction(
         current = _renew(reached.current_assignment_id, now, stage)
         if current is not None:
             return current
-    statement = _candidate_statement(reached, annotator.pk)
+    statement = _candidate_statement(reached, annotator.pk, after)
     item_stage = _take_candidate(statement)
     if item_stage is None:
         if not leases_reclaim_expired(stage_id=stage.pk, now=now):
@@ -307,14 +334,16 @@ def _lease_sql(candidate_sql: str) -> str:
         """
 
 
-def _lease_at_once(annotator: User, reached: StageForAnnotator) -> Assignment | None:
+def _lease_at_once(
+    annotator: User, reached: StageForAnnotator, after: int | None = None
+) -> Assignment | None:
     """Lease the next candidate in one statement (_lease_sql), or None when the search found
     nothing (the caller then reclaims expired leases and searches again). Two requests of one
     annotator at once collide on the one-active-lease constraint: IntegrityError, nothing
     stored, as in the transaction."""
     stage = reached.stage
     now = timezone.now()
-    candidate_sql, params = _candidate_statement(reached, annotator.pk)
+    candidate_sql, params = _candidate_statement(reached, annotator.pk, after)
     params.update(
         status=Assignment.Status.ACTIVE,
         created_at=now,

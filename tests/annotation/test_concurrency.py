@@ -23,7 +23,8 @@ ITEMS = 90
 OVERLAP = 3
 
 
-def test_32_annotators_hammering_next_and_submit(postgres):
+@pytest.mark.parametrize("sweep", [False, True], ids=["stage-order", "sweep"])
+def test_32_annotators_hammering_next_and_submit(postgres, sweep):
     project = make_project()
     stage = make_verify_stage(project, overlap=OVERLAP)
     make_items(project, ITEMS)
@@ -37,11 +38,15 @@ def test_32_annotators_hammering_next_and_submit(postgres):
         rng = random.Random(seed)
         try:
             barrier.wait()
+            cursor = 0  # the sweep order's (machine raters'): every rule must hold the same
             while True:
                 access = access_stage_for_annotator(user=user, stage_id=stage.pk)
-                assignment = services.assignment_next(annotator=user, stage=access)
+                assignment = services.assignment_next(
+                    annotator=user, stage=access, after=cursor if sweep else None
+                )
                 if assignment is None:
                     return
+                cursor = assignment.item_stage_id
                 if rng.random() < 0.05:
                     services.assignment_skip(
                         assignment_id=assignment.pk, annotator=user, reason="not sure"
