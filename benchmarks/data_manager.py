@@ -74,8 +74,9 @@ def _copy_items(cursor, project_id: int, count: int, prefix: str, rng: random.Ra
             copy.write(block.getvalue())
 
 
-def load(items: int, others: int, seed: int) -> None:
-    """Create both projects with COPY (skipped when already there)."""
+def load(items: int, others: int, seed: int, previous: str) -> None:
+    """Create both projects with COPY (skipped when already there), with the data manager's
+    indexes removed (annotation migrated back to ``previous``): they are built afterwards."""
     from django.core.management import call_command
     from django.db import connection, transaction
 
@@ -83,6 +84,7 @@ def load(items: int, others: int, seed: int) -> None:
     from annotation.models import Item, ItemStage, Project, Resolution
 
     call_command("migrate", verbosity=0)
+    call_command("migrate", "annotation", previous, verbosity=0)
     project = Project.objects.filter(slug=SLUG).first()
     if project is not None and Item.objects.filter(project=project).count() == items:
         print(f"reusing the {items:,} items of project {SLUG!r}")
@@ -99,6 +101,7 @@ def load(items: int, others: int, seed: int) -> None:
     stage_table, resolution_table = ItemStage._meta.db_table, Resolution._meta.db_table
     with connection.cursor() as cursor:
         _copy_items(cursor, project.pk, items, "bench", rng)
+        print(f"items written ({time.perf_counter() - started:.0f} s)", flush=True)
         cursor.execute(
             f"SELECT id FROM {Item._meta.db_table} WHERE project_id = %s ORDER BY id", [project.pk]
         )
@@ -138,6 +141,10 @@ def load(items: int, others: int, seed: int) -> None:
                     f'{item_stage_id}\t"{value}"\t{status}\taccept\t{{}}\t3\tmajority\t\tnow\n'
                 )
             copy.write(block.getvalue())
+        print(
+            f"item stages and resolutions written ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
         _copy_items(cursor, other.pk, others, "other", rng)
         for table in (Item._meta.db_table, stage_table, resolution_table):
             cursor.execute(f"VACUUM ANALYZE {table}")
@@ -219,26 +226,25 @@ def main() -> None:
 
     from annotation.models import Item, Project
 
-    load(args.items, args.others, args.seed)
-    project = Project.objects.get(slug=SLUG)
-    queries = cases(project)
     mine = next(
         name
         for app, name in MigrationLoader(connection).disk_migrations
         if app == "annotation" and name.endswith("_data_manager_indexes")
     )
-    before = f"{int(mine[:4]) - 1:04d}"
     previous = next(
-        name
-        for app, name in MigrationLoader(connection).disk_migrations
-        if app == "annotation" and name.startswith(before)
+        migration.dependencies[0][1]
+        for (app, name), migration in MigrationLoader(connection).disk_migrations.items()
+        if app == "annotation" and name == mine
     )
+    load(args.items, args.others, args.seed, previous)
+    project = Project.objects.get(slug=SLUG)
+    queries = cases(project)
     figures = {}
     for phase, target in (("before", previous), ("after", mine)):
         call_command("migrate", "annotation", target, verbosity=0)
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {Item._meta.db_table}")
-        print(f"== {phase} the data manager's indexes (annotation {target})")
+        print(f"== {phase} the data manager's indexes (annotation {target})", flush=True)
         figures[phase] = measure(project, queries, args.repeat, args.explain)
     call_command("migrate", verbosity=0)
     print(

@@ -36,7 +36,7 @@ def drop_trigram_indexes(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0009_stage_refresh_state_moved"),
+        ("annotation", "0010_item_stage_open_idx"),
     ]
 
     operations = [
