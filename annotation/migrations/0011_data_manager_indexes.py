@@ -1,8 +1,8 @@
 """Indexes of the data manager (studio/data_manager/selectors.py), each kept because
 benchmarks/data_manager.py measured it on 1,000,000 items (its figures: benchmarks/README.md):
 
-* (project, id) and (project, status, id): keyset pages newest first and by status, where
-  another project's newer rows would otherwise be walked past;
+* (project, status, id): keyset pages sorted by status (newest first is served by the primary
+  key; a (project, id) index was measured and not used by the planner, so it is not here);
 * on PostgreSQL, trigram GIN indexes (pg_trgm) on the upper-cased item id and payload text:
   the search's ``icontains`` (``UPPER(…) LIKE UPPER('%text%')``) then reads the index instead of
   every payload. Written as SQL because Django's ``GinIndex`` cannot name the ``UPPER(...)``
@@ -40,10 +40,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
-            model_name="item",
-            index=models.Index(fields=["project", "id"], name="item_project_id_idx"),
-        ),
         migrations.AddIndex(
             model_name="item",
             index=models.Index(

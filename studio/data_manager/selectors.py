@@ -18,7 +18,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Q, QuerySet, TextField
+from django.db.models import F, Q, QuerySet, TextField
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 from django.db.models.functions import Cast
 
 from annotation.api import annotations_visible, item_stages_with_final_votes, votes_final
@@ -36,6 +37,9 @@ from studio.data_manager.forms import SORTS, ItemQuery, cursor_encode
 from studio.models import ItemColumns, ItemTag, Tag
 
 PAGE_SIZE = 50
+#: A filtered view counts its matches up to this many ("10,000+" beyond): counting every
+#: match of a broad filter over a million items reads them all (benchmarks/data_manager.py).
+COUNT_LIMIT = 10_000
 #: Items read per query by exports and bulk actions over "all matching".
 BATCH_SIZE = 1000
 
@@ -59,14 +63,17 @@ def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: b
     """The item stages the stage-level filters select, or None when none is set."""
     if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
         return None
-    item_stages = ItemStage.objects.filter(stage__project=project)
+    # The project's stage ids, read first: a list of a few ids lets the planner estimate the
+    # item stages it reads, where a join to the stage table does not.
+    stages = Stage.objects.filter(project=project)
     if query.stage:
-        stage = Stage.objects.filter(project=project, slug=query.stage).first()
-        if stage is None:
-            raise ApplicationError(
-                f"There is no stage {query.stage!r} in this project.", {"field": "stage"}
-            )
-        item_stages = item_stages.filter(stage=stage)
+        stages = stages.filter(slug=query.stage)
+    stage_ids = list(stages.values_list("pk", flat=True))
+    if query.stage and not stage_ids:
+        raise ApplicationError(
+            f"There is no stage {query.stage!r} in this project.", {"field": "stage"}
+        )
+    item_stages = ItemStage.objects.filter(stage_id__in=stage_ids)
     if query.state:
         item_stages = item_stages.filter(state=query.state)
     if query.decision or query.disagreement:
@@ -86,7 +93,7 @@ def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: b
             raise PermissionDenied("Your role in this project does not see who answered what.")
         answered = annotations_visible(
             Annotation.objects.filter(
-                item_stage__stage__project=project, annotator__username=query.annotator
+                item_stage__stage_id__in=stage_ids, annotator__username=query.annotator
             ),
             viewer,
         )
@@ -122,6 +129,18 @@ def items_matching(
     return items
 
 
+def items_count(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
+) -> tuple[int, bool]:
+    """How many items ``query`` matches, and whether there are more: the exact number of an
+    unfiltered view (an index count), at most ``COUNT_LIMIT`` (True beyond) of a filtered one."""
+    matching = items_matching(project, query, viewer=viewer, named=named).order_by()
+    if not query.filtered:
+        return matching.count(), False
+    found = matching[: COUNT_LIMIT + 1].count()
+    return min(found, COUNT_LIMIT), found > COUNT_LIMIT
+
+
 def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | None):
     """``items`` in the order ``sort`` names (ties broken by id), from after ``after``."""
     field, descending = SORTS[sort]
@@ -129,13 +148,15 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
         value, pk = after
         if (field == "pk") != isinstance(value, int):
             raise ApplicationError("This page link is broken; start again from the first page.")
-        beyond = "lt" if descending else "gt"
         if field == "pk":
-            items = items.filter(**{f"pk__{beyond}": pk})
+            items = items.filter(**{f"pk__{'lt' if descending else 'gt'}": pk})
         else:
-            items = items.filter(
-                Q(**{f"{field}__{beyond}": value}) | Q(**{field: value, f"pk__{beyond}": pk})
-            )
+            # A row-value comparison, (field, id) > (value, pk): PostgreSQL reads it as one
+            # range of the (project, field, id) index; the same condition spelled with OR
+            # filters every row before the cursor (benchmarks/data_manager.py). Django's
+            # tuple lookups (those of composite primary keys) write it on every backend.
+            beyond = TupleLessThan if descending else TupleGreaterThan
+            items = items.filter(beyond(Tuple(F(field), F("pk")), (value, pk)))
     sign = "-" if descending else ""
     order = [f"{sign}pk"] if field == "pk" else [f"{sign}{field}", f"{sign}pk"]
     return items.order_by(*order)

@@ -63,7 +63,7 @@ def _items_page(
     stages, offered = selectors.project_columns(project, named=named)
     columns = selectors.chosen_columns(project, request.user, stages, offered)
     found, next_cursor = selectors.items_page(project, query, viewer=request.user, named=named)
-    matching = selectors.items_matching(project, query, viewer=request.user, named=named).count()
+    matching, more = selectors.items_count(project, query, viewer=request.user, named=named)
     rows = [
         (item, [selectors.display(value) for value in cells])
         for item, cells in selectors.item_rows(found, [column.key for column in columns])
@@ -83,6 +83,7 @@ def _items_page(
             "offered": offered,
             "chosen_keys": {column.key for column in columns},
             "matching": matching,
+            "more": more,
             "next_url": _items_url(slug, {**params, "after": next_cursor}) if next_cursor else "",
             "first_url": _items_url(slug, params) if query.after else "",
             "stages": stages,
