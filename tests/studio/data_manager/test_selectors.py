@@ -162,3 +162,16 @@ def test_columns_offer_payload_paths_but_gold_only_to_those_who_see_it():
     assert "field:gold" not in reviewer_keys and "field:meta.lang" in reviewer_keys
     [(_, cells)] = selectors.item_rows(Item.objects.filter(project=project), ["field:meta.lang"])
     assert cells == ["en"]
+
+
+def test_a_filtered_count_stops_at_its_limit_and_says_there_are_more(monkeypatch):
+    project = make_project()
+    make_items(project, 7)
+    monkeypatch.setattr(selectors, "COUNT_LIMIT", 5)
+    assert selectors.items_count(project, ItemQuery(q="item"), viewer=None, named=True) == (5, True)
+    assert selectors.items_count(project, ItemQuery(q="00001"), viewer=None, named=True) == (
+        1,
+        False,
+    )
+    # The unfiltered view is counted exactly.
+    assert selectors.items_count(project, ItemQuery(), viewer=None, named=True) == (7, False)
