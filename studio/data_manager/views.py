@@ -9,7 +9,7 @@ through."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.contrib import messages
@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.forms import form_error
-from annotation.models import Item, ItemStage
+from annotation.models import Item, ItemStage, Project
 from annotation.navigation import project_tabs
 from annotation.web import PageRequest, csv_response, csv_timestamp, page
 from studio.access import access_project_items, access_project_setup
@@ -130,13 +130,31 @@ def items_columns(request: PageRequest, slug: str) -> HttpResponseBase:
 @page
 def items_bulk(request: PageRequest, slug: str) -> HttpResponseBase:
     """A bulk action on the ticked items, or on all items matching the filters sent beside
-    it (read in batches by keyset). Admins only."""
+    it (read in batches by keyset, oldest first: ids do not change, so an item the action
+    moves out of the filter is neither skipped nor met twice). Admins only. A refused action
+    shows its reason at the top of the bulk form."""
     access = access_project_setup(request.user, slug)
     project = access.project
     query = forms.item_query(request.POST)
     form = forms.BulkForm(request.POST)
-    if not form.is_valid():
-        error = form_error(form)
+    try:
+        if not form.is_valid():
+            raise form_error(form)
+        data = form.cleaned_data
+        if data["scope"] == "all":
+            batches: Any = (
+                [item.pk for item in batch]
+                for batch in selectors.items_in_batches(
+                    project,
+                    forms.ItemQuery(**{**query.__dict__, "sort": "oldest", "after": None}),
+                    viewer=request.user,
+                    named=True,
+                )
+            )
+        else:
+            batches = [data["items"]]
+        message = _bulk_apply(project, batches, data)
+    except ApplicationError as error:
         return _items_page(
             request,
             access,
@@ -145,29 +163,19 @@ def items_bulk(request: PageRequest, slug: str) -> HttpResponseBase:
             bulk_data=request.POST.dict(),
             status=error.status,
         )
-    data = form.cleaned_data
-    if data["scope"] == "all":
-        batches: Any = (
-            [item.pk for item in batch]
-            for batch in selectors.items_in_batches(
-                project,
-                forms.ItemQuery(**{**query.__dict__, "after": None}),
-                viewer=request.user,
-                named=True,
-            )
-        )
-    else:
-        batches = [data["items"]]
+    messages.success(request, message)
+    return redirect(_items_url(slug, query.params()))
+
+
+def _bulk_apply(project: Project, batches: Iterable[list[int]], data: dict[str, Any]) -> str:
+    """Apply a valid bulk form's action to each batch of item ids; what was done, in words."""
     changed = 0
     for ids in batches:
         changed += services.items_tag(
             project=project, item_ids=ids, name=data["tag_name"], add=data["action"] == "tag_add"
         )
     verb = "tagged" if data["action"] == "tag_add" else "untagged"
-    messages.success(
-        request, f"{changed} item{'s' if changed != 1 else ''} {verb} “{data['tag_name']}”."
-    )
-    return redirect(_items_url(slug, query.params()))
+    return f"{changed} item{'s' if changed != 1 else ''} {verb} “{data['tag_name']}”."
 
 
 @require_GET
