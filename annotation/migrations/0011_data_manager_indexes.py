@@ -1,12 +1,14 @@
 """Indexes of the data manager (studio/data_manager/selectors.py), each kept because
-benchmarks/data_manager.py measured it on 1,000,000 items (its figures: benchmarks/README.md):
+benchmarks/data_manager.py measured it on 1,000,000 items (its figures are in its docstring):
 
 * (project, status, id): keyset pages sorted by status (newest first is served by the primary
   key; a (project, id) index was measured and not used by the planner, so it is not here);
 * on PostgreSQL, trigram GIN indexes (pg_trgm) on the upper-cased item id and payload text:
   the search's ``icontains`` (``UPPER(…) LIKE UPPER('%text%')``) then reads the index instead of
   every payload. Written as SQL because Django's ``GinIndex`` cannot name the ``UPPER(...)``
-  expression Django's own lookup produces; skipped on SQLite (its search reads every row)."""
+  expression Django's own lookup produces; skipped on SQLite (its search reads every row).
+  pg_trgm ships with PostgreSQL and is a trusted extension (PostgreSQL 13 and later): the
+  database's owner creates it, no superuser needed."""
 
 from django.db import migrations, models
 
