@@ -22,6 +22,30 @@ and best), through the selectors the Items tab calls (``items_page`` and ``items
 
 first with the data manager's indexes removed (its migration unapplied), then with them
 (migrated again), ANALYZE after each. ``--explain`` prints each query's plan.
+
+Figures (2026-11-27, the project's 2-CPU VM shared with other work, load average near 15, so
+noisy: median (best) of 3, in ms; "count" is the exact count of the matching items)::
+
+    1,000,000 items (+ 200,000 in another project)
+    case                            page before       page after   count before  count after
+    first page (newest)            314.0 (262.1)    294.2 (268.7)         320.2        477.1
+    stage+state+decision           262.4 (248.6)    335.1 (230.7)        3643.5       4413.1
+    deep keyset page (90 %)         39.3 ( 24.2)     27.2 ( 25.3)         326.5        480.8
+    by status, first page          973.6 (764.0)     54.0 ( 49.5)         275.0        518.3
+    by status, deep page          1206.3 (1149.8)  1202.8 (893.1)         304.4        504.5
+    full text (0.1 % match)        776.6 (683.8)    117.9 ( 72.6)        2722.3         57.3
+    full text (no match)          3650.5 (3124.5)  10273.1 ( 21.1)       3894.0         29.7
+    not unanimous                  336.4 (320.2)    241.0 (178.6)        3062.3       2367.9
+
+What they decided: the (project, status, id) index (a status-sorted page 18× faster) and the
+trigram indexes (a search 7–150× faster, its count 50–130×) are kept; a (project, id) index
+was measured in an earlier run and the planner never used it (the primary key serves newest
+first), so it was dropped. A deep keyset page costs what the first does (no OFFSET). Exact
+counts of broad filters take seconds at this size, so the page counts a filtered view only up
+to 10,000 ("10,000+"; ``selectors.items_count``). An earlier run, with the stage-level filters
+joined to the stage table instead of reading the project's stage ids first, took 12 s for the
+"not unanimous" page (the planner misjudged the join); reading the ids first made it 0.3 s.
+The "full text (no match)" median after is one slow run among three (best 21 ms).
 """
 
 from __future__ import annotations
