@@ -24,28 +24,44 @@ first with the data manager's indexes removed (its migration unapplied), then wi
 (migrated again), ANALYZE after each. ``--explain`` prints each query's plan.
 
 Figures (2026-11-27, the project's 2-CPU VM shared with other work, load average near 15, so
-noisy: median (best) of 3, in ms; "count" is the exact count of the matching items)::
+noisy: median (best) of 3, in ms). With the code as it is now, 200,000 items (+ 40,000 in
+another project; "count" is ``items_count``, capped at 10,000 when filtered)::
 
-    1,000,000 items (+ 200,000 in another project)
+    case                            page before       page after   count before  count after
+    first page (newest)             44.7 ( 44.0)     48.0 ( 43.3)          51.9         70.6
+    stage+state+decision            62.1 ( 45.8)     64.5 ( 64.0)         389.5        374.7
+    deep keyset page (90 %)         24.9 (  4.2)     11.9 (  5.6)          35.5         64.9
+    by status, first page          104.9 (103.9)     12.6 (  4.5)          50.6         68.8
+    by status, deep page           129.5 (112.6)     15.9 ( 13.1)          58.2         71.6
+    full text (0.1 % match)        465.5 (412.4)     32.5 ( 29.4)         479.9         13.1
+    full text (no match)           484.5 (429.0)   1167.2 (  3.2)         498.7         16.1
+    not unanimous                   60.1 ( 34.5)     79.4 ( 61.2)         460.8        386.7
+
+1,000,000 items (+ 200,000), one step earlier (a page's import batches joined rather than
+prefetched, which kept the status-sorted deep page off its index: 1.2 s; "count" the exact
+count of the matching items)::
+
     case                            page before       page after   count before  count after
     first page (newest)            314.0 (262.1)    294.2 (268.7)         320.2        477.1
     stage+state+decision           262.4 (248.6)    335.1 (230.7)        3643.5       4413.1
     deep keyset page (90 %)         39.3 ( 24.2)     27.2 ( 25.3)         326.5        480.8
     by status, first page          973.6 (764.0)     54.0 ( 49.5)         275.0        518.3
-    by status, deep page          1206.3 (1149.8)  1202.8 (893.1)         304.4        504.5
     full text (0.1 % match)        776.6 (683.8)    117.9 ( 72.6)        2722.3         57.3
     full text (no match)          3650.5 (3124.5)  10273.1 ( 21.1)       3894.0         29.7
     not unanimous                  336.4 (320.2)    241.0 (178.6)        3062.3       2367.9
 
-What they decided: the (project, status, id) index (a status-sorted page 18× faster) and the
-trigram indexes (a search 7–150× faster, its count 50–130×) are kept; a (project, id) index
-was measured in an earlier run and the planner never used it (the primary key serves newest
-first), so it was dropped. A deep keyset page costs what the first does (no OFFSET). Exact
-counts of broad filters take seconds at this size, so the page counts a filtered view only up
-to 10,000 ("10,000+"; ``selectors.items_count``). An earlier run, with the stage-level filters
-joined to the stage table instead of reading the project's stage ids first, took 12 s for the
-"not unanimous" page (the planner misjudged the join); reading the ids first made it 0.3 s.
-The "full text (no match)" median after is one slow run among three (best 21 ms).
+What they decided: the (project, status, id) index (a status-sorted page 8–18× faster, a deep
+one 8×) and the trigram indexes (a search 7–150× faster, its count 35–130×) are kept; a
+(project, id) index was measured in an earlier run and the planner never used it (the primary
+key serves newest first), so it was dropped. A deep keyset page costs what the first does (no
+OFFSET; the status keyset is one row-value range of its index). Exact counts of broad filters
+take seconds at a million items, so the page counts a filtered view only up to 10,000
+("10,000+"; ``selectors.items_count``). An earlier run, with the stage-level filters joined to
+the stage table instead of reading the project's stage ids first, took 12 s for the "not
+unanimous" page (the planner misjudged the join); reading the ids first made it 0.3 s. A
+"full text (no match)" median after is one slow first run among three (the best is the
+steady figure). The first page newest first is slower than a deep one here because the other
+project's 200,000 newer items are walked past on the primary key.
 """
 
 from __future__ import annotations
