@@ -29,6 +29,7 @@ from annotation.models import (
 )
 
 _EXTERNAL_RATER_OFFSET = 2**31
+_ANONYMOUS_RATER_OFFSET = 2**32
 
 
 # --- Reading a stage's votes ----------------------------------------------------------------------
@@ -175,10 +176,12 @@ def _votes_by_iteration(
         annotations = annotations.filter(item_stage__completed_at__lte=as_of)
     rows = []
     external: dict[str, int] = {}
-    for item_stage_id, annotator_id, rater_name, payload, seconds in annotations.values_list(
-        "item_stage_id", "annotator_id", "external_rater", "payload", "seconds_spent"
+    for pk, item_stage_id, annotator_id, rater_name, payload, seconds in annotations.values_list(
+        "pk", "item_stage_id", "annotator_id", "external_rater", "payload", "seconds_spent"
     ).iterator(chunk_size=5000):
-        if annotator_id is None:
+        if annotator_id is None and not rater_name:
+            annotator_id = anonymous_rater_key(pk)
+        elif annotator_id is None:
             annotator_id = external.setdefault(rater_name, external_rater_key(rater_name))
         value = kind.agreement_value(payload)
         if categories is not None and value is not None and value not in categories:
@@ -195,6 +198,14 @@ def _is_number(value: Any) -> bool:
         and not isinstance(value, bool)
         and math.isfinite(float(value))
     )
+
+
+def anonymous_rater_key(annotation_id: int) -> int:
+    """The rater key of an imported answer with no rater name (historic ratings released
+    without rater ids, e.g. ExpliCa's): a rater of its own, below every named external key
+    (those lie in [-2**32, -1]), so anonymous answers never count as one rater answering an
+    item many times."""
+    return -1 - _ANONYMOUS_RATER_OFFSET - annotation_id
 
 
 def external_rater_key(name: str) -> int:
@@ -314,7 +325,10 @@ def _votes_by_copy(
         COPY (
             SELECT {a.item_stage_id}::int8,
                    COALESCE({a.annotator_id}::int8,
-                            -1 - (hashtext({a.external_rater})::int8 + {_EXTERNAL_RATER_OFFSET})),
+                            CASE WHEN {a.external_rater} = ''
+                                 THEN -1 - {_ANONYMOUS_RATER_OFFSET} - {a.id}::int8
+                                 ELSE -1 - (hashtext({a.external_rater})::int8
+                                            + {_EXTERNAL_RATER_OFFSET}) END),
                    {value_sql},
                    COALESCE({a.seconds_spent}, 'NaN'::float8)
             FROM {sql.table(Annotation)} a JOIN {sql.table(ItemStage)} s

@@ -18,7 +18,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   ``STAGE_SETTINGS``, the settings it checks), ``stage_move``, ``stage_remove``, ``stage_slots_add``,
   ``items_create``, ``item_stages_open``, ``item_stages_target_set``
   (annotation/services/stages.py);
-* work: ``assignment_next``, ``annotation_submit``, ``assignment_skip``, ``item_stage_resolve``,
+* work: ``assignment_next`` (with ``reached_by``: a stage as the next-item search takes it,
+  asked once by a caller that leases many times), ``annotation_submit``, ``assignment_skip``, ``item_stage_resolve``,
   ``assignments_release``, ``annotations_withdraw``;
 * what plug-ins used to write themselves: ``historic_annotations_import`` (answers given
   elsewhere, with ``HistoricAnnotation`` and ``HistoricResolution``; annotation/services/
@@ -79,6 +80,7 @@ from annotation.services.historic import (
     historic_annotations_import,
 )
 from annotation.services.items import items_accept, items_author_link, items_discard
+from annotation.services.next_item import reached_by
 from annotation.services.projects import project_settings_update
 from annotation.services.skip import assignment_skip
 from annotation.services.slots_add import stage_slots_add
@@ -121,6 +123,7 @@ __all__ = [
     "membership_remove",
     "phase_of",
     "planner_statistics_refresh",
+    "reached_by",
     "project_create",
     "project_settings_update",
     "quoted",

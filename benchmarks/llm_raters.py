@@ -9,7 +9,9 @@ checks: no item answered twice, no item left out, one ledger row per key, and ho
 were sent again for calls in flight when the worker died.
 
     .venv/bin/python benchmarks/llm_raters.py [--items 10000] [--concurrency 1,32]
-        [--delay 0.05] [--kill-items 3000]
+        [--delay 0.05] [--kill-items 3000] [--lease-sample 500]
+
+First, the engine's share of a call before and after the SWEEP order (lease_cost), in one run.
 
 Run without DATABASE_URL it re-runs itself under scripts/with-services.sh. Not a test: it prints
 figures; the behaviours it checks are asserted by tests/llm/test_runs.py.
@@ -183,12 +185,56 @@ def killed_run(args, env, base_url: str, root: str) -> str:
     )
 
 
+def lease_cost(args) -> str:
+    """The engine's share of a model rater's call, in this process (no worker, no model): a
+    rater extra to one person per item over ``--items`` items, of which it already answered
+    half (they stay open for the person), leases and submits ``--lease-sample`` more items in
+    the stage's order (what runs did before the SWEEP order) and in the SWEEP order. CPU per
+    lease + submit: this process's plus PostgreSQL's."""
+    from django.db import connection
+
+    from annotation.api import annotation_submit, assignment_next
+    from annotation.models import ItemStage
+
+    rater = setup(args.items, 32, "demo://responder/v1", "lease-cost")
+    user, stage = rater.user, rater.stage
+    cursor = 0
+    for _ in range(args.items // 2):
+        assignment = assignment_next(annotator=user, stage=stage, after=cursor)
+        cursor = assignment.item_stage_id
+        annotation_submit(assignment_id=assignment.pk, annotator=user, payload={"value": "none"})
+    with connection.cursor() as db:
+        db.execute(f"ANALYZE {ItemStage._meta.db_table}")
+    lines = []
+    for name, sweep in (("stage order (before)", False), ("SWEEP order (after)", True)):
+        before = time.process_time(), tree_cpu(postmaster_pid())
+        for _ in range(args.lease_sample):
+            assignment = assignment_next(
+                annotator=user, stage=stage, after=cursor if sweep else None
+            )
+            cursor = assignment.item_stage_id
+            annotation_submit(
+                assignment_id=assignment.pk, annotator=user, payload={"value": "none"}
+            )
+        own = (time.process_time() - before[0]) / args.lease_sample
+        database = (tree_cpu(postmaster_pid()) - before[1]) / args.lease_sample
+        lines.append(
+            f"  {name}: {1000 * (own + database):.2f} ms per lease + submit "
+            f"(this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f})"
+        )
+    return (
+        f"engine share at {args.items // 2} of {args.items} items answered and open:\n"
+        + "\n".join(lines)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--concurrency", default="1,32")
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--kill-items", type=int, default=3000)
+    parser.add_argument("--lease-sample", type=int, default=500)
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
         os.execvp(
@@ -214,6 +260,7 @@ def main() -> None:
         requests.post(f"{root}/_control", json={"model": model, "delay": args.delay}, timeout=5)
     print(f"model server: {base_url} (fake, {args.delay * 1000:.0f} ms per answer)")
     try:
+        print(lease_cost(args), flush=True)
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             print(measured_run(args, concurrency, env, base_url, fake), flush=True)
         print(killed_run(args, env, base_url, root), flush=True)

@@ -17,22 +17,28 @@ the subject (an item, a release's question) and the sample number. :func:`call_o
 5. returns the row; a row another worker holds comes back ``pending``: ask again later.
 
 Every attempt's prompt, raw answer, tokens, latency and cost are on the row; the run's counters
-(``Run.calls``, ``Run.cost``) grow with each one.
+(``Run.calls``, ``Run.cost``) grow with each one — by an UPDATE per call, or, for a caller that
+passes a :class:`Tally`, in memory until the caller writes them with its heartbeat (a model
+rater's run: one hot-row UPDATE fewer per call; a worker killed before writing them leaves
+them to the takeover's recount from the rows, llm/runs.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from annotation.api import quoted
 from llm.budget import wait_for_budget
 from llm.client import CallError, Reply, chat
 from llm.models import Call, Endpoint, PromptVersion, Run
@@ -40,6 +46,27 @@ from llm.models import Call, Endpoint, PromptVersion, Run
 #: Backoff of the n-th retry when the server names no Retry-After (seconds), capped.
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
+
+
+class Tally:
+    """A run's call and cost counters kept in memory by the threads that make its calls; the
+    caller adds them to the run's row (``take`` returns them and starts again at zero)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cost = Decimal(0)
+
+    def add(self, calls: int, cost: Decimal) -> None:
+        with self._lock:
+            self.calls += calls
+            self.cost += cost
+
+    def take(self) -> tuple[int, Decimal]:
+        with self._lock:
+            taken = self.calls, self.cost
+            self.calls, self.cost = 0, Decimal(0)
+        return taken
 
 
 def call_key(
@@ -64,8 +91,10 @@ def _hold(endpoint: Endpoint) -> timedelta:
     return timedelta(seconds=seconds + BACKOFF_CAP * endpoint.max_retries + 30)
 
 
-def _claim(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
-    """Take the row for this worker; False when another holds an unexpired claim."""
+def claim_call(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
+    """Take the row for this worker; False when another holds an unexpired claim (or it is
+    answered). Callers that store a row themselves (llm/evaluation/perplexity.py) claim by it
+    and clear ``claimed_until`` when they store."""
     now = timezone.now()
     claimed = (
         Call.objects.filter(pk=call.pk)
@@ -76,17 +105,75 @@ def _claim(call: Call, endpoint: Endpoint, run: Run | None) -> bool:
     return claimed == 1
 
 
+# The ledger's two statements per call, written once per process: an INSERT and an UPDATE
+# through the ORM cost more of a model rater's CPU than the rest of its call (its compiler runs
+# every time); the values are prepared by each field, so both backends store what the ORM would.
+_INSERTED = [
+    field
+    for field in Call._meta.concrete_fields
+    if not field.primary_key and field.name != "created_at"
+]
+_STORED = [
+    "status",
+    "parsed",
+    "raw",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "error",
+    "error_kind",
+    "claimed_until",
+    "finished_at",
+]
+
+
+@cache
+def _insert_sql(vendor: str) -> str:
+    c = quoted(Call)
+    names = [getattr(c, field.attname) for field in _INSERTED] + [c.created_at]
+    return (
+        f"INSERT INTO {connection.ops.quote_name(Call._meta.db_table)} ({', '.join(names)})"
+        f" VALUES ({', '.join(['%s'] * len(names))}) RETURNING {c.id}"
+    )
+
+
+@cache
+def _store_sql(vendor: str) -> str:
+    c = quoted(Call)
+    assigned = ", ".join(f"{getattr(c, name)} = %s" for name in _STORED)
+    return (
+        f"UPDATE {connection.ops.quote_name(Call._meta.db_table)} SET {assigned},"
+        f" {c.attempts} = {c.attempts} + %s, {c.cost} = {c.cost} + %s WHERE {c.id} = %s"
+    )
+
+
+_FIELDS = {field.name: field for field in Call._meta.concrete_fields}
+
+
+def _prepared(name: str, value: Any) -> Any:
+    return _FIELDS[name].get_db_prep_save(value, connection)
+
+
 def _insert_claimed(call: Call) -> bool:
     """Insert the row already claimed by this worker; False when the key exists. A savepoint
     only inside a caller's transaction (outside one, a failed INSERT leaves nothing to undo)."""
+    call.created_at = timezone.now()
+    values = [
+        field.get_db_prep_save(getattr(call, field.attname), connection) for field in _INSERTED
+    ]
+    values.append(_prepared("created_at", call.created_at))
     try:
         if connection.in_atomic_block:
-            with transaction.atomic():
-                call.save(force_insert=True)
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(_insert_sql(connection.vendor), values)
+                call.pk = cursor.fetchone()[0]
         else:
-            call.save(force_insert=True)
+            with connection.cursor() as cursor:
+                cursor.execute(_insert_sql(connection.vendor), values)
+                call.pk = cursor.fetchone()[0]
     except IntegrityError:
         return False
+    call._state.adding = False
     return True
 
 
@@ -104,11 +191,13 @@ def call_once(
     subject: str = "",
     sample: int = 0,
     expect_new: bool = False,
+    tally: Tally | None = None,
 ) -> Call:
     """The call stored under ``key``, made now if it has not been (module docstring).
     ``parse(text)`` turns the model's text into the stored answer or raises CallError.
     ``expect_new``: the caller believes the key was never asked (a run's first pass): the row
-    is inserted at once, already claimed, saving a read; otherwise it is read first."""
+    is inserted at once, already claimed, saving a read; otherwise it is read first.
+    ``tally``: the run's counters grow there instead of on the run's row (module docstring)."""
     params = dict(params or {})
     fresh = Call(
         key=key,
@@ -126,16 +215,16 @@ def call_once(
     call = None if expect_new else Call.objects.filter(key=key).first()
     if call is None:
         if _insert_claimed(fresh):
-            return _attempt(fresh, endpoint, messages, parse, response_format, params, run)
+            return _attempt(fresh, endpoint, messages, parse, response_format, params, run, tally)
         call = Call.objects.get(key=key)
     if call.status == Call.Status.OK:
         return call
     if call.status == Call.Status.FAILED and run is not None and call.run_id == run.pk:
         return call
-    if not _claim(call, endpoint, run):
+    if not claim_call(call, endpoint, run):
         call.refresh_from_db()
         return call
-    return _attempt(call, endpoint, messages, parse, response_format, params, run)
+    return _attempt(call, endpoint, messages, parse, response_format, params, run, tally)
 
 
 def _attempt(
@@ -146,6 +235,7 @@ def _attempt(
     response_format: Mapping[str, Any] | None,
     params: Mapping[str, Any],
     run: Run | None,
+    tally: Tally | None = None,
 ) -> Call:
     tokens = _estimate_tokens(messages, {**(endpoint.default_params or {}), **params})
     if endpoint.tokens_per_minute:
@@ -176,9 +266,9 @@ def _attempt(
                 pause = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
             time.sleep(min(pause, BACKOFF_CAP))
             continue
-        _store(call, run, attempts, cost, reply, status=Call.Status.OK, parsed=parsed)
+        _store(call, run, attempts, cost, reply, tally, status=Call.Status.OK, parsed=parsed)
         return call
-    _store(call, run, attempts, cost, reply, status=Call.Status.FAILED, error=error)
+    _store(call, run, attempts, cost, reply, tally, status=Call.Status.FAILED, error=error)
     return call
 
 
@@ -188,12 +278,14 @@ def _store(
     attempts: int,
     cost: Decimal,
     reply: Reply | None,
+    tally: Tally | None,
     *,
     status: str,
     parsed: Any = None,
     error: CallError | None = None,
 ) -> None:
-    """One UPDATE of the row (and one of the run's counters); the instance follows."""
+    """One UPDATE of the row (and one of the run's counters, or the tally's); the instance
+    follows."""
     failed = error is not None and status != Call.Status.OK
     fields = {
         "status": status,
@@ -207,12 +299,17 @@ def _store(
         "claimed_until": None,
         "finished_at": timezone.now(),
     }
-    Call.objects.filter(pk=call.pk).update(
-        attempts=F("attempts") + attempts, cost=F("cost") + cost, **fields
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _store_sql(connection.vendor),
+            [_prepared(name, fields[name]) for name in _STORED]
+            + [attempts, _prepared("cost", cost), call.pk],
+        )
     for name, value in fields.items():
         setattr(call, name, value)
     call.attempts += attempts
     call.cost += cost
-    if run is not None:
+    if tally is not None:
+        tally.add(attempts, cost)
+    elif run is not None:
         Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + cost)

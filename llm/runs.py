@@ -35,18 +35,20 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, connections
-from django.db.models import F, Q
+from django.db.models import F, Q, Sum
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from annotation.api import annotation_submit, assignment_next, assignment_skip
+from annotation.api import annotation_submit, assignment_next, assignment_skip, reached_by
 from annotation.kinds.base import get_kind
 from annotation.models import Assignment, Item, ItemStage
 from llm import prompts
-from llm.ledger import call_key, call_once
+from llm.ledger import Tally, call_key, call_once
 from llm.models import Call, ModelRater, ModelVote, Run
 
 logger = logging.getLogger(__name__)
@@ -74,14 +76,21 @@ def claim(run_id: int) -> Run | None:
 
 def _recount(run_id: int) -> None:
     """Set a rater run's done / failed from the rows (after a takeover, counts a dead worker
-    had not written yet are found again): items its rater answered or skipped."""
+    had not written yet are found again): items its rater answered or skipped; and its calls
+    and cost from the ledger's rows it made (a worker keeps those in a Tally between
+    heartbeats)."""
     run = Run.objects.select_related("rater").get(pk=run_id)
     if run.rater is None:
         return
     finished = Assignment.objects.filter(annotator=run.rater.user, stage=run.rater.stage_id)
+    made = Call.objects.filter(run_id=run_id).aggregate(
+        calls=Coalesce(Sum("attempts"), 0), cost=Coalesce(Sum("cost"), Decimal(0))
+    )
     Run.objects.filter(pk=run_id).update(
         done=finished.filter(status=Assignment.Status.SUBMITTED).count(),
         failed=finished.filter(status=Assignment.Status.SKIPPED).count(),
+        calls=Greatest(F("calls"), made["calls"]),
+        cost=Greatest(F("cost"), made["cost"]),
     )
 
 
@@ -93,24 +102,26 @@ class _Beat:
         self.run, self.every = run, every
         self.done = self.failed = 0
         self.last = 0.0
+        self.tally = Tally()  # the run's calls and cost, written with the heartbeat
 
     def running(self, *, force: bool = False) -> bool:
         now = time.monotonic()
         if not force and now - self.last < self.every:
             return True
         self.last = now
+        calls, cost = self.tally.take()
+        counts = {
+            "done": F("done") + self.done,
+            "failed": F("failed") + self.failed,
+            "calls": F("calls") + calls,
+            "cost": F("cost") + cost,
+        }
         changed = Run.objects.filter(pk=self.run.pk, status=Run.Status.RUNNING).update(
-            heartbeat_at=timezone.now(),
-            done=F("done") + self.done,
-            failed=F("failed") + self.failed,
+            heartbeat_at=timezone.now(), **counts
         )
-        if changed:
-            self.done = self.failed = 0
-        else:  # stopped: what was counted still lands
-            Run.objects.filter(pk=self.run.pk).update(
-                done=F("done") + self.done, failed=F("failed") + self.failed
-            )
-            self.done = self.failed = 0
+        if not changed:  # stopped: what was counted still lands
+            Run.objects.filter(pk=self.run.pk).update(**counts)
+        self.done = self.failed = 0
         return bool(changed)
 
 
@@ -140,9 +151,15 @@ def _params(rater: ModelRater, sample: int) -> dict[str, Any]:
 
 
 def calls_for(
-    rater: ModelRater, item: Item, run: Run | None, *, expect_new: bool = False
+    rater: ModelRater,
+    item: Item,
+    run: Run | None,
+    *,
+    expect_new: bool = False,
+    tally: Tally | None = None,
 ) -> list[Call]:
-    """The rater's ``samples`` calls on ``item`` through the ledger (made now if missing)."""
+    """The rater's ``samples`` calls on ``item`` through the ledger (made now if missing);
+    ``tally``: the run's counters grow there (llm.ledger.Tally)."""
     stage, endpoint, version = rater.stage, rater.endpoint, rater.prompt
     schema = prompts.answer_schema(stage, item)
     messages = prompts.render(
@@ -166,6 +183,7 @@ def calls_for(
             subject=f"item:{item.pk}",
             sample=sample,
             expect_new=expect_new,
+            tally=tally,
         )
         for sample in range(rater.samples)
     ]
@@ -190,6 +208,7 @@ def _prefetch(
     items: list[Item],
     stop: threading.Event,
     made: dict[int, list[Call]],
+    tally: Tally | None = None,
 ) -> None:
     """Make the calls for ``items`` on ``endpoint.concurrency`` threads, putting them in
     ``made`` by item id for the submit loop; each thread closes its database connection when
@@ -206,7 +225,7 @@ def _prefetch(
                 except queue.Empty:
                     return
                 try:
-                    made[item.pk] = calls_for(rater, item, run, expect_new=True)
+                    made[item.pk] = calls_for(rater, item, run, expect_new=True, tally=tally)
                 except Exception:  # one item's trouble must not end the others' calls
                     logger.exception("llm: calls on item %s failed", item.pk)
         finally:
@@ -230,16 +249,16 @@ def rater_run(run_id: int) -> Run | None:
     Run.objects.filter(pk=run.pk).update(total=F("done") + F("failed") + len(pending))
     stop = threading.Event()
     made: dict[int, list[Call]] = {}
+    beat = _Beat(run)
     prefetch = threading.Thread(
         target=_prefetch,
-        args=(rater, run, [s.item for s in pending], stop, made),
+        args=(rater, run, [s.item for s in pending], stop, made, beat.tally),
         daemon=True,
     )
     # Threads have connections of their own: not on SQLite (its writers queue anyway), nor
     # inside a caller's transaction (they would not see its rows): there, calls as items come.
     if connection.vendor != "sqlite" and not connection.in_atomic_block:
         prefetch.start()
-    beat = _Beat(run)
     try:
         _submit_loop(rater, run, items, made, beat)
     finally:
@@ -261,7 +280,8 @@ def _submit_loop(
     made: dict[int, list[Call]],
     beat: _Beat,
 ) -> None:
-    user, stage = rater.user, rater.stage
+    user = rater.user
+    stage = reached_by(rater.stage, user.pk)  # the gates asked once for the whole run
     cursor = 0  # the sweep's cursor: the last item stage leased (a new worker starts over once)
     while beat.running():
         assignment = assignment_next(annotator=user, stage=stage, after=cursor)
@@ -271,7 +291,7 @@ def _submit_loop(
         item = items.get(assignment.item_stage_id) or Item.objects.get(
             pk=assignment.item_stage.item_id
         )
-        calls = made.pop(item.pk, []) or calls_for(rater, item, run)
+        calls = made.pop(item.pk, []) or calls_for(rater, item, run, tally=beat.tally)
         while any(call.status == Call.Status.PENDING for call in calls):
             # another thread or worker holds a call of this item: it finishes or its claim
             # expires
@@ -279,7 +299,7 @@ def _submit_loop(
             threading.Event().wait(0.2)
             if not beat.running(force=True):
                 return
-            calls = made.pop(item.pk, []) or calls_for(rater, item, run)
+            calls = made.pop(item.pk, []) or calls_for(rater, item, run, tally=beat.tally)
         answers = [call.parsed for call in calls if call.status == Call.Status.OK]
         if not answers:
             errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
@@ -290,7 +310,7 @@ def _submit_loop(
             )
             beat.failed += 1
             continue
-        payload, vote, confidence = modal([a for a in answers if a is not None], stage.kind)
+        payload, vote, confidence = modal([a for a in answers if a is not None], rater.stage.kind)
         annotation, _ = annotation_submit(
             assignment_id=assignment.pk,
             annotator=user,

@@ -259,7 +259,13 @@ def models_tab(project: Project, *, estimates: bool = True) -> ModelsTab:
         )
     runs = list(
         Run.objects.filter(project=project)
-        .select_related("rater__stage", "rater__endpoint", "rater__prompt__template")
+        .select_related(
+            "rater__stage",
+            "rater__endpoint",
+            "rater__prompt__template",
+            "endpoint",
+            "prompt__template",
+        )
         .order_by("-created_at", "-pk")[:20]
     )
     return ModelsTab(

@@ -7,8 +7,10 @@ evaluation then fails with that message.
 
 One ledger row per question (``llm.models.Call``, keyed like every call: asked once, stored
 once; ``raw`` keeps each option's perplexity). The ledger's ``call_once`` speaks Chat
-Completions only, so this module stores its row itself, by the same key and with the same
-retry policy; an evaluation has one worker at a time, so no claim is needed."""
+Completions only, so this module stores its row itself, by the same key, with the same retry
+policy and the same claim (``llm.ledger.claim_call``): an evaluation asks its questions on
+several threads and a taken-over run may have two workers, and a row another holds comes back
+``pending``, never asked twice."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from django.utils import timezone
 
 from llm.budget import wait_for_budget
 from llm.client import CallError, post
+from llm.ledger import claim_call
 from llm.models import Call, Endpoint, Evaluation, Run
 
 
@@ -75,6 +78,9 @@ def choose_by_perplexity(*, key: str, evaluation: Evaluation, scorer: Any, quest
         call.status == Call.Status.FAILED and call.run_id == evaluation.run_id
     ):
         return call
+    if not claim_call(call, endpoint, evaluation.run):
+        call.refresh_from_db()
+        return call
     error: CallError | None = None
     started = time.perf_counter()
     attempts = 0
@@ -121,6 +127,7 @@ def _store(
     call.cost = call.endpoint.cost(tokens, 0)
     call.error = error.message[:2000] if error else ""
     call.error_kind = error.kind if error else ""
+    call.claimed_until = None
     call.finished_at = timezone.now()
     call.save()
     Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + call.cost)

@@ -5,8 +5,9 @@
   stored one is never changed.
 * :func:`evaluation_execute` — the worker's part (llm.evaluation.tasks): every question of the
   release asked through the ledger (llm.ledger.call_once: one stored call per question, never
-  two, so a retried or resumed task asks only what is left), the run's status read between
-  questions (a paused or cancelled run stops, a resumed one goes on), then the figures of the
+  two, so a retried or resumed task asks only what is left) on the endpoint's ``concurrency``
+  threads, as a model rater's run asks (llm/runs.py), the run's status read before each
+  question (a paused or cancelled run stops, a resumed one goes on), then the figures of the
   model and of the release's people stored once, together.
 * :func:`evaluation_control` — pause, resume or cancel: the run's own moves.
 * :func:`evaluations_stuck` — runs to send again (a lost message, a dead worker).
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
+import threading
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from annotation.api import enqueue_on_commit
@@ -191,23 +194,15 @@ def evaluation_execute(*, evaluation_id: int) -> Evaluation:
         questions = list(scorer.questions(release_files(evaluation.release)))
         Run.objects.filter(pk=run.pk).update(total=len(questions))
         Evaluation.objects.filter(pk=evaluation.pk).update(questions=len(questions))
-        answers: list[tuple[Question, Any]] = []
-        for index, question in enumerate(questions):
-            if index % CHECK_EVERY == 0:
-                _count(evaluation)
-            if _status(run) != Run.Status.RUNNING:
-                _count(evaluation)
-                return evaluation
-            call = _ask(evaluation, scorer, question)
-            if call.status == Call.Status.PENDING:
-                # Another worker holds this question (a run taken over while its first worker
-                # was still asking): it goes on from here, and this one stops.
-                _count(evaluation)
-                return evaluation
-            if call.status == Call.Status.OK:
-                answers.append((question, call.parsed))
+        calls = _ask_all(evaluation, run, scorer, questions)
         _count(evaluation)
-        _finish(evaluation, scorer, questions, answers)
+        if calls is not None:
+            answers = [
+                (question, calls[index].parsed)
+                for index, question in enumerate(questions)
+                if calls[index].status == Call.Status.OK
+            ]
+            _finish(evaluation, scorer, questions, answers)
     except (ApplicationError, KeyError, ValueError) as error:
         # A release the scorer cannot read: the message says what is missing.
         _fail(run, str(error))
@@ -218,6 +213,83 @@ def evaluation_execute(*, evaluation_id: int) -> Evaluation:
         _fail(run, f"{type(error).__name__}: {error}")
     evaluation.refresh_from_db()
     return evaluation
+
+
+def _threads(evaluation: Evaluation) -> int:
+    """The endpoint's ``concurrency``, as a model rater's run uses it (llm/runs.py) — but one
+    thread on SQLite (its writers queue anyway) and inside a caller's transaction (threads have
+    connections of their own and would not see its rows)."""
+    if connection.vendor == "sqlite" or connection.in_atomic_block:
+        return 1
+    return max(1, evaluation.endpoint.concurrency)
+
+
+def _ask_all(
+    evaluation: Evaluation, run: Run, scorer: ReleaseScorer, questions: list[Question]
+) -> dict[int, Call] | None:
+    """Every question's ledger call by its index, asked on :func:`_threads` threads sharing
+    one queue (the shared rate budget, llm/budget.py, is waited for before every request; the
+    ledger asks each key once). None when the evaluation stops before the end: the run is no
+    longer running (paused, cancelled — read before each question, its heartbeat beating), or
+    a question came back ``pending`` because another worker holds it (a run taken over while
+    its first worker was still asking: that worker goes on, this one stops). The calls in
+    flight finish and are stored either way. The first unexpected error of a thread stops the
+    others and is raised here."""
+    work: queue.Queue[tuple[int, Question]] = queue.Queue()
+    for pair in enumerate(questions):
+        work.put(pair)
+    calls: dict[int, Call] = {}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    asked = [0]
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                index, question = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if _status(run) != Run.Status.RUNNING:
+                    stop.set()
+                    return
+                call = _ask(evaluation, scorer, question)
+            except Exception as error:  # raised in the caller's thread below
+                with lock:
+                    errors.append(error)
+                stop.set()
+                return
+            with lock:
+                calls[index] = call
+                asked[0] += 1
+                recount = asked[0] % CHECK_EVERY == 0
+            if call.status == Call.Status.PENDING:
+                stop.set()
+                return
+            if recount:
+                _count(evaluation)
+
+    def threaded() -> None:
+        try:
+            worker()
+        finally:
+            connections.close_all()
+
+    count = _threads(evaluation)
+    if count == 1:
+        worker()
+    else:
+        pool = [threading.Thread(target=threaded, daemon=True) for _ in range(count)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+    if errors:
+        raise errors[0]
+    if stop.is_set() or len(calls) < len(questions):
+        return None
+    return calls
 
 
 def _fail(run: Run, message: str) -> None:

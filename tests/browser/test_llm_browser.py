@@ -146,3 +146,117 @@ def test_an_admin_sets_up_a_model_rater_previews_it_and_watches_its_run(
     page.wait_for_function(
         "img => img.complete && img.naturalWidth > 0", arg=figure.element_handle(), timeout=60_000
     )
+
+
+def _screenshot(page, name: str) -> None:
+    """The page at a laptop's and a phone's width, into $RUNGWISE_SCREENSHOTS when it is set
+    (for looking at the pages, not an assertion)."""
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get("RUNGWISE_SCREENSHOTS")
+    if not folder:
+        return
+    size = page.viewport_size
+    for width in (1366, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(Path(folder) / f"{name}-{width}.png"), full_page=True)
+    page.set_viewport_size(size)
+
+
+def test_an_admin_starts_a_meter_generation_run_and_its_entries_reach_the_edit_stage(
+    live_server,
+    page,
+    chat_server,
+    celery_worker,
+):
+    """METER's entries written by a model from the verified pairs (llm/generation.py): the
+    admin writes a generation prompt on the Models tab, starts the run from the METER tab,
+    follows it from the Models tab's runs to the run page until the worker is done; every
+    entry is open in the edit stage with the endpoint, model, prompt version and parameters
+    recorded on it."""
+    from annotation.models import Item
+    from llm.models import Call, Endpoint
+    from review.meter import services as meter
+    from review.meter.fixtures import entry_line
+    from tests.llm.test_judges import _meter_verified
+
+    project = _meter_verified("browser-generate")
+    verified = sorted(row["pair_id"] for row in meter.generation_rows(project))
+    assert verified
+    edit = project.stages.get(slug="edit")
+    admin = make_member(project, Role.ADMIN, username="generation-admin")
+    model = chat_server.model("browser-writer")
+    # a short delay per answer, so that the run page has progress to poll
+    chat_server.control(
+        model, default={"questions": entry_line("esl-0001")["questions"]}, delay=0.2
+    )
+    Endpoint.objects.create(
+        name="local-writer",
+        base_url=chat_server.base_url,
+        model=model,
+        max_retries=1,
+        timeout_seconds=10,
+        requests_per_minute=0,
+    )
+    _sign_in(page, live_server, admin.username)
+
+    # A generation prompt for the edit stage's kind, written on the Models tab.
+    page.goto(live_server.url + reverse("llm:models", args=[project.slug]))
+    page.click("summary:has-text('New prompt')")
+    page.fill("#prompt-name", "entry-writer")
+    page.select_option("#prompt-stage", str(edit.pk))
+    page.select_option("#prompt-purpose", "generate")
+    page.fill(
+        "#prompt-user",
+        "Write three questions for pair {{ pair_id }}.\nPassage: {{ context }}\n"
+        "Cause: {{ cause }}\nEffect: {{ effect }}",
+    )
+    page.click("button:has-text('Create the prompt')")
+    page.wait_for_selector("h1:has-text('Prompt entry-writer')")
+
+    # The METER tab's "Generate with a model": endpoint, prompt, temperature.
+    page.goto(live_server.url + reverse("meter:meter", args=[project.slug]))
+    section = page.locator("section[aria-labelledby=model-generation-heading]")
+    section.scroll_into_view_if_needed()
+    _screenshot(page, "meter-generate")
+    section.locator("#generation-endpoint").select_option(label=f"local-writer ({model})")
+    section.locator("#generation-prompt").select_option(label="entry-writer v1")
+    section.locator("#generation-temperature").fill("0.7")
+    section.locator("button:has-text('Start a generation run')").click()
+    page.wait_for_selector("text=started: entries go to")
+
+    # The Models tab lists the run; its page polls until the worker is done.
+    page.goto(live_server.url + reverse("llm:models", args=[project.slug]))
+    runs_table = page.locator("#runs")
+    listed = runs_table.locator("tbody tr").first.inner_text()
+    assert "Generation: meter_entries by model local-writer with entry-writer v1" in listed
+    _screenshot(page, "models-tab-generation")
+    runs_table.locator("tbody tr a").first.click()
+    page.wait_for_selector("h1:has-text('Run #')")
+    page.wait_for_selector("#run-progress[data-status='done']", timeout=60_000)
+    assert page.locator("[data-figure=done]").inner_text() == str(len(verified))
+    assert page.locator("[data-figure=failed]").inner_text() == "0"
+    assert "temperature 0.7" in page.locator("main").inner_text()
+    _screenshot(page, "generation-run")
+    page.goto(live_server.url + reverse("llm:models", args=[project.slug]))
+    first_row = page.locator("#runs tbody tr").first.inner_text()
+    assert "Done" in first_row and f"{len(verified)} / {len(verified)}" in first_row
+
+    # What the run wrote: one entry per verified pair, open in the edit stage, its maker named.
+    run = Run.objects.get(purpose="generate")
+    assert (run.status, run.done, run.failed) == ("done", len(verified), 0)
+    entries = Item.objects.filter(project=project, external_id__endswith="/entry")
+    assert sorted(entry.payload["pair_id"] for entry in entries) == verified
+    assert ItemStage.objects.filter(stage=edit, item__in=entries, state="open").count() == len(
+        verified
+    )
+    for entry in entries:
+        made = entry.payload["generated_by"]
+        assert made["model"] == model and made["endpoint"] == "local-writer"
+        assert made["prompt"] == "entry-writer v1"
+        assert made["params"]["temperature"] == 0.7 and made["run"] == run.pk
+        assert Call.objects.get(key=made["call"]).item.external_id == entry.payload["pair_id"]
+    sent = chat_server.requests(model)
+    assert len(sent) == len(verified)
+    assert all(body["temperature"] == 0.7 for body in sent)

@@ -15,6 +15,8 @@ answers, per model id (so tests running at once do not disturb each other):
   ``rpm``: more than n requests in a rolling minute get 429 with ``Retry-After``.
   ``refusals``: ``{substring: message}``: a prompt containing it is refused, every time.
 * ``GET /_requests?model=m``: every request body received for that model, in order.
+* ``GET /_concurrency?model=m``: ``{"active": n, "peak": n}``, the requests for that model being
+  answered now and the most ever answered at once (chat and completions alike).
 * ``POST /_reset``: forget everything.
 
 Start it with :func:`serve` (a daemon thread; returns the base URL ``http://127.0.0.1:PORT/v1``)
@@ -36,6 +38,8 @@ _controls: dict[str, dict[str, Any]] = defaultdict(dict)
 _faults: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
 _requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
 _times: dict[str, deque[float]] = defaultdict(deque)
+_active: dict[str, int] = defaultdict(int)
+_peak: dict[str, int] = defaultdict(int)
 
 
 def _first_valid(schema: dict[str, Any]) -> Any:
@@ -108,6 +112,11 @@ class _Handler(BaseHTTPRequestHandler):
             with _lock:
                 self._send(200, list(_requests.get(model, [])))
             return
+        if url.path == "/_concurrency":
+            model = parse_qs(url.query).get("model", [""])[0]
+            with _lock:
+                self._send(200, {"active": _active[model], "peak": _peak[model]})
+            return
         self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
@@ -124,15 +133,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if url.path == "/_reset":
             with _lock:
-                for store in (_controls, _faults, _requests, _times):
+                for store in (_controls, _faults, _requests, _times, _active, _peak):
                     store.clear()
             self._send(200, {"ok": True})
             return
-        if url.path.endswith("/chat/completions"):
-            self._chat(body)
-            return
         if url.path.endswith("/completions"):
-            self._completions(body)
+            model = str(body.get("model", ""))
+            with _lock:
+                _active[model] += 1
+                _peak[model] = max(_peak[model], _active[model])
+            try:
+                if url.path.endswith("/chat/completions"):
+                    self._chat(body)
+                else:
+                    self._completions(body)
+            finally:
+                with _lock:
+                    _active[model] -= 1
             return
         self._send(404, {"error": {"message": f"no route {url.path}"}})
 

@@ -228,3 +228,37 @@ SAMPLES = {
     ),
     "ratings": _sample(explica_files, ["GOLD-LABEL", "7.25", "anti-iconic"]),
 }
+
+
+# -- a release put to the local Chat Completions server with answers a test chose -------------
+
+
+def evaluate_with(chat_server, release, answer_for, name: str = "real"):
+    """Evaluate ``release`` (chat reading) by a fresh model of the local server
+    (tests/fakes/chat_server.py) that answers each question ``answer_for(question)`` (a JSON
+    object); run in this process. Returns the stored Evaluation."""
+    from llm.evaluation import services
+    from llm.evaluation.scoring import messages
+    from llm.models import Endpoint
+
+    scorer = services._scorer(release)
+    model = chat_server.model(name)
+    answers = {}
+    for question in services.release_questions(release):
+        user = messages(scorer, question)[-1]["content"]
+        answers[user] = answer_for(question)
+    # the server answers the first message it finds in the prompt: longest first, so that a
+    # question whose text holds another's (a pressure variant holds its neutral prompt) gets
+    # its own answer
+    ordered = dict(sorted(answers.items(), key=lambda pair: -len(pair[0])))
+    chat_server.control(model, answers=ordered, default="not json")
+    endpoint = Endpoint.objects.create(
+        name=model[:60],
+        base_url=chat_server.base_url,
+        model=model,
+        requests_per_minute=0,
+        max_retries=0,
+        timeout_seconds=10,
+    )
+    evaluation = services.evaluation_start(release=release, endpoint=endpoint, enqueue=False)
+    return services.evaluation_execute(evaluation_id=evaluation.pk)

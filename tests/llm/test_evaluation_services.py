@@ -269,8 +269,8 @@ def test_a_real_worker_evaluates_a_release(chat_server, tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
     app.control.purge()
     workers = Workers(MEDIA_ROOT=str(tmp_path / "media"))
-    workers.start()
     try:
+        workers.start()  # inside: a worker that fails to answer its ping is stopped too
         model = chat_server.model("worker-eval")
         chat_server.control(model, answers=RIGHT)
         worker_endpoint = Endpoint.objects.create(

@@ -234,6 +234,32 @@ def test_a_run_whose_worker_died_is_taken_over_and_finishes_without_gaps(chat_se
 
 
 @pytest.mark.django_db(transaction=True)
+def test_calls_a_dead_worker_had_not_counted_yet_are_counted_by_the_takeover(chat_server):
+    from annotation.models import Item
+    from llm.ledger import Tally
+
+    project, stage = _project(items=3, overlap=1)
+    model = chat_server.model("uncounted")
+    rater = _rater(project, stage, _endpoint(chat_server, model))
+    run = Run.objects.create(
+        project=project,
+        purpose="rate",
+        rater=rater,
+        status=Run.Status.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(seconds=runs.STALE_SECONDS + 1),
+    )
+    # the dead worker made two calls; their counts were in its memory (a Tally), never written
+    lost = Tally()
+    for item in Item.objects.filter(project=project).order_by("pk")[:2]:
+        runs.calls_for(rater, item, run, tally=lost)
+    assert lost.calls == 2 and Run.objects.get(pk=run.pk).calls == 0
+    finished = runs.rater_run(run.pk)
+    assert finished.status == Run.Status.DONE and finished.done == 3
+    assert len(chat_server.requests(model)) == 3  # the two made calls were not made again
+    assert finished.calls == 3  # counted from the ledger's rows, plus the one made now
+
+
+@pytest.mark.django_db(transaction=True)
 def test_pause_stops_a_run_and_resume_goes_on_where_it_was(chat_server):
     project, stage = _project(items=2, overlap=1)
     rater = _rater(project, stage, _endpoint(chat_server, chat_server.model("pause")))
