@@ -22,6 +22,7 @@ from annotation.models import (
     Annotation,
     Assignment,
     Item,
+    ItemEvent,
     ItemRevision,
     ItemStage,
     Membership,
@@ -303,6 +304,16 @@ class ItemRevisionAdmin(ReadOnlyAdmin):
     list_filter = ["item__project", "stage"]
     search_fields = ["item__external_id", "reason", "author__username"]
     list_select_related = ["item", "author", "stage__project"]
+
+
+@admin.register(ItemEvent)
+class ItemEventAdmin(ReadOnlyAdmin):
+    """An admin's item actions (annotation/services/item_actions.py): history, never edited."""
+
+    list_display = ["item", "action", "stage", "by", "status_before", "status_after", "created_at"]
+    list_filter = ["action", "item__project", "stage"]
+    search_fields = ["item__external_id", "reason", "by__username"]
+    list_select_related = ["item", "by", "stage__project"]
 
 
 # --- Work ------------------------------------------------------------------------------------

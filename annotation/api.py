@@ -26,11 +26,16 @@ Write services (each owns its transaction; CONTRIBUTING.md):
   historic.py states its invariants), ``items_discard``, ``items_author_link``,
   ``items_accept`` (items whose work is final, e.g. rated only historically; annotation/
   services/items.py), ``project_settings_update`` (keys merged into ``Project.settings``
-  under the project's row lock; annotation/services/projects.py); with these no plug-in
+  under the project's row lock; annotation/services/projects.py), ``items_act`` (an admin's
+  item actions — reopen, resolve by hand, release a lease, send back, discard — one item or
+  many, each recorded as an ``ItemEvent``; returns an ``ItemActionReport``; ``ITEM_ACTIONS``
+  names them; annotation/services/item_actions.py); with these no plug-in
   writes an engine row itself (tests/annotation/test_api.py reads every plug-in module);
 * side effects and bulk loads: ``enqueue_on_commit``, ``planner_statistics_refresh``.
 
-Reads: ``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
+Reads: ``item_stages_stranded`` and ``stages_stranded`` (items that need more people than can
+still take them, with ``StrandedItem`` / ``StrandedStage``; annotation/stranding.py),
+``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
 ``sees_annotators``, ``votes_final`` (and ``item_stages_with_final_votes``, the same rule as a
 queryset filter), ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
 in); ``default_route`` (a stage's route for an outcome when it names none).
@@ -79,6 +84,8 @@ from annotation.services.historic import (
     HistoricResolution,
     historic_annotations_import,
 )
+from annotation.services.item_actions import ACTIONS as ITEM_ACTIONS
+from annotation.services.item_actions import ItemActionReport, items_act
 from annotation.services.items import items_accept, items_author_link, items_discard
 from annotation.services.next_item import reached_by
 from annotation.services.projects import project_settings_update
@@ -87,17 +94,27 @@ from annotation.services.slots_add import stage_slots_add
 from annotation.services.stages import item_stages_target_set, stage_move, stage_remove
 from annotation.slots import EVERYONE
 from annotation.sql import quoted
+from annotation.stranding import (
+    StrandedItem,
+    StrandedStage,
+    item_stages_stranded,
+    stages_stranded,
+)
 from annotation.versions import item_stages_with_final_votes
 
 __all__ = [
     "EVERYONE",
     "GOLD_FIELD",
     "STAGE_SETTINGS",
+    "StrandedItem",
+    "StrandedStage",
     "TIE_POLICIES",
     "Decision",
     "HistoricAnnotation",
     "HistoricImportResult",
     "HistoricResolution",
+    "ITEM_ACTIONS",
+    "ItemActionReport",
     "annotation_submit",
     "annotations_visible",
     "annotations_withdraw",
@@ -113,9 +130,11 @@ __all__ = [
     "item_payload_for_annotator",
     "item_stage_resolve",
     "item_stages_open",
+    "item_stages_stranded",
     "item_stages_target_set",
     "item_stages_with_final_votes",
     "items_accept",
+    "items_act",
     "items_author_link",
     "items_create",
     "items_discard",
@@ -134,5 +153,6 @@ __all__ = [
     "stage_settings_clean",
     "stage_slots_add",
     "stage_update",
+    "stages_stranded",
     "votes_final",
 ]

@@ -16,7 +16,7 @@ class AnnotationConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, register_plugin
         from annotation.policies import BUILT_IN_POLICIES
-        from annotation.workflows import GENERIC
+        from annotation.workflows import GENERIC, VERIFY_LABEL
 
         register_plugin(
             Plugin(
@@ -24,7 +24,7 @@ class AnnotationConfig(AppConfig):
                 kinds=[VerifyKind(), LabelKind()],
                 policies=BUILT_IN_POLICIES,
                 eligibility_rules=BUILT_IN_RULES,
-                workflows=[GENERIC],
+                workflows=[GENERIC, VERIFY_LABEL],
                 project_tabs=[ProjectTab("Overview", "annotation:project", ANY_ROLE, order=10)],
                 demo=engine_demo_seed,
             )

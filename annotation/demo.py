@@ -63,3 +63,75 @@ def engine_demo_seed(*, users: Mapping[str, Any]) -> None:
         )
     for name, user in users.items():
         services.membership_add(project=project, user=user, role=DEMO_ROLES[name])
+    rescue_demo_seed(users=users)
+
+
+RESCUE_SLUG = "demo-rescue"
+
+
+def rescue_demo_seed(*, users: Mapping[str, Any]) -> None:
+    """The item actions' demo (annotation/services/item_actions.py): four items on a verify
+    stage that needs all three demo annotators per item. annotator3 skipped one of the two
+    items the others answered — stranded, so Setup and the Agreement dashboard warn and link
+    to it, and its page says why; the other is decided; of the two fresh items the admin
+    discarded one (its history shows it) and annotator1 holds the other (an open lease to
+    release). Needs the demo cast; safe to run again."""
+    from annotation.access import access_stage_for_annotator
+    from annotation.services.item_actions import items_act
+
+    needed = ("admin", "annotator1", "annotator2", "annotator3")
+    if Project.objects.filter(slug=RESCUE_SLUG).exists() or not all(n in users for n in needed):
+        return
+    project = services.project_create(
+        slug=RESCUE_SLUG,
+        name="Stranded items (demo)",
+        description="Every item needs all three annotators, so one skip strands an item: "
+        "follow the warning to it (as admin) and resolve it by hand.",
+        guidelines=GUIDELINES,
+    )
+    stage = services.stage_create(
+        project=project, slug="verify", name="Verify pairs", kind="verify", overlap=3
+    )
+    items = services.items_create(
+        project=project,
+        rows=[
+            {
+                "external_id": f"rescue-{index:03d}",
+                "payload": {"sentence_a": a, "sentence_b": b},
+                "source": "rungwise-demo",
+            }
+            for index, (a, b, _) in enumerate(DEMO_PAIRS[:4], start=1)
+        ],
+    )
+    for name, user in users.items():
+        services.membership_add(project=project, user=user, role=DEMO_ROLES[name])
+
+    def take(name: str) -> Any:
+        user = users[name]
+        access = access_stage_for_annotator(user=user, stage_id=stage.pk)
+        return user, services.assignment_next(annotator=user, stage=access)
+
+    # Depth-first: each annotator's first items are the ones already in progress.
+    for name in ("annotator1", "annotator2"):
+        for _ in range(2):
+            user, held = take(name)
+            services.annotation_submit(
+                assignment_id=held.pk, annotator=user, payload={"value": "keep"}
+            )
+    user, held = take("annotator3")
+    services.assignment_skip(
+        assignment_id=held.pk, annotator=user, reason="I can't judge this item"
+    )
+    user, held = take("annotator3")
+    services.annotation_submit(assignment_id=held.pk, annotator=user, payload={"value": "keep"})
+    fresh = [
+        item.pk for item in items if not item.item_stages.filter(submitted_count__gt=0).exists()
+    ]
+    items_act(
+        project,
+        fresh[:1],
+        "discard",
+        by=users["admin"],
+        reason="A near-duplicate of another pair.",
+    )
+    take("annotator1")

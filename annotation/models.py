@@ -499,3 +499,41 @@ class Resolution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_stage_id}: {self.status} {self.value!r}"
+
+
+class ItemEvent(models.Model):
+    """One admin action on an item (annotation/services/item_actions.py): who, when, which
+    action, why, in which stage, and the item's status and the item stage's state before and
+    after. Written in the action's transaction; never changed afterwards."""
+
+    class Action(models.TextChoices):
+        REOPEN = "reopen", "Reopened"
+        RESOLVE = "resolve", "Resolved by hand"
+        RELEASE_LEASE = "release_lease", "Lease released"
+        SEND_BACK = "send_back", "Sent back"
+        DISCARD = "discard", "Discarded"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="events")
+    stage = models.ForeignKey(
+        Stage, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_events"
+    )
+    action = models.CharField(max_length=16, choices=Action.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    status_before = models.CharField(max_length=12)
+    status_after = models.CharField(max_length=12)
+    state_before = models.CharField(max_length=16, blank=True)
+    state_after = models.CharField(max_length=16, blank=True)
+    detail = models.JSONField(
+        default=dict, blank=True, help_text="What the action changed, e.g. the value decided."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "-created_at", "-pk"]
+        indexes = [models.Index(fields=["item", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.action}"

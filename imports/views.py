@@ -8,12 +8,14 @@ hx-* sits beside a real link or form, so the pages work without JS.
 from __future__ import annotations
 
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.access import MANAGE, ProjectAccess, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.navigation import project_tabs
-from annotation.web import page, page_of
+from annotation.web import csv_response, page, page_of
+from annotation.workflows import WORKFLOWS
 from imports import selectors, services
 from imports.core.pipeline import DUPLICATE_POLICIES
 from imports.core.readers import FORMATS
@@ -63,11 +65,18 @@ def import_list(request, slug: str):
             return redirect("imports:import", slug=project.slug, batch_id=batch.pk)
     batches = page_of(request, selectors.import_batches(project), PAGE_SIZE)
     schema = services.import_schema(project, "rows")
+    workflow = WORKFLOWS.get(project.kind)
     context = _context(
         request,
         access,
         columns=schema.describe(),
         schema_name=schema.name,
+        schema_description=schema.description,
+        workflow=workflow,
+        own_files=[
+            {"label": label, "url": reverse(url_name, args=[project.slug])}
+            for label, url_name in (workflow.import_pages if workflow else ())
+        ],
         shown=services.shown_fields(project) if schema.name == "generic" else (),
         batches=batches,
         error=error,
@@ -103,18 +112,8 @@ def import_detail(request, slug: str, batch_id: int):
 @require_GET
 @page
 def sample_file(request, slug: str):
-    """A CSV with the columns this project's import needs and two example rows."""
-    import csv
-    import io
-
-    from django.http import HttpResponse
-
+    """A CSV with the columns this project's import takes and two rows that import cleanly
+    (``services.sample_rows``), through the spreadsheet-safe CSV helper."""
     project = access_project(request.user, slug, MANAGE).project
     columns, rows = services.sample_rows(project)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\r\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-sample.csv"'
-    return response
+    return csv_response(f"{project.slug}-sample.csv", columns, rows)

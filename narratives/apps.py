@@ -37,6 +37,7 @@ class NarrativesConfig(AppConfig):
                         "ordering event cards (or draw a graph's edges); scored against the true "
                         "structure (exact order, Kendall's τ, edge precision / recall, SHD).",
                         create=services.narratives_project_create,
+                        import_pages=(("narrative files", "narratives:import"),),
                     )
                 ],
                 # One line of a narratives file (narratives/reader.py).

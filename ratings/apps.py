@@ -35,6 +35,7 @@ class RatingsConfig(AppConfig):
                         "Sentence pairs × connectives × orders rated 1–10 by 15 raters, with "
                         "practice items and attention checks; labels per ordered pair.",
                         create=_template,
+                        import_pages=(("pairs and ratings", "ratings:import"),),
                     )
                 ],
                 # The rows of its pairs, ratings and model-answer files (ratings/importing.py).

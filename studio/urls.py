@@ -1,6 +1,6 @@
 from django.urls import path
 
-from studio import views
+from studio import item_views, views
 from studio.data_manager import views as data_manager
 
 app_name = "studio"
@@ -42,6 +42,7 @@ urlpatterns = [
     path("projects/<slug:slug>/items/columns/", data_manager.items_columns, name="items_columns"),
     path("projects/<slug:slug>/items/bulk/", data_manager.items_bulk, name="items_bulk"),
     path("projects/<slug:slug>/items/export/", data_manager.items_export, name="items_export"),
-    path("projects/<slug:slug>/items/<int:item_id>/", views.item_detail, name="item"),
+    path("projects/<slug:slug>/items/<int:item_id>/", item_views.item_detail, name="item"),
+    path("projects/<slug:slug>/items/<int:item_id>/act/", item_views.item_act, name="item_act"),
     path("join/<str:token>/", views.join, name="join"),
 ]

@@ -21,7 +21,6 @@ from annotation.policies import POLICIES
 from annotation.web import page, render_error
 from studio import forms, selectors, services, stage_form
 from studio.access import (
-    access_project_items,
     access_project_setup,
     access_setup_stage,
 )
@@ -279,24 +278,3 @@ def join(request, token: str):
     if not request.user.is_authenticated:
         form = UserCreationForm()
     return render(request, "studio/join.html", {"invite": invite, "form": form})
-
-
-@require_http_methods(["GET"])
-@page
-def item_detail(request, slug: str, item_id: int):
-    access = access_project_items(request.user, slug)
-    project = access.project
-    return render(
-        request,
-        "studio/item.html",
-        {
-            "project": project,
-            "project_tabs": project_tabs(project, access.roles),
-            **selectors.item_history(
-                project,
-                item_id,
-                viewer=request.user,
-                roles=access.roles,
-            ),
-        },
-    )

@@ -266,6 +266,15 @@ def item_stage_adjudicate(
         raise NotFound(f"There is no item stage {item_stage_id}.")
     if item_stage.state != ItemStage.State.ADJUDICATION:
         raise Conflict("This item is not waiting for adjudication (someone may have decided it).")
+    return decide_by_hand(item_stage, by=reviewer, value=value, reason=reason)
+
+
+def decide_by_hand(item_stage: ItemStage, *, by: User, value: Any, reason: str) -> Resolution:
+    """A person's decision on a locked item stage (a reviewer's adjudication, an admin's
+    resolution by hand, annotation/services/item_actions.py): `value` must be one of the item
+    stage's choices (the kind's) or, for an open answer, pass the kind's validation; the
+    decision is routed like the policy's own outcomes and announced to the decided-listeners.
+    The caller holds the item stage's row lock, checked its state and cleaned `reason`."""
     stage = item_stage.stage
     kind = get_kind(stage.kind)
     context = KindContext(stage=stage, item_stage=item_stage)
@@ -298,7 +307,7 @@ def item_stage_adjudicate(
             "status": Resolution.Status.ADJUDICATED,
             "outcome": outcome,
             "policy": stage.resolution_policy,
-            "decided_by": reviewer,
+            "decided_by": by,
             "reason": reason,
         },
     )

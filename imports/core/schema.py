@@ -1,7 +1,7 @@
 """How a project kind declares the rows it accepts on import.
 
-One module (about 940 lines): the field types, the checks, the normalisers and the schema that
-combines them are read together by whoever declares a schema.
+One module (about 1,020 lines): the field types, the checks, the normalisers, the examples and
+the schema that combines them are read together by whoever declares a schema.
 
 A schema is plain data: a tuple of ``FieldSpec`` and a few options, so a project can also keep a
 custom one as JSON (``RowSchema.to_dict`` / ``RowSchema.from_dict``). Validation turns one raw
@@ -152,6 +152,12 @@ class FieldSpec:
     normalise: Mapping[str, Any] | FieldNormaliser | None = field(default=None, compare=False)
     #: What a value ``normalise`` cannot map does: "refuse" it, or "report" it and leave it out.
     unmapped: Literal["refuse", "report"] = "refuse"
+    #: A value the import page's column table and sample file show (``example_value``); a
+    #: tuple gives one value per sample row, in turn.
+    example: Any = MISSING
+    #: The values a ``check`` or ``normalise`` accepts, for the column table (a choice's
+    #: ``choices`` need not be repeated here: ``allowed_values``).
+    allowed: tuple[str, ...] = ()
     _folded_spellings: dict[str, Any] = field(
         init=False, default_factory=dict, repr=False, compare=False
     )
@@ -161,6 +167,7 @@ class FieldSpec:
             raise ValueError(f"field {self.name!r}: type must be one of {FIELD_TYPES}")
         object.__setattr__(self, "choices", tuple(self.choices))
         object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "allowed", tuple(self.allowed))
         if self.type == "choice" and not self.choices:
             raise ValueError(f"field {self.name!r}: a choice field needs choices")
         if self.choices and self.type != "choice":
@@ -187,6 +194,33 @@ class FieldSpec:
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             return self._folded_spellings.get(_normalise_key(str(value)))
         return None
+
+    @property
+    def allowed_values(self) -> tuple[str, ...]:
+        """The values this field takes, in words for the column table: a choice's choices, or
+        what its check accepts (``allowed``); empty when any value of its type goes."""
+        return self.choices or self.allowed
+
+    def example_value(self, number: int = 1) -> Any:
+        """A value of this field for sample row ``number`` (from 1) that passes its checks: the
+        declared ``example`` (a tuple: its values in turn), else the first allowed value, else
+        one made from the type and bounds. The column table and the sample file both take it
+        from here (``RowSchema.example_row``), so they cannot disagree."""
+        if isinstance(self.example, tuple):
+            return self.example[(number - 1) % len(self.example)]
+        if self.example is not MISSING:
+            return self.example
+        if self.allowed_values:
+            return self.allowed_values[0]
+        if self.type in ("int", "float"):
+            low = self.min if self.min is not None else 1
+            value = low if self.max is None or low <= self.max else self.max
+            return int(value) if self.type == "int" else float(value)
+        return {
+            "bool": True,
+            "json": {},
+            "list[str]": ["first", "second"],
+        }.get(self.type, f"Example {self.name.replace('_', ' ')} {number}.")
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -423,15 +457,25 @@ class FieldSpec:
             data["normalise"] = dict(self.normalise)
         if self.unmapped != "refuse":
             data["unmapped"] = self.unmapped
+        if isinstance(self.example, tuple):
+            data["examples"] = list(self.example)
+        elif self.example is not MISSING:
+            data["example"] = self.example
+        if self.allowed:
+            data["allowed"] = list(self.allowed)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FieldSpec:
+        data = dict(data)
+        if "examples" in data:
+            data["example"] = tuple(data.pop("examples"))
         return cls(
             **{
                 **data,
                 "choices": tuple(data.get("choices", ())),
                 "aliases": tuple(data.get("aliases", ())),
+                "allowed": tuple(data.get("allowed", ())),
             }
         )
 
@@ -805,16 +849,38 @@ class RowSchema:
         return errors
 
     def describe(self) -> list[dict[str, Any]]:
-        """Field descriptions for a datasheet: name, type in words, required, help."""
+        """Field descriptions for a datasheet and the import page's column table: name, type in
+        words, required, help, the allowed values (``FieldSpec.allowed_values``) and an example
+        as a file spells it (``FieldSpec.example_value``, ``cell_text``)."""
         return [
             {
                 "name": spec.name,
                 "type": spec.describe_type(),
-                "required": spec.required,
+                "required": spec.required or spec.name == self.external_id_field,
                 "description": spec.help,
+                "allowed": list(spec.allowed_values),
+                "example": cell_text(example[spec.name]),
             }
+            for example in [self.example_row(1)]
             for spec in self.fields
         ]
+
+    def example_row(self, number: int) -> dict[str, Any]:
+        """Sample row ``number`` (from 1): each field's ``example_value``; the id field's
+        example (else ``item``) gets ``-<number>`` so that rows differ (``NNN``, 3 digits)."""
+        row = {}
+        for spec in self.fields:
+            value = spec.example_value(number)
+            if spec.name == self.external_id_field:
+                stem = spec.example if isinstance(spec.example, str) else "item"
+                value = f"{stem}-{number:03d}"
+            row[spec.name] = value
+        return row
+
+    def sample_rows(self, count: int = 2) -> list[dict[str, Any]]:
+        """``count`` rows of every declared field that pass this schema (``example_row``): the
+        import page's sample file (tests/imports/test_samples.py imports each workflow's)."""
+        return [self.example_row(number) for number in range(1, count + 1)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -836,6 +902,21 @@ class RowSchema:
             extra_fields=data.get("extra_fields", "keep"),
             fields=tuple(FieldSpec.from_dict(spec) for spec in data["fields"]),
         )
+
+
+def cell_text(value: Any) -> str:
+    """``value`` as a CSV cell the readers take back (module docstring, "Reading values"):
+    JSON text for objects and numbers' own spelling, lists joined by ``;``, booleans as
+    true / false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return LIST_SEPARATOR.join(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return _number_text(value)
+    return str(value)
 
 
 def content_id(clean: Mapping[str, Any]) -> str:

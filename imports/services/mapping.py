@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from annotation.models import Item, Project
 from imports.core import FieldSpec, RowError, RowSchema, schema_for_kind
+from imports.core.schema import cell_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,38 +171,21 @@ def import_schema(project: Project, layout: str) -> RowSchema:
     )
 
 
-def sample_rows(project: Project) -> tuple[list[str], list[dict[str, Any]]]:
+def sample_rows(project: Project) -> tuple[list[str], list[list[str]]]:
     """A sample file's columns and two rows for ``project``'s import (the import page offers it
-    as a download): the schema's fields, or the id and the fields the stages show."""
+    as a download), as CSV cells (``cell_text``): the kind's schema's rows
+    (``RowSchema.sample_rows``: every declared field's example, so the file passes the checks
+    it documents), or — for the generic schema — the id and the fields the stages show."""
     schema = schema_for_kind(project.kind)
+    rows = schema.sample_rows(2)
+    columns = [spec.name for spec in schema.fields]
     if schema.name == "generic":
         shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
-        # The generic schema always names its id field.
-        columns = [schema.external_id_field or "external_id", *shown]
-    else:
-        columns = [spec.name for spec in schema.fields]
-    examples = {
-        "int": "3",
-        "float": "0.5",
-        "bool": "true",
-        "json": "{}",
-        "list[str]": "first;second",
-    }
-    rows = []
-    for number in (1, 2):
-        row = {}
-        for name in columns:
-            spec = next((f for f in schema.fields if f.name == name), None)
-            if name == schema.external_id_field:
-                row[name] = f"item-{number:03d}"
-            elif spec is not None and spec.type == "choice":
-                row[name] = spec.choices[0]
-            elif spec is not None and spec.type in examples:
-                row[name] = examples[spec.type]
-            else:
+        for number, row in enumerate(rows, start=1):
+            for name in shown:
                 row[name] = f"Example {name.replace('_', ' ')} {number}."
-        rows.append(row)
-    return columns, rows
+        columns += shown
+    return columns, [[cell_text(row[name]) for name in columns] for row in rows]
 
 
 def item_mapper(project: Project, layout: str) -> ItemMapper:

@@ -31,6 +31,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.errors import ApplicationError
 from annotation.models import Item, ItemStage, Project
+from annotation.workflows import WORKFLOWS
 from imports.core import (
     ImportRejected,
     ImportReport,
@@ -279,11 +280,24 @@ def _write(
                 updated += _update_items(batch, changed, schema, mapper, options)
             written += len(rows)
             progress.save(rows_written=written)
-    if created and first_stage is not None:
-        services.item_stages_open(items=Item.objects.filter(import_batch=batch), stage=first_stage)
+    if created:
+        _open_created(batch, first_stage)
     if created:
         services.planner_statistics_refresh(Item, ItemStage)
     return created, updated
+
+
+def _open_created(batch: ImportBatch, first_stage) -> None:
+    """Start work on the items ``batch`` created: the workflow's ``open_items`` when it has one
+    (annotation/workflows.py; CausalT5k clusters near-duplicates first), else open them in the
+    project's first active stage."""
+    project = batch.project
+    created = Item.objects.filter(import_batch=batch)
+    workflow = WORKFLOWS.get(project.kind)
+    if workflow is not None and workflow.open_items is not None:
+        workflow.open_items(project=project, items=created)
+    elif first_stage is not None:
+        services.item_stages_open(items=created, stage=first_stage)
 
 
 def _fields(row: CleanRow, schema: RowSchema, mapper: ItemMapper, options) -> ItemFields:

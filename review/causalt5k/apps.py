@@ -36,7 +36,7 @@ class CausalT5kConfig(AppConfig):
         from review.causalt5k import expansion, kinds, pipeline, policies, release_layout, services
         from review.causalt5k.normalise import RECORD_KIND, RECORD_SCHEMA
         from review.causalt5k.release_scorer import CausalT5kScorer
-        from review.causalt5k.schema import CAUSALT5K_SCHEMA
+        from review.causalt5k.schema import CASES_SCHEMA
 
         register_plugin(
             Plugin(
@@ -63,13 +63,15 @@ class CausalT5kConfig(AppConfig):
                     Workflow(
                         services.WORKFLOW,
                         "Causal cases across three rungs (CausalT5k-style)",
-                        "Scenario + claim cases at Pearl levels 1–3, imported from a release and "
-                        "normalised; near-duplicate queue, adversarial review and a composite "
-                        "quality score with a gate.",
+                        "Scenario + claim cases at Pearl levels 1–3: near-duplicate queue, "
+                        "adversarial review, a composite quality score with a gate, blind "
+                        "answers and pressure variants.",
+                        create=services.causalt5k_project_create,
+                        open_items=services.imported_cases_open,
                     )
                 ],
                 import_schemas={
-                    services.WORKFLOW: CAUSALT5K_SCHEMA,
+                    services.WORKFLOW: CASES_SCHEMA,
                     RECORD_KIND: RECORD_SCHEMA,
                 },
                 item_mappers={services.WORKFLOW: services.case_item_mapper},

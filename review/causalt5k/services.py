@@ -42,7 +42,9 @@ def case_item_mapper(
     ``review/causalt5k/vocab.py``) or empty, since the review editors offer those alone; an
     object (the release's ``{type, type_name, …}``) is kept as submitted, its ``type`` read into
     ``trap_type``. Raises ``ValueError``, which the import reports with the row's line, naming
-    the field and the value."""
+    the field and the value. The payload also names the case (``case_id``, the row's id) and
+    its ``tier`` (from ``pearl_level``), as a release's canonical cases do: the review screens
+    and the blind answer stage read them."""
     trap = clean.get("trap")
     if trap is not None and not isinstance(trap, dict | list):
         text = str(trap).strip()
@@ -58,7 +60,12 @@ def case_item_mapper(
             raise ValueError(
                 f'Field "trap": {text!r} is not a trap (W1–W10) or design (S1–S8) code{hint}.'
             )
-    return default_item_mapper(clean, schema, options)
+    fields = default_item_mapper(clean, schema, options)
+    payload = {"case_id": clean[schema.external_id_field or "id"], **fields.payload}
+    payload.setdefault("tier", vocab.TIER_OF_LEVEL.get(str(clean.get("pearl_level") or "")))
+    return ItemFields(
+        payload=payload, group=fields.group, purpose=fields.purpose, source=fields.source
+    )
 
 
 def causalt5k_project_create(*, slug: str, name: str, description: str = "", **settings):
@@ -67,6 +74,16 @@ def causalt5k_project_create(*, slug: str, name: str, description: str = "", **s
     from review.causalt5k.pipeline import causalt5k_project_create as create
 
     return create(slug=slug, name=name, description=description, **settings)
+
+
+def imported_cases_open(*, project: Project, items: Any) -> dict[str, int]:
+    """How cases imported on the Imports page start work (``Workflow.open_items``): as after a
+    release import, near-duplicate clusters go to ``dedup`` and the other cases to ``review``
+    (``pipeline.causalt5k_review_open``, which takes every case not yet in a stage, so
+    ``items`` — the upload's — are among them). Runs inside the import's transaction."""
+    from review.causalt5k.pipeline import causalt5k_review_open
+
+    return causalt5k_review_open(project=project)
 
 
 def _check_project(project: Project) -> None:

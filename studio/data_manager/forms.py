@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from annotation.api import ITEM_ACTIONS
 from annotation.forms import form_error
 from annotation.models import Item, ItemStage
 
@@ -169,15 +170,16 @@ def item_query(data: QueryDict | dict[str, Any]) -> ItemQuery:
     )
 
 
-#: Bulk actions on tags (this app's); the engine's item actions are added when present.
+#: Bulk actions on tags (this app's), then the engine's item actions (annotation.api.items_act).
 TAG_ACTIONS = {"tag_add": "Add the tag", "tag_remove": "Remove the tag"}
+BULK_ACTIONS = {**TAG_ACTIONS, **ITEM_ACTIONS}
 
 
 class BulkForm(forms.Form):
     """A bulk action: on the ticked ``items`` (ids) or, with ``scope`` "all", on every item
     matching the query string sent beside it."""
 
-    action = forms.ChoiceField(choices=list(TAG_ACTIONS.items()))
+    action = forms.ChoiceField(choices=list(BULK_ACTIONS.items()))
     scope = forms.ChoiceField(
         choices=[("selected", "The ticked items"), ("all", "All items matching")],
         initial="selected",
@@ -185,6 +187,9 @@ class BulkForm(forms.Form):
     items = forms.TypedMultipleChoiceField(coerce=int, required=False, choices=[])
     tag_name = forms.CharField(required=False, max_length=60, strip=True, label="Tag")
     reason = forms.CharField(required=False, max_length=500, strip=True)
+    # Not "stage": the filters sent beside the form use that name.
+    target_stage = forms.SlugField(required=False, label="Stage")
+    value = forms.CharField(required=False, max_length=200, strip=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -46,6 +46,14 @@ BATCH_SIZE = 1000
 Viewer = User | AnonymousUser
 
 
+def typed_value(text: str) -> Any:
+    """A typed value as JSON when it reads as JSON (``3``, ``true``), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _decision_values(text: str) -> list[Any]:
     """What a typed decision may mean: the text itself and, when it reads as JSON (``3``,
     ``true``), that value too (ratings decide numbers, verify stages words)."""

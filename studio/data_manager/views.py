@@ -20,6 +20,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import ProjectAccess
+from annotation.api import items_act
 from annotation.errors import ApplicationError
 from annotation.forms import form_error
 from annotation.models import Item, ItemStage, Project
@@ -94,7 +95,7 @@ def _items_page(
             "tags": selectors.project_tags(project),
             "named": named,
             "can_act": access.is_admin,
-            "actions": forms.TAG_ACTIONS.items(),
+            "actions": forms.BULK_ACTIONS.items(),
             "bulk_error": bulk_error,
             "bulk_data": bulk_data or {},
             "export_csv": _export_url(slug, params, "csv"),
@@ -153,7 +154,7 @@ def items_bulk(request: PageRequest, slug: str) -> HttpResponseBase:
             )
         else:
             batches = [data["items"]]
-        message = _bulk_apply(project, batches, data)
+        message = _bulk_apply(project, batches, data, by=request.user)
     except ApplicationError as error:
         return _items_page(
             request,
@@ -167,15 +168,39 @@ def items_bulk(request: PageRequest, slug: str) -> HttpResponseBase:
     return redirect(_items_url(slug, query.params()))
 
 
-def _bulk_apply(project: Project, batches: Iterable[list[int]], data: dict[str, Any]) -> str:
-    """Apply a valid bulk form's action to each batch of item ids; what was done, in words."""
-    changed = 0
+def _bulk_apply(
+    project: Project, batches: Iterable[list[int]], data: dict[str, Any], *, by: Any
+) -> str:
+    """Apply a valid bulk form's action to each batch of item ids: a tag (``services``) or
+    an item action (``annotation.api.items_act``, which records each in the item's history);
+    what was done, in words."""
+    action = data["action"]
+    if action in forms.TAG_ACTIONS:
+        changed = 0
+        for ids in batches:
+            changed += services.items_tag(
+                project=project, item_ids=ids, name=data["tag_name"], add=action == "tag_add"
+            )
+        verb = "tagged" if action == "tag_add" else "untagged"
+        return f"{changed} item{'s' if changed != 1 else ''} {verb} “{data['tag_name']}”."
+    done, refused = 0, {}
     for ids in batches:
-        changed += services.items_tag(
-            project=project, item_ids=ids, name=data["tag_name"], add=data["action"] == "tag_add"
+        report = items_act(
+            project,
+            ids,
+            action,
+            by=by,
+            reason=data["reason"],
+            stage=data["target_stage"] or None,
+            value=selectors.typed_value(data["value"]) if data["value"] else None,
         )
-    verb = "tagged" if data["action"] == "tag_add" else "untagged"
-    return f"{changed} item{'s' if changed != 1 else ''} {verb} “{data['tag_name']}”."
+        done += len(report.done)
+        refused.update(report.refused)
+    message = f"{forms.BULK_ACTIONS[action]}: {done} item{'s' if done != 1 else ''} done."
+    if refused:
+        first = next(iter(refused.values()))
+        message += f" {len(refused)} refused (for example: {first})"
+    return message
 
 
 @require_GET

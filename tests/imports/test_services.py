@@ -353,10 +353,16 @@ def test_real_causalt5k_submissions_fail_exactly_where_the_json_breaks(shared_da
         assert syntax["message"].startswith(place) and words in syntax["message"]
         # Reading stops there; rows before it are still checked and reported.
         assert batch.errors[-1] == syntax
-    # The JSON Lines file is valid as JSON Lines; all its rows fit the CausalT5k schema.
+    # The JSON Lines file is valid as JSON Lines and fits the CausalT5k columns, but a project's
+    # rows are held to the trap vocabulary: its free-text trap types ("COUNTERFACTUAL", …) are
+    # refused, each naming the allowed codes, and nothing is written. A release import reads
+    # them as spelt and reports them (review.causalt5k.normalise).
     jsonl_batch = results["groupJ-submission-24.jsonl"]
-    assert jsonl_batch.status == "succeeded", jsonl_batch.errors[:3]
-    assert jsonl_batch.items_created == 230
+    assert jsonl_batch.status == "failed" and jsonl_batch.items_created == 0
+    assert {error["field"] for error in jsonl_batch.errors} == {"trap_type"}
+    refused = {error["found"]: error["message"] for error in jsonl_batch.errors}
+    assert "is not a trap type; allowed: W1, W2" in refused["'COUNTERFACTUAL'"]
+    assert not Item.objects.filter(project=project).exists()
     assert CAUSALT5K_SCHEMA.name == "causalt5k"
 
 
@@ -438,7 +444,8 @@ def test_the_import_page_lists_the_columns_and_offers_a_sample_that_imports(clie
     assert "What a file needs" in page and "<code>sentence_a</code>" in page
     sample = client.get(reverse("imports:sample", args=[project.slug]))
     assert sample["Content-Disposition"].endswith('-sample.csv"')
-    assert upload(project, sample.content, "sample.csv").status == "succeeded"
+    content = b"".join(sample.streaming_content)
+    assert upload(project, content, "sample.csv").status == "succeeded"
     assert Item.objects.filter(project=project).count() == 2
 
 

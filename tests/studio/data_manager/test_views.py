@@ -202,3 +202,21 @@ def test_columns_are_remembered_per_member_and_keep_the_filters(client, decided)
     assert ItemColumns.objects.get(user=researcher).columns == ["field:text", "batch"]
     page = client.get(reverse("studio:items", args=[project.slug])).content.decode()
     assert '<th scope="col">text</th>' in page and "Import batch" in page
+
+
+def test_bulk_item_actions_go_through_the_engine_and_refusals_are_shown(client, decided):
+    project, _, first = decided
+    client.force_login(make_member(project, Role.ADMIN))
+    bulk = reverse("studio:items_bulk", args=[project.slug])
+    refused = client.post(bulk, {"action": "discard", "scope": "selected", "items": [first.pk]})
+    assert refused.status_code == 400 and 'id="bulk-error"' in refused.content.decode()
+    first.refresh_from_db()
+    assert first.status != Item.Status.DISCARDED
+    done = client.post(
+        bulk,
+        {"action": "discard", "scope": "selected", "items": [first.pk], "reason": "duplicate"},
+        follow=True,
+    )
+    assert "1 item done" in done.content.decode()
+    first.refresh_from_db()
+    assert first.status == Item.Status.DISCARDED

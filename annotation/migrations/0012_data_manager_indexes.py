@@ -38,7 +38,7 @@ def drop_trigram_indexes(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0010_item_stage_open_idx"),
+        ("annotation", "0011_item_events"),
     ]
 
     operations = [
