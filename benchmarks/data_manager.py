@@ -24,7 +24,7 @@ first with the data manager's indexes removed (its migration unapplied), then wi
 (migrated again), ANALYZE after each. ``--explain`` prints each query's plan.
 
 Figures (2026-11-27, the project's 2-CPU VM shared with other work, load average near 15, so
-noisy: median (best) of 3, in ms). With the code as it is now, 200,000 items (+ 40,000 in
+noisy: median (best) of 3, in ms). 200,000 items (+ 40,000 in
 another project; "count" is ``items_count``, capped at 10,000 when filtered)::
 
     case                            page before       page after   count before  count after
@@ -37,18 +37,21 @@ another project; "count" is ``items_count``, capped at 10,000 when filtered)::
     full text (no match)           484.5 (429.0)   1167.2 (  3.2)         498.7         16.1
     not unanimous                   60.1 ( 34.5)     79.4 ( 61.2)         460.8        386.7
 
-1,000,000 items (+ 200,000), one step earlier (a page's import batches joined rather than
-prefetched, which kept the status-sorted deep page off its index: 1.2 s; "count" the exact
-count of the matching items)::
+1,000,000 items (+ 200,000 in another project), the same code::
 
     case                            page before       page after   count before  count after
-    first page (newest)            314.0 (262.1)    294.2 (268.7)         320.2        477.1
-    stage+state+decision           262.4 (248.6)    335.1 (230.7)        3643.5       4413.1
-    deep keyset page (90 %)         39.3 ( 24.2)     27.2 ( 25.3)         326.5        480.8
-    by status, first page          973.6 (764.0)     54.0 ( 49.5)         275.0        518.3
-    full text (0.1 % match)        776.6 (683.8)    117.9 ( 72.6)        2722.3         57.3
-    full text (no match)          3650.5 (3124.5)  10273.1 ( 21.1)       3894.0         29.7
-    not unanimous                  336.4 (320.2)    241.0 (178.6)        3062.3       2367.9
+    first page (newest)             86.0 ( 65.5)    188.4 (179.1)         131.0        305.2
+    stage+state+decision            89.6 ( 71.3)    393.7 (358.0)         212.2        500.6
+    deep keyset page (90 %)         11.7 (  7.8)      4.0 (  3.0)         188.9        480.4
+    by status, first page          317.9 (316.7)     18.0 (  5.4)         123.0        307.0
+    by status, deep page           374.6 (315.0)     47.1 (  4.5)         120.1        477.2
+    full text (0.1 % match)        242.2 (236.1)     62.8 ( 53.3)        1206.9         49.1
+    full text (no match)          1949.5 (1424.1)  10981.9 ( 16.3)       1260.9         11.8
+    not unanimous                  123.0 (104.9)    341.5 (335.0)         248.1       1249.9
+
+The "after" rows that did not gain (first page, stage+state+decision, not unanimous: none of
+these indexes serves them) ran while the machine was busier; they are noise between the two
+phases, not the indexes' cost, and are worth measuring again on a quiet machine.
 
 What they decided: the (project, status, id) index (a status-sorted page 8–18× faster, a deep
 one 8×) and the trigram indexes (a search 7–150× faster, its count 35–130×) are kept; a
