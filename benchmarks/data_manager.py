@@ -54,7 +54,7 @@ these indexes serves them) ran while the machine was busier; they are noise betw
 phases, not the indexes' cost, and are worth measuring again on a quiet machine.
 
 What they decided: the (project, status, id) index (a status-sorted page 8–18× faster, a deep
-one 8×) and the trigram indexes (a search 7–150× faster, its count 35–130×) are kept; a
+one 8×) and the trigram indexes (a search 4–90× faster, its count 25–100×) are kept; a
 (project, id) index was measured in an earlier run and the planner never used it (the primary
 key serves newest first), so it was dropped. A deep keyset page costs what the first does (no
 OFFSET; the status keyset is one row-value range of its index). Exact counts of broad filters
