@@ -32,3 +32,28 @@ def access_adjudication_item(user: Any, project: Project, item_stage_id: int) ->
             "You annotated this item, so another reviewer decides it; it is not in your queue."
         )
     return item_stage
+
+
+def access_spot_check_item(user: Any, project: Project, item_stage_id: int) -> ItemStage:
+    """An item stage of ``project`` drawn for a spot check (``agreement.spot_checks``) or
+    already spot-checked, for a reviewer (the project fetched with
+    ``access_project(user, slug, ADJUDICATE)``): anything else answers as an unknown id (404),
+    one the reviewer annotated is a 403. Item, stage and resolution come joined."""
+    from agreement.spot_checks import spot_check_queue
+
+    drawn = spot_check_queue(project).filter(pk=item_stage_id)
+    checked = ItemStage.objects.filter(
+        pk=item_stage_id, stage__project=project, spot_check__isnull=False
+    )
+    item_stage = (
+        (drawn.first() or checked.select_related("item", "stage", "resolution").first())
+        if item_stage_id
+        else None
+    )
+    if item_stage is None:
+        raise NotFound("There is no such item in this project's spot checks.")
+    if annotated_by(item_stage, user):
+        raise PermissionDenied(
+            "You annotated this item, so another reviewer checks it; it is not in your queue."
+        )
+    return item_stage

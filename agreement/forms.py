@@ -100,3 +100,23 @@ class AdjudicationForm(forms.Form):
                 f"The decision must be a number (got {raw!r}).", code="a number"
             ) from None
         return int(number) if number.is_integer() else number
+
+
+class SpotCheckForm(AdjudicationForm):
+    """A reviewer's spot check: ``verdict`` "confirm" or "overturn"; an overturn also reads
+    ``value`` (as ``AdjudicationForm``) and ``reason``. ``cleaned_data["overturn"]`` says which."""
+
+    verdict = RawTextField(required=False)
+
+    def clean_value(self) -> Any:
+        if (self.data.get("verdict") or "") != "overturn":
+            return None
+        return super().clean_value()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        verdict = (self.data.get("verdict") or "").strip()
+        if verdict not in ("confirm", "overturn"):
+            raise forms.ValidationError("Confirm the decision or overturn it.", code="verdict")
+        cleaned["overturn"] = verdict == "overturn"
+        return cleaned

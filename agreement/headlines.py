@@ -35,6 +35,9 @@ class Headline:
     computed_at: datetime | None = None
     url: str = ""
     note: str = ""
+    #: The items the figure rests on, when the provider knows (the small-sample warning,
+    #: ``agreement.small_sample``); None claims nothing.
+    n_items: int | None = None
 
 
 Provider = Callable[[Any, Iterable[Any]], dict[int, Headline]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from annotation.models import Stage
@@ -67,3 +68,34 @@ class AgreementRefresh(models.Model):
     def of_stage(cls, stage_id: int) -> AgreementRefresh:
         """The stage's refresh state; an unsaved row of zeros for a stage that never changed."""
         return cls.objects.filter(pk=stage_id).first() or cls(stage_id=stage_id)
+
+
+class SpotCheck(models.Model):
+    """A reviewer's second look at an item stage its annotators had already settled (accepted),
+    drawn by the stage's spot-check sample (``agreement.spot_checks``): confirmed, or overturned
+    — the overturn itself is a reviewer's decision through the engine's adjudication path, and
+    this row keeps what was checked. One per item stage: a checked item stage leaves the sample."""
+
+    class Verdict(models.TextChoices):
+        CONFIRMED = "confirmed", "Confirmed"
+        OVERTURNED = "overturned", "Overturned"
+
+    item_stage = models.OneToOneField(
+        "annotation.ItemStage", on_delete=models.CASCADE, related_name="spot_check"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    verdict = models.CharField(max_length=12, choices=Verdict.choices)
+    #: The decision that was checked (the resolution's value before any overturn).
+    checked_value = models.JSONField(null=True, blank=True)
+    #: The reviewer's value when overturned.
+    value = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.item_stage_id}: {self.verdict}"

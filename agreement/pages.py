@@ -17,7 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page
 
-from agreement import headlines, sections, selectors
+from agreement import headlines, sections, selectors, spot_checks
+from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
 from annotation.errors import ApplicationError
@@ -190,6 +191,8 @@ class DisagreementRow:
     item_stage: ItemStage
     summary: str
     cells: list[Any]
+    #: The decision in words, naming the policy that made it (``agreement.decisions``).
+    decision: str
 
 
 def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
@@ -203,6 +206,7 @@ def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
             item_stage=item_stage,
             summary=selectors.item_summary(item_stage.item),
             cells=[votes.get(item_stage.pk, {}).get(rater) for rater, _ in raters],
+            decision=decision_label(getattr(item_stage, "resolution", None)),
         )
         for item_stage in item_stages
     ]
@@ -229,6 +233,8 @@ class QueueRow:
     item_stage: ItemStage
     summary: str
     tally: list[tuple[Any, int, int]]
+    #: Why it waits, naming the policy (``agreement.decisions``).
+    decision: str = ""
 
 
 def queue_row(item_stage: ItemStage) -> QueueRow:
@@ -243,18 +249,38 @@ def queue_row(item_stage: ItemStage) -> QueueRow:
         )
     ]
     return QueueRow(
-        item_stage=item_stage, summary=selectors.item_summary(item_stage.item), tally=tally
+        item_stage=item_stage,
+        summary=selectors.item_summary(item_stage.item),
+        tally=tally,
+        decision=decision_label(resolution),
     )
 
 
-def adjudication_queue_page(project: Project, *, page: Page) -> dict[str, Any]:
+#: How many spot checks the queue page lists (the count is complete).
+SPOT_CHECKS_LISTED = 20
+
+
+def adjudication_queue_page(project: Project, *, page: Page, reviewer: Any) -> dict[str, Any]:
     """The reviewer's queue: the rows of ``page`` (a page of ``selectors.adjudication_queue``),
-    how many items wait in all, and the latest decisions."""
+    how many items wait in all, the latest decisions, and beside them the spot checks drawn
+    for ``reviewer`` (``agreement.spot_checks``) with the latest verdicts."""
+    spot = spot_checks.spot_check_queue(project, reviewer=reviewer)
     return {
+        "spot_rows": [queue_row(item_stage) for item_stage in spot[:SPOT_CHECKS_LISTED]],
+        "spot_waiting": spot.count(),
+        "spot_recent": list(spot_checks.spot_checks_recent(project)),
+        "spot_rates": [
+            (stage, spot_checks.spot_check_rate(stage))
+            for stage in project.stages.order_by("position")
+            if spot_checks.spot_check_rate(stage)
+        ],
         "page": page,
         "rows": [queue_row(item_stage) for item_stage in page.object_list],
         "waiting": page.paginator.count,
-        "recent": selectors.adjudication_recent(project),
+        "recent": [
+            (resolution, decision_label(resolution))
+            for resolution in selectors.adjudication_recent(project)
+        ],
     }
 
 
@@ -302,6 +328,7 @@ def adjudication_page(project: Project, item_stage: ItemStage, *, reviewer: Any)
         "waiting": queue.count(),
         "position": position,
         "resolution": getattr(item_stage, "resolution", None),
+        "decision": decision_label(getattr(item_stage, "resolution", None)),
         "decided": item_stage.state != ItemStage.State.ADJUDICATION,
     }
 
@@ -309,3 +336,16 @@ def adjudication_page(project: Project, item_stage: ItemStage, *, reviewer: Any)
 def next_to_decide(project: Project, *, reviewer: Any, after: ItemStage) -> ItemStage | None:
     """The oldest item in ``reviewer``'s queue other than ``after`` (just decided)."""
     return selectors.adjudication_queue(project, reviewer=reviewer).exclude(pk=after.pk).first()
+
+
+def spot_check_page(project: Project, item_stage: ItemStage, *, reviewer: Any) -> dict[str, Any]:
+    """One item drawn for a spot check: what the adjudication page shows (the item, the votes,
+    the choices), the decision being checked, and the verdict when it is already checked."""
+    context = adjudication_page(project, item_stage, reviewer=reviewer)
+    check = getattr(item_stage, "spot_check", None) if item_stage.pk else None
+    context.update(
+        check=check,
+        spot_waiting=spot_checks.spot_check_queue(project, reviewer=reviewer).count(),
+        rate=spot_checks.spot_check_rate(item_stage.stage),
+    )
+    return context

@@ -40,4 +40,9 @@ urlpatterns = [
         views.adjudicate,
         name="adjudicate",
     ),
+    path(
+        "projects/<slug:slug>/adjudication/spot-checks/<int:item_stage_id>/",
+        views.spot_check,
+        name="spot_check",
+    ),
 ]

@@ -30,15 +30,17 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agreement import exports, figures, pages
+from agreement import exports, figures, pages, spot_checks
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
-from agreement.access import access_adjudication_item
+from agreement.access import access_adjudication_item, access_spot_check_item
+from agreement.decisions import may_open_items
 from agreement.forms import (
     AdjudicationForm,
     AnnotatorOrderForm,
     AnnotatorPauseForm,
     DisagreementFilterForm,
+    SpotCheckForm,
 )
 from annotation import services
 from annotation.access import ADJUDICATE, MONITOR, ProjectAccess, access_project, access_stage
@@ -58,9 +60,14 @@ research_page = page
 
 def _base_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
     """What every research page shows around its content: the project and its tabs (for the
-    roles ``access_project`` found)."""
+    roles ``access_project`` found), and whether rows link to their items' pages."""
     project = access.project
-    return {"project": project, "project_tabs": project_tabs(project, access.roles), **extra}
+    return {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "item_links": may_open_items(access.roles),
+        **extra,
+    }
 
 
 def _order_form(request: PageRequest) -> AnnotatorOrderForm:
@@ -200,7 +207,9 @@ def adjudication_queue(request: PageRequest, slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, ADJUDICATE)
     project = access.project
     queue = research_selectors.adjudication_queue(project, reviewer=request.user)
-    context = pages.adjudication_queue_page(project, page=page_of(request, queue, PAGE_SIZE))
+    context = pages.adjudication_queue_page(
+        project, page=page_of(request, queue, PAGE_SIZE), reviewer=request.user
+    )
     return render(request, "agreement/adjudication_queue.html", _base_context(access, **context))
 
 
@@ -243,3 +252,46 @@ def adjudicate(request: PageRequest, slug: str, item_stage_id: int) -> HttpRespo
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
+
+
+@require_http_methods(["GET", "POST"])
+@research_page
+def spot_check(request: PageRequest, slug: str, item_stage_id: int) -> HttpResponseBase:
+    """A settled item drawn for a spot check: its votes and decision; the reviewer confirms it
+    or overturns it with a value and a reason (``agreement.spot_checks``)."""
+    access = access_project(request.user, slug, ADJUDICATE)
+    project = access.project
+    item_stage = access_spot_check_item(request.user, project, item_stage_id)
+    if request.method == "GET":
+        context = pages.spot_check_page(project, item_stage, reviewer=request.user)
+        return render(request, "agreement/spot_check.html", _base_context(access, **context))
+    form = SpotCheckForm(request.POST, numeric=pages.decision_is_numeric(item_stage))
+    try:
+        if not form.is_valid():
+            raise form_error(form)
+        check = spot_checks.spot_check_record(
+            item_stage_id=item_stage.pk,
+            reviewer=request.user,
+            overturn=form.cleaned_data["overturn"],
+            value=form.cleaned_data["value"],
+            reason=form.cleaned_data["reason"],
+        )
+    except ApplicationError as error:
+        context = pages.spot_check_page(project, item_stage, reviewer=request.user)
+        context.update(
+            error=error,
+            posted_value=request.POST.get("value", ""),
+            posted_reason=request.POST.get("reason", ""),
+        )
+        return render(
+            request,
+            "agreement/spot_check.html",
+            _base_context(access, **context),
+            status=error.status,
+        )
+    verdict = "confirmed" if check.verdict == check.Verdict.CONFIRMED else "overturned"
+    messages.success(request, f"Spot check of {item_stage.item.external_id}: {verdict}.")
+    following = spot_checks.spot_check_queue(project, reviewer=request.user).first()
+    if following is None:
+        return redirect("agreement:adjudication", slug=project.slug)
+    return redirect("agreement:spot_check", slug=project.slug, item_stage_id=following.pk)

@@ -47,7 +47,8 @@ def engine_demo_seed(*, users: Mapping[str, Any]) -> None:
             name="Label the relation",
             kind="label",
             overlap=3,
-            config={"choices": ["causal", "temporal", "unrelated"]},
+            # One settled item in four is drawn for a reviewer's spot check (agreement/spot_checks.py).
+            config={"choices": ["causal", "temporal", "unrelated"], "spot_check_rate": 0.25},
             instructions="Does A cause B, merely precede it, or neither?",
         )
         services.items_create(

@@ -14,7 +14,8 @@ what a governed annotator may write is decided by annotation.gates, inside the s
 every path); progress caps
 (``register_progress_cap``) bound the "left for you" count the item screen shows; pending-work
 hooks (``register_work_pending``) tell an annotator who still owes work but got no item this
-moment to wait and try again, instead of the end-of-stage screen.
+moment to wait and try again, instead of the end-of-stage screen; participant views
+(``register_participant_view``) mark the people who see the work only, no staff chrome.
 """
 
 from __future__ import annotations
@@ -166,3 +167,23 @@ def work_pending(request, stage) -> str | None:
         if message:
             return message
     return None
+
+
+#: A participant-view hook is called as ``hook(request)`` by the item screen; True when the
+#: request belongs to someone who sees the work only and none of the staff chrome (a crowd
+#: participant): no site or project menus, no item ids, no lease times, no links to the
+#: project's other pages. The same cost rule as for gates applies.
+ParticipantView = Callable[[Any], bool]
+PARTICIPANT_VIEWS: list[ParticipantView] = []
+
+
+def register_participant_view(hook: ParticipantView) -> ParticipantView:
+    """Add a participant-view hook (see PARTICIPANT_VIEWS); the same function twice keeps one."""
+    if hook not in PARTICIPANT_VIEWS:
+        PARTICIPANT_VIEWS.append(hook)
+    return hook
+
+
+def is_participant_view(request) -> bool:
+    """Whether a registered hook says this request is a participant's (see PARTICIPANT_VIEWS)."""
+    return any(hook(request) for hook in PARTICIPANT_VIEWS)

@@ -69,10 +69,12 @@ from annotation.events import (
 from annotation.gates import AnnotatorGate, register_annotator_gate
 from annotation.kinds.base import KINDS, TaskKind, register_kind
 from annotation.navigation import (
+    ParticipantView,
     ProgressCap,
     ProjectTab,
     WorkGate,
     WorkPending,
+    register_participant_view,
     register_progress_cap,
     register_project_tab,
     register_work_gate,
@@ -102,6 +104,8 @@ class Plugin:
     work_gates: Sequence[WorkGate] = ()
     progress_caps: Sequence[ProgressCap] = ()
     work_pending: Sequence[WorkPending] = ()
+    #: Who sees the item screen without staff chrome (annotation.navigation.PARTICIPANT_VIEWS).
+    participant_views: Sequence[ParticipantView] = ()
     #: Listeners of ``annotation.events.on_item_stages_resolved`` (after commit).
     on_item_stages_resolved: Sequence[ResolvedListener] = ()
     #: Listeners of ``annotation.events.on_item_stage_decided`` (inside the decision).
@@ -144,6 +148,7 @@ _ENGINE_POINTS: dict[str, Callable[[Any], Any]] = {
     "work_gates": register_work_gate,
     "progress_caps": register_progress_cap,
     "work_pending": register_work_pending,
+    "participant_views": register_participant_view,
     "advisory_raters": register_advisory_provider,
     "on_item_stages_resolved": on_item_stages_resolved,
     "on_item_stage_decided": on_item_stage_decided,

@@ -232,6 +232,34 @@ def stage_overview(stages: Iterable[Stage]) -> dict[int, dict[str, int]]:
     return {pk: found.get(pk, dict(empty)) for pk in stage_ids}
 
 
+class StageFirst(NamedTuple):
+    """An earlier stage an annotator must finish before a stage gives them items."""
+
+    stage: Stage
+    #: Its items the annotator has not answered yet.
+    unanswered: int
+
+
+def stage_to_finish_first(user: User | AnonymousUser, stage: Stage) -> StageFirst | None:
+    """The stage that an ``after_stage`` eligibility rule of ``stage`` (annotation/eligibility.py:
+    "practice first") still holds this annotator back for, with the number of its items they
+    have not answered; None when no such rule holds them back. The same condition as the rule's
+    SQL: every item stage of that stage carries an answer of theirs."""
+    if not user.is_authenticated:
+        return None
+    for spec in stage.eligibility or []:
+        if not isinstance(spec, dict) or spec.get("rule") != "after_stage":
+            continue
+        first = Stage.objects.filter(project_id=stage.project_id, slug=spec.get("stage")).first()
+        if first is None:
+            continue
+        answered = Annotation.objects.filter(item_stage=OuterRef("pk"), annotator=user.pk)
+        unanswered = ItemStage.objects.filter(stage=first).exclude(Exists(answered)).count()
+        if unanswered:
+            return StageFirst(first, unanswered)
+    return None
+
+
 def next_stage_with_work(user: User | AnonymousUser, stage: Stage) -> Stage | None:
     """The user's next active stage of the same project (pipeline order, wrapping around) where
     work is left for them, for the done screen; None when there is none."""

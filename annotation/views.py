@@ -30,6 +30,7 @@ from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Role, Stage
 from annotation.navigation import (
+    is_participant_view,
     items_left,
     project_tabs,
     work_gate,
@@ -344,6 +345,13 @@ def _item_response(
     ):
         assignment = None
     item = assignment.item_stage.item if assignment is not None else None
+    # Nothing held: a "practice first" rule may hold the annotator back; say so, and where to
+    # go, instead of a start button that leases nothing and an "All done" beside items left.
+    first = (
+        selectors.stage_to_finish_first(request.user, stage)
+        if assignment is None and changing is None and not gone
+        else None
+    )
     phase = phase_of(stage, assignment.item_stage if assignment is not None else None)
     context = {
         "stage": stage,
@@ -366,16 +374,19 @@ def _item_response(
         "error": error,
         "gone": gone,
         # Nothing held and items left: a start button (GET never leases).
-        "ready": waiting and assignment is None and not gone and left > 0,
+        "ready": waiting and assignment is None and not gone and left > 0 and first is None,
+        "first": first,
         "form_data": form_data or {},
         "skip_reasons": SKIP_REASONS,
         "next_url": reverse("annotation:stage", args=[stage.pk]),
         "notice": notice,
         "changing": changing,
+        # A crowd participant (a plug-in says so): the work only, no staff chrome.
+        "participant_view": is_participant_view(request),
     }
     if item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
-    elif not context["ready"] and not gone:
+    elif not context["ready"] and not gone and first is None:
         # Work still owed here (a plug-in says so): wait and try again, never "All done".
         context["pending"] = work_pending(request, stage)
         if not context["pending"]:
@@ -384,6 +395,6 @@ def _item_response(
     status = error.status if error is not None else 200
     if request.htmx:
         return render(request, "annotation/stage.html#item", context, status=status)
-    roles = user_roles(request.user, project)
-    context["project_tabs"] = project_tabs(project, roles)
+    if not context["participant_view"]:
+        context["project_tabs"] = project_tabs(project, user_roles(request.user, project))
     return render(request, "annotation/stage.html", context, status=status)

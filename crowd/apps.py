@@ -17,6 +17,7 @@ class CrowdConfig(AppConfig):
         from crowd.eligibility import CrowdParticipantRule
         from crowd.gate import (
             CrowdGate,
+            crowd_participant_view,
             crowd_progress_cap,
             crowd_work_gate,
             crowd_work_pending,
@@ -30,6 +31,7 @@ class CrowdConfig(AppConfig):
                 work_gates=[crowd_work_gate],
                 progress_caps=[crowd_progress_cap],
                 work_pending=[crowd_work_pending],
+                participant_views=[crowd_participant_view],
                 project_tabs=[ProjectTab("Crowd", "crowd:studies", MANAGE, order=85)],
                 demo=seed,
             )

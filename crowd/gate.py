@@ -172,6 +172,12 @@ def _table(model) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
+def crowd_participant_view(request) -> bool:
+    """A study participant's session sees the work only, no staff chrome (no query for others:
+    session_participant answers from the session)."""
+    return session_participant(request) is not None
+
+
 def crowd_progress_cap(request, stage) -> int | None:
     """Items still left for a participant: their practice items, then their quota."""
     participant = session_participant(request)

@@ -185,9 +185,10 @@ def work(request, token: str):
 @xframe_options_exempt
 @csp_update({"form-action": list(settings.CROWD_MTURK_SUBMIT_HOSTS)})  # type: ignore[arg-type]  # as above
 def done(request, token: str):
-    """The end of a session: Prolific participants go back with the completion (or screen-out)
-    code; MTurk workers' assignment is submitted to MTurk by an auto-submitting form; a plain
-    link shows the code."""
+    """The end of a session. Every page shows the participant's code (completion or screen-out)
+    when there is one; Prolific participants are sent back with it a moment later (a refresh
+    and a link, so the code stays in view if that fails); MTurk workers' assignment is submitted
+    by an auto-submitting form; a plain link shows the code only."""
     participant, refusal = _participant_or_refuse(request, token)
     if refusal:
         return refusal
@@ -203,7 +204,10 @@ def done(request, token: str):
     context = {"participant": participant, "study": study, "code": code}
     if participant.status in (Participant.Status.COMPLETED, Participant.Status.SCREENED_OUT):
         if study.platform == Study.Platform.PROLIFIC and code:
-            return redirect(f"{settings.PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}")
+            # A page, not a bare redirect: it shows the code and goes on to Prolific by itself
+            # (crowd/done.html), so a redirect that fails (Prolific unreachable, a blocked
+            # refresh) never leaves the participant without their code.
+            context["return_url"] = f"{settings.PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}"
         if study.platform == Study.Platform.MTURK and participant.turk_submit_to:
             context["submit_url"] = f"{participant.turk_submit_to}/mturk/externalSubmit"
     return render(request, "crowd/done.html", context)

@@ -59,3 +59,16 @@ class DsepGenerateForm(forms.Form):
                 code=upload.name,
             )
         return upload
+
+
+class QuestionFilterForm(forms.Form):
+    """The per-question page's query: which task (``graphs.questions.TASK_FILTERS``); anything
+    else shows every task."""
+
+    task = forms.CharField(required=False)
+
+    def selected(self) -> str:
+        from graphs.questions import TASK_FILTERS
+
+        task = self.cleaned_data.get("task") if self.is_valid() else ""
+        return task if task in TASK_FILTERS else "all"

@@ -9,4 +9,6 @@ app_name = "graphs"
 urlpatterns = [
     path("", views.scores, name="scores"),
     path("generate/", views.generate, name="generate"),
+    path("questions/", views.questions, name="questions"),
+    path("questions/<int:item_id>/", views.question, name="question"),
 ]

@@ -1,6 +1,8 @@
 """The Graphs tab of a CARL-GT project (CONTRIBUTING.md, "Thin views"): people's answers scored
-the way the paper scores models, per task and graph size; the questions per task; for admins,
-d-separation questions generated from an uploaded edge list."""
+the way the paper scores models, per task and graph size, with two figures (graphs.plots); the
+questions per task; the per-question view (every question hardest first, and one question with
+its graph and answers: graphs.questions); for admins, d-separation questions generated from an
+uploaded edge list."""
 
 from __future__ import annotations
 
@@ -13,17 +15,22 @@ from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
-from annotation.web import page
-from graphs import services
+from annotation.web import page, page_of
+from graphs import plots, services
 from graphs.access import access_graphs_project
-from graphs.forms import DsepGenerateForm
+from graphs.forms import DsepGenerateForm, QuestionFilterForm
+from graphs.questions import TASK_FILTERS, question_detail, question_rows
 
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
+QUESTIONS_PER_PAGE = 50
 
 
 def _context(access: ProjectAccess, **extra):
     project = access.project
+    rows = question_rows(project)
     return {
+        "accuracy_svg": plots.accuracy_svg(rows),
+        "difficulty_svg": plots.difficulty_svg(rows),
         "project": project,
         "project_tabs": project_tabs(project, access.roles),
         "scores": services.project_scores(project),
@@ -64,10 +71,44 @@ def generate(request, slug: str):
         return render(
             request,
             "graphs/scores.html",
-            _context(access, error=error, filename=upload.name),
+            _context(access, error=error, filename=upload.name, posted=form.cleaned_data),
             status=400,
         )
     messages.success(
         request, f"Added {created} d-separation question{pluralize(created)} with their answers."
     )
     return redirect("graphs:scores", slug=project.slug)
+
+
+@require_GET
+@page
+def questions(request, slug: str):
+    """Every question with its final answers, the hardest first, filtered by task."""
+    access = access_graphs_project(request.user, slug, MONITOR)
+    project = access.project
+    task = QuestionFilterForm(request.GET).selected()
+    found = page_of(request, question_rows(project, task=task), QUESTIONS_PER_PAGE)
+    context = {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "page": found,
+        "task": task,
+        "filters": TASK_FILTERS,
+    }
+    return render(request, "graphs/questions.html", context)
+
+
+@require_GET
+@page
+def question(request, slug: str, item_id: int):
+    """One question: its graph, its known answer and every final answer."""
+    access = access_graphs_project(request.user, slug, MONITOR)
+    project = access.project
+    row, graph_svg = question_detail(project, item_id)
+    context = {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "row": row,
+        "graph_svg": graph_svg,
+    }
+    return render(request, "graphs/question_detail.html", context)

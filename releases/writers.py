@@ -7,7 +7,9 @@ the number of rows. Bytes are hashed as they are written, so a file's SHA-256 co
 read.
 
 JSONL: one ``json.dumps(row, ensure_ascii=False, separators=(",", ":"))`` per line, keys in the
-row's own order, UTF-8, ``\\n`` line endings.
+row's own order, UTF-8, ``\\n`` line endings. A number that is no number (NaN, ±infinity, as
+pandas and numpy give for a missing value) is ``null`` (``json.dumps`` would write ``NaN``, which
+is not JSON); in CSV it is an empty cell, like ``None`` (``finite_or_none``: the one rule).
 
 ``write_blocks`` writes bytes a database has already encoded (a ``COPY … TO STDOUT`` stream)
 as they come.
@@ -36,6 +38,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -102,16 +105,33 @@ def sha256_of_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def finite_or_none(value: Any) -> Any:
+    """``value`` with every NaN and ±infinity, however deep, replaced by None: how a released
+    file spells a missing number (``null`` in JSON, an empty cell in CSV), never ``NaN``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_or_none(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(inner) for inner in value]
+    return value
+
+
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> FileEntry:
-    """Write one JSON object per line; return the file's entry (name = file name)."""
+    """Write one JSON object per line; return the file's entry (name = file name). NaN and
+    ±infinity are written as ``null`` (``finite_or_none``)."""
     path = Path(path)
     count = 0
     with open(path, "wb") as raw:
         sink = HashingWriter(raw)
         buffered = io.BufferedWriter(sink, buffer_size=COPY_CHUNK)
-        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
         for row in rows:
-            buffered.write(dumps(row).encode("utf-8"))
+            try:
+                line = dumps(row)
+            except ValueError:  # a NaN somewhere: the rare row pays for the walk
+                line = dumps(finite_or_none(row))
+            buffered.write(line.encode("utf-8"))
             buffered.write(b"\n")
             count += 1
         buffered.flush()
@@ -172,6 +192,10 @@ def _cell(value: Any) -> str:
         return spreadsheet_safe(str(value))
     if isinstance(value, datetime):
         return csv_timestamp(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return _compact_json(finite_or_none(value))
     return _compact_json(value)
 
 

@@ -1,14 +1,42 @@
-"""The Celery application. Broker and behaviour come from Django settings (CELERY_* names)."""
+"""The Celery application. Broker and behaviour come from Django settings (CELERY_* names);
+without a broker, tasks sent by a request run after it in this process (OffTheRequestTask)."""
 
+import functools
 import os
+from typing import Any
 
 import redis
-from celery import Celery
+from celery import Celery, Task
+from celery.utils import uuid
 from kombu.transport import redis as kombu_redis
+
+from rungwise import inprocess
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
 
-app = Celery("rungwise")
+
+class OffTheRequestTask(Task):
+    """Every task of the app. With a broker it is Celery's own. Without one (tasks eager, the
+    embedded default) a task sent while a request is served runs after it, in this process's
+    background thread (rungwise/inprocess.py), never inside the request that sent it."""
+
+    def apply_async(
+        self,
+        args: Any = None,
+        kwargs: Any = None,
+        task_id: str | None = None,
+        *further: Any,
+        **options: Any,
+    ) -> Any:
+        if self.app.conf.task_always_eager and inprocess.should_defer():
+            task_id = task_id or uuid()
+            run = functools.partial(super().apply_async, args, kwargs, task_id, *further, **options)
+            inprocess.submit(run)
+            return self.AsyncResult(task_id)
+        return super().apply_async(args, kwargs, task_id, *further, **options)
+
+
+app = Celery("rungwise", task_cls=OffTheRequestTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

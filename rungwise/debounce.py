@@ -49,7 +49,7 @@ def task_named(name: str) -> Any:
     (CONTRIBUTING.md, "Celery tasks"): if this process has not imported the module yet, it is
     imported now (the module part of the name). Sending through the task object, not
     ``app.send_task``, keeps ``CELERY_TASK_ALWAYS_EAGER`` (tasks run in-process when no broker
-    is configured). Raises KeyError (Celery's NotRegistered) for a name no module registers."""
+    is configured: after the request that sent them, rungwise/inprocess.py). Raises KeyError (Celery's NotRegistered) for a name no module registers."""
     from celery import current_app
 
     tasks = current_app.tasks

@@ -47,14 +47,30 @@ def _fast_test_settings(settings):
 
 @pytest.fixture(autouse=True)
 def _celery_eager_by_default(request):
-    """Tasks run in-process unless a test asks for the real worker."""
+    """Tasks run in-process unless a test asks for the real worker; at once, inside the caller,
+    unless the test asks for the background thread of the embedded default
+    (``background_tasks``, rungwise/inprocess.py)."""
+    from rungwise import inprocess
     from rungwise.celery import app
 
     eager = "celery_worker" not in request.fixturenames
-    previous = app.conf.task_always_eager
+    previous = app.conf.task_always_eager, inprocess.MODE
     app.conf.task_always_eager = eager
+    inprocess.MODE = inprocess.INLINE
     yield
-    app.conf.task_always_eager = previous
+    app.conf.task_always_eager, inprocess.MODE = previous
+
+
+@pytest.fixture
+def background_tasks():
+    """Tasks sent during a request run after it in the background thread, as under `make run`;
+    the test calls ``background_tasks.drain()`` before it reads what they wrote (and the
+    fixture drains at teardown, so no task outlives its test)."""
+    from rungwise import inprocess
+
+    inprocess.MODE = inprocess.BACKGROUND
+    yield inprocess
+    assert inprocess.drain(timeout=60), "background tasks still running after 60 s"
 
 
 @pytest.fixture

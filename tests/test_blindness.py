@@ -611,3 +611,44 @@ def test_the_django_admin_refuses_every_role_walked(client):
             client.force_login(user)
         response = client.get("/admin/annotation/annotation/")
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_a_participant_meets_no_staff_chrome(client):
+    """A crowd participant's item screen (full page and htmx) shows the work only: no site or
+    project menu, no item id, no lease time, no link to the project's other pages; a practice
+    item is marked as one. A staff annotator of the same stage sees all of them."""
+    from annotation.models import Assignment, Role
+    from tests.factories import make_crowd_study, make_member
+
+    study = make_crowd_study(regular=3, practice=1, checks=0, quota=2, overlap=2)
+    client.get(reverse("crowd:enter", args=[study.token]), prolific_ids(77))
+    client.post(reverse("crowd:consent", args=[study.token]), {"agree": "1"})
+    client.post(reverse("crowd:instructions", args=[study.token]))
+    stage_url = reverse("annotation:stage", args=[study.practice_stage_id or study.stage_id])
+    ready = client.get(stage_url).content.decode()
+    leased = client.post(stage_url, HTTP_HX_REQUEST="true").content.decode()
+    full = client.get(stage_url).content.decode()
+    held = Assignment.objects.get(status="active").item_stage.item
+
+    assert held.purpose == "practice"
+    for page in (ready, leased, full):
+        for chrome in (
+            'class="menu',  # the site's Projects and account menus
+            "project-tabs",
+            "My projects",
+            "My recent answers",
+            "Back to ",
+            "is yours for",  # the lease time
+            "minutes",
+            held.external_id,
+            f"/projects/{study.project.slug}",
+        ):
+            assert chrome not in page, chrome
+    for page in (leased, full):
+        assert "data-practice-item" in page and "Practice item" in page
+
+    staff = Client()
+    staff.force_login(make_member(study.project, Role.ANNOTATOR))
+    own = staff.get(reverse("annotation:stage", args=[study.stage_id])).content.decode()
+    assert 'class="menu' in own and "My projects" in own and "is yours for" in own

@@ -8,8 +8,10 @@ import math
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
 
 from agreement.selectors import METRIC_LABELS
+from agreement.small_sample import small_sample_warning
 
 register = template.Library()
 DASH = "—"
@@ -122,3 +124,17 @@ def category_index(value: Any, categories: Any) -> int:
         return list(categories).index(value) % 6 + 1
     except (ValueError, TypeError):
         return 0
+
+
+@register.simple_tag
+def small_sample(n_items: Any) -> str:
+    """The small-sample warning beside a κ / α over ``n_items`` items
+    (``agreement.small_sample``), or nothing."""
+    try:
+        count = None if n_items is None or n_items == "" else int(n_items)
+    except (TypeError, ValueError):
+        count = None
+    warning = small_sample_warning(count)
+    if not warning:
+        return ""
+    return format_html('<span class="small-sample" role="note">{}</span>', warning)

@@ -53,10 +53,12 @@ from releases.services.jobs import (
     releases_stuck,
 )
 from releases.services.publish import (
+    release_content_fingerprint,
     release_next_version,
     release_publish,
     release_publish_preview,
     release_publish_refusal,
+    release_unresolved,
 )
 from releases.services.rows import (
     ANNOTATION_CHUNK,
@@ -90,6 +92,7 @@ __all__ = [
     "release_archive_rows",
     "release_build",
     "release_compare",
+    "release_content_fingerprint",
     "release_datasheet",
     "release_earlier_versions",
     "release_item_rows",
@@ -99,5 +102,6 @@ __all__ = [
     "release_publish_preview",
     "release_publish_refusal",
     "release_requeue",
+    "release_unresolved",
     "releases_stuck",
 ]

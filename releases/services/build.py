@@ -31,6 +31,7 @@ from releases.services.figures import (
     stage_figures,
 )
 from releases.services.jobs import release_claim
+from releases.services.publish import release_content_fingerprint
 from releases.services.rows import (
     RELEASED_STATUSES,
     item_csv_columns,
@@ -221,6 +222,7 @@ def _write_files(release: Release, workdir: Path):
         .annotate(count=Count("pk"))
     )
     stats = {
+        "content": release_content_fingerprint(project),
         "items": items.rows,
         "annotations": annotations.rows,
         "items_by_status": by_status,

@@ -8,12 +8,12 @@ from typing import Any, cast
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from annotation import services
 from annotation.errors import ApplicationError, Conflict
-from annotation.models import Annotation, Item, Project
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution
 from releases.layouts import STANDARD_FILES, layout_for_kind
 from releases.models import Release
 from releases.services.rows import RELEASED_STATUSES
@@ -116,12 +116,77 @@ def release_publish_refusal(project: Project) -> ApplicationError | None:
     return None
 
 
+#: How many unresolved items the confirmation page names (the count is always complete).
+UNRESOLVED_LISTED = 20
+
+
+def release_content_fingerprint(project: Project) -> dict[str, Any]:
+    """What the data of a release of ``project`` would be made of, in a few aggregates: the
+    released items (how many, the newest id, the sum of their versions, how many rejected and
+    kept), their current annotations (how many, the newest id: a changed answer is a new row)
+    and their decisions (how many, the latest change). Equal fingerprints mean the same items,
+    answers and decisions: the build stores it in ``Release.stats["content"]`` and the
+    confirmation page warns when publishing now would repeat the last published version."""
+    released = Q(item_stage__item__status__in=RELEASED_STATUSES)
+    items = Item.objects.filter(project=project, status__in=RELEASED_STATUSES).aggregate(
+        n=Count("pk"),
+        last=Max("pk"),
+        versions=Sum("version"),
+        rejected=Count("pk", filter=Q(status=Item.Status.REJECTED)),
+    )
+    answers = Annotation.objects.filter(released, item_stage__stage__project=project).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    decisions = Resolution.objects.filter(released, item_stage__stage__project=project).aggregate(
+        n=Count("pk"), last=Max("computed_at")
+    )
+    return {
+        "items": [items["n"], items["last"], items["versions"] or 0, items["rejected"]],
+        "annotations": [answers["n"], answers["last"]],
+        "decisions": [
+            decisions["n"],
+            decisions["last"].isoformat() if decisions["last"] is not None else None,
+        ],
+    }
+
+
+def release_unresolved(project: Project, *, limit: int = UNRESOLVED_LISTED) -> dict[str, Any]:
+    """The items a release of ``project`` would leave out because they are still in the
+    pipeline: how many, and the first ``limit`` (oldest first) with the stages that hold them
+    and in what state ("Needs adjudication", "Open", …)."""
+    active = Item.objects.filter(project=project, status=Item.Status.ACTIVE)
+    listed = list(active.order_by("pk").values("pk", "external_id")[:limit])
+    where: dict[int, list[str]] = {}
+    for item_id, stage_name, state in (
+        ItemStage.objects.filter(item_id__in=[row["pk"] for row in listed])
+        .exclude(state__in=[ItemStage.State.RESOLVED, ItemStage.State.DISCARDED])
+        .order_by("stage__position")
+        .values_list("item_id", "stage__name", "state")
+    ):
+        where.setdefault(item_id, []).append(
+            f"{stage_name}: {ItemStage.State(state).label.lower()}"
+        )
+    return {
+        "count": active.count(),
+        "items": [
+            {
+                "id": row["pk"],
+                "external_id": row["external_id"],
+                "where": where.get(row["pk"], ["between stages"]),
+            }
+            for row in listed
+        ],
+    }
+
+
 def release_publish_preview(project: Project) -> dict[str, Any]:
     """What publishing now would release, for the confirmation page: the version, the items
     by status, the annotations of those items (as ``release_annotation_rows`` selects them),
     the files (the standard ones, and the benchmark layout's as the last published version
-    had them), the version its diff is taken against, and ``refusal`` (an ApplicationError)
-    when it cannot be published now. Counts are as of this moment; the build reads them again
+    had them), the version its diff is taken against, ``identical_to`` (that version when
+    its data are the same as now: ``release_content_fingerprint``; None otherwise, or when it
+    was built before fingerprints were kept), ``unresolved`` (``release_unresolved``: what
+    stays out) and ``refusal`` (an ApplicationError) when it cannot be published now. Counts are as of this moment; the build reads them again
     in one snapshot."""
     released = Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
     by_status = dict(released.values_list("status").annotate(count=Count("pk")))
@@ -152,5 +217,10 @@ def release_publish_preview(project: Project) -> dict[str, Any]:
         "has_layout": layout_for_kind(project.kind) is not None,
         "layout_files": layout_files,
         "previous": previous,
+        "identical_to": previous
+        if previous is not None
+        and (previous.stats or {}).get("content") == release_content_fingerprint(project)
+        else None,
+        "unresolved": release_unresolved(project),
         "refusal": release_publish_refusal(project),
     }

@@ -288,9 +288,10 @@ class MeterFilterKind(TaskKind):
             )
         if value == "discard" and not clean:
             raise _invalid(
-                "Mark which criterion the entry fails before discarding it.",
+                "Nothing is ticked: tick the criterion the entry fails (the table above the "
+                "Keep and Discard buttons) before discarding it, or keep it if it fails none.",
                 "failed",
-                "at least one criterion",
+                "tick at least one box in the criteria table",
             )
         from llm.judges import model_mark
 
@@ -379,7 +380,7 @@ class MeterAnswerKind(TaskKind):
         return {"answers": clean}
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:
-        return [("Tab", "next question"), ("Enter", "submit")]
+        return [("a–e", "choose an option, then on to the next question"), ("Enter", "submit")]
 
 
 class MeterSpansKind(TaskKind):

@@ -127,6 +127,7 @@ def test_projects_for_user_shows_a_superuser_as_admin_plus_the_roles_they_really
         ("meter:meter", "METER"),
         ("causalt5k:report", "CausalT5k"),
         ("graphs:scores", "CARL-GT"),
+        ("graphs:questions", "CARL-GT"),
         ("narratives:baseline", "CausalNarratives"),
         ("ratings:dashboard", "ratings"),
     ],

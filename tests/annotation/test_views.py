@@ -486,6 +486,43 @@ def test_the_done_screen_leads_to_the_next_stage_with_work(client):
     assert f'href="{reverse("annotation:stage", args=[label.pk])}" data-next-stage' in page
 
 
+def test_a_stage_behind_practice_says_practice_first_and_leads_there(client):
+    """A stage with an after_stage rule ("practice first") never shows a start button that
+    leases nothing, nor "All done" beside items left: it says which stage comes first, how many
+    items wait there, and leads there — until the practice is done."""
+    from annotation.models import Stage
+    from tests.factories import make_items, make_label_stage
+
+    project = make_project()
+    practice = make_verify_stage(project, overlap=5, slug="practice", name="Practice")
+    real = make_label_stage(
+        project, overlap=1, eligibility=[{"rule": "after_stage", "stage": "practice"}]
+    )
+    items = make_items(project, 3)  # opened in the first stage: the practice
+    services.item_stages_open(items=items, stage=Stage.objects.get(pk=real.pk))
+    rater = make_member(project)
+    client.force_login(rater)
+    url = reverse("annotation:stage", args=[real.pk])
+
+    for response in (client.get(url), client.post(url, **HTMX)):
+        page = response.content.decode()
+        assert "Practice first" in page
+        assert "3 items are still waiting for you there" in page
+        assert f'href="{reverse("annotation:stage", args=[practice.pk])}"' in page
+        assert "All done" not in page and "data-start" not in page
+        assert "3</span> waiting here once you finish Practice" in page
+    assert not Assignment.objects.filter(annotator=rater, stage=real).exists()
+
+    for _ in range(3):
+        assignment = services.assignment_next(annotator=rater, stage=practice)
+        services.annotation_submit(
+            assignment_id=assignment.pk, annotator=rater, payload={"value": "keep"}
+        )
+    page = client.get(url).content.decode()
+    assert "Practice first" not in page
+    assert "Ready when you are" in page
+
+
 def test_with_debug_on_a_400_fragment_is_still_shown_in_place(client, settings):
     """django-htmx's debug script swapped the whole document for any 400 under `make run`
     (DEBUG on), so a skip without a reason showed an unstyled fragment: it is not loaded."""

@@ -53,20 +53,27 @@ def test_a_prolific_participant_goes_from_the_study_url_to_the_completion_redire
             " && document.querySelector('.item-form')"
             " && document.activeElement && document.activeElement.id === 'item-card'"
         )
-        current = page.locator(".item-head strong").inner_text()
+        # No staff chrome: the item's text, never its id; a practice item is marked.
+        current = page.locator(".item-body").inner_text()
         assert current not in seen
+        assert page.locator(".item-head strong").count() == 0
+        practice = page.locator("[data-practice-item]").count() == 1
+        assert practice == current.startswith("Practice")
         seen.append(current)
         page.keyboard.press("1")
         page.wait_for_function(
-            "seen => !document.querySelector('.item-head strong')"
-            " || document.querySelector('.item-head strong').innerText !== seen",
+            "seen => !document.querySelector('.item-body')"
+            " || document.querySelector('.item-body').innerText !== seen",
             arg=current,
         )
+    # The end page shows the code, then goes on to Prolific by itself.
+    page.wait_for_selector("[data-testid=crowd-code]")
+    assert page.locator("[data-testid=crowd-code]").inner_text() == "C0MPLETE"
     page.wait_for_function("() => document.body.innerText.includes('Prolific: completed')")
     assert completed == ["https://app.prolific.com/submissions/complete?cc=C0MPLETE"]
     participant = Participant.objects.get(study=study)
     assert participant.status == "completed"
-    assert [s[:2] for s in seen] == ["p-", "p-", "r-", "r-", "r-"]
+    assert [s.split()[0] for s in seen] == ["Practice"] * 2 + ["Regular"] * 3
     assert Annotation.objects.filter(annotator=participant.user).count() == 5
 
 

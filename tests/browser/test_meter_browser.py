@@ -102,8 +102,7 @@ def test_every_meter_stage_with_the_keyboard_only(live_server, browser, meter):
     pages[1].keyboard.type("What closed the school on Monday?")
     assert pages[1].locator(".meter-field.changed .meter-was").first.is_visible()
     assert "What closed the school" not in pages[2].content()
-    pages[1].locator("button:has-text('Submit my edit')").focus()
-    press(pages[1], "Enter")
+    press(pages[1], "Control+Enter")  # from inside the text field
     pages[2].locator("button:has-text('Submit my edit')").focus()  # cat changes nothing
     press(pages[2], "Enter")
     item_stage_resolve(item_stage_id=entry_stage.pk)
@@ -177,3 +176,41 @@ def test_evidence_spans_are_marked_with_the_keyboard(live_server, page):
     ).payload["spans"]
     assert stored["L1"] == [[words[2][0], words[3][1]]]
     assert stored["L2"] == [[words[2][0], words[2][1]]] and len(stored["L3"]) == 1
+
+
+def test_the_human_baseline_is_answered_with_letter_keys(live_server, page):
+    """a–e choose an option of the current question and move on to the next; Enter submits."""
+    from annotation import services as engine
+    from review.meter.entries import clean_questions
+
+    project = services.meter_project_create(slug="meter-abc", name="METER", seed=3)
+    pair = dict(PAIRS[0])
+    (entry,) = engine.items_create(
+        project=project,
+        rows=[
+            {
+                "external_id": "esl-0001/entry",
+                "payload": {**pair, "questions": clean_questions(ENTRIES["esl-0001"])},
+                "group": pair["pair_id"],
+            }
+        ],
+        open_first_stage=False,
+    )
+    baseline = project.stages.get(kind="meter_answer")
+    engine.item_stages_open(items=[entry], stage=baseline)
+    make_member(project, username="dee")
+    sign_in_with_the_keyboard(page, live_server.url, "dee")
+    start(page, live_server.url, baseline)
+    assert page.locator("[data-letter-keys]").count() == 3
+
+    page.keyboard.press("b")
+    page.keyboard.press("e")
+    page.keyboard.press("a")
+    checked = page.evaluate(
+        "() => [...document.querySelectorAll('[data-letter-keys]')].map("
+        " q => q.querySelector('input:checked').value)"
+    )
+    assert checked == ["1", "4", "0"]
+    press(page, "Enter")
+    answer = ItemStage.objects.get(item=entry, stage=baseline).annotations.get()
+    assert answer.payload["answers"] == {"L1": 1, "L2": 4, "L3": 0}

@@ -287,3 +287,41 @@ def test_s_then_enter_skips_a_rating_item(live_server, page):
     skipped = Assignment.objects.filter(annotator__username="sam", status="skipped")
     assert skipped.count() == 1 and skipped.get().skip_reason
     assert not Annotation.objects.filter(annotator__username="sam").exists()
+
+
+def test_twenty_keys_pressed_at_once_save_ten_ratings(live_server, page):
+    """Ten ratings typed ahead (digit, Enter, digit, Enter, …) without waiting for the screen:
+    keys pressed while an answer is on its way wait for the next item (static/js/annotate.js).
+    (Overlap 2, so that no answer completes an item: tasks run inline in tests, and SQLite's
+    shared in-memory test database locks whole tables, so the background thread that takes a
+    completed item's work off the request is tested apart, in tests/test_inprocess.py.)"""
+    project = make_ratings_project(overlap=2)
+    pairs = [
+        (f"f{n}", f"The storm {n} hit the coast.", f"The power {n} went out.", "causal", "", "")
+        for n in range(3)
+    ]
+    services.pairs_import(project=project, content=pairs_csv(pairs), filename="pairs.csv")
+    setup = RatingsSetup.objects.get(project=project)
+    rater = make_member(project, Role.ANNOTATOR, username="fastfingers")
+    sign_in_with_the_keyboard(page, live_server.url, "fastfingers")
+    page.goto(live_server.url + reverse("annotation:stage", args=[setup.rating_stage_id]))
+    page.keyboard.press("Enter")
+    wait_for_item(page, 0)
+    page.evaluate(
+        "() => { window.sawBusy = false; new MutationObserver(() => {"
+        " if (document.body.classList.contains('is-saving')) window.sawBusy = true;"
+        " }).observe(document.body, {attributes: true}); }"
+    )
+
+    values = [7, 3, 10, 1, 9, 5, 10, 2, 6, 4]
+    for value in values:
+        page.keyboard.press("0" if value == 10 else str(value))
+        page.keyboard.press("Enter")
+
+    wait_for_item(page, 10)
+    page.wait_for_function("() => !document.body.classList.contains('is-saving')")
+    assert page.evaluate("() => window.sawBusy")
+    assert page.locator("#key-queue[data-refused]").count() == 0
+    stored = Annotation.objects.filter(annotator=rater).order_by("pk")
+    assert [answer.payload.get("value") for answer in stored] == values
+    assert page.js_errors == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -119,13 +120,29 @@ def walk(client, study, number: int, *, answer=lambda item: "causal"):
         )
         while response.status_code == 302 and response.url.startswith("/s/"):
             response = client.get(response.url)
+        if response.status_code == 200:
+            return response  # the end page (crowd/done.html)
     raise AssertionError("the participant never finished")
+
+
+def returned_to(response) -> str:
+    """Where the end page sends a Prolific participant (a refresh and a link, beside the code
+    in view: crowd/done.html), checked to be the same in both and to carry the code shown."""
+    assert response.status_code == 200
+    page = response.content.decode()
+    link = re.search(r'<a class="button" href="([^"]+)" data-completion-url', page)
+    refresh = re.search(r'<meta http-equiv="refresh" content="3;url=([^"]+)">', page)
+    assert link and refresh and link.group(1) == refresh.group(1), page
+    url = html.unescape(link.group(1))
+    code = re.search(r'data-testid="crowd-code">([^<]+)<', page)
+    assert code and url.endswith("cc=" + code.group(1))
+    return url
 
 
 def test_the_whole_prolific_path_ends_at_the_completion_redirect(client):
     study = make_crowd_study(regular=8, practice=2, checks=0, quota=3)
     response = walk(client, study, 1)
-    assert response.status_code == 302 and response.url == f"{COMPLETE}?cc=C0MPLETE"
+    assert returned_to(response) == f"{COMPLETE}?cc=C0MPLETE"
     participant = Participant.objects.get()
     assert participant.status == "completed"
     purposes = list(
@@ -138,14 +155,14 @@ def test_the_whole_prolific_path_ends_at_the_completion_redirect(client):
     client.logout()
     response = client.get(entry_url(study, prolific_ids(1)))
     assert response.url == reverse("crowd:done", args=[study.token])
-    assert client.get(response.url).url == f"{COMPLETE}?cc=C0MPLETE"
+    assert returned_to(client.get(response.url)) == f"{COMPLETE}?cc=C0MPLETE"
     assert Participant.objects.count() == 1
 
 
 def test_failing_checks_ends_with_the_screen_out_code(client):
     study = make_crowd_study(regular=1, practice=0, checks=3, quota=4, max_check_failures=0)
     response = walk(client, study, 1, answer=lambda item: "temporal")
-    assert response.url == f"{COMPLETE}?cc=SCREEN0UT"
+    assert returned_to(response) == f"{COMPLETE}?cc=SCREEN0UT"
     assert Participant.objects.get().status == "screened_out"
 
 
@@ -162,7 +179,7 @@ def test_the_same_pid_resumes_where_they_were(client, django_user_model):
 def test_the_completion_base_url_is_configurable(client, settings):
     settings.PROLIFIC_COMPLETE_URL = "https://example.test/complete"
     study = make_crowd_study(regular=2, practice=0, checks=0, quota=1)
-    assert walk(client, study, 1).url == "https://example.test/complete?cc=C0MPLETE"
+    assert returned_to(walk(client, study, 1)) == "https://example.test/complete?cc=C0MPLETE"
 
 
 def test_a_plain_link_shows_its_code(client):
@@ -442,7 +459,7 @@ def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
         response = client.post(
             reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
         )
-    assert client.get(response.url).url == f"{COMPLETE}?cc=TWO"
+    assert returned_to(client.get(response.url)) == f"{COMPLETE}?cc=TWO"
     # the project's other stage never gave them anything, even asked directly
     from annotation.access import access_stage_for_annotator
 

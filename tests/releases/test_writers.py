@@ -418,3 +418,19 @@ def test_csv_timestamps_are_iso_8601_in_utc_with_the_offset(tmp_path):
     write_csv(rows, tmp_path / "t.csv", columns=["at"])
     cells = [row["at"] for row in csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text()))]
     assert cells == ["2026-03-01T12:30:00.000250+00:00", "2026-03-01T22:00:00+00:00"]
+
+
+def test_a_number_that_is_no_number_is_null_in_json_and_an_empty_cell_in_csv(tmp_path):
+    rows = [
+        {"id": "a", "score": float("nan"), "nested": {"x": [1.5, float("inf")]}},
+        {"id": "b", "score": 2.0, "nested": {"x": []}},
+    ]
+    write_jsonl(iter(rows), tmp_path / "rows.jsonl")
+    lines = (tmp_path / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '{"id":"a","score":null,"nested":{"x":[1.5,null]}}'
+    assert lines[1] == '{"id":"b","score":2.0,"nested":{"x":[]}}'
+    write_csv(iter(rows), tmp_path / "rows.csv", columns=["id", "score", "nested"])
+    text = (tmp_path / "rows.csv").read_text(encoding="utf-8")
+    assert "NaN" not in text and "Infinity" not in text
+    assert text.splitlines()[1] == 'a,,"{""x"":[1.5,null]}"'
+    assert rows[0]["score"] != rows[0]["score"]  # the caller's row is untouched

@@ -338,7 +338,9 @@ def test_the_filter_keeps_by_majority_and_refuses_inconsistent_answers(meter):
             annotator=people[0],
             payload={"value": "keep", "failed": ["L2.fluent"]},
         )
-    with pytest.raises(ApplicationError, match="Mark which criterion"):
+    with pytest.raises(
+        ApplicationError, match="Nothing is ticked: tick the criterion the entry fails"
+    ):
         engine.annotation_submit(
             assignment_id=assignment.pk, annotator=people[0], payload={"value": "discard"}
         )
