@@ -37,7 +37,8 @@ Write services (each owns its transaction; CONTRIBUTING.md):
 Reads: ``item_stages_stranded`` and ``stages_stranded`` (items that need more people than can
 still take them, with ``StrandedItem`` / ``StrandedStage``; annotation/stranding.py),
 ``item_display``, ``item_payload_for_annotator``, ``annotations_visible``,
-``sees_annotators``, ``votes_final``, ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
+``sees_annotators``, ``votes_final`` (and ``item_stages_with_final_votes``, the same rule as a
+queryset filter), ``GOLD_FIELD``; ``phase_of`` (the phase an item stage is
 in); ``default_route`` (a stage's route for an outcome when it names none).
 
 Rules and types: ``Decision`` and ``TIE_POLICIES`` (resolution), ``clean_text`` and
@@ -104,6 +105,7 @@ from annotation.stranding import (
     item_stages_stranded,
     stages_stranded,
 )
+from annotation.versions import item_stages_with_final_votes
 
 __all__ = [
     "EVERYONE",
@@ -135,6 +137,7 @@ __all__ = [
     "item_stages_open",
     "item_stages_stranded",
     "item_stages_target_set",
+    "item_stages_with_final_votes",
     "items_accept",
     "items_act",
     "items_author_link",

@@ -129,6 +129,9 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["project", "group"]),
             models.Index(fields=["project", "status"]),
+            # The data manager's keyset pages by status (studio/data_manager/selectors.py),
+            # ties broken by id (benchmarks/data_manager.py measures it).
+            models.Index(fields=["project", "status", "id"], name="item_project_status_id_idx"),
         ]
 
     def __str__(self) -> str:

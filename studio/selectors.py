@@ -1,4 +1,4 @@
-"""The item browser's reads: a filtered, paginated list of a project's items and one item with
+"""The item browser's reads: one item with
 its revisions, its work in every stage (progress, skips, open leases, why it is stuck) and its
 history of admin actions (for admins, researchers and reviewers only)."""
 
@@ -9,8 +9,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import QuerySet
 
 from annotation.api import (
     GOLD_FIELD,
@@ -19,7 +18,7 @@ from annotation.api import (
     sees_annotators,
     votes_final,
 )
-from annotation.errors import ApplicationError, NotFound
+from annotation.errors import NotFound
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
@@ -33,36 +32,6 @@ from annotation.models import (
     Stage,
 )
 from studio.models import Invite
-
-ITEM_STATES = tuple(ItemStage.State.values)
-MAX_QUERY = 200
-
-
-def items_browse(
-    project: Project, *, q: str = "", stage: str = "", state: str = "", status: str = ""
-) -> QuerySet[Item]:
-    """The project's items, newest first, matching a text (in the id or anywhere in the
-    content), being in ``stage`` (its slug) with ``state``, or having the item ``status``."""
-    items = Item.objects.filter(project=project)
-    q = (q or "").strip()[:MAX_QUERY]
-    if q:
-        items = items.annotate(content=Cast("payload", TextField())).filter(
-            Q(external_id__icontains=q) | Q(content__icontains=q)
-        )
-    if status:
-        if status not in Item.Status.values:
-            raise ApplicationError(f"Unknown item status {status!r}.", {"status": status[:20]})
-        items = items.filter(status=status)
-    if state and state not in ITEM_STATES:
-        raise ApplicationError(f"Unknown state {state!r}.", {"state": state[:20]})
-    if stage:
-        in_stage = ItemStage.objects.filter(stage__project=project, stage__slug=stage)
-        if state:
-            in_stage = in_stage.filter(state=state)
-        items = items.filter(pk__in=in_stage.values("item_id"))
-    elif state:
-        items = items.filter(item_stages__state=state).distinct()
-    return items.order_by("-pk")
 
 
 def _leaves(value: Any, path: str = "") -> dict[str, Any]:

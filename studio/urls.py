@@ -1,6 +1,7 @@
 from django.urls import path
 
 from studio import item_views, team_views, views
+from studio.data_manager import views as data_manager
 
 app_name = "studio"
 
@@ -46,7 +47,10 @@ urlpatterns = [
         views.invite_revoke,
         name="invite_revoke",
     ),
-    path("projects/<slug:slug>/items/", views.items, name="items"),
+    path("projects/<slug:slug>/items/", data_manager.items, name="items"),
+    path("projects/<slug:slug>/items/columns/", data_manager.items_columns, name="items_columns"),
+    path("projects/<slug:slug>/items/bulk/", data_manager.items_bulk, name="items_bulk"),
+    path("projects/<slug:slug>/items/export/", data_manager.items_export, name="items_export"),
     path("projects/<slug:slug>/items/<int:item_id>/", item_views.item_detail, name="item"),
     path("projects/<slug:slug>/items/<int:item_id>/act/", item_views.item_act, name="item_act"),
     path("join/<str:token>/", views.join, name="join"),

@@ -15,13 +15,12 @@ from annotation.api import TIE_POLICIES, membership_remove
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.forms import form_error
 from annotation.kinds import KINDS
-from annotation.models import Item, Role
+from annotation.models import Role
 from annotation.navigation import project_tabs
 from annotation.policies import POLICIES
-from annotation.web import page, page_of, render_error
+from annotation.web import page, render_error
 from studio import forms, selectors, services, stage_form
 from studio.access import (
-    access_project_items,
     access_project_setup,
     access_setup_stage,
 )
@@ -281,28 +280,3 @@ def join(request, token: str):
     if not request.user.is_authenticated:
         form = UserCreationForm()
     return render(request, "studio/join.html", {"invite": invite, "form": form})
-
-
-@require_http_methods(["GET"])
-@page
-def items(request, slug: str):
-    """The item browser: search, filter by stage and state or status, 50 per page."""
-    access = access_project_items(request.user, slug)
-    project = access.project
-    filters = {key: request.GET.get(key, "") for key in ("q", "stage", "state", "status")}
-    found = selectors.items_browse(project, **filters)
-    listing = page_of(request, found, 50)
-    return render(
-        request,
-        "studio/items.html",
-        {
-            "project": project,
-            "project_tabs": project_tabs(project, access.roles),
-            "items": listing,
-            "filters": filters,
-            "stages": selectors.project_stages(project),
-            "states": selectors.ITEM_STATES,
-            "statuses": Item.Status.choices,
-            "query": request.GET.copy(),
-        },
-    )

@@ -1,0 +1,305 @@
+"""The data manager's reads: the items an ``ItemQuery`` matches, one keyset page of them, the
+same items in batches (bulk actions over "all matching", exports), and their rows.
+
+Blind where the item browser is (studio/selectors.py ``item_history``): a decision and its
+agreement show once an item stage's votes are final (``annotation.api.votes_final``); the
+annotator filter reads annotations through ``annotation.api.annotations_visible`` and is
+refused to members who do not see annotators (reviewers), who are offered no gold field either.
+
+Keyset pagination: rows are ordered by (sort field, id), both in one direction, and a page
+starts after the last row of the one before (``ItemQuery.after``), never at an OFFSET, so a
+page deep in a million items costs what the first does (benchmarks/data_manager.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import F, Q, QuerySet, TextField
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
+from django.db.models.functions import Cast
+
+from annotation.api import annotations_visible, item_stages_with_final_votes, votes_final
+from annotation.errors import ApplicationError, PermissionDenied
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
+from studio.data_manager.columns import (
+    PATH_SAMPLE,
+    Column,
+    available_columns,
+    cell,
+    default_columns,
+    payload_paths,
+)
+from studio.data_manager.forms import SORTS, ItemQuery, cursor_encode
+from studio.models import ItemColumns, ItemTag, Tag
+
+PAGE_SIZE = 50
+#: A filtered view counts its matches up to this many ("10,000+" beyond): counting every
+#: match of a broad filter over a million items reads them all (benchmarks/data_manager.py).
+COUNT_LIMIT = 10_000
+#: Items read per query by exports and bulk actions over "all matching".
+BATCH_SIZE = 1000
+
+Viewer = User | AnonymousUser
+
+
+def typed_value(text: str) -> Any:
+    """A typed value as JSON when it reads as JSON (``3``, ``true``), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _decision_values(text: str) -> list[Any]:
+    """What a typed decision may mean: the text itself and, when it reads as JSON (``3``,
+    ``true``), that value too (ratings decide numbers, verify stages words)."""
+    values: list[Any] = [text]
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return values
+    if parsed != text:
+        values.append(parsed)
+    return values
+
+
+def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
+    """The item stages the stage-level filters select, or None when none is set."""
+    if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
+        return None
+    # The project's stage ids, read first: a list of a few ids lets the planner estimate the
+    # item stages it reads, where a join to the stage table does not.
+    stages = Stage.objects.filter(project=project)
+    if query.stage:
+        stages = stages.filter(slug=query.stage)
+    stage_ids = list(stages.values_list("pk", flat=True))
+    if query.stage and not stage_ids:
+        raise ApplicationError(
+            f"There is no stage {query.stage!r} in this project.", {"field": "stage"}
+        )
+    item_stages = ItemStage.objects.filter(stage_id__in=stage_ids)
+    if query.state:
+        item_stages = item_stages.filter(state=query.state)
+    if query.decision or query.disagreement:
+        # Decisions are read only once final: the engine's rule, as the disagreement list
+        # (agreement/selectors.py, disagreement_items) reads it.
+        item_stages = item_stages_with_final_votes(item_stages.filter(resolution__isnull=False))
+    if query.decision:
+        matches = Q()
+        for value in _decision_values(query.decision):
+            matches |= Q(resolution__value=value)
+        item_stages = item_stages.filter(matches)
+    if query.disagreement:
+        # "Not unanimous", the disagreement list's default ("split") rule.
+        item_stages = item_stages.exclude(resolution__status=Resolution.Status.UNANIMOUS)
+    if query.annotator:
+        if not named:
+            raise PermissionDenied("Your role in this project does not see who answered what.")
+        answered = annotations_visible(
+            Annotation.objects.filter(
+                item_stage__stage_id__in=stage_ids, annotator__username=query.annotator
+            ),
+            viewer,
+        )
+        item_stages = item_stages.filter(pk__in=answered.values("item_stage_id"))
+    return item_stages
+
+
+def items_matching(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
+) -> QuerySet[Item]:
+    """The project's items that ``query``'s filters select (unordered; every filter optional):
+    a text in the id or anywhere in the content, the item status, import batch and tag, and
+    an item stage (in ``stage`` when given) meeting every stage-level filter at once: its
+    state, its final decision, its votes not unanimous, an answer by ``annotator``."""
+    items = Item.objects.filter(project=project)
+    if query.q:
+        items = items.annotate(content=Cast("payload", TextField())).filter(
+            Q(external_id__icontains=query.q) | Q(content__icontains=query.q)
+        )
+    if query.status:
+        items = items.filter(status=query.status)
+    if query.batch:
+        items = items.filter(import_batch_id=query.batch)
+    if query.tag:
+        items = items.filter(
+            pk__in=ItemTag.objects.filter(tag__project=project, tag__name=query.tag).values(
+                "item_id"
+            )
+        )
+    item_stages = _item_stages(project, query, viewer=viewer, named=named)
+    if item_stages is not None:
+        items = items.filter(pk__in=item_stages.values("item_id"))
+    return items
+
+
+def items_count(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
+) -> tuple[int, bool]:
+    """How many items ``query`` matches, and whether there are more: the exact number of an
+    unfiltered view (an index count), at most ``COUNT_LIMIT`` (True beyond) of a filtered one."""
+    matching = items_matching(project, query, viewer=viewer, named=named).order_by()
+    if not query.filtered:
+        return matching.count(), False
+    found = matching[: COUNT_LIMIT + 1].count()
+    return min(found, COUNT_LIMIT), found > COUNT_LIMIT
+
+
+def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | None):
+    """``items`` in the order ``sort`` names (ties broken by id), from after ``after``."""
+    field, descending = SORTS[sort]
+    if after is not None:
+        value, pk = after
+        if (field == "pk") != isinstance(value, int):
+            raise ApplicationError("This page link is broken; start again from the first page.")
+        if field == "pk":
+            items = items.filter(**{f"pk__{'lt' if descending else 'gt'}": pk})
+        else:
+            # A row-value comparison, (field, id) > (value, pk): PostgreSQL reads it as one
+            # range of the (project, field, id) index; the same condition spelled with OR
+            # filters every row before the cursor (benchmarks/data_manager.py). Django's
+            # tuple lookups (those of composite primary keys) write it on every backend.
+            beyond = TupleLessThan if descending else TupleGreaterThan
+            items = items.filter(beyond(Tuple(F(field), F("pk")), (value, pk)))
+    sign = "-" if descending else ""
+    order = [f"{sign}pk"] if field == "pk" else [f"{sign}{field}", f"{sign}pk"]
+    return items.order_by(*order)
+
+
+def _sort_value(item: Item, sort: str) -> Any:
+    field, _ = SORTS[sort]
+    return item.pk if field == "pk" else getattr(item, field)
+
+
+def items_page(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = PAGE_SIZE
+) -> tuple[list[Item], str | None]:
+    """One page of the matching items from ``query.after``, with the cursor of the next page
+    (None on the last). One query (``size`` + 1 rows tell whether there is a next page), and
+    one for the page's import batches (prefetched: a join to them made the planner leave the
+    sort index on deep pages, benchmarks/data_manager.py)."""
+    items = _ordered_after(
+        items_matching(project, query, viewer=viewer, named=named), query.sort, query.after
+    )
+    found = list(items.prefetch_related("import_batch")[: size + 1])
+    if len(found) <= size:
+        return found, None
+    last = found[size - 1]
+    return found[:size], cursor_encode(_sort_value(last, query.sort), last.pk)
+
+
+def items_in_batches(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = BATCH_SIZE
+) -> Iterator[list[Item]]:
+    """Every matching item in ``query``'s order, ``size`` at a time, each batch read by keyset
+    after the last (exports and bulk actions over "all matching": memory stays bounded). The
+    filters are checked here, before the first batch is read (a refused filter is an error
+    before a streamed response starts, not in its middle)."""
+    matching = items_matching(project, query, viewer=viewer, named=named)
+
+    def batches() -> Iterator[list[Item]]:
+        after = None
+        while True:
+            batch = list(
+                _ordered_after(matching, query.sort, after).prefetch_related("import_batch")[:size]
+            )
+            if not batch:
+                return
+            yield batch
+            if len(batch) < size:
+                return
+            after = (_sort_value(batch[-1], query.sort), batch[-1].pk)
+
+    return batches()
+
+
+def display(value: Any) -> Any:
+    """A cell as a page or CSV shows it: JSON values (lists, objects) as JSON text."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def stage_cells(items: Sequence[Item]) -> dict[int, dict[str, dict[str, Any]]]:
+    """{item id: {stage slug: {"state", "answers", "decision", "agreement"}}} for ``items``,
+    in one query; decision and agreement are None until the item stage's votes are final."""
+    cells: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for item_stage in ItemStage.objects.filter(item__in=[item.pk for item in items]).select_related(
+        "stage", "resolution"
+    ):
+        resolution = getattr(item_stage, "resolution", None)
+        final = resolution is not None and votes_final(item_stage)
+        cells[item_stage.item_id][item_stage.stage.slug] = {
+            "state": item_stage.get_state_display(),
+            "answers": item_stage.submitted_count,
+            "decision": resolution.value if final and resolution else None,
+            "agreement": resolution.get_status_display() if final and resolution else None,
+        }
+    return cells
+
+
+def item_tags(items: Sequence[Item]) -> dict[int, list[str]]:
+    """{item id: its tag names, sorted} for ``items``, in one query."""
+    tags: dict[int, list[str]] = defaultdict(list)
+    for item_id, name in (
+        ItemTag.objects.filter(item__in=[item.pk for item in items])
+        .order_by("tag__name")
+        .values_list("item_id", "tag__name")
+    ):
+        tags[item_id].append(name)
+    return tags
+
+
+def item_rows(items: Sequence[Item], columns: Sequence[str]) -> list[tuple[Item, list[Any]]]:
+    """Each item with its raw cell per column key (``columns.cell``); two queries for a batch."""
+    by_stage = stage_cells(items)
+    tags = item_tags(items)
+    return [
+        (
+            item,
+            [cell(item, key, by_stage.get(item.pk, {}), tags.get(item.pk, [])) for key in columns],
+        )
+        for item in items
+    ]
+
+
+def project_columns(project: Project, *, named: bool) -> tuple[list[Stage], list[Column]]:
+    """The project's stages in pipeline order and every column it offers (payload paths from
+    the newest ``PATH_SAMPLE`` items)."""
+    stages = list(Stage.objects.filter(project=project).order_by("position"))
+    sample = (
+        Item.objects.filter(project=project)
+        .order_by("-pk")
+        .values_list("payload", flat=True)[:PATH_SAMPLE]
+    )
+    return stages, available_columns(stages, payload_paths(sample, named=named))
+
+
+def chosen_columns(
+    project: Project, user: Viewer, stages: Sequence[Stage], offered: Sequence[Column]
+) -> list[Column]:
+    """The columns ``user`` chose for ``project`` (``ItemColumns``) that are still offered, in
+    their order; the defaults (``columns.default_columns``) until they choose."""
+    by_key = {column.key: column for column in offered}
+    saved = None
+    if user.is_authenticated:
+        saved = ItemColumns.objects.filter(project=project, user=user).first()
+    keys = saved.columns if saved is not None else default_columns(stages)
+    return [by_key[key] for key in keys if key in by_key]
+
+
+def project_tags(project: Project) -> list[str]:
+    """The project's tag names, A to Z."""
+    return list(Tag.objects.filter(project=project).values_list("name", flat=True))
+
+
+def project_batches(project: Project, *, limit: int = 200) -> list[tuple[int, str]]:
+    """The project's newest import batches as (id, "filename (date)") for the batch filter."""
+    return [
+        (batch.pk, f"{batch.filename} ({batch.created_at:%Y-%m-%d})")
+        for batch in project.import_batches.order_by("-pk")[:limit]
+    ]

@@ -1,0 +1,177 @@
+"""The data manager's reads: every filter, every sort paged by keyset without losing or
+repeating a row (ties broken by id), and decisions shown only once votes are final."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import services
+from annotation.errors import ApplicationError, PermissionDenied
+from annotation.models import Item, Role
+from studio.data_manager import selectors
+from studio.data_manager.forms import SORTS, ItemQuery, item_query
+from studio.data_manager.services import items_tag
+from tests.factories import annotate_stage, make_items, make_member, make_project, pipeline
+
+pytestmark = pytest.mark.django_db
+
+
+def _walk(project, query, size):
+    """Every page of ``query`` from the first, following the cursors."""
+    seen, after, pages = [], None, 0
+    while True:
+        page, cursor = selectors.items_page(
+            project,
+            ItemQuery(**{**query.__dict__, "after": after}),
+            viewer=None,
+            named=True,
+            size=size,
+        )
+        seen += page
+        pages += 1
+        if cursor is None:
+            return seen, pages
+        after = item_query({"after": cursor}).after
+
+
+@pytest.mark.parametrize("sort", list(SORTS))
+def test_keyset_pages_hold_every_row_once_in_the_sort_order_with_ties_broken_by_id(sort):
+    project = make_project()
+    make_items(project, 23)
+    # Many ties: three statuses over 23 items.
+    for index, item in enumerate(Item.objects.filter(project=project).order_by("pk")):
+        item.status = [Item.Status.ACTIVE, Item.Status.ACCEPTED, Item.Status.DISCARDED][index % 3]
+        item.save(update_fields=["status"])
+    make_items(make_project(), 5)  # another project's items never show
+    seen, pages = _walk(project, ItemQuery(sort=sort), size=5)
+    field, descending = SORTS[sort]
+    every = list(Item.objects.filter(project=project))
+    key = (
+        (lambda item: item.pk) if field == "pk" else (lambda item: (getattr(item, field), item.pk))
+    )
+    expected = sorted(every, key=key, reverse=descending)
+    assert [item.pk for item in seen] == [item.pk for item in expected]
+    assert len({item.pk for item in seen}) == 23 and pages == 5
+
+
+def test_items_in_batches_reads_every_matching_item_once():
+    project = make_project()
+    make_items(project, 12)
+    batches = list(
+        selectors.items_in_batches(project, ItemQuery(sort="id"), viewer=None, named=True, size=5)
+    )
+    assert [len(batch) for batch in batches] == [5, 5, 2]
+    ids = [item.external_id for batch in batches for item in batch]
+    assert ids == sorted(ids) and len(set(ids)) == 12
+
+
+def test_a_cursor_of_another_sort_is_refused():
+    project = make_project()
+    make_items(project, 3)
+    with pytest.raises(ApplicationError):
+        selectors.items_page(project, ItemQuery(sort="id", after=(5, 5)), viewer=None, named=True)
+    with pytest.raises(ApplicationError):
+        item_query({"after": "not-a-cursor"})
+
+
+def _matching(project, viewer=None, named=True, **filters):
+    return set(
+        selectors.items_matching(
+            project, ItemQuery(**filters), viewer=viewer, named=named
+        ).values_list("external_id", flat=True)
+    )
+
+
+def test_stage_state_decision_disagreement_annotator_filters(django_capture_on_commit_callbacks):
+    project, verify, label, people = pipeline(overlap=3, items=4, annotators=3)
+    items = list(Item.objects.filter(project=project).order_by("pk"))
+    split, rejected = items[0], items[1]
+
+    def choose(person, item):
+        if item.pk == rejected.pk:
+            return "reject"
+        if item.pk == split.pk and person == people[0]:
+            return "reject"
+        return "keep"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, choose)
+    ids = {item.pk: item.external_id for item in items}
+    kept = {ids[item.pk] for item in items if item.pk != rejected.pk}
+    assert _matching(project, stage="verify", decision="keep") == kept
+    assert _matching(project, stage="verify", decision="reject") == {ids[rejected.pk]}
+    assert _matching(project, disagreement=True) == {ids[split.pk]}
+    assert _matching(project, stage="label", state="open") == kept
+    assert _matching(project, stage="label", decision="keep") == set()
+    assert _matching(project, status="discarded") == {ids[rejected.pk]}
+    assert _matching(project, annotator=people[0].username) == set(ids.values())
+    assert _matching(project, annotator="nobody") == set()
+    with pytest.raises(PermissionDenied):
+        _matching(project, named=False, annotator=people[0].username)
+    with pytest.raises(ApplicationError):
+        _matching(project, stage="no-such-stage")
+
+
+def test_an_open_vote_is_neither_filtered_on_nor_shown(django_capture_on_commit_callbacks):
+    project, verify, _, (alice, bob, carol) = pipeline(overlap=3, items=1, annotators=3)
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, [alice], lambda person, item: "keep")
+    item = Item.objects.get(project=project)
+    # Alice's vote is open (two more asked): nobody else finds the item by her name.
+    assert _matching(project, viewer=bob, annotator=alice.username) == set()
+    assert _matching(project, viewer=alice, annotator=alice.username) == {item.external_id}
+    assert _matching(project, stage="verify", decision="keep") == set()
+    [(_, cells)] = selectors.item_rows(
+        [item], ["stage:verify:answers", "stage:verify:decision", "stage:verify:agreement"]
+    )
+    assert cells == [1, None, None]
+
+
+def test_text_batch_and_tag_filters():
+    project = make_project()
+    make_items(project, 6)
+    services.items_create(
+        project=project, rows=[{"external_id": "odd-one", "payload": {"text": "A Quokka."}}]
+    )
+    assert _matching(project, q="quokka") == {"odd-one"}
+    assert _matching(project, q="ITEM-00003") == {"item-00003"}
+    first_two = list(Item.objects.filter(project=project).order_by("pk")[:2])
+    items_tag(project=project, item_ids=[item.pk for item in first_two], name="check", add=True)
+    assert _matching(project, tag="check") == {item.external_id for item in first_two}
+    assert _matching(project, tag="unknown") == set()
+    assert _matching(project, batch=999999) == set()
+
+
+def test_columns_offer_payload_paths_but_gold_only_to_those_who_see_it():
+    project = make_project()
+    services.items_create(
+        project=project,
+        rows=[
+            {
+                "external_id": "a",
+                "payload": {"text": "T", "meta": {"lang": "en"}, "gold": "keep"},
+            }
+        ],
+    )
+    make_member(project, Role.REVIEWER)
+    _, for_admins = selectors.project_columns(project, named=True)
+    _, for_reviewers = selectors.project_columns(project, named=False)
+    admin_keys = {column.key for column in for_admins}
+    reviewer_keys = {column.key for column in for_reviewers}
+    assert {"field:text", "field:meta.lang", "field:gold"} <= admin_keys
+    assert "field:gold" not in reviewer_keys and "field:meta.lang" in reviewer_keys
+    [(_, cells)] = selectors.item_rows(Item.objects.filter(project=project), ["field:meta.lang"])
+    assert cells == ["en"]
+
+
+def test_a_filtered_count_stops_at_its_limit_and_says_there_are_more(monkeypatch):
+    project = make_project()
+    make_items(project, 7)
+    monkeypatch.setattr(selectors, "COUNT_LIMIT", 5)
+    assert selectors.items_count(project, ItemQuery(q="item"), viewer=None, named=True) == (5, True)
+    assert selectors.items_count(project, ItemQuery(q="00001"), viewer=None, named=True) == (
+        1,
+        False,
+    )
+    # The unfiltered view is counted exactly.
+    assert selectors.items_count(project, ItemQuery(), viewer=None, named=True) == (7, False)
