@@ -10,6 +10,8 @@ stage (annotation/eligibility.py says why), so counting who may still take an it
 running them once per member, inside one statement per stage. Not counted: a phase's people
 rule (annotation.phases) and annotator gates (annotation.gates), which may keep still more
 people off: the count is an upper bound, so a stage named here is stranded for certain.
+Item stages open to every annotator (annotation.slots.EVERYONE: practice items, checks) never
+fill by design, so they are never stranded.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from annotation import sql
 from annotation.eligibility import RULES, RuleSQL
 from annotation.models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
+from annotation.slots import EVERYONE
 
 #: Stranded item stages listed per stage (the count covers them all).
 EXAMPLES = 20
@@ -73,6 +76,7 @@ def _stranded_sql(stage: Stage, *, only_ids: bool) -> tuple[str, dict[str, Any]]
         "stage": stage.pk,
         "annotator_role": Role.ANNOTATOR.value,
         "open": ItemStage.State.OPEN.value,
+        "everyone": EVERYONE,
     }
     rules = []
     for index, spec in enumerate(stage.eligibility or []):
@@ -101,6 +105,7 @@ def _stranded_sql(stage: Stage, *, only_ids: bool) -> tuple[str, dict[str, Any]]
         f" {missing} AS missing, {eligible} AS eligible"
         f" FROM {sql.table(ItemStage)} c JOIN {sql.table(Item)} i ON {i.id} = {c.item_id}"
         f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s AND {missing} > 0"
+        f" AND {c.target_count} < %(everyone)s"
     )
     if only_ids:
         inner += " AND {c_id} IN ({ids})"

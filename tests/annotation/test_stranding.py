@@ -37,6 +37,17 @@ def test_enough_people_strand_nothing_and_a_paused_one_does_not_count():
     assert len(api.item_stages_stranded(project)) == 2
 
 
+def test_items_open_to_every_annotator_are_never_stranded():
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    make_items(project, 2)
+    make_member(project)  # one annotator for two slots: both items stranded
+    assert len(api.item_stages_stranded(project)) == 2
+    # practice items and checks: every annotator who comes, never a number to reach
+    ItemStage.objects.filter(stage=stage).update(target_count=api.EVERYONE)
+    assert api.item_stages_stranded(project) == [] and api.stages_stranded(project) == []
+
+
 def test_eligibility_rules_count_not_authors_and_skills():
     project = make_project()
     make_verify_stage(

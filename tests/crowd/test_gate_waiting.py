@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, transaction
 from django.urls import reverse
 
-from annotation.models import Item, ItemStage
+from annotation.models import Assignment, Item, ItemStage
 from crowd.gate import SESSION_KEY
 from tests.crowd.test_services import enter, ready
 
@@ -75,7 +75,11 @@ def test_a_locked_practice_item_means_wait_not_all_done(client, postgres, htmx):
             assert "Ready when you are" in page
     response = client.post(stage_url, **headers, follow=not htmx)
     page = response.content.decode()
-    assert "All done" not in page and "p-000" in page  # the practice item, now free
+    # the practice item, now free: leased to them and shown (marked, without its id: a
+    # participant sees no item ids)
+    assert "All done" not in page and "Practice item" in page and "p-000" not in page
+    leased = Assignment.objects.get(annotator=participant.user, status=Assignment.Status.ACTIVE)
+    assert leased.item_stage_id == practice.pk
 
 
 def test_a_participant_whose_remaining_items_are_all_taken_is_told_to_try_later(client, postgres):
