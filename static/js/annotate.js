@@ -347,6 +347,15 @@
     if (field && !isTyping(document.activeElement)) field.focus({ preventScroll: true });
   })();
 
+  // An answer the server refused comes back with its error inside the item's form, below the
+  // item, which may be long (a METER entry): bring the error into view, where the eye is. The
+  // focus stays on the item, so the shortcut keys still work.
+  function showError() {
+    var box = document.querySelector("#item-card .error-box");
+    if (box) box.scrollIntoView({ block: "center" });
+  }
+  showError();
+
   function ready() {
     var region = document.getElementById("annotate");
     if (region) region.setAttribute("data-ready", "");
@@ -360,6 +369,7 @@
     // as the autofocus attribute does on a full page load.
     var field = document.querySelector("#item-card [data-autofocus]");
     if (field) field.focus({ preventScroll: true });
+    showError();
     ready();
     replay();
   });

@@ -117,9 +117,18 @@ def test_every_meter_stage_with_the_keyboard_only(live_server, browser, meter):
     assert entry.version == 2
     assert entry.payload["questions"][0]["question"] == "What closed the school on Monday?"
 
-    # The filter: all three keep with K.
-    for page in pages:
+    # The filter: a discard with nothing ticked is refused, in words and in view (the entry is
+    # long: the error would sit below the fold); then all three keep with K.
+    for index, page in enumerate(pages):
         start(page, base, stages["filter"])
+        if index == 0:
+            page.keyboard.press("d")
+            error = page.wait_for_selector("#item-card .error-box")
+            assert "Nothing is ticked" in error.inner_text()
+            box = error.bounding_box()
+            height = page.viewport_size["height"]
+            assert box is not None and 0 <= box["y"] and box["y"] + 20 <= height, box
+            page.wait_for_selector("#annotate[data-ready]", state="attached")
         press(page, "k")
     item_stage_resolve(item_stage_id=ItemStage.objects.get(stage=stages["filter"]).pk)
     entry.refresh_from_db()
