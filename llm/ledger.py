@@ -29,6 +29,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from datetime import timedelta
 from decimal import Decimal
 from functools import cache
@@ -162,15 +163,11 @@ def _insert_claimed(call: Call) -> bool:
         field.get_db_prep_save(getattr(call, field.attname), connection) for field in _INSERTED
     ]
     values.append(_prepared("created_at", call.created_at))
+    savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
-        if connection.in_atomic_block:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(_insert_sql(connection.vendor), values)
-                call.pk = cursor.fetchone()[0]
-        else:
-            with connection.cursor() as cursor:
-                cursor.execute(_insert_sql(connection.vendor), values)
-                call.pk = cursor.fetchone()[0]
+        with savepoint, connection.cursor() as cursor:
+            cursor.execute(_insert_sql(connection.vendor), values)
+            call.pk = cursor.fetchone()[0]
     except IntegrityError:
         return False
     call._state.adding = False
