@@ -585,9 +585,8 @@ def test_the_spot_check_rate_is_a_field_of_the_stage_form_checked_from_0_to_1(cl
     assert response.status_code == 302, response.content.decode()[:1000]
     verify.refresh_from_db()
     assert verify.config["spot_check_rate"] == 0.25
-    assert (
-        f'name="spot_check_rate" min="0" max="1" step="0.01" placeholder="none" value="0.25"'
-        in (client.get(setup).content.decode())
+    assert 'name="spot_check_rate" min="0" max="1" step="0.01" placeholder="none" value="0.25"' in (
+        client.get(setup).content.decode()
     )
     for bad in ("1.5", "-0.1", "often", "nan"):
         refused = client.post(edit, stage_form_data(verify, name="Renamed", spot_check_rate=bad))
@@ -598,7 +597,7 @@ def test_the_spot_check_rate_is_a_field_of_the_stage_form_checked_from_0_to_1(cl
             f'<p class="field-error" id="spot-{verify.pk}-error">The spot-check rate is a share from 0 to 1'
             in body
         )
-        assert f'aria-invalid="true"' in body[body.index(f'id="spot-{verify.pk}"') :][:600]
+        assert 'aria-invalid="true"' in body[body.index(f'id="spot-{verify.pk}"') :][:600]
         assert 'value="Renamed"' in body
     verify.refresh_from_db()
     assert (verify.name, verify.config["spot_check_rate"]) == ("Verify", 0.25)
