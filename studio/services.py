@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation import api as engine
+from annotation.access import refuse_if_archived
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
 from annotation.workflows import WORKFLOWS
@@ -214,7 +215,7 @@ def invite_create(
 
 def invite_usable(token: str) -> Invite:
     """The invite of ``token`` if it can still be used: NotFound for an unknown token, Conflict
-    (saying why) for one revoked, expired or used up."""
+    (saying why) for one revoked, expired or used up, or of an archived project."""
     invite = Invite.objects.select_related("project").filter(token=str(token)[:64]).first()
     if invite is None:
         raise NotFound("This invite link is not valid. Ask the project's admins for a new one.")
@@ -224,6 +225,8 @@ def invite_usable(token: str) -> Invite:
         raise Conflict("This invite link has expired. Ask the project's admins for a new one.")
     if invite.max_uses and invite.uses >= invite.max_uses:
         raise Conflict("This invite link has been used up. Ask the project's admins for a new one.")
+    # Joining changes the members: an archived project takes no one (annotation/access.py).
+    refuse_if_archived(invite.project)
     return invite
 
 
