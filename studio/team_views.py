@@ -85,12 +85,15 @@ def project_clone(request, slug: str):
             raise PermissionDenied("Only staff create projects; ask an administrator of this site.")
         if not form.is_valid():
             raise form_error(form)
-        clone = services.project_clone(source=access.project, **form.values(), creator=request.user)
+        clone, copied = services.project_clone(
+            source=access.project, **form.values(), creator=request.user
+        )
     except ApplicationError as error:
         context = _setup_context(request, access, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)
+    also = f" (with {'; '.join(copied)})" if copied else ""
     messages.success(
-        request, f"Created {clone.name} from {access.project.name}'s setup, without its data."
+        request, f"Created {clone.name} from {access.project.name}'s setup{also}, without its data."
     )
     return redirect("studio:setup", slug=clone.slug)
 
