@@ -28,7 +28,7 @@ from annotation.access import (
 )
 from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
-from annotation.models import Assignment, Role, Stage
+from annotation.models import Assignment, Item, Role, Stage
 from annotation.navigation import (
     is_participant_view,
     items_left,
@@ -38,6 +38,7 @@ from annotation.navigation import (
 )
 from annotation.phases import phase_of
 from annotation.pipeline import pipeline_svg, project_pipeline
+from annotation.practice import PracticeFeedback, practice_feedback
 from annotation.web import page
 
 if TYPE_CHECKING:
@@ -97,6 +98,14 @@ def stage_annotate(request, stage_id: int):
     it never takes an item (a link preview or a prefetch must not lease one). POST leases the
     next item: htmx gets the screen in the response, a plain form is redirected to GET (PRG).
     A work gate (annotation.navigation) may send the annotator elsewhere first."""
+    practice_id = str(request.GET.get(PRACTICE_PARAMETER, ""))
+    if request.method == "GET" and practice_id.isdigit():
+        # After a practice answer sent without JavaScript (PRG): its feedback, before a work
+        # gate sends the annotator on (as the htmx answer shows it); Continue meets the gate.
+        reached = access_stage_for_annotator(user=request.user, stage_id=stage_id)
+        practice = _practice_of(request.user, reached.stage, int(practice_id))
+        if practice is not None and reached.current_assignment_id is None:
+            return _item_response(request, reached.stage, None, practice=practice)
     gate = work_gate(request, stage_id)
     if gate:
         return _leave_for(request, gate)
@@ -136,6 +145,13 @@ def assignment_submit(request, assignment_id: int):
         if gate:
             return _leave_for(request, gate)
         return _item_response(request, stage, assignment, error=error, form_data=data)
+    if created and assignment.item_stage.item.purpose == Item.Purpose.PRACTICE:
+        # A practice answer: its feedback first; "Continue" then asks for the next item.
+        if not request.htmx:
+            url = reverse("annotation:stage", args=[stage.pk])
+            return redirect(f"{url}?{PRACTICE_PARAMETER}={assignment.pk}")
+        practice = (assignment, _feedback(kind, assignment, stored.payload))
+        return _item_response(request, stage, None, practice=practice)
     notice = None
     if not created and kind.vote(stored.payload) != kind.vote(payload):
         # A second send (back button, a double click) with another answer: say which counts.
@@ -161,6 +177,41 @@ def assignment_skip(request, assignment_id: int):
             return _leave_for(request, gate)
         return _item_response(request, assignment.stage, assignment, error=error)
     return _after_finishing(request, assignment.stage)
+
+
+#: The query parameter of the item screen that shows a practice answer's feedback (its
+#: assignment id), after a plain form post.
+PRACTICE_PARAMETER = "practice"
+
+
+def _feedback(kind, assignment: Assignment, answer_payload) -> PracticeFeedback:
+    item_stage = assignment.item_stage
+    return practice_feedback(
+        kind,
+        answer_payload=answer_payload,
+        gold=item_stage.gold,
+        item_payload=item_stage.item.payload or {},
+    )
+
+
+def _practice_of(user, stage: Stage, assignment_id: int):
+    """The annotator's own submitted practice answer in ``stage`` with its feedback, or None
+    (any other id: the item screen as usual, so ids reveal nothing)."""
+    assignment = (
+        Assignment.objects.select_related("item_stage__item")
+        .filter(
+            pk=assignment_id,
+            annotator_id=user.pk,
+            stage=stage,
+            status=Assignment.Status.SUBMITTED,
+            item_stage__item__purpose=Item.Purpose.PRACTICE,
+        )
+        .first()
+    )
+    answer = assignment.annotations.first() if assignment is not None else None
+    if assignment is None or answer is None:
+        return None
+    return assignment, _feedback(get_kind(stage.kind), assignment, answer.payload)
 
 
 def _after_finishing(request, stage: Stage, *, notice: str | None = None):
@@ -330,9 +381,12 @@ def _item_response(
     waiting: bool = False,
     notice: str | None = None,
     changing: dict | None = None,
+    practice: tuple[Assignment, PracticeFeedback] | None = None,
 ):
     """Render the item screen (the whole page, or its #item partial for htmx). ``changing``:
-    the change mode of an answered item ({"answer", "vote", "refusal"}, see _change_response)."""
+    the change mode of an answered item ({"answer", "vote", "refusal"}, see _change_response).
+    ``practice``: a practice answer just given (its assignment) and its feedback
+    (annotation/practice.py), shown with the item instead of the next one."""
     project = stage.project
     kind = get_kind(stage.kind)
     done, left = selectors.annotator_stage_progress(request.user, stage)
@@ -349,7 +403,7 @@ def _item_response(
     # go, instead of a start button that leases nothing and an "All done" beside items left.
     first = (
         selectors.stage_to_finish_first(request.user, stage)
-        if assignment is None and changing is None and not gone
+        if assignment is None and changing is None and not gone and practice is None
         else None
     )
     phase = phase_of(stage, assignment.item_stage if assignment is not None else None)
@@ -384,7 +438,17 @@ def _item_response(
         # A crowd participant (a plug-in says so): the work only, no staff chrome.
         "participant_view": is_participant_view(request),
     }
-    if item is not None:
+    if practice is not None:
+        # The answered practice item, shown as the item screen shows it, with its feedback.
+        practiced = practice[0].item_stage.item
+        context.update(kind.context(item=practiced, stage=stage, config=stage.config))
+        context.update(
+            practice=practice[1],
+            item=practiced,
+            ready=False,
+            display=selectors.item_display(practiced, stage) if not kind.display_template else None,
+        )
+    elif item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
     elif not context["ready"] and not gone and first is None:
         # Work still owed here (a plug-in says so): wait and try again, never "All done".

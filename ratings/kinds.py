@@ -183,13 +183,6 @@ class RateKind(TaskKind):
             }
             for value in range(low, high + 1)
         ]
-        practice = None
-        if getattr(item, "purpose", "") == "practice":
-            practice = {
-                "min": payload.get("expected_min"),
-                "max": payload.get("expected_max"),
-                "feedback": payload.get("feedback") or "",
-            }
         return {
             "rate_text": marked_text(payload.get("text", ""), payload.get("mark")),
             "rate_points": points,
@@ -197,7 +190,6 @@ class RateKind(TaskKind):
             "rate_high": high,
             "rate_question": config.get("question") or DEFAULT_QUESTION,
             "rate_allow_cannot_judge": bool(config.get("allow_cannot_judge", True)),
-            "rate_practice": practice,
         }
 
     def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -185,17 +185,21 @@ def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     page.wait_for_selector(".item-form")
     page.keyboard.press("2")
     page.keyboard.press("Enter")
-    feedback = page.locator("[data-rate-feedback]")
+    # The engine's practice feedback (annotation/practice.py), as for every kind: the answer
+    # is stored, and the screen says how it compares before the next item.
+    feedback = page.locator("[data-practice-feedback]")
     feedback.wait_for(state="visible")
-    assert "Attentive raters give this sentence 7–10" in feedback.inner_text()
-    assert "You gave 2" in feedback.inner_text()
-    assert done_count(page) == 0  # the first Enter only shows the feedback
-    page.keyboard.press("5")  # the choice is locked once the feedback is shown
-    assert page.locator('[data-rate-point="2"]').get_attribute("aria-pressed") == "true"
-    screenshot(page, "ratings-practice-feedback.png")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('[data-done]').textContent.trim() === '1'")
+    text = feedback.inner_text()
+    assert "Not quite" in text and "Your answer: 2" in text
+    assert "the known answer: from 7 to 10" in text
+    assert "The fall causes the shattering" in text
+    assert page.evaluate("document.activeElement.id") == "item-card"
+    assert done_count(page) == 1
     assert Annotation.objects.get(item_stage__stage=setup.practice_stage).payload == {"value": 2}
+    screenshot(page, "ratings-practice-feedback.png")
+    page.keyboard.press("Enter")  # continues: the next item, or the end of the practice
+    page.wait_for_selector("[data-practice-feedback]", state="detached")
+    assert Annotation.objects.filter(annotator__username="pia").count() == 1
     assert page.js_errors == []
 
 

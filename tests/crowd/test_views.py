@@ -451,6 +451,11 @@ def test_a_separate_practice_stage_comes_first_then_the_study_stage(client):
         response = client.post(
             reverse("annotation:submit", args=[assignment.pk]), {"value": "causal"}
         )
+        # Each practice answer's feedback first (annotation/practice.py), then Continue.
+        practice_page = reverse("annotation:stage", args=[practice_stage.pk])
+        assert response.url == f"{practice_page}?practice={assignment.pk}"
+        assert "data-practice-feedback" in client.get(response.url).content.decode()
+    response = client.post(reverse("annotation:stage", args=[practice_stage.pk]))
     assert response.url == reverse("annotation:stage", args=[stage.pk])
     for _ in range(2):
         client.post(response.url)

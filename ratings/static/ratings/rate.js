@@ -3,7 +3,7 @@
  * A number key (or a click) chooses a rating; Enter (or Submit) sends it. The item screen's
  * script (static/js/annotate.js) clicks the element whose data-key matches the pressed key; here
  * clicks on rating buttons choose instead of submitting, Submit is held back until a rating is
- * chosen, and on practice items the first Submit shows the feedback and the second moves on.
+ * chosen. A practice item's feedback is the item screen's, after the answer (annotation/practice.py).
  * Listeners sit on the document, so htmx swapping in the next item needs no re-binding; this
  * file is included with every item and runs once.
  */
@@ -31,7 +31,6 @@
   }
 
   function choose(rate, value) {
-    if (rate.hasAttribute("data-locked")) return;
     field(rate, "value").value = value;
     rate.querySelectorAll("[data-rate-point]").forEach(function (button) {
       button.setAttribute("aria-pressed", button.getAttribute("data-rate-point") === value ? "true" : "false");
@@ -61,13 +60,6 @@
     }
   }
 
-  function inRange(rate, value) {
-    var low = parseFloat(rate.getAttribute("data-practice-min"));
-    var high = parseFloat(rate.getAttribute("data-practice-max"));
-    var number = parseFloat(value);
-    return !((!isNaN(low) && number < low) || (!isNaN(high) && number > high));
-  }
-
   // Returns true when the submission may go ahead.
   function readyToSubmit(rate) {
     var value = field(rate, "value").value;
@@ -85,24 +77,6 @@
       hint(rate, "Choose a rating first: number keys " + rate.getAttribute("data-low") + "–" +
         (high === "10" ? "9, 0 for 10" : high) + ", or click one.");
       return false;
-    }
-    if (rate.hasAttribute("data-practice") && !rate.hasAttribute("data-locked")) {
-      var feedback = field(rate, "feedback");
-      if (feedback) {
-        var verdict = field(rate, "verdict");
-        var good = inRange(rate, value);
-        verdict.textContent = good ? "You gave " + value + " — well judged." : "You gave " + value + ".";
-        feedback.classList.add(good ? "success" : "warning");
-        feedback.hidden = false;
-        rate.setAttribute("data-locked", "");
-        rate.querySelectorAll("[data-rate-point]").forEach(function (button) {
-          button.disabled = true;
-        });
-        var submit = field(rate, "submit");
-        if (submit) submit.firstChild.textContent = "Continue ";
-        hint(rate, "Press Enter to continue.");
-        return false;
-      }
     }
     return true;
   }
