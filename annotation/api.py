@@ -163,3 +163,9 @@ __all__ = [
     "stages_stranded",
     "votes_final",
 ]
+
+# A wave of leases and submits in one transaction, for callers whose answers are ready before
+# they lease (machine raters; annotation/services/batch.py states the contract).
+from annotation.services.batch import Wave, WaveAnswer, annotations_submit_wave  # noqa: E402
+
+__all__ += ["Wave", "WaveAnswer", "annotations_submit_wave"]
