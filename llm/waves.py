@@ -93,7 +93,7 @@ def _submits(
         answers = [c.parsed for c in calls or () if c.status == Call.Status.OK]
         if not answers:
             return None  # not in yet, or every sample failed: answer_one decides it
-        payload, vote, confidence = modal(answers, rater.stage.kind)
+        payload, vote, confidence = modal([a for a in answers if a is not None], rater.stage.kind)
         votes[item_stage.pk] = (vote, confidence, len(answers))
         return payload
 
