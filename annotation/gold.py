@@ -39,12 +39,33 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from annotation.errors import ApplicationError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
 
 #: The hidden payload field of a promoted gold copy naming its source item's id (fields
 #: starting with "_" are never shown to annotators: annotation.selectors.item_payload_for_annotator).
 GOLD_SOURCE_FIELD = "_gold_of"
+
+
+#: The largest ``Stage.gold_every`` a stage takes (one gold item in every n; 0 = none).
+GOLD_EVERY_MAX = 1000
+
+
+def gold_every_clean(value: object) -> int:
+    """A stage's ``gold_every`` checked: 0 (no gold served) or a whole number from 2 to
+    GOLD_EVERY_MAX (1 would allow a gold item after every item, so each second one)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value == 1
+        or not 0 <= value <= GOLD_EVERY_MAX
+    ):
+        raise ApplicationError(
+            f"Gold items: one in every n items, n from 2 to {GOLD_EVERY_MAX} (0 = none).",
+            {"gold_every": str(value)[:20]},
+        )
+    return value
 
 
 def gold_matches(kind: Any, payload: Mapping[str, Any], gold: Any) -> bool | None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation import sql
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound
+from annotation.gold import gold_every_clean
 from annotation.inputs import check_storable, clean_text
 from annotation.kinds import get_kind
 from annotation.models import (
@@ -373,6 +374,8 @@ def stage_create(
     checked by stage_settings_clean first, and every text by the database's rule
     (annotation.inputs.check_storable)."""
     check_storable({"slug": slug, "name": name, "config": config, **options}, field="stage")
+    if "gold_every" in options:  # silent gold's rate (annotation/gold.py)
+        options["gold_every"] = gold_every_clean(options["gold_every"])
     settings = {key: options.pop(key) for key in STAGE_SETTINGS if key in options}
     settings["config"] = config
     clean = stage_settings_clean(
@@ -409,6 +412,8 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         if fixed in changes and changes[fixed] != getattr(stage, fixed):
             raise ApplicationError(f"A stage's {fixed} cannot change.", {fixed: "fixed"})
     check_storable(changes, field="stage")
+    if "gold_every" in changes:  # silent gold's rate (annotation/gold.py)
+        changes["gold_every"] = gold_every_clean(changes["gold_every"])
     locked = Stage.objects.select_for_update().get(pk=stage.pk)
     settings = {key: changes.get(key, getattr(locked, key)) for key in STAGE_SETTINGS}
     overlap = changes.get("overlap", locked.overlap)
