@@ -24,25 +24,20 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _on_commit(django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        yield
-
-
 @pytest.fixture
-def decided():
+def decided(django_capture_on_commit_callbacks):
     """Two annotators decide four items: two unanimously keep, two split."""
     project = make_project(slug="goldpage")
     stage = make_verify_stage(project, overlap=2, gold_every=2)
     items = make_items(project, 4)
     people = [make_member(project, username=f"ann{n}") for n in range(2)]
     split = {items[2].pk, items[3].pk}
-    annotate_stage(
-        stage,
-        people,
-        lambda person, item: "reject" if item.pk in split and person == people[1] else "keep",
-    )
+    with django_capture_on_commit_callbacks(execute=True):  # the decisions, on commit
+        annotate_stage(
+            stage,
+            people,
+            lambda person, item: "reject" if item.pk in split and person == people[1] else "keep",
+        )
     staff = {
         role: make_member(project, role, username=role)
         for role in (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
