@@ -79,6 +79,8 @@ class StageEditForm(SetupForm):
     policy_options = TextField()
     stage_form = TextField()
     option_rows = WholeNumberField("option-rows", 0, 50, default=0)
+    # Silent gold's rate (annotation/gold.py): the engine refuses 1.
+    gold_every = WholeNumberField("gold_every", 0, 1000)
 
     def __init__(self, data: Any, *, stage: Stage) -> None:
         # "option-rows" is not a Python name; the field reads it under its posted name.
@@ -134,6 +136,7 @@ class StageEditForm(SetupForm):
             "tie_policy",
             "is_active",
             *JSON_SETTINGS,
+            "gold_every",
         ]
         found = {name: self.cleaned_data[name] for name in names if name in self.data}
         if self.cleaned_data.get("stage_form"):

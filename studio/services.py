@@ -115,6 +115,7 @@ class StageChanges(TypedDict, total=False):
     eligibility: Any
     policy_options: Any
     tie_default: Any
+    gold_every: int
 
 
 @transaction.atomic

@@ -293,6 +293,7 @@ def stage_view(
         "name": get("name", stage.name),
         "overlap": get("overlap", str(stage.overlap)),
         "lease_seconds": get("lease_seconds", str(stage.lease_seconds)),
+        "gold_every": get("gold_every", str(stage.gold_every)),
         "is_active": parse_bool(get("is_active", "1" if stage.is_active else "0")),
         "tie_policy": get("tie_policy", stage.tie_policy),
         "tie_default": get("tie_default", shown_value(stage.tie_default)),
