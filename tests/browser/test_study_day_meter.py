@@ -152,7 +152,9 @@ def press(page, key: str) -> None:
 
 
 def skip(page) -> None:
-    """S opens the skip choices with the focus on the first reason; Enter sends it."""
+    """Esc leaves a text field (a score form focuses one), S opens the skip choices with the
+    focus on the first reason, Enter sends it."""
+    page.keyboard.press("Escape")
     page.keyboard.press("s")
     expect(page.locator("details.skip .skip-reasons button").first).to_be_focused()
     press(page, "Enter")
@@ -170,7 +172,11 @@ def rescue_stranded(page, base: str, slug: str, external_id: str, value: str, wi
     expect(page.locator("main")).to_contain_text("Stuck: needs 1 more answer")
     shot(page, "item-stuck", width)
     page.locator("summary", has_text="Resolve by hand").click()
-    page.select_option("#resolve-value", value)
+    field = page.locator("#resolve-value")
+    if field.evaluate("element => element.tagName") == "SELECT":
+        field.select_option(value)
+    else:
+        field.fill(value)  # a number (a score stage)
     page.fill("#resolve-reason", "Two readings agree; the third reader skipped it.")
     page.check("form:has(#resolve-value) input[name=confirm]")
     page.locator("form:has(#resolve-value) button[type=submit]").click()
@@ -180,12 +186,15 @@ def rescue_stranded(page, base: str, slug: str, external_id: str, value: str, wi
     shot(page, "item-rescued", width)
 
 
-def data_manager(page, base: str, slug: str, *, stage: str, decision: str, tag: str, width: int):
+def data_manager(
+    page, base: str, slug: str, *, stage: str, tag: str, width: int, decision="", status=""
+):
     """Filter the Items tab, tag every matching item, download the filtered view as CSV and
     JSONL; returns the listed ids and both files' rows."""
     page.goto(base + reverse("studio:items", args=[slug]))
     page.select_option("#stage", stage)
     page.fill("#decision", decision)
+    page.select_option("#status", status)
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("h1 + p")).to_contain_text("items match")
     page.fill("#bulk-tag", tag)
