@@ -259,10 +259,11 @@ def test_a_causalt5k_study_day_in_the_browser_alone(live_server, browser, tmp_pa
     # 7. The release: checksums and rows by the manifest; CausalT5k's D{n}/D{n}_L{k} layout.
     archive = publish_release(admin, base, slug, tmp_path, width)
     medicine_l2 = json.loads(release_file(archive, "D4/D4_L2.json"))
-    assert sorted(case["case_id"] for case in medicine_l2) == [PASSES, MINOR]
+    assert sorted(case["case_id"] for case in medicine_l2) == sorted([PASSES, MINOR])
     assert {case["revision"] for case in medicine_l2} == {1, 2}
     (twin,) = json.loads(release_file(archive, "D4/D4_L1.json"))
     assert twin["case_id"] == kept_twin and "author" not in twin
+    print("TWIN-COMPOSITE", repr(twin.get("composite")))
     lines = release_file(archive, "causalt5k_cases.jsonl").decode().splitlines()
     assert len(lines) == 3
     assert not [n for n in archive.namelist() if n.endswith("unassigned.json")]
