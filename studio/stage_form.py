@@ -28,6 +28,7 @@ from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
 from annotation.forms import parse_bool
+from annotation.policies import kind_policies
 from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
@@ -255,7 +256,7 @@ def stage_view(
     errors = dict(errors or {})
     names = {other.slug: other.name for other in stages}
     kind = kinds.get(stage.kind)
-    allowed = [key for key in (kind.policies if kind else ()) if key in policies]
+    allowed = [key for key in (kind_policies(kind) if kind else ()) if key in policies]
     if stage.resolution_policy not in allowed:
         allowed.append(stage.resolution_policy)
 
