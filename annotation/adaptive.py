@@ -3,7 +3,7 @@ more while the decision is not confident enough, stop at ``max_overlap``.
 
 A stage of a policy with ties (``majority``, ``plurality``) turns it on with the policy option
 ``confidence`` (a probability from 0.5 to 0.999) and, optionally, ``confidence_measure`` (the
-key of a registered measure; ``dirichlet`` by default). With ``overlap`` 2, tie policy
+key of a registered measure; ``beta`` by default). With ``overlap`` 2, tie policy
 ``extra_annotation`` and ``confidence`` 0.85, two agreeing answers settle an item (0.875), a
 1–1 split asks a third annotator (a tie), 2–1 a fourth (0.69), 3–1 a fifth (0.81); the stage's
 ``max_overlap`` (0 = overlap + 2) caps it, and at the cap the policy's decision stands.
@@ -16,8 +16,8 @@ the overlap CHECK (``submitted + leased ≤ target``) hold as with a fixed overl
 **The measure interface.** A measure is a callable taking a :class:`ConfidenceQuestion` (the
 item stage's id, the decided value, the votes per label, the number of labels the kind offers)
 and returning the probability, from 0 to 1, that the decided value is right. The built-in
-``dirichlet`` measure is :func:`annotation.resolution.majority_confidence` (a Beta posterior of
-the leading label's share). A model that estimates annotators' reliability (a Dawid–Skene
+``beta`` measure is :func:`annotation.resolution.majority_confidence` (the Beta posterior of
+the leading label's share against all other labels, with a uniform prior). A model that estimates annotators' reliability (a Dawid–Skene
 posterior stored per item stage, say) registers its own with
 :func:`register_confidence_measure` and reads whatever it stored for ``item_stage_id``.
 
@@ -35,7 +35,7 @@ from annotation.resolution import majority_confidence
 
 #: The policy options adaptive overlap adds to the policies with ties.
 OPTIONS = ("confidence", "confidence_measure")
-DEFAULT_MEASURE = "dirichlet"
+DEFAULT_MEASURE = "beta"
 #: The range of a confidence target: below 0.5 a 2–1 split would already pass.
 LOWEST_TARGET, HIGHEST_TARGET = 0.5, 0.999
 
@@ -54,11 +54,11 @@ class ConfidenceQuestion:
 ConfidenceMeasure = Callable[[ConfidenceQuestion], float]
 
 
-def _dirichlet(question: ConfidenceQuestion) -> float:
-    return majority_confidence(question.votes, categories=question.categories)
+def _beta(question: ConfidenceQuestion) -> float:
+    return majority_confidence(question.votes)
 
 
-MEASURES: dict[str, ConfidenceMeasure] = {DEFAULT_MEASURE: _dirichlet}
+MEASURES: dict[str, ConfidenceMeasure] = {DEFAULT_MEASURE: _beta}
 
 
 def register_confidence_measure(key: str, measure: ConfidenceMeasure) -> None:

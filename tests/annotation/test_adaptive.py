@@ -34,27 +34,18 @@ from tests.factories import (
         ({}, 0.5),
     ],
 )
-def test_the_dirichlet_confidence_of_two_labels_is_the_beta_tail_above_one_half(votes, expected):
-    assert majority_confidence(votes, categories=2) == pytest.approx(expected)
+def test_the_confidence_is_the_beta_tail_of_the_leading_share_above_one_half(votes, expected):
+    assert majority_confidence(votes) == pytest.approx(expected)
 
 
-def test_more_labels_on_offer_lower_the_confidence_of_the_same_votes():
-    two = majority_confidence({"a": 3}, categories=2)
-    four = majority_confidence({"a": 3}, categories=4)
-    assert four < two
-    # Beta(4, 3): P(share > 1/2) = 0.65625
-    assert four == pytest.approx(0.65625)
-
-
-def test_the_confidence_does_not_depend_on_which_label_leads_or_the_order_of_keys():
-    assert majority_confidence({"a": 3, "b": 1}, categories=3) == majority_confidence(
-        {"b": 1, "z": 3}, categories=3
-    )
+def test_the_confidence_does_not_depend_on_which_label_leads_or_how_the_rest_split():
+    assert majority_confidence({"a": 3, "b": 1}) == majority_confidence({"b": 1, "z": 3})
+    assert majority_confidence({"a": 3, "b": 1, "c": 1}) == majority_confidence({"a": 3, "b": 2})
 
 
 def test_a_prior_that_is_not_positive_is_refused():
     with pytest.raises(ValueError, match="prior"):
-        majority_confidence({"a": 1}, categories=2, prior=0)
+        majority_confidence({"a": 1}, prior=0)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +56,7 @@ def test_a_prior_that_is_not_positive_is_refused():
         {"confidence": True},
         {"confidence": "high"},
         {"confidence": 0.9, "confidence_measure": "nope"},
-        {"confidence_measure": "dirichlet"},
+        {"confidence_measure": "beta"},
     ],
 )
 def test_options_that_cannot_work_are_refused_with_a_sentence(options):
@@ -188,3 +179,32 @@ def test_the_stage_service_refuses_a_confidence_target_out_of_range_naming_it():
         make_verify_stage(
             project, resolution_policy="unanimity_keep", policy_options={"confidence": 0.9}
         )
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("_on_commit")
+def test_two_agreeing_answers_settle_an_item_whatever_the_number_of_labels():
+    project = make_project()
+    stage = adaptive_stage(project, choices=("a", "b", "c", "d", "e"))
+    make_items(project, 1)
+    for person in [make_member(project) for _ in range(2)]:
+        answer(person, stage, "c")
+    item_stage = ItemStage.objects.get(stage=stage)
+    assert (item_stage.state, item_stage.resolution.value) == (ItemStage.State.RESOLVED, "c")
+
+
+@pytest.mark.django_db
+def test_the_demo_shows_every_state_of_adaptive_overlap():
+    from annotation.demo_adaptive import ADAPTIVE_SLUG, adaptive_demo_seed
+
+    adaptive_demo_seed(users={})
+    adaptive_demo_seed(users={})  # safe to run again
+    item_stages = ItemStage.objects.filter(stage__project__slug=ADAPTIVE_SLUG)
+    seen = sorted((row.submitted_count, row.target_count, row.state) for row in item_stages)
+    assert seen == sorted(
+        [(5, 5, "resolved")] * 2
+        + [(3, 4, "open")]
+        + [(2, 3, "open")] * 2
+        + [(2, 2, "resolved")] * 2
+        + [(0, 2, "open")] * 5
+    )
