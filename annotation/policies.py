@@ -136,7 +136,7 @@ class _ValuePolicy(Policy):
             required=settings.required,
             accept_threshold=settings.options.get("accept_threshold"),
         )
-        taken = ("accept_threshold",) if self.key == "mean" else ()
+        taken: tuple[str, ...] = ("accept_threshold",) if self.key == "mean" else ()
         if self.has_ties:
             # Adaptive overlap (annotation/adaptive.py): one more annotator while the decision's
             # confidence is below the option "confidence".
