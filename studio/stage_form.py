@@ -315,6 +315,10 @@ def stage_view(
         # The stored rules in words (the JSON below edits them): who may take an item.
         "who": describe_rules(stage.eligibility),
         "errors": errors,
+        # The spot-check share, a field of its own (stored in the config).
+        "spot_check_rate": get(
+            "spot_check_rate", shown_value((stage.config or {}).get("spot_check_rate"))
+        ),
     }
     view.update(adaptive_view(stage, get))
     return view
