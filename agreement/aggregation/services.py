@@ -36,9 +36,7 @@ def stage_aggregation_due(*, stage: Stage, n_items: int) -> bool:
         return False
     if n_items < MIN_ITEMS:
         return False
-    last = (
-        AggregationFit.objects.filter(stage=stage).values_list("n_items", flat=True).first()
-    )
+    last = AggregationFit.objects.filter(stage=stage).values_list("n_items", flat=True).first()
     return last is None or n_items >= max(last + REFIT_ITEMS, last * REFIT_GROWTH)
 
 
