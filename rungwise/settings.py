@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "studio",
     "crowd",
     "llm",
+    "quality",
 ]
 
 MIDDLEWARE = [

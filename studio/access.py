@@ -38,3 +38,18 @@ def access_setup_stage(project: Project, stage_id: int) -> Stage:
     if stage is None:
         raise NotFound("There is no such stage in this project.")
     return stage
+
+
+#: Who opens a stage's silent gold page and confirms gold: the roles that see gold answers
+#: (annotation.access.IDENTITY_ROLES).
+GOLD_ROLES = (Role.ADMIN, Role.RESEARCHER)
+
+
+def access_stage_gold(
+    user: User | AnonymousUser, slug: str, stage_id: int
+) -> tuple[ProjectAccess, Stage]:
+    """The project ``slug`` and its stage ``stage_id`` for the stage's gold page (GOLD_ROLES;
+    404 / 403 as annotation.access.access_project; another project's stage answers as an
+    unknown one)."""
+    access = access_project(user, slug, GOLD_ROLES)
+    return access, access_setup_stage(access.project, stage_id)

@@ -84,6 +84,8 @@ class StageEditForm(SetupForm):
     policy_options = TextField()
     stage_form = TextField()
     option_rows = WholeNumberField("option-rows", 0, 50, default=0)
+    # Silent gold's rate (annotation/gold.py): the engine refuses 1.
+    gold_every = WholeNumberField("gold_every", 0, 1000)
     # The stage's spot-check share (agreement/spot_checks.py), kept in its config.
     spot_check_rate = TextField()
 
@@ -141,14 +143,54 @@ class StageEditForm(SetupForm):
             "tie_policy",
             "is_active",
             *JSON_SETTINGS,
+            "gold_every",
         ]
         found = {name: self.cleaned_data[name] for name in names if name in self.data}
         if self.cleaned_data.get("stage_form"):
             for name in ("policy_options", "tie_default", "routes"):
                 found[name] = self.cleaned_data[name]
+        found.update(self.adaptive_changes(found))
         if SPOT_CHECK_RATE in self.data:
             found["config"] = self._config_with_spot_checks(found.get("config"))
         return found
+
+    # --- Adaptive overlap (annotation/adaptive.py): the confidence target and the cap -------
+    # Shown as two fields of their own; the target is stored as the policy option "confidence"
+    # (the option rows leave it out, studio.stage_form.ADAPTIVE_OPTION), the cap as max_overlap.
+
+    adaptive_confidence = TextField()
+    max_overlap = WholeNumberField("max_overlap", 0, 100)
+
+    def clean_adaptive_confidence(self) -> float | None:
+        text = self.cleaned_data["adaptive_confidence"].strip()
+        if not text:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise forms.ValidationError(
+                "The confidence target must be a number such as 0.85, or empty for a fixed "
+                "overlap.",
+                code="invalid",
+            ) from None
+
+    def adaptive_changes(self, found: dict[str, Any]) -> dict[str, Any]:
+        """The adaptive fields posted, as ``policy_options["confidence"]`` (merged into the
+        options posted, or the stored ones) and ``max_overlap``; an empty target turns
+        adaptive overlap off."""
+        changes: dict[str, Any] = {}
+        if "adaptive_confidence" in self.data:
+            options = dict(found.get("policy_options", self.stage.policy_options) or {})
+            options.pop(stage_form.ADAPTIVE_OPTION, None)
+            target = self.cleaned_data["adaptive_confidence"]
+            if target is not None:
+                options[stage_form.ADAPTIVE_OPTION] = target
+            else:
+                options.pop("confidence_measure", None)
+            changes["policy_options"] = options
+        if "max_overlap" in self.data:
+            changes["max_overlap"] = self.cleaned_data["max_overlap"]
+        return changes
 
     # --- The spot-check rate: a field of its own, stored in the stage's config ---------------
 

@@ -117,6 +117,9 @@ class StageChanges(TypedDict, total=False):
     eligibility: Any
     policy_options: Any
     tie_default: Any
+    gold_every: int
+    #: The cap of adaptive overlap (annotation/adaptive.py); 0 = overlap + 2.
+    max_overlap: int
 
 
 @transaction.atomic
@@ -129,6 +132,16 @@ def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
         _whole("overlap", changes["overlap"], 1, 100)
     if "lease_seconds" in changes:
         _whole("lease_seconds", changes["lease_seconds"], 30, 86_400)
+    if "max_overlap" in changes:
+        _whole("max_overlap", changes["max_overlap"], 0, 100)
+        overlap = changes.get("overlap", stage.overlap)
+        if 0 < changes["max_overlap"] < overlap:
+            raise ApplicationError(
+                f"At most {changes['max_overlap']} annotators per item is fewer than the "
+                f"{overlap} every item starts with: give 0 (= {overlap} + 2) or at least "
+                f"{overlap}.",
+                {"max_overlap": changes["max_overlap"]},
+            )
     return engine.stage_update(stage=stage, **changes)
 
 
