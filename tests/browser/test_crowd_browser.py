@@ -61,6 +61,15 @@ def test_a_prolific_participant_goes_from_the_study_url_to_the_completion_redire
         assert practice == current.startswith("Practice")
         seen.append(current)
         page.keyboard.press("1")
+        if practice:
+            # The practice answer's feedback (annotation/practice.py) holds the focus; Enter
+            # goes on.
+            page.wait_for_function(
+                "() => document.activeElement"
+                " && document.activeElement.closest('[data-practice-feedback]')"
+            )
+            assert page.locator(".item-head strong").count() == 0
+            page.keyboard.press("Enter")
         page.wait_for_function(
             "seen => !document.querySelector('.item-body')"
             " || document.querySelector('.item-body').innerText !== seen",

@@ -193,7 +193,7 @@ def test_a_practice_item_shows_its_feedback_before_moving_on(live_server, page):
     assert "Not quite" in text and "Your answer: 2" in text
     assert "the known answer: from 7 to 10" in text
     assert "The fall causes the shattering" in text
-    assert page.evaluate("document.activeElement.id") == "item-card"
+    assert page.evaluate("!!document.activeElement.closest('[data-practice-feedback]')")
     assert done_count(page) == 1
     assert Annotation.objects.get(item_stage__stage=setup.practice_stage).payload == {"value": 2}
     screenshot(page, "ratings-practice-feedback.png")
