@@ -59,14 +59,26 @@ def seed(*, users: dict[str, Any]) -> Study | None:
         for n, (a, b) in enumerate(PAIRS, start=1)
     ]
     rows += [
+        # Practice items carry their known answer and why: shown after the participant's
+        # answer (annotation/practice.py), never before.
         {
             "external_id": "practice-1",
-            "payload": _pair("The vase fell.", "It shattered."),
+            "payload": _pair(
+                "The vase fell.",
+                "It shattered.",
+                gold={"label": "causal"},
+                explanation="The fall is what broke the vase: A causes B.",
+            ),
             "purpose": "practice",
         },
         {
             "external_id": "practice-2",
-            "payload": _pair("He woke up.", "He had breakfast."),
+            "payload": _pair(
+                "He woke up.",
+                "He had breakfast.",
+                gold={"label": "temporal"},
+                explanation="Waking up comes first but does not make him eat: A only precedes B.",
+            ),
             "purpose": "practice",
         },
         {
