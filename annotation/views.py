@@ -442,12 +442,13 @@ def _item_response(
         # The answered practice item, shown as the item screen shows it, with its feedback.
         practiced = practice[0].item_stage.item
         context.update(kind.context(item=practiced, stage=stage, config=stage.config))
-        context.update(
-            practice=practice[1],
-            item=practiced,
-            ready=False,
-            display=selectors.item_display(practiced, stage) if not kind.display_template else None,
-        )
+        display = None
+        if kind.display_template is None:
+            display = selectors.item_display(practiced, stage)
+        elif not kind.display_template:
+            # The kind's form shows the item (ratings): its text, without the form's own fields.
+            display = {**selectors.item_display(practiced, stage), "rest": []}
+        context.update(practice=practice[1], item=practiced, ready=False, display=display)
     elif item is not None:
         context.update(kind.context(item=item, stage=stage, config=stage.config))
     elif not context["ready"] and not gone and first is None:
