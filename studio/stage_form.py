@@ -28,6 +28,7 @@ from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
 from annotation.forms import parse_bool
+from annotation.policies import kind_policies
 from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
@@ -255,7 +256,7 @@ def stage_view(
     errors = dict(errors or {})
     names = {other.slug: other.name for other in stages}
     kind = kinds.get(stage.kind)
-    allowed = [key for key in (kind.policies if kind else ()) if key in policies]
+    allowed = [key for key in (kind_policies(kind) if kind else ()) if key in policies]
     if stage.resolution_policy not in allowed:
         allowed.append(stage.resolution_policy)
 
@@ -299,6 +300,7 @@ def stage_view(
         "name": get("name", stage.name),
         "overlap": get("overlap", str(stage.overlap)),
         "lease_seconds": get("lease_seconds", str(stage.lease_seconds)),
+        "gold_every": get("gold_every", str(stage.gold_every)),
         "is_active": parse_bool(get("is_active", "1" if stage.is_active else "0")),
         "tie_policy": get("tie_policy", stage.tie_policy),
         "tie_default": get("tie_default", shown_value(stage.tie_default)),
@@ -313,6 +315,10 @@ def stage_view(
         # The stored rules in words (the JSON below edits them): who may take an item.
         "who": describe_rules(stage.eligibility),
         "errors": errors,
+        # The spot-check share, a field of its own (stored in the config).
+        "spot_check_rate": get(
+            "spot_check_rate", shown_value((stage.config or {}).get("spot_check_rate"))
+        ),
     }
     view.update(adaptive_view(stage, get))
     return view

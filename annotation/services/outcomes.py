@@ -86,7 +86,7 @@ def _ballots(item_stage: ItemStage, stage: Stage, kind: Any) -> tuple[list[Ballo
             continue
         who = annotator_id if annotator_id is not None else f"external:{external}"
         number = numbers.setdefault(who, len(numbers) + 1)
-        ballots.append(Ballot(kind.vote(payload), payload, phase, number))
+        ballots.append(Ballot(kind.vote(payload), payload, phase, number, rater=who))
     return ballots, left_out
 
 
@@ -102,6 +102,7 @@ def _policy_settings(
         options=stage.policy_options or {},
         last_phase=len(phases) - 1,
         item_payload=item_stage.item.payload,
+        stage_id=stage.pk,
     )
 
 
