@@ -191,6 +191,8 @@ def test_a_causalt5k_study_day_in_the_browser_alone(live_server, browser, tmp_pa
     def review(page):
         shown = case_id(page)
         if shown == MINOR:
+            # The sample's trap_type column is the trap the reviewer may call mislabelled.
+            expect(page.locator("#item-card [data-field=trap]")).to_contain_text("W1")
             shot(page, "ct5k-review", width)
             break_case(
                 page,
