@@ -44,8 +44,9 @@ def release_case(payload: dict, **extra) -> dict:
 
 
 def kept_cases(context: LayoutContext):
-    """The cases the quality gate kept, with the composite mean it decided on and their
-    confirmed pressure variants (release_case: no identities)."""
+    """The cases the quality gate kept, with the composite mean it decided on (None for a case
+    an admin kept by hand: its decision is ``keep``, not a number) and their confirmed pressure
+    variants (release_case: no identities)."""
     from annotation.models import Resolution
     from review.causalt5k.pipeline import is_case
     from review.causalt5k.pressure import confirmed_variants
@@ -64,7 +65,10 @@ def kept_cases(context: LayoutContext):
         if row["external_id"] not in composites:
             continue
         payload = {k: v for k, v in row["payload"].items() if k != "pressure_variants"}
-        extra = {"revision": row["version"], "composite": composites[row["external_id"]]}
+        composite = composites[row["external_id"]]
+        if isinstance(composite, bool) or not isinstance(composite, int | float):
+            composite = None  # kept by hand on the item page ("keep"): no mean was computed
+        extra = {"revision": row["version"], "composite": composite}
         if row["external_id"] in variants:
             extra["pressure_variants"] = variants[row["external_id"]]
         yield release_case(payload, **extra)

@@ -45,7 +45,8 @@ def case_item_mapper(
     the field and the value. The payload also names the case (``case_id``, the row's id) and
     its ``tier`` (from ``pearl_level``), as a release's canonical cases do: the review screens
     and the blind answer stage read them; a ``domain`` a rule knows ("Medicine", "D4 (Medicine
-    & Health)") becomes its D-code with ``domain_name``, which the release layout files by."""
+    & Health)") becomes its D-code with ``domain_name``, which the release layout files by; a
+    ``trap_type`` gives the ``trap`` (or ``trap_family``) the review screens show and edit."""
     trap = clean.get("trap")
     if trap is not None and not isinstance(trap, dict | list):
         text = str(trap).strip()
@@ -71,6 +72,14 @@ def case_item_mapper(
     if code is not None:
         payload["domain"] = code
         payload.setdefault("domain_name", vocab.DOMAINS[code][0])
+    # The sample's ``trap_type`` column (a code or a name the schema checked) is the canonical
+    # case's ``trap`` (W/S) or ``trap_family`` (F1–F8), which the review screens show and edit.
+    if payload.get("trap") in (None, "") and payload.get("trap_type"):
+        trap_code, family = vocab.trap_code(payload["trap_type"])
+        if trap_code is not None:
+            payload["trap"] = trap_code
+        elif family is not None:
+            payload.setdefault("trap_family", family)
     return ItemFields(
         payload=payload, group=fields.group, purpose=fields.purpose, source=fields.source
     )

@@ -191,6 +191,8 @@ def test_a_causalt5k_study_day_in_the_browser_alone(live_server, browser, tmp_pa
     def review(page):
         shown = case_id(page)
         if shown == MINOR:
+            # The sample's trap_type column is the trap the reviewer may call mislabelled.
+            expect(page.locator("#item-card [data-field=trap]")).to_contain_text("W1")
             shot(page, "ct5k-review", width)
             break_case(
                 page,
@@ -263,7 +265,8 @@ def test_a_causalt5k_study_day_in_the_browser_alone(live_server, browser, tmp_pa
     assert {case["revision"] for case in medicine_l2} == {1, 2}
     (twin,) = json.loads(release_file(archive, "D4/D4_L1.json"))
     assert twin["case_id"] == kept_twin and "author" not in twin
-    print("TWIN-COMPOSITE", repr(twin.get("composite")))
+    assert twin["composite"] is None  # kept by hand: no mean, not the word "keep"
+    assert {case["composite"] for case in medicine_l2} == {10.0}
     lines = release_file(archive, "causalt5k_cases.jsonl").decode().splitlines()
     assert len(lines) == 3
     assert not [n for n in archive.namelist() if n.endswith("unassigned.json")]

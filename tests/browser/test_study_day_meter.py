@@ -166,11 +166,11 @@ def rescue_stranded(page, base: str, slug: str, external_id: str, value: str, wi
     page.goto(base + reverse("studio:setup", args=[slug]))
     warning = page.locator("#stranded")
     expect(warning).to_contain_text("needs more people than can still take it")
-    shot(page, "setup-stranded", width)
+    shot(page, f"{slug}-setup-stranded", width)
     warning.get_by_role("link", name=external_id).click()
     expect(page).to_have_url(re.compile(rf"/projects/{slug}/items/\d+/$"))
     expect(page.locator("main")).to_contain_text("Stuck: needs 1 more answer")
-    shot(page, "item-stuck", width)
+    shot(page, f"{slug}-item-stuck", width)
     page.locator("summary", has_text="Resolve by hand").click()
     field = page.locator("#resolve-value")
     if field.evaluate("element => element.tagName") == "SELECT":
@@ -183,7 +183,7 @@ def rescue_stranded(page, base: str, slug: str, external_id: str, value: str, wi
     expect(page).to_have_url(re.compile(r"#history$"))
     expect(page.locator("#history")).to_contain_text("Resolved by hand")
     expect(page.locator("main")).not_to_contain_text("Stuck")
-    shot(page, "item-rescued", width)
+    shot(page, f"{slug}-item-rescued", width)
 
 
 def data_manager(
@@ -212,7 +212,7 @@ def data_manager(
     jsonl_rows = [json.loads(line) for line in lines if line.strip()]
     if width < 500:
         assert page.evaluate(PAGE_OVERFLOW) <= 0  # the page does not widen on a phone
-    shot(page, "data-manager", width)
+    shot(page, f"{slug}-data-manager", width)
     return listed, csv_rows, jsonl_rows
 
 
@@ -223,11 +223,11 @@ def publish_release(page, base: str, slug: str, tmp_path: Path, width: int) -> z
     page.fill("#id_notes", "First day.")
     page.click("button:has-text('Review v1 before publishing')")
     expect(page.locator("h1")).to_contain_text("Publish v1?")
-    shot(page, "publish-confirm", width)
+    shot(page, f"{slug}-publish-confirm", width)
     page.get_by_role("button", name="Publish v1").click()
     expect(page).to_have_url(re.compile(r"/releases/v1/$"))
     expect(page.locator(".badge.ok")).to_have_text("Published", timeout=60_000)
-    shot(page, "release", width)
+    shot(page, f"{slug}-release", width)
     with page.expect_download() as download:
         page.get_by_role("link", name="Download zip").click()
     path = tmp_path / "release.zip"

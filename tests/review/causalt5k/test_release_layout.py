@@ -115,3 +115,25 @@ def test_the_release_has_one_file_per_domain_and_level_with_pressure_variants_pa
     # Every kept case sits in exactly one domain × level file.
     shards = [n for n in names if n.startswith("D") and n.endswith(".json")]
     assert sum(len(json.loads(read(n))) for n in shards) == 3
+
+
+def test_a_case_kept_by_hand_is_released_without_a_composite(
+    settings, tmp_path, django_capture_on_commit_callbacks
+):
+    """A stranded case resolved by hand on the item page (decision ``keep``) is released in its
+    D{n} file with ``composite`` null, never the word ``keep`` in a number's place."""
+    from annotation.api import items_act
+    from annotation.models import Role
+
+    project, stages = to_scoring(["T2-S1-MED-001"])
+    scorer = make_member(project, username="scorer")
+    admin = make_member(project, Role.ADMIN, username="boss")
+    drive(stages["score"], [scorer], lambda i, item, phase: scores(10, 10, 9, 9))
+    item = Item.objects.get(project=project, external_id="T2-S1-MED-001")
+    report = items_act(
+        project, [item.pk], "resolve", by=admin, reason="One careful score.", value="keep"
+    )
+    assert not report.refused, report.refused
+    _, archive, prefix = publish(project, settings, tmp_path, django_capture_on_commit_callbacks)
+    (case,) = json.loads(archive.read(f"{prefix}/D4/D4_L2.json"))
+    assert case["case_id"] == "T2-S1-MED-001" and case["composite"] is None

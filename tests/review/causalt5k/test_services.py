@@ -80,3 +80,25 @@ def test_a_domain_name_becomes_its_d_code_as_the_release_layout_files_cases_by_i
     assert stored["T2-W7-XXX-003"]["domain"] == "Business"  # two domains could be meant
     assert "domain_name" not in stored["T2-W7-XXX-003"]
     assert "domain" not in stored["T2-W7-XXX-004"] or not stored["T2-W7-XXX-004"]["domain"]
+
+
+def test_the_samples_trap_type_column_gives_the_trap_the_review_screens_show():
+    """A case imported with the sample's ``trap_type`` column has its ``trap`` (W/S code) or,
+    for an L3 family, its ``trap_family``: without them the reviewer saw no trap to attack."""
+    project = causalt5k_project_create(slug="ct5k-traps", name="CT5k", seed=5)
+    batch = upload(
+        project,
+        case("T2-W7-MED-001", trap_type="W7"),
+        case("T2-W7-MED-002", trap_type="Confounding"),
+        case("T3-F3-MED-003", pearl_level="L3", label="VALID", trap_type="F3"),
+        case("T2-X-MED-004", trap_type="none"),
+        case("T2-X-MED-005", trap="S1", trap_type="W7"),
+    )
+    assert batch.status == ImportBatch.Status.SUCCEEDED, batch.errors
+    stored = dict(Item.objects.filter(project=project).values_list("external_id", "payload"))
+    assert stored["T2-W7-MED-001"]["trap"] == "W7"
+    assert stored["T2-W7-MED-002"]["trap"] == "W7"
+    assert stored["T3-F3-MED-003"]["trap_family"] == "F3"
+    assert not stored["T3-F3-MED-003"].get("trap")
+    assert not stored["T2-X-MED-004"].get("trap")
+    assert stored["T2-X-MED-005"]["trap"] == "S1"  # a trap given as such wins
