@@ -36,14 +36,12 @@ def stage_aggregation_due(*, stage: Stage, n_items: int) -> bool:
         return False
     if n_items < MIN_ITEMS:
         return False
-    last = (
-        AggregationFit.objects.filter(stage=stage).values_list("n_items", flat=True).first()
-    )
+    last = AggregationFit.objects.filter(stage=stage).values_list("n_items", flat=True).first()
     return last is None or n_items >= max(last + REFIT_ITEMS, last * REFIT_GROWTH)
 
 
 def stage_aggregation_fit(
-    *, stage_id: int, force: bool = True, replicates: int = BOOTSTRAP_REPLICATES
+    *, stage_id: int, force: bool = True, replicates: int | None = None
 ) -> list[AggregationFit]:
     """Fit every model of ``estimators.MODELS`` to the stage's completed items' votes (the
     agreement figures' votes: agreement.votes.stage_votes) and store each fit with every item
@@ -69,6 +67,7 @@ def stage_aggregation_fit(
         return []
     if not force and not stage_aggregation_due(stage=stage, n_items=len(np.unique(items))):
         return []
+    replicates = replicates or BOOTSTRAP_REPLICATES
     k = len(categories)
     majority_items, majority = estimators.majority_labels(items, labels, n_categories=k)
     majority_of = dict(zip(majority_items.tolist(), majority.tolist(), strict=True))
