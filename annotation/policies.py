@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from annotation import adaptive
 from annotation.errors import ApplicationError
 from annotation.resolution import TIE_POLICIES, Decision, decide, validate_policy
 
@@ -146,9 +147,13 @@ class _ValuePolicy(Policy):
             required=settings.required,
             accept_threshold=settings.options.get("accept_threshold"),
         )
-        refuse_unknown_options(
-            self.key, settings.options, ("accept_threshold",) if self.key == "mean" else ()
-        )
+        taken: tuple[str, ...] = ("accept_threshold",) if self.key == "mean" else ()
+        if self.has_ties:
+            # Adaptive overlap (annotation/adaptive.py): one more annotator while the decision's
+            # confidence is below the option "confidence".
+            taken = adaptive.OPTIONS
+            adaptive.validate_options(settings.options)
+        refuse_unknown_options(self.key, settings.options, taken)
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         return decide(
