@@ -86,7 +86,8 @@ def test_the_reliability_figure_and_the_differences_csv(study):
     assert b"<svg" in figure.content
     table = client.get(url(study, "agreement:csv", TABLE))
     assert table.status_code == 200
-    rows = list(csv.reader(io.StringIO(table.content.decode())))
+    text = b"".join(table.streaming_content).decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["model", "item", "plurality", "model decision", "posterior"]
     assert any(row[0] == "Dawid–Skene" for row in rows[1:])
 
