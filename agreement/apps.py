@@ -12,6 +12,7 @@ class AgreementConfig(AppConfig):
 
     def ready(self) -> None:
         from agreement import headlines, sections, services
+        from agreement.aggregation import demo as aggregation_demo
         from agreement.aggregation import policies as aggregation_policies
         from agreement.aggregation import section as aggregation_section
         from annotation.access import ADJUDICATE, MONITOR
@@ -37,5 +38,6 @@ class AgreementConfig(AppConfig):
                 # Annotator models (agreement/aggregation): their policies and page section.
                 policies=aggregation_policies.MODEL_POLICIES,
                 stage_sections=[aggregation_section.stage_section()],
+                demo=aggregation_demo.demo_seed,
             )
         )

@@ -41,7 +41,7 @@ def stage_aggregation_due(*, stage: Stage, n_items: int) -> bool:
 
 
 def stage_aggregation_fit(
-    *, stage_id: int, force: bool = True, replicates: int = BOOTSTRAP_REPLICATES
+    *, stage_id: int, force: bool = True, replicates: int | None = None
 ) -> list[AggregationFit]:
     """Fit every model of ``estimators.MODELS`` to the stage's completed items' votes (the
     agreement figures' votes: agreement.votes.stage_votes) and store each fit with every item
@@ -67,6 +67,7 @@ def stage_aggregation_fit(
         return []
     if not force and not stage_aggregation_due(stage=stage, n_items=len(np.unique(items))):
         return []
+    replicates = replicates or BOOTSTRAP_REPLICATES
     k = len(categories)
     majority_items, majority = estimators.majority_labels(items, labels, n_categories=k)
     majority_of = dict(zip(majority_items.tolist(), majority.tolist(), strict=True))
