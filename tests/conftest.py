@@ -86,6 +86,9 @@ def _test_database_url() -> str:
     return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
 
 
+WORKER_READY_SECONDS = 90
+
+
 class Workers:
     """Starts and kills real Celery worker processes (solo pool) on the test database and the
     Redis broker; `extra_env` goes to every worker (e.g. shorter agreement refresh delays)."""
@@ -116,13 +119,17 @@ class Workers:
         )
         self.processes.append(process)
         destination = [name.replace("%h", socket.gethostname())]
-        deadline = time.monotonic() + 30
+        # A readiness wait, not a timing: a worker imports Django and the scientific stack in
+        # about 7 s on a quiet machine, several times that on a loaded one.
+        deadline = time.monotonic() + WORKER_READY_SECONDS
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError("the Celery worker exited during start-up")
             if app.control.ping(destination=destination, timeout=0.5):
                 return process
-        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
+        raise RuntimeError(
+            f"the Celery worker did not answer a ping within {WORKER_READY_SECONDS} s"
+        )
 
     def kill(self, process: subprocess.Popen) -> None:
         process.send_signal(signal.SIGKILL)
