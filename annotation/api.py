@@ -185,3 +185,9 @@ __all__ = [
     "gold_matches",
     "gold_promote",
 ]
+
+# A wave of leases and submits in one transaction, for callers whose answers are ready before
+# they lease (machine raters; annotation/services/batch.py states the contract).
+from annotation.services.batch import Wave, WaveAnswer, annotations_submit_wave  # noqa: E402
+
+__all__ += ["Wave", "WaveAnswer", "annotations_submit_wave"]

@@ -14,15 +14,21 @@ from annotation.models import Project, Role, Stage
 BROWSE_ROLES = (Role.ADMIN, Role.RESEARCHER, Role.REVIEWER)
 
 
-def access_project_setup(user: User | AnonymousUser, slug: str) -> ProjectAccess:
+def access_project_setup(
+    user: User | AnonymousUser, slug: str, *, while_archived: bool = False
+) -> ProjectAccess:
     """The project ``slug`` for its setup pages, with the user's roles in it: its admins only
-    (404 / 403 as ``annotation.access.access_project``)."""
-    return access_project(user, slug, MANAGE)
+    (404 / 403 as ``annotation.access.access_project``, and its refusal of changes to an
+    archived project unless ``while_archived``: restoring or cloning it)."""
+    return access_project(user, slug, MANAGE, while_archived=while_archived)
 
 
-def access_project_items(user: User | AnonymousUser, slug: str) -> ProjectAccess:
-    """The project ``slug`` for its item browser (``BROWSE_ROLES``), with the user's roles."""
-    return access_project(user, slug, BROWSE_ROLES)
+def access_project_items(
+    user: User | AnonymousUser, slug: str, *, while_archived: bool = False
+) -> ProjectAccess:
+    """The project ``slug`` for its item browser (``BROWSE_ROLES``), with the user's roles
+    (``while_archived``: a change that is the viewer's own, such as their columns)."""
+    return access_project(user, slug, BROWSE_ROLES, while_archived=while_archived)
 
 
 def access_setup_stage(project: Project, stage_id: int) -> Stage:

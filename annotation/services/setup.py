@@ -36,7 +36,7 @@ from annotation.models import (
     Stage,
 )
 from annotation.phases import first_slots, validate_phases
-from annotation.policies import PolicySettings, check_settings, get_policy
+from annotation.policies import PolicySettings, check_settings, get_policy, kind_policies
 from annotation.routing import validate_routes
 from annotation.services.leases import _release_assignments
 from annotation.slots import EVERYONE
@@ -317,10 +317,10 @@ def stage_settings_clean(
     clean: dict[str, Any] = {}
     clean["config"] = task_kind.validate_config(settings.get("config") or {})
     policy_key = settings.get("resolution_policy") or task_kind.default_policy
-    if policy_key not in task_kind.policies:
+    if policy_key not in kind_policies(task_kind):
         raise ApplicationError(
             f"The {kind} kind does not support the {policy_key!r} resolution policy.",
-            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
+            {"resolution_policy": f"one of {', '.join(kind_policies(task_kind))}"},
         )
     clean["resolution_policy"] = policy_key
     clean["tie_policy"] = settings.get("tie_policy") or Stage.TiePolicy.ADJUDICATE

@@ -22,7 +22,7 @@ from typing import Any, cast
 from annotation.api import GOLD_FIELD
 from annotation.models import Item, Project
 from imports.core import FieldSpec, RowError, RowSchema, schema_for_kind
-from imports.core.schema import cell_text
+from imports.core.schema import cell_text, field_cell_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +188,21 @@ def sample_rows(project: Project) -> tuple[list[str], list[list[str]]]:
     it documents), or — for the generic schema — the id and the fields the stages show."""
     schema = schema_for_kind(project.kind)
     rows = schema.sample_rows(2)
-    columns = [spec.name for spec in schema.fields]
+    specs = {spec.name: spec for spec in schema.fields if spec.name in rows[0]}
+    columns = list(specs)
     if schema.name == "generic":
         shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
         for number, row in enumerate(rows, start=1):
             for name in shown:
                 row[name] = f"Example {name.replace('_', ' ')} {number}."
         columns += shown
-    return columns, [[cell_text(row[name]) for name in columns] for row in rows]
+    return columns, [
+        [
+            field_cell_text(specs[name], row[name]) if name in specs else cell_text(row[name])
+            for name in columns
+        ]
+        for row in rows
+    ]
 
 
 def item_mapper(project: Project, layout: str) -> ItemMapper:
