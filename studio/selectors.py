@@ -121,7 +121,8 @@ def item_history(
     event authors and no gold field."""
     named = sees_annotators(roles)
     item = Item.objects.filter(project=project, pk=item_id).first()
-    if item is None:
+    if item is None or (not named and item.purpose == Item.Purpose.GOLD):
+        # a silent gold item (annotation/gold.py) answers as an unknown one to reviewers
         raise NotFound("There is no such item in this project.")
     item_stages = list(
         ItemStage.objects.filter(item=item).select_related("stage").order_by("stage__position")

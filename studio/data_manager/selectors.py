@@ -115,8 +115,11 @@ def items_matching(
     """The project's items that ``query``'s filters select (unordered; every filter optional):
     a text in the id or anywhere in the content, the item status, import batch and tag, and
     an item stage (in ``stage`` when given) meeting every stage-level filter at once: its
-    state, its final decision, its votes not unanimous, an answer by ``annotator``."""
+    state, its final decision, its votes not unanimous, an answer by ``annotator``. Viewers who
+    do not see names (``named`` false: reviewers) do not see silent gold items either."""
     items = Item.objects.filter(project=project)
+    if not named:  # silent gold items (annotation/gold.py) only for the roles that see gold
+        items = items.exclude(purpose=Item.Purpose.GOLD)
     if query.q:
         items = items.annotate(content=Cast("payload", TextField())).filter(
             Q(external_id__icontains=query.q) | Q(content__icontains=query.q)

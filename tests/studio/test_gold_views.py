@@ -115,3 +115,21 @@ def test_a_researcher_confirms_unanimous_decisions_as_gold(client, decided):
             assignment_id=held.pk, annotator=newcomer, payload={"value": "keep"}
         )
     assert seen[0] == Item.Purpose.REGULAR and seen.count(Item.Purpose.GOLD) == 2
+
+
+def test_reviewers_never_meet_a_gold_item_in_the_item_browser(client, decided):
+    project, stage, items, _, staff = decided
+    services.items_create(
+        project=project,
+        rows=[
+            {"external_id": "q-77", "payload": {"text": "Q.", "gold": "keep"}, "purpose": "gold"}
+        ],
+    )
+    gold = Item.objects.get(external_id="q-77")
+    for role, sees in ((Role.RESEARCHER, True), (Role.REVIEWER, False)):
+        client.logout()
+        assert client.login(username=staff[role].get_username(), password=PASSWORD)
+        listed = client.get(reverse("studio:items", args=[project.slug])).content.decode()
+        assert ("q-77" in listed) is sees
+        page = client.get(reverse("studio:item", args=[project.slug, gold.pk]))
+        assert page.status_code == (200 if sees else 404)
