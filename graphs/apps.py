@@ -36,9 +36,11 @@ class GraphsConfig(AppConfig):
                         "intervention or counterfactual expectations (numbers), answered by "
                         "people and scored like the paper scores models.",
                         create=services.carlgt_project_create,
+                        import_pages=(("questions", "graphs:import"),),
                     )
                 ],
-                # A CARL-GT question with its answer (carlgt.py), an edge-list row (dsep.py).
+                # A CARL-GT question with its answer (carlgt.py: the benchmark's line pairs and the
+                # Import page's rows), an edge-list row (dsep.py).
                 import_schemas={**carlgt.SCHEMAS, dsep.EDGE_SCHEMA.name: dsep.EDGE_SCHEMA},
                 release_layouts={services.WORKFLOW: carlgt_layout},
                 release_scorers={services.WORKFLOW: CarlGTScorer()},

@@ -164,7 +164,87 @@ def _line_schema(name: str, parse: Any, expected: str) -> RowSchema:
 #: them (``Record.external_id`` adds the task and graph).
 YES_NO_SCHEMA = _line_schema("graphs.carlgt_yes_no", _yes_no, "yes or no")
 NUMBER_SCHEMA = _line_schema("graphs.carlgt_number", _number, "a number")
-SCHEMAS = {schema.name: schema for schema in (YES_NO_SCHEMA, NUMBER_SCHEMA)}
+
+
+def _question_answer(clean: Any) -> list[tuple[str | None, str]]:
+    """The record check of ``QUESTION_SCHEMA``: the answer a question's task takes."""
+    task, raw = clean["task"], clean["answer"]
+    if task in NUMBER_TASKS:
+        if _number(str(raw)) is None:
+            return [("answer", f"a {TASKS[task]} question is answered with a number, not {raw!r}")]
+    elif _yes_no(str(raw)) is None:
+        return [("answer", f"a {TASKS[task]} question is answered yes or no, not {raw!r}")]
+    return []
+
+
+#: One question per row, with its answer: the browser's import of CARL-GT questions
+#: (``graphs.services.carlgt_file_import``), a CSV or JSON Lines file of the rows the
+#: benchmark's line-aligned files hold (``read_carlgt``). Registered by ``graphs.apps``; the
+#: Import page's column table and sample file come from its fields' examples.
+QUESTION_SCHEMA = RowSchema(
+    name="graphs.carlgt_question",
+    description="One CARL-GT question a row, with its task, graph and known answer.",
+    derived_id="row",
+    extra_fields="reject",
+    fields=(
+        FieldSpec(
+            "task",
+            "choice",
+            required=True,
+            choices=tuple(TASKS),
+            help="d-separation, independence and direction take yes / no; the others a number.",
+            example=("d_separation", "intervention"),
+        ),
+        FieldSpec(
+            "graph_id",
+            "int",
+            required=True,
+            min=0,
+            help=f"The graph's number: below {SMALL_GRAPH_MIN_ID} large, from it small.",
+            example=(1, SMALL_GRAPH_MIN_ID),
+        ),
+        FieldSpec(
+            "question",
+            required=True,
+            max_length=20_000,
+            help="The question as annotators read it.",
+            example=(
+                "Are V1 and V4 d-separated given V2?",
+                "What is the expected value of V3 if V1 is set to 1?",
+            ),
+        ),
+        FieldSpec(
+            "answer",
+            required=True,
+            help="yes / no, or a number (never shown to annotators).",
+            allowed=("yes", "no", "a number"),
+            example=("yes", "2.5"),
+        ),
+        FieldSpec(
+            "line",
+            "int",
+            min=1,
+            help="Its line in the benchmark's questions file (the question's id); the row's "
+            "number when empty.",
+            example=None,
+        ),
+    ),
+    record_checks=(_question_answer,),
+)
+
+
+SCHEMAS = {schema.name: schema for schema in (YES_NO_SCHEMA, NUMBER_SCHEMA, QUESTION_SCHEMA)}
+
+
+def question_record(clean: Any, *, file: str, row: int) -> Record:
+    """A ``QUESTION_SCHEMA`` row (checked) as a Record: the benchmark's reader's unit."""
+    task = clean["task"]
+    raw = str(clean["answer"])
+    answer = _number(raw) if task in NUMBER_TASKS else _yes_no(raw)
+    assert answer is not None  # checked by _question_answer
+    return Record(
+        task, clean["graph_id"], file, clean.get("line") or row, clean["question"].strip(), answer
+    )
 
 
 def _pair(

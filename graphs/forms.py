@@ -72,3 +72,30 @@ class QuestionFilterForm(forms.Form):
 
         task = self.cleaned_data.get("task") if self.is_valid() else ""
         return task if task in TASK_FILTERS else "all"
+
+
+#: The largest questions file the Import page takes (CARL-GT's whole question set is ~2 MiB).
+MAX_QUESTIONS_FILE_BYTES = 32 << 20
+
+
+class QuestionsImportForm(forms.Form):
+    """The Import page's upload: ``file``, a CSV, JSON Lines or JSON file of questions
+    (``graphs.carlgt.QUESTION_SCHEMA``) of at most ``MAX_QUESTIONS_FILE_BYTES``."""
+
+    file = forms.FileField(
+        required=False,
+        error_messages={"invalid": "Choose a questions file (CSV, JSON Lines or JSON)."},
+    )
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data.get("file")
+        if upload is None:
+            raise forms.ValidationError(
+                "Choose a questions file (CSV, JSON Lines or JSON).", code="required"
+            )
+        if upload.size > MAX_QUESTIONS_FILE_BYTES:
+            raise forms.ValidationError(
+                f"A questions file is at most {MAX_QUESTIONS_FILE_BYTES >> 20} MiB.",
+                code=upload.name,
+            )
+        return upload

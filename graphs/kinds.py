@@ -48,6 +48,15 @@ class GraphQuestionKind(TaskKind):
             )
         return derived
 
+    def choices(self, context: KindContext) -> list[Any] | None:
+        """``yes`` / ``no`` for a yes-or-no question, None (any number) for the others or
+        without an item: what a hand decision on the item page offers (studio/item_views.py)
+        and a model's answer schema allows."""
+        item = context.item
+        if item is None or item.payload.get("answer_type", "yes_no") == "number":
+            return None
+        return ["yes", "no"]
+
     def parse_form(self, data: Mapping[str, Any]) -> dict[str, Any]:
         return {"value": (data.get("value") or "").strip()}
 

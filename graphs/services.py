@@ -122,6 +122,73 @@ def carlgt_import(*, project: Project, directory: str | Path) -> ImportReport:
     return report
 
 
+#: Problems listed for a refused question file (the rest are counted).
+PROBLEMS_SHOWN = 200
+
+
+def carlgt_file_import(*, project: Project, fileobj: Any, filename: str) -> ImportReport:
+    """A file of CARL-GT questions (CSV, JSON Lines or a JSON array; one ``QUESTION_SCHEMA``
+    row each, read by the import core) as items through the benchmark import's own rows
+    (``carlgt_rows``), or — on any problem (a task outside the benchmark's five, an answer of
+    the wrong kind for its task, a missing field, an unknown column, a question already
+    imported or given twice) — nothing, with every problem as ``file:line: field: what to
+    fix``."""
+    from graphs.carlgt import QUESTION_SCHEMA, Problem, question_record
+    from imports.core.readers import ImportFileError, RecordReader
+
+    _check_project(project)
+    reading = Reading()
+    rows: list[int] = []  # the file's line of each record
+    try:
+        reader = RecordReader(fileobj, filename=filename)
+        for raw in reader:
+            if raw.error is not None:
+                reading.problems.append(Problem(filename, raw.line, raw.error.message))
+                continue
+            clean, errors = QUESTION_SCHEMA.validate_row(
+                raw.data, raw.line, index=raw.index, text_values=raw.text_values
+            )
+            if clean is None:
+                reading.problems.extend(
+                    Problem(filename, raw.line, f"{error.field}: {error.message}")
+                    if error.field and f'"{error.field}"' not in error.message
+                    else Problem(filename, raw.line, error.message)
+                    for error in errors
+                )
+                continue
+            reading.records.append(question_record(clean, file=filename, row=raw.line))
+            rows.append(raw.line)
+    except (ValueError, ImportFileError) as refused:
+        message = refused.error.message if isinstance(refused, ImportFileError) else str(refused)
+        return ImportReport(problems=[f"{filename}: {message}"])
+    seen: dict[str, int] = {}
+    for record, row in zip(reading.records, rows, strict=True):
+        if record.external_id in seen:
+            reading.problems.append(
+                Problem(
+                    filename,
+                    row,
+                    f"line: question {record.external_id} is also on line "
+                    f"{seen[record.external_id]}; give each its own line number",
+                )
+            )
+        seen.setdefault(record.external_id, row)
+    if not reading.records and not reading.problems:
+        reading.problems.append(Problem(filename, None, "no questions in the file"))
+    report = ImportReport(counts=reading.counts())
+    if not reading.ok:
+        report.problems = [str(problem) for problem in reading.problems[:PROBLEMS_SHOWN]]
+        return report
+    try:
+        with transaction.atomic():
+            items = engine.items_create(project=project, rows=carlgt_rows(reading))
+    except ApplicationError as error:
+        report.problems = [error.message]
+        return report
+    report.created = len(items)
+    return report
+
+
 def generated_id(graph_name: str, number: int) -> str:
     """The external id of the ``number``-th question generated on a graph."""
     return f"gen-{graph_name}-{number}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
@@ -18,7 +18,7 @@ from annotation.navigation import project_tabs
 from annotation.web import page, page_of
 from graphs import plots, services
 from graphs.access import access_graphs_project
-from graphs.forms import DsepGenerateForm, QuestionFilterForm
+from graphs.forms import DsepGenerateForm, QuestionFilterForm, QuestionsImportForm
 from graphs.questions import TASK_FILTERS, question_detail, question_rows
 
 MAX_EDGE_LIST_BYTES = services.MAX_EDGE_LIST_BYTES
@@ -112,3 +112,36 @@ def question(request, slug: str, item_id: int):
         "graph_svg": graph_svg,
     }
     return render(request, "graphs/question_detail.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@page
+def import_page(request, slug: str):
+    """Import CARL-GT questions (admins): a refused file's problems at the top (file:line:
+    field: what to fix; nothing imported), the upload form, what a row needs (the column table
+    and sample files of ``graphs.carlgt.QUESTION_SCHEMA``) and the questions so far."""
+    access = access_graphs_project(request.user, slug, MANAGE)
+    project = access.project
+    context = {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "counts": services.question_counts(project),
+    }
+    if request.method == "GET":
+        return render(request, "graphs/import.html", context)
+    form = QuestionsImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        context.update(problems=[str(error) for error in form.errors.get("file", [])])
+        return render(request, "graphs/import.html", context, status=400)
+    upload = form.cleaned_data["file"]
+    report = services.carlgt_file_import(
+        project=project, fileobj=upload, filename=upload.name or "questions.csv"
+    )
+    if not report.ok:
+        context.update(problems=report.problems, filename=upload.name)
+        return render(request, "graphs/import.html", context, status=400)
+    messages.success(
+        request,
+        f"Imported {report.created} question{pluralize(report.created)} with their answers.",
+    )
+    return redirect("graphs:import", slug=project.slug)

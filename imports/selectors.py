@@ -3,6 +3,7 @@ first; these functions only read."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from annotation.models import Project
 from imports.core import RowError
+from imports.core.schema import SCHEMAS, RowSchema, field_cell_text
 from imports.models import ImportBatch
 
 
@@ -80,3 +82,26 @@ def import_batch_progress(batch: ImportBatch, *, now: datetime | None = None) ->
 
 def import_batch_errors(batch: ImportBatch) -> list[RowError]:
     return [RowError.from_dict(error) for error in batch.errors or []]
+
+
+# --- A registered schema's column table and sample file (the workflows' own import pages) -----
+
+
+def registered_schema(name: str) -> RowSchema | None:
+    """The schema a plug-in registered under ``name`` (``Plugin.import_schemas``), or None."""
+    return SCHEMAS.get(name)
+
+
+def schema_sample_table(schema: RowSchema) -> tuple[list[str], list[list[str]]]:
+    """Two sample rows of ``schema`` as CSV cells (``cell_text``): the columns are the fields
+    of the first row (fields whose example is None are left out)."""
+    rows = schema.sample_rows(2)
+    specs = [spec for spec in schema.fields if spec.name in rows[0]]
+    return [spec.name for spec in specs], [
+        [field_cell_text(spec, row.get(spec.name, "")) for spec in specs] for row in rows
+    ]
+
+
+def schema_sample_lines(schema: RowSchema) -> str:
+    """Two sample rows of ``schema`` as JSON Lines, each value with its own JSON type."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in schema.sample_rows(2))

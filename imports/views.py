@@ -7,6 +7,7 @@ hx-* sits beside a real link or form, so the pages work without JS.
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -44,7 +45,8 @@ def import_list(request, slug: str):
     form = {"duplicate_policy": "reject", "layout": "rows", "format": ""}
     if request.method == "POST":
         form.update({key: request.POST.get(key, "") for key in
-                     ("duplicate_policy", "layout", "format", "group_field", "purpose_field")})  # fmt: skip
+                     ("duplicate_policy", "layout", "format", "group_field", "purpose_field",
+                      "gold_field")})  # fmt: skip
         upload = request.FILES.get("file")
         try:
             if upload is None:
@@ -56,7 +58,8 @@ def import_list(request, slug: str):
                 filename=upload.name,
                 fmt=form["format"] or None,
                 options={key: form[key] for key in
-                         ("duplicate_policy", "layout", "group_field", "purpose_field")},
+                         ("duplicate_policy", "layout", "group_field", "purpose_field",
+                          "gold_field")},
             )  # fmt: skip
             batch = services.import_batch_start(batch=batch)
         except ApplicationError as problem:
@@ -117,3 +120,27 @@ def sample_file(request, slug: str):
     project = access_project(request.user, slug, MANAGE).project
     columns, rows = services.sample_rows(project)
     return csv_response(f"{project.slug}-sample.csv", columns, rows)
+
+
+SAMPLE_FORMATS = {"csv", "jsonl"}
+
+
+@require_GET
+@page
+def schema_sample(request, slug: str, schema: str, fmt: str):
+    """Two sample rows of a registered schema (a workflow's own import page offers it: ratings'
+    pairs and ratings, CARL-GT's questions, CausalNarratives' lines), as CSV through the
+    spreadsheet-safe CSV helper or as JSON Lines; they pass every check the schema declares."""
+    project = access_project(request.user, slug, MANAGE).project
+    found = selectors.registered_schema(schema)
+    if found is None or fmt not in SAMPLE_FORMATS:
+        raise NotFound(f"No sample file {schema}.{fmt}.")
+    filename = f"{project.slug}-{found.name.replace('.', '-')}-sample.{fmt}"
+    if fmt == "csv":
+        columns, rows = selectors.schema_sample_table(found)
+        return csv_response(filename, columns, rows)
+    response = HttpResponse(
+        selectors.schema_sample_lines(found), content_type="application/x-ndjson; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -217,15 +217,35 @@ NARRATIVE_SCHEMA = RowSchema(
     description="One narrative: a causal chain (nodes in causal order) or a graph with edges.",
     derived_id="row",
     extra_fields="ignore",
+    # Examples: a chain of three events (the sample file, imports.views); a graph's fields
+    # are left out of it (example=None: ``edges`` alone makes a line a graph).
     fields=(
         FieldSpec(
-            "nodes", "json", required=True, required_message='no "nodes"', help="Event names."
+            "nodes",
+            "json",
+            required=True,
+            required_message='no "nodes"',
+            help="Event names; a chain lists them in causal order.",
+            example=(
+                ["heavy_rain", "flooded_road", "missed_train"],
+                ["power_cut", "warm_freezer", "spoiled_food"],
+            ),
         ),
-        FieldSpec("sentences", "json", help="One sentence per edge (chains), at least one."),
-        FieldSpec("edges", "json", help="[cause, effect] pairs: the narrative is a graph."),
-        FieldSpec("id", max_length=80, help="A graph's id: letters, digits, . _ -."),
-        FieldSpec("direction", help="forward or reverse (graphs)."),
-        FieldSpec("source", help="A short word (graphs)."),
+        FieldSpec(
+            "sentences",
+            "json",
+            help="One sentence per edge (chains), at least one.",
+            example=(
+                ["Heavy rain flooded the road.", "The flooded road made her miss the train."],
+                ["A power cut warmed the freezer.", "The warm freezer spoiled the food."],
+            ),
+        ),
+        FieldSpec(
+            "edges", "json", help="[cause, effect] pairs: the narrative is a graph.", example=None
+        ),
+        FieldSpec("id", max_length=80, help="A graph's id: letters, digits, . _ -.", example=None),
+        FieldSpec("direction", help="A graph's sentence order.", allowed=DIRECTIONS, example=None),
+        FieldSpec("source", help="A short word (graphs).", example=None),
     ),
     record_checks=(_structure,),
 )

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.access import MANAGE, MONITOR, ProjectAccess
 from annotation.errors import ApplicationError
@@ -119,11 +119,21 @@ def _graph_svg(gold):
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @page
 def upload(request, slug: str):
+    """The import page (admins): what a line needs (NARRATIVE_SCHEMA's column table and a JSON
+    Lines sample), the upload form, and a refused file's problems (file, line, what to fix) at
+    the top with nothing imported."""
     access = access_narratives_project(request.user, slug, MANAGE)
     project = access.project
+    context = {
+        "project": project,
+        "project_tabs": project_tabs(project, access.roles),
+        "counts": services.item_counts(project),
+    }
+    if request.method == "GET":
+        return render(request, "narratives/import.html", context)
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError("Choose a narratives file (JSON Lines).", {"file": "required"})
@@ -135,11 +145,7 @@ def upload(request, slug: str):
         project=project, data=upload.read(), filename=upload.name or "upload.jsonl"
     )
     if not report.ok:
-        return render(
-            request,
-            "narratives/baseline.html",
-            _context(access, problems=report.problems[:100], filename=upload.name),
-            status=400,
-        )
+        context.update(problems=report.problems[:100], filename=upload.name)
+        return render(request, "narratives/import.html", context, status=400)
     messages.success(request, f"Imported {report.created} narrative{pluralize(report.created)}.")
     return redirect("narratives:baseline", slug=project.slug)

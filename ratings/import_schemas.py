@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from annotation.values import InvalidNumber
@@ -173,19 +174,52 @@ PAIRS_SCHEMA = RowSchema(
     description="ExpliCa-style sentence pairs; practice and attention-check rows are one item.",
     external_id_field="pair_id",
     extra_fields="keep",
+    # Examples: two regular pairs (the column table and the sample file, imports.views); the
+    # fields of practice and attention-check rows are left out of the sample (example=None).
     fields=(
-        PAIR_ID,
-        FieldSpec("sentence_a", required=True, required_message="missing sentence A"),
-        FieldSpec("sentence_b", required=True, required_message="missing sentence B"),
-        FieldSpec("subset"),
-        FieldSpec("origin"),
-        FieldSpec("flags", "json", check=_flat_flags, help="A list, or texts separated by ; or |."),
-        FieldSpec("purpose", check=_known_purpose, help="regular, practice or attention_check."),
-        FieldSpec("connective"),
-        FieldSpec("order", help="AB or BA (AB when empty)."),
-        FieldSpec("expected_min", "float"),
-        FieldSpec("expected_max", "float"),
-        FieldSpec("feedback"),
+        replace(PAIR_ID, example="pair"),
+        FieldSpec(
+            "sentence_a",
+            required=True,
+            required_message="missing sentence A",
+            example=("The road was icy.", "The shop closed early."),
+        ),
+        FieldSpec(
+            "sentence_b",
+            required=True,
+            required_message="missing sentence B",
+            example=("Several cars slid off it.", "Its owner was ill."),
+        ),
+        FieldSpec("subset", help="The relation the pair is expected to show.", example="causal"),
+        FieldSpec("origin", help="Where the pair comes from.", example="written for the study"),
+        FieldSpec(
+            "flags",
+            "json",
+            check=_flat_flags,
+            help="A list, or texts separated by ; or |.",
+            example=("", "socially challenging"),
+        ),
+        FieldSpec(
+            "purpose",
+            check=_known_purpose,
+            help="Empty means regular.",
+            allowed=PURPOSES,
+            example="regular",
+        ),
+        FieldSpec(
+            "connective",
+            help="Practice and attention-check rows: one of the project's connectives.",
+            example=None,
+        ),
+        FieldSpec(
+            "order",
+            help="Practice and attention-check rows (AB when empty).",
+            allowed=SENTENCE_ORDERS,
+            example=None,
+        ),
+        FieldSpec("expected_min", "float", help="On the project's scale.", example=None),
+        FieldSpec("expected_max", "float", help="On the project's scale.", example=None),
+        FieldSpec("feedback", help="Shown after a practice item.", example=None),
     ),
     record_checks=(_pair_rules,),
 )
@@ -292,13 +326,20 @@ RATINGS_SCHEMA = RowSchema(
     description="Historic ratings: one rating (with its rater) or a list of anonymous ratings.",
     derived_id="row",
     extra_fields="ignore",
+    # Examples: ratings of the pairs sample's first two items (``PAIRS_SCHEMA``'s examples).
     fields=(
-        PAIR_ID,
-        FieldSpec("order", help="AB or BA."),
-        FieldSpec("connective"),
-        FieldSpec("rating", "float"),
-        FieldSpec("ratings", "json", check=_ratings_list, help="A list, or \"['8', '9']\"."),
-        FieldSpec("rater"),
+        replace(PAIR_ID, help="A pair already imported.", example=("pair-001", "pair-002")),
+        FieldSpec("order", allowed=SENTENCE_ORDERS, example="AB"),
+        FieldSpec("connective", help="One of the project's connectives.", example="so"),
+        FieldSpec("rating", "float", help="On the project's scale.", example=(8, 3)),
+        FieldSpec(
+            "ratings",
+            "json",
+            check=_ratings_list,
+            help="Instead of rating: a list of anonymous ratings, or \"['8', '9']\".",
+            example=None,
+        ),
+        FieldSpec("rater", help="Who rated; never rates an item twice.", example=("r1", "r2")),
     ),
 )
 

@@ -462,6 +462,13 @@ FILLERS: dict[str, Filler] = {
     "table": _table,
     "name": lambda site, project, name: ["distributions", "means", "model_scatter"],
     "fmt": lambda site, project, name: ["csv", "jsonl"],
+    # A registered import schema's sample (imports:schema_sample): one per workflow page.
+    "schema": lambda site, project, name: [
+        "ratings.pairs",
+        "ratings.ratings",
+        "graphs.carlgt_question",
+        "narratives.narrative",
+    ],
     "assignment_id": lambda site, project, name: site.assignments,
     "annotation_id": lambda site, project, name: site.annotations,
 }

@@ -59,7 +59,8 @@ def participant_enter(
 ) -> tuple[Participant, bool]:
     """The participant behind ``entry`` (checked by crowd.entry.parse_entry): a known platform
     id resumes (``created`` False); a new one takes a free place. Refused (403) when the id is
-    on the study's exclusion list, Conflict (409) when the study is closed or full.
+    on the study's exclusion list, Conflict (409) when the study is closed or full or its
+    project archived.
 
     A resume without proof (resume_proven) goes on with new items only: the answers given so
     far are sealed (``answers_sealed_at``), never shown or changed again by any session
@@ -84,7 +85,8 @@ def participant_enter(
             known.answers_sealed_at = timezone.now()
             known.save(update_fields=["answers_sealed_at"])
         return known, False
-    if not locked.is_open:
+    # An archived project is read-only (annotation/access.py): its studies take no one.
+    if not locked.is_open or not study.project.is_active:
         raise Conflict(
             "This study is closed and takes no more participants. Thank you for your interest."
         )

@@ -153,7 +153,9 @@ class FieldSpec:
     #: What a value ``normalise`` cannot map does: "refuse" it, or "report" it and leave it out.
     unmapped: Literal["refuse", "report"] = "refuse"
     #: A value the import page's column table and sample file show (``example_value``); a
-    #: tuple gives one value per sample row, in turn.
+    #: tuple gives one value per sample row, in turn; None leaves the field out of the sample
+    #: (an optional field whose mere presence changes what the row is, e.g. a narrative's
+    #: ``edges`` making it a graph).
     example: Any = MISSING
     #: The values a ``check`` or ``normalise`` accepts, for the column table (a choice's
     #: ``choices`` need not be repeated here: ``allowed_values``).
@@ -859,7 +861,9 @@ class RowSchema:
                 "required": spec.required or spec.name == self.external_id_field,
                 "description": spec.help,
                 "allowed": list(spec.allowed_values),
-                "example": cell_text(example[spec.name]),
+                "example": field_cell_text(spec, example[spec.name])
+                if spec.name in example
+                else "",
             }
             for example in [self.example_row(1)]
             for spec in self.fields
@@ -867,9 +871,12 @@ class RowSchema:
 
     def example_row(self, number: int) -> dict[str, Any]:
         """Sample row ``number`` (from 1): each field's ``example_value``; the id field's
-        example (else ``item``) gets ``-<number>`` so that rows differ (``NNN``, 3 digits)."""
+        example (else ``item``) gets ``-<number>`` so that rows differ (``NNN``, 3 digits). A
+        field whose example is None is left out."""
         row = {}
         for spec in self.fields:
+            if spec.example is None:
+                continue
             value = spec.example_value(number)
             if spec.name == self.external_id_field:
                 stem = spec.example if isinstance(spec.example, str) else "item"
@@ -917,6 +924,14 @@ def cell_text(value: Any) -> str:
     if isinstance(value, float):
         return _number_text(value)
     return str(value)
+
+
+def field_cell_text(spec: FieldSpec, value: Any) -> str:
+    """``value`` as a CSV cell of ``spec``: ``cell_text``, except that a list in a ``json``
+    field is written as JSON (its cell is read as JSON, not split at ``;``)."""
+    if spec.type == "json" and isinstance(value, list):
+        return json.dumps(value, ensure_ascii=False)
+    return cell_text(value)
 
 
 def content_id(clean: Mapping[str, Any]) -> str:

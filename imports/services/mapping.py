@@ -5,7 +5,10 @@
 * ``register_item_mapper(kind, mapper)`` — how a clean row becomes an item: ``mapper(clean,
   schema, options) -> ItemFields``. The default puts every field but the external id into the
   payload, and takes the item's group / purpose / source from the columns named by the batch
-  options ``group_field`` / ``purpose_field`` / ``source_field`` when given.
+  options ``group_field`` / ``purpose_field`` / ``source_field`` when given; with
+  ``gold_field``, a row with a value in that column is a silent gold item (annotation/gold.py):
+  purpose ``gold``, the value its known answer (``payload["gold"]``, which no annotator is shown),
+  the column left out of the payload.
 * ``checked_schema`` — the schema plus the mapper, so that pass 1 reports the rows a mapper
   refuses before anything is written.
 """
@@ -16,9 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from annotation.api import GOLD_FIELD
 from annotation.models import Item, Project
 from imports.core import FieldSpec, RowError, RowSchema, schema_for_kind
-from imports.core.schema import cell_text
+from imports.core.schema import cell_text, field_cell_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,12 @@ def default_item_mapper(
 ) -> ItemFields:
     payload = {key: value for key, value in clean.items() if key != schema.external_id_field}
     purpose = _text_option(clean, options.get("purpose_field")) or Item.Purpose.REGULAR
+    gold_column = options.get("gold_field")
+    if gold_column:
+        known = payload.pop(gold_column, None)
+        if known not in (None, ""):
+            payload[GOLD_FIELD] = known
+            purpose = Item.Purpose.GOLD
     return ItemFields(
         payload=payload,
         group=_text_option(clean, options.get("group_field"))[:200],
@@ -178,14 +188,21 @@ def sample_rows(project: Project) -> tuple[list[str], list[list[str]]]:
     it documents), or — for the generic schema — the id and the fields the stages show."""
     schema = schema_for_kind(project.kind)
     rows = schema.sample_rows(2)
-    columns = [spec.name for spec in schema.fields]
+    specs = {spec.name: spec for spec in schema.fields if spec.name in rows[0]}
+    columns = list(specs)
     if schema.name == "generic":
         shown = [name for name in shown_fields(project) if name != "options"][:2] or ["text"]
         for number, row in enumerate(rows, start=1):
             for name in shown:
                 row[name] = f"Example {name.replace('_', ' ')} {number}."
         columns += shown
-    return columns, [[cell_text(row[name]) for name in columns] for row in rows]
+    return columns, [
+        [
+            field_cell_text(specs[name], row[name]) if name in specs else cell_text(row[name])
+            for name in columns
+        ]
+        for row in rows
+    ]
 
 
 def item_mapper(project: Project, layout: str) -> ItemMapper:

@@ -101,3 +101,28 @@ def filesize(size) -> str:
             return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
         size /= 1024
     return f"{size:,.1f} GB"  # pragma: no cover
+
+
+@register.inclusion_tag("imports/includes/columns.html")
+def import_columns(slug: str, schema_name: str, formats: str = "csv") -> dict:
+    """The column table of the schema registered as ``schema_name`` with a download of its
+    sample file in each of ``formats`` ("csv", "jsonl" or "csv jsonl"), for a workflow's own
+    import page (``imports.views.schema_sample``)."""
+    from django.urls import reverse
+
+    from imports.selectors import registered_schema
+
+    schema = registered_schema(schema_name)
+    if schema is None:
+        raise template.TemplateSyntaxError(f"no import schema {schema_name!r} is registered")
+    labels = {"csv": "Download a sample file (CSV)", "jsonl": "Download a sample file (JSON Lines)"}
+    return {
+        "columns": schema.describe(),
+        "samples": [
+            {
+                "label": labels[fmt],
+                "url": reverse("imports:schema_sample", args=[slug, schema.name, fmt]),
+            }
+            for fmt in formats.split()
+        ],
+    }
