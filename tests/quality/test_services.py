@@ -247,3 +247,26 @@ def test_a_manual_pause_is_refused_twice():
     quality.quality_action_take(stage=stage, annotator_id=person.pk, by=researcher, reason="x")
     with pytest.raises(Conflict):
         quality.quality_action_take(stage=stage, annotator_id=person.pk, by=researcher, reason="x")
+
+
+def test_silent_gold_items_count_and_act():
+    """Silent gold (annotation/gold.py): items of purpose "gold" served at the stage's
+    ``gold_every`` rate, read like any other item stage with a known answer."""
+    project = make_project()
+    stage = make_label_stage(project, overlap=3)
+    rows = [{"external_id": f"p-{n}", "payload": {"text": f"Plain {n}."}} for n in range(10)]
+    rows += [
+        {
+            "external_id": f"s-{n}",
+            "payload": {"text": f"S {n}.", "gold": "causal"},
+            "purpose": "gold",
+        }
+        for n in range(6)
+    ]
+    services.items_create(project=project, rows=rows)
+    services.stage_update(stage=stage, gold_every=2)
+    quality.quality_rule_set(stage=stage, acts=True, min_gold=4, min_accuracy=0.6, withdraw=False)
+    person = make_member(project)
+    _answer(person, stage, "temporal")
+    action = QualityAction.objects.get(annotator=person)
+    assert action.figures["gold"] == 4 and _gold_answers(person, stage) == 4
