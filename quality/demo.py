@@ -1,6 +1,6 @@
 """The quality demo (its plug-in's ``demo``, quality/apps.py): *Gold checks (demo)*, a labelling
-stage with silent gold items (ordinary items whose known answer is kept in ``ItemStage.gold``,
-never shown) and a rule that acts after 4 gold answers below 60 %. A Prolific study runs on
+stage with silent gold items (annotation/gold.py: items with a known answer served at most one
+in every two, never shown as such) and a rule that acts after 4 gold answers below 60 %. A Prolific study runs on
 it with two simulated participants: one answers well and completes, one misses every gold
 answer and is screened out automatically (the Crowd tab suggests rejecting them). Among the
 demo's annotators, ``annotator1`` answers well and ``annotator3`` misses the gold and is paused
@@ -25,7 +25,7 @@ from quality import services
 SLUG = "quality-demo"
 TOKEN = "demo-gold"
 CHOICES = ["causal", "temporal", "unrelated"]
-#: (sentence A, sentence B, the known answer or None): every other item is silent gold.
+#: (sentence A, sentence B, the known answer or None): the items with one are silent gold.
 PAIRS = [
     ("The glass fell off the table.", "It broke.", "causal"),
     ("He brushed his teeth.", "He went to bed.", None),
@@ -46,9 +46,11 @@ def _rows() -> list[dict[str, Any]]:
     rows = []
     for number, (a, b, gold) in enumerate(PAIRS, start=1):
         payload: dict[str, Any] = {"sentence_a": a, "sentence_b": b}
+        row: dict[str, Any] = {"external_id": f"pair-{number:02d}", "payload": payload}
         if gold is not None:
-            payload["gold"] = {"label": gold}
-        rows.append({"external_id": f"gold-pair-{number:02d}", "payload": payload})
+            payload["gold"] = gold
+            row["purpose"] = "gold"
+        rows.append(row)
     return rows
 
 
@@ -71,6 +73,7 @@ def seed(*, users: dict[str, Any]) -> Project | None:
         instructions="Does A cause B, merely precede it, or neither?",
     )
     engine.items_create(project=project, rows=_rows())
+    engine.stage_update(stage=stage, gold_every=2)
     roles = {"admin": Role.ADMIN, "researcher": Role.RESEARCHER}
     for name, role in roles.items():
         if name in users:
@@ -111,8 +114,9 @@ def seed(*, users: dict[str, Any]) -> Project | None:
 
 
 def _answer(user: Any, stage: Stage, *, careless: bool) -> None:
-    """Answer the stage until nothing more is handed out: the known answer on gold items (a
-    careless annotator always picks "temporal" there), "unrelated" elsewhere."""
+    """Answer the stage until nothing more is handed out (or they are paused): the known
+    answer on gold items (a careless annotator always picks "temporal" there), "unrelated"
+    elsewhere."""
     for _ in range(len(PAIRS)):
         access = access_stage_for_annotator(user=user, stage_id=stage.pk)
         assignment = engine.assignment_next(annotator=user, stage=access)

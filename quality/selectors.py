@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from annotation.api import gold_matches
 from annotation.kinds import get_kind
 from annotation.models import SUBMISSION_ORDER, Annotation, Item, Membership, Role, Stage
 from quality import stats
 from quality.models import QualityAction, QualityRule
-
-
-def gold_right(vote: Any, gold: Any) -> bool:
-    """Whether a vote matches a gold answer: equal to it, or inside its ``{"min", "max"}``
-    range (numbers). The rule crowd's attention checks apply to ``ItemStage.gold``."""
-    if isinstance(gold, Mapping) and ("min" in gold or "max" in gold):
-        if not isinstance(vote, (int, float)) or isinstance(vote, bool):
-            return False
-        low, high = gold.get("min"), gold.get("max")
-        return not (
-            (low is not None and vote < float(low)) or (high is not None and vote > float(high))
-        )
-    return bool(vote == gold)
 
 
 def _key(vote: Any) -> Hashable:
@@ -51,7 +39,9 @@ def _answers(stage: Stage, annotator_id: int | None = None) -> Any:
 
 def gold_counts(stage: Stage, annotator_id: int) -> tuple[int, int]:
     """(gold answers, right ones) of an annotator on a stage: their answers on item stages
-    with a known answer (``ItemStage.gold``)."""
+    with a known answer (``ItemStage.gold``: silent gold items, annotation/gold.py, attention
+    checks, and any item imported with its answer), judged by the engine's one rule
+    (``annotation.api.gold_matches``)."""
     kind = get_kind(stage.kind)
     rows = (
         _answers(stage, annotator_id)
@@ -61,7 +51,7 @@ def gold_counts(stage: Stage, annotator_id: int) -> tuple[int, int]:
     total = right = 0
     for payload, gold in rows:
         total += 1
-        right += gold_right(kind.vote(payload), gold)
+        right += bool(gold_matches(kind, payload, gold))
     return total, right
 
 
@@ -148,7 +138,7 @@ def stage_quality(stage: Stage) -> StageQuality:
         answers[annotator_id].append(_key(vote))
         if gold is not None:
             row.gold += 1
-            row.gold_right += gold_right(vote, gold)
+            row.gold_right += bool(gold_matches(kind, payload, gold))
         if leased is not None and submitted is not None:
             # The server's clock: the lease to the first submit (changing an answer later
             # adds nothing), never the browser's figure.

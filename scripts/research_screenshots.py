@@ -26,6 +26,7 @@ RESEARCHER_PAGES = {
     "stage-verify": "/projects/demo/agreement/verify/",
     "disagreements": "/projects/demo/agreement/label/disagreements/",
     "disagreements-adjudicated": "/projects/demo/agreement/label/disagreements/?show=adjudicated",
+    "annotator-quality": "/projects/quality-demo/quality/label/",
 }
 REVIEWER_PAGES = {"adjudication-queue": "/projects/demo/adjudication/"}
 
