@@ -119,7 +119,9 @@ def press(page, key: str) -> None:
 def skip(page) -> None:
     """`s` opens the skip reasons with the first one focused; Enter sends it."""
     page.keyboard.press("s")
-    assert page.evaluate("document.activeElement.name") == "reason"
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.name === 'reason'"
+    )
     press(page, "Enter")
 
 
