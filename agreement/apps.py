@@ -12,6 +12,8 @@ class AgreementConfig(AppConfig):
 
     def ready(self) -> None:
         from agreement import headlines, sections, services
+        from agreement.aggregation import policies as aggregation_policies
+        from agreement.aggregation import section as aggregation_section
         from annotation.access import ADJUDICATE, MONITOR
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
@@ -32,5 +34,8 @@ class AgreementConfig(AppConfig):
                     ProjectTab("Adjudication", "agreement:adjudication", ADJUDICATE, order=40),
                 ],
                 on_item_stages_resolved=[services.stages_agreement_changed],
+                # Annotator models (agreement/aggregation): their policies and page section.
+                policies=aggregation_policies.MODEL_POLICIES,
+                stage_sections=[aggregation_section.stage_section()],
             )
         )

@@ -99,3 +99,63 @@ class SpotCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_stage_id}: {self.verdict}"
+
+
+# --- Annotator models (agreement/aggregation) -----------------------------------------------------
+
+
+class AggregationFit(models.Model):
+    """The latest fit of one annotator model (Dawid–Skene, MACE or GLAD:
+    agreement/aggregation/estimators.py) to a stage's categorical votes: the rater parameters a
+    new item's posterior needs, and each rater's reliability with its bootstrap interval. One
+    row per stage and model, replaced by each fit (agreement/aggregation/services.py)."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="aggregation_fits")
+    model = models.CharField(max_length=20)
+    #: The stage's categories, in the order of the posteriors' and parameters' columns.
+    categories = models.JSONField(default=list)
+    #: Rater keys (agreement.votes' keys: user ids, negative for external raters), in the
+    #: order of ``params``' rows.
+    raters = models.JSONField(default=list)
+    #: The estimator's parameters (``Fit.params``).
+    params = models.JSONField(default=dict)
+    #: Per rater, in the order of ``raters``: [reliability, interval low, interval high, votes].
+    reliability = models.JSONField(default=list)
+    n_items = models.PositiveIntegerField(default=0)
+    n_annotations = models.PositiveIntegerField(default=0)
+    bootstrap_replicates = models.PositiveIntegerField(default=0)
+    seed = models.IntegerField(default=0)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["stage", "model"], name="aggregation_fit_stage_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} of stage {self.stage_id}"
+
+
+class ItemPosterior(models.Model):
+    """The posterior of every label of one item stage under one fit (``posterior[i]`` is the
+    probability of ``fit.categories[i]``), its most probable label, and the plurality label of
+    the votes (None on a tie), so pages can list where the two differ."""
+
+    fit = models.ForeignKey(AggregationFit, on_delete=models.CASCADE, related_name="posteriors")
+    item_stage = models.ForeignKey(
+        "annotation.ItemStage", on_delete=models.CASCADE, related_name="+"
+    )
+    posterior = models.JSONField(default=list)
+    label = models.JSONField(null=True)
+    probability = models.FloatField()
+    majority = models.JSONField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fit", "item_stage"], name="item_posterior_fit_item_stage"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_stage_id}: {self.label!r} ({self.probability:.2f})"

@@ -183,6 +183,11 @@ def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] 
                 # A forced refresh of a stage that never changed: its row starts here.
                 _refresh_rows_create([stage_id])
                 _refresh_row(stage_id).update(computed_changes=seen, computed_at=now)
+        # Annotator models (agreement/aggregation): refitted with the figures, under the lock,
+        # when the stage decides by one and has grown enough since the last fit.
+        from agreement.aggregation.services import stage_aggregation_fit
+
+        stage_aggregation_fit(stage_id=stage_id, force=False)
     if _refresh_row(stage_id).exclude(changes=seen).exists():
         _agreement_refresh_request(stage_id, force=True)
     return snapshots

@@ -111,8 +111,8 @@ def stage_categories(stage: Stage) -> list[Any] | None:
 
 def last_phase(stage: Stage) -> int | None:
     """The index of the stage's last phase, whose annotations (of the item stage's current
-    round) are the ones agreement counts; None for a stage without phases (every annotation
-    counts)."""
+    round) are the ones agreement counts; None for a stage without phases (every annotation of
+    the current round counts)."""
     return len(stage.phases) - 1 if stage.phases else None
 
 
@@ -129,8 +129,10 @@ def stage_votes(
     or discarded), so every item counts with all its annotations and a figure does not move
     with each half-annotated item. With ``as_of``, the items completed by then (for a history
     computed afterwards; an item reopened for an extra annotation counts from its last
-    completion). On a stage with phases only the last phase's annotations of the item stage's
-    current round count (the earlier phases check and edit; the last one votes). A kind with
+    completion). Only the item stage's current round counts, the one its decision was made on
+    (a case sent back to its author and reviewed again has one review per round, often by the
+    same reviewer: counting both would give one rater two votes on one item); on a stage with
+    phases, only the last phase (the earlier phases check and edit; the last one votes). A kind with
     ``agreement.scale`` None gets no votes (it has no agreement figures).
 
     The vote is read as the kind declares it (``TaskKind.agreement_value``). On PostgreSQL, one
@@ -169,9 +171,10 @@ def _votes_by_iteration(
     annotations = Annotation.objects.filter(item_stage__stage=stage).exclude(
         item_stage__state=ItemStage.State.OPEN
     )
+    annotations = annotations.filter(round=F("item_stage__round"))
     phase = last_phase(stage)
     if phase is not None:
-        annotations = annotations.filter(phase=phase, round=F("item_stage__round"))
+        annotations = annotations.filter(phase=phase)
     if as_of is not None:
         annotations = annotations.filter(item_stage__completed_at__lte=as_of)
     rows = []
@@ -313,10 +316,10 @@ def _votes_by_copy(
             f"COALESCE(array_position(%(categories)s::text[], {vote} #>> '{{}}') - 1, -1)::int8"
         )
         value_type = ">i8"
-    filters = ""
+    filters = f" AND {a.round} = {s.round}"
     phase = last_phase(stage)
     if phase is not None:
-        filters += f" AND {a.phase} = %(phase)s AND {a.round} = {s.round}"
+        filters += f" AND {a.phase} = %(phase)s"
         params["phase"] = phase
     if as_of is not None:
         filters += f" AND {s.completed_at} <= %(as_of)s"

@@ -4,7 +4,9 @@ guessing ids reveals nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
@@ -89,11 +91,66 @@ class ProjectAccess:
         return roles_in_order(self.roles)
 
 
+# --- Archived projects are read-only ------------------------------------------------------------
+#
+# The one guard: ``access_project`` (every project page's and API endpoint's fetch, and every
+# ``access_*`` built on it) refuses an archived project while the request being served asks to
+# change something (``changing_request``: POST, PUT, PATCH, DELETE; set for each request by
+# ``annotation.middleware.ArchivedProjectsReadOnly``). Reading stays open. A view that must
+# work on an archived project — restoring it, cloning its setup — says so with
+# ``while_archived=True``. The annotator's paths refuse it in ``access_stage_for_annotator`` and
+# the submit's locked read (``services/leases.py``), whatever the method.
+
+#: Whether the request being served asks to change something (see above).
+_CHANGING: ContextVar[bool] = ContextVar("rungwise_request_changes", default=False)
+
+
+@contextmanager
+def changing_request(changing: bool) -> Iterator[None]:
+    """Serve a request that asks to change something (``changing``) or only to read."""
+    token = _CHANGING.set(changing)
+    try:
+        yield
+    finally:
+        _CHANGING.reset(token)
+
+
+def archived_refusal(project: Project) -> Conflict:
+    """The one answer to a change asked of an archived project (409, ``extra`` names it)."""
+    return Conflict(
+        f"{project.name} is archived, so it is read-only: nothing in it can be changed. An admin "
+        "of the project can restore it (Setup tab, or Archived projects in the account menu).",
+        {"project": "archived"},
+    )
+
+
+def refuse_if_archived(project: Project) -> None:
+    """Raise ``archived_refusal`` when ``project`` is archived, whatever the request: for a
+    write that reaches a project other than through ``access_project`` (an invite link)."""
+    if not project.is_active:
+        raise archived_refusal(project)
+
+
+def guard_archived(project: Project, *, while_archived: bool = False) -> None:
+    """The guard itself: ``archived_refusal`` when ``project`` is archived and the request asks
+    to change something (``changing_request``), unless ``while_archived``. ``access_project``
+    calls it; a fetch of a project that does not go through ``access_project`` calls it too,
+    after its role checks."""
+    if not project.is_active and not while_archived and _CHANGING.get():
+        raise archived_refusal(project)
+
+
 def access_project(
-    user: User | AnonymousUser, slug: str, roles: Iterable[str] = ANY_ROLE
+    user: User | AnonymousUser,
+    slug: str,
+    roles: Iterable[str] = ANY_ROLE,
+    *,
+    while_archived: bool = False,
 ) -> ProjectAccess:
     """The project `slug` and the user's roles in it (ProjectAccess), if the user holds one of
-    `roles` there (404 when not a member at all, 403 when a member without the role)."""
+    `roles` there (404 when not a member at all, 403 when a member without the role). An
+    archived project asked to change (``changing_request``) is a 409 (``archived_refusal``)
+    unless ``while_archived``; members only learn it is archived (others get the 404)."""
     project = Project.objects.filter(slug=slug).first()
     held = user_roles(user, project) if project is not None else frozenset()
     if project is None or not held:
@@ -103,6 +160,7 @@ def access_project(
             f"This page is for the project's {' or '.join(sorted(roles))}s; you are "
             f"{' and '.join(sorted(held))}."
         )
+    guard_archived(project, while_archived=while_archived)
     return ProjectAccess(project=project, roles=held)
 
 
@@ -205,7 +263,8 @@ def access_stage_for_annotator(*, user: User | AnonymousUser, stage_id: int) -> 
             "Your annotation in this project is paused by the researchers; contact them."
         )
     stage.project = project
-    if not (stage.is_active and project.is_active):
+    refuse_if_archived(project)
+    if not stage.is_active:
         raise Conflict("This stage is closed.")
     return StageForAnnotator(
         stage=stage,
@@ -271,6 +330,10 @@ __all__ = [
     "access_stage",
     "access_stage_for_annotator",
     "access_workflow_project",
+    "archived_refusal",
+    "changing_request",
+    "guard_archived",
+    "refuse_if_archived",
     "roles_in_order",
     "user_roles",
 ]

@@ -45,10 +45,23 @@ Rules and types: ``Decision`` and ``TIE_POLICIES`` (resolution), ``clean_text`` 
 ``choices_keeping`` (input checks), ``EVERYONE`` (annotation/slots.py: the overlap that means
 every annotator), ``quoted`` (a model's columns quoted for a plug-in's hand-written SQL
 fragment, e.g. an annotator gate's condition; annotation/sql.py).
+
+Silent gold (annotation/gold.py states the stored shape): ``gold_answers`` (each annotator's
+answers to a stage's gold items with ``GoldAnswer.correct``, by ``gold_matches``),
+``gold_items``, ``gold_candidates`` (unanimous decisions a researcher may promote) and
+``gold_promote`` (annotation/services/gold.py), ``GOLD_SOURCE_FIELD``.
 """
 
 from __future__ import annotations
 
+from annotation.gold import (
+    GOLD_SOURCE_FIELD,
+    GoldAnswer,
+    gold_answers,
+    gold_candidates,
+    gold_items,
+    gold_matches,
+)
 from annotation.inputs import choices_keeping, clean_text
 from annotation.phases import phase_of
 from annotation.resolution import TIE_POLICIES, Decision
@@ -79,6 +92,7 @@ from annotation.services import (
     stage_settings_clean,
     stage_update,
 )
+from annotation.services.gold import gold_promote
 from annotation.services.historic import (
     HistoricAnnotation,
     HistoricImportResult,
@@ -162,4 +176,18 @@ __all__ = [
     "stage_update",
     "stages_stranded",
     "votes_final",
+    # Silent gold (annotation/gold.py): the stored shape, the answers, promotion.
+    "GOLD_SOURCE_FIELD",
+    "GoldAnswer",
+    "gold_answers",
+    "gold_candidates",
+    "gold_items",
+    "gold_matches",
+    "gold_promote",
 ]
+
+# A wave of leases and submits in one transaction, for callers whose answers are ready before
+# they lease (machine raters; annotation/services/batch.py states the contract).
+from annotation.services.batch import Wave, WaveAnswer, annotations_submit_wave  # noqa: E402
+
+__all__ += ["Wave", "WaveAnswer", "annotations_submit_wave"]

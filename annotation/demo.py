@@ -65,6 +65,9 @@ def engine_demo_seed(*, users: Mapping[str, Any]) -> None:
     for name, user in users.items():
         services.membership_add(project=project, user=user, role=DEMO_ROLES[name])
     rescue_demo_seed(users=users)
+    from annotation.demo_adaptive import adaptive_demo_seed
+
+    adaptive_demo_seed(users=users)
 
 
 RESCUE_SLUG = "demo-rescue"

@@ -82,6 +82,9 @@ class Item(models.Model):
         REGULAR = "regular", "Regular"
         PRACTICE = "practice", "Practice"
         ATTENTION_CHECK = "attention_check", "Attention check"
+        #: A silent gold item (annotation/gold.py): served among a stage's items at the stage's
+        #: ``gold_every`` rate, never counted as work, left out of agreement and releases.
+        GOLD = "gold", "Silent gold"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
@@ -230,6 +233,12 @@ class Stage(models.Model):
         '[{"rule": "not_author"}, {"rule": "not_in_stage", "stage": "verify"}].',
     )
     is_active = models.BooleanField(default=True)
+    # Silent gold (annotation/gold.py).
+    gold_every = models.PositiveIntegerField(
+        default=0,
+        help_text="Silent gold: at most one gold item in every n items an annotator gets, never "
+        "the first (0 = no gold items are served).",
+    )
 
     class Meta:
         ordering = ["project", "position"]

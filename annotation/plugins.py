@@ -44,6 +44,8 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   app consumes fails the system check ``rungwise.plugins.E001`` (``manage.py check``).
 * ``demo(users=...)`` seeds the plug-in's demo projects (``manage.py seed_demo``, in the order
   the plug-ins were registered); it must be safe to run again.
+* ``clone(source=..., copy=..., stages=..., by=...)`` copies the plug-in's own setup of a
+  project when its setup is cloned (``plugins_clone``, called by studio's clone).
 * Registering a plug-in of the same ``name`` twice is refused (``ValueError``): an app registers
   once.
 """
@@ -86,6 +88,9 @@ from annotation.workflows import WORKFLOWS, Workflow, register_workflow
 #: ``demo(users={demo name: user})`` (see ``annotation.fixtures.demo_users``); what it returns
 #: is ignored.
 DemoSeed = Callable[..., object]
+#: ``clone(source=, copy=, stages=, by=)`` → a few words on what it copied, or None (see
+#: ``plugins_clone``).
+CloneHook = Callable[..., "str | None"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,10 @@ class Plugin:
     release_scorers: Mapping[str, Any] = field(default_factory=dict)
     # -- the demo ---------------------------------------------------------------------------
     demo: DemoSeed | None = None
+    # -- cloning a project's setup ----------------------------------------------------------
+    #: ``clone(source=, copy=, stages=, by=)``: copy the plug-in's own setup of ``source`` into
+    #: ``copy`` (see ``plugins_clone``).
+    clone: CloneHook | None = None
 
 
 #: The engine's own extension points: field name -> how one entry is registered.
@@ -269,6 +278,22 @@ def demos_seed(users: Mapping[str, Any]) -> None:
     for plugin in registered_plugins():
         if plugin.demo is not None:
             plugin.demo(users=dict(users))
+
+
+def plugins_clone(*, source: Any, copy: Any, stages: Mapping[int, Any], by: Any) -> list[str]:
+    """Run every plug-in's ``clone`` in registration order, inside the caller's transaction
+    (studio.services.project_clone, once the copy's stages exist): ``stages`` maps each stage id
+    of ``source`` to its copy in ``copy``; ``by`` is who clones. A hook copies the plug-in's own
+    setup of the project (llm: prompts with their versions, model raters) — never items,
+    answers, runs or secrets — and may raise ApplicationError to refuse the whole clone.
+    Returns what the hooks said they copied ("2 prompts, 1 model rater"), for the page."""
+    said = []
+    for plugin in registered_plugins():
+        if plugin.clone is not None:
+            words = plugin.clone(source=source, copy=copy, stages=dict(stages), by=by)
+            if words:
+                said.append(str(words))
+    return said
 
 
 def extension_points() -> tuple[str, ...]:

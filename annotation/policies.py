@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from annotation import adaptive
 from annotation.errors import ApplicationError
 from annotation.resolution import TIE_POLICIES, Decision, decide, validate_policy
 
@@ -35,6 +36,10 @@ class Ballot:
     payload: Mapping[str, Any]
     phase: int = 0
     annotator: int = 0
+    #: For policies that model each annotator across the stage (agreement/aggregation): a key
+    #: stable over the stage's item stages — the user id, or "external:<name>" for an imported
+    #: rater; None when unknown. Never to be shown: it names the person.
+    rater: Any = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,9 @@ class PolicySettings:
     #: The item's current payload, for policies that choose between versions of it (a
     #: Decision's ``revision`` replaces the whole payload).
     item_payload: Mapping[str, Any] = field(default_factory=dict)
+    #: The stage's id, for policies that read what was fitted on the whole stage
+    #: (agreement/aggregation); None outside a stage (tests, previews).
+    stage_id: int | None = None
 
 
 def refuse_unknown_options(policy: str, options: Mapping[str, Any], taken: Sequence[str]) -> None:
@@ -78,6 +86,10 @@ class Policy:
 
     #: The options the policy takes: any other is refused. None: validate_settings decides.
     option_names: ClassVar[tuple[str, ...] | None] = None
+    #: Offered on every kind that offers one of these policies (a plug-in's policy for the
+    #: engine's kinds, e.g. ("majority",): wherever categorical votes are decided by majority),
+    #: besides the kinds that name it (:func:`kind_policies`).
+    usable_with: ClassVar[tuple[str, ...]] = ()
 
     def validate_settings(self, settings: PolicySettings) -> None:
         """Raise ValueError when the settings cannot work (here: an option not taken)."""
@@ -135,9 +147,13 @@ class _ValuePolicy(Policy):
             required=settings.required,
             accept_threshold=settings.options.get("accept_threshold"),
         )
-        refuse_unknown_options(
-            self.key, settings.options, ("accept_threshold",) if self.key == "mean" else ()
-        )
+        taken: tuple[str, ...] = ("accept_threshold",) if self.key == "mean" else ()
+        if self.has_ties:
+            # Adaptive overlap (annotation/adaptive.py): one more annotator while the decision's
+            # confidence is below the option "confidence".
+            taken = adaptive.OPTIONS
+            adaptive.validate_options(settings.options)
+        refuse_unknown_options(self.key, settings.options, taken)
 
     def decide(self, ballots: Sequence[Ballot], settings: PolicySettings) -> Decision:
         return decide(
@@ -196,6 +212,18 @@ def get_policy(key: str) -> Policy:
             f"Unknown resolution policy {key!r}; registered: {', '.join(sorted(POLICIES))}.",
             {"resolution_policy": key},
         ) from None
+
+
+def kind_policies(kind: Any) -> tuple[str, ...]:
+    """The policies a stage of ``kind`` may use: the kind's own ``policies``, then every
+    registered policy ``usable_with`` one of them."""
+    own = tuple(kind.policies)
+    extra = tuple(
+        key
+        for key, policy in POLICIES.items()
+        if key not in own and any(base in own for base in policy.usable_with)
+    )
+    return own + extra
 
 
 def check_settings(policy_key: str, settings: PolicySettings) -> None:

@@ -27,6 +27,13 @@ Tie policies (majority and plurality)
 vote (the engine caps how many extra votes a stage may request).
 ``default``: status ``tie``, value ``default``, outcome by whether the default is a reject value.
 
+Confidence (adaptive overlap)
+-----------------------------
+:func:`majority_confidence` is the engine's built-in confidence in a decided label: the
+posterior probability that the leading label would hold a strict majority of every answer the
+crowd could give (a Beta posterior of its share). A stage with the policy option ``confidence`` asks one more annotator (up to
+its ``max_overlap``) while it stays below the target (annotation/adaptive.py).
+
 Votes
 -----
 ``None`` and NaN entries are not votes (a skipped answer) and are ignored. Votes are counted by
@@ -37,10 +44,12 @@ Votes
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
+
+from scipy import stats as scipy_stats
 
 POLICIES = ("majority", "plurality", "unanimity_keep", "mean")
 TIE_POLICIES = ("adjudicate", "extra_annotation", "default")
@@ -170,6 +179,24 @@ def decide(
         value = value_of[leaders[0]]
         return Decision(value, agreement, _outcome(value, reject_values), False, votes)
     return _tie(votes, tie_policy=tie_policy, default=default, reject_values=reject_values)
+
+
+def majority_confidence(votes: Mapping[str, int], *, prior: float = 1.0) -> float:
+    """The posterior probability that the leading label of ``votes`` holds a strict majority.
+
+    Model: the leading label's share of every answer the crowd could give, against all other
+    labels together, is Beta(``prior`` + n_lead, ``prior`` + n − n_lead) (``prior`` 1: a
+    uniform prior on the share); the result is P(share > 1/2) under it. It depends on the
+    votes alone, not on how many labels are on offer, so two agreeing answers weigh the same
+    on a yes / no stage and on a five-label one: 2–0 → 0.875, 2–1 → 0.6875, 3–0 → 0.9375,
+    3–1 → 0.8125, 4–1 → 0.890625, 3–2 → 0.65625. No votes: 0.5.
+    """
+    if prior <= 0 or not math.isfinite(prior):
+        raise ValueError("prior must be a positive number.")
+    counts = [count for count in votes.values() if count > 0]
+    total = sum(counts)
+    lead = max(counts, default=0)
+    return float(scipy_stats.beta.sf(0.5, prior + lead, prior + total - lead))
 
 
 def _decide_mean(values: list[Any], *, required: int, accept_threshold: float | None) -> Decision:

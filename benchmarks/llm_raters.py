@@ -9,9 +9,12 @@ checks: no item answered twice, no item left out, one ledger row per key, and ho
 were sent again for calls in flight when the worker died.
 
     .venv/bin/python benchmarks/llm_raters.py [--items 10000] [--concurrency 1,32]
-        [--delay 0.05] [--kill-items 3000] [--lease-sample 500]
+        [--delay 0.05] [--kill-items 3000] [--lease-sample 500] [--paths per-call,waves]
 
-First, the engine's share of a call before and after the SWEEP order (lease_cost), in one run.
+First, the engine's share of a call before and after the SWEEP order, and in waves of 32
+(lease_cost), in one run. Then each concurrency on each of the run's paths: per call (every
+call's ledger rows, lease, submit and vote on their own: llm/runs.py) and in waves
+(llm/waves.py); the killed worker's run goes in waves.
 
 Run without DATABASE_URL it re-runs itself under scripts/with-services.sh. Not a test: it prints
 figures; the behaviours it checks are asserted by tests/llm/test_runs.py.
@@ -106,8 +109,13 @@ def wait_done(run_id: int, timeout: float, until_done: int | None = None) -> Non
     raise TimeoutError(f"run {run_id} not finished in {timeout} s")
 
 
-def measured_run(args, concurrency: int, env, base_url: str, fake: subprocess.Popen) -> str:
+def measured_run(
+    args, concurrency: int, path: str, env, base_url: str, fake: subprocess.Popen
+) -> str:
+    from django.db import transaction
+
     from llm.models import Run
+    from llm.runs import PER_CALL
     from llm.services import run_start
 
     items = args.items if concurrency > 1 else max(args.items // 20, 200)
@@ -116,7 +124,10 @@ def measured_run(args, concurrency: int, env, base_url: str, fake: subprocess.Po
     parts_before = (tree_cpu(process.pid), tree_cpu(postmaster_pid()), cpu_seconds(redis_pid()))
     fake_before = cpu_seconds(fake.pid)
     started = time.perf_counter()
-    run = run_start(rater=rater)
+    with transaction.atomic():  # the run is sent to the worker when this commits
+        run = run_start(rater=rater)
+        if path == "per-call":
+            Run.objects.filter(pk=run.pk).update(options={PER_CALL: True})
     wait_done(run.pk, timeout=3600)
     elapsed = time.perf_counter() - started
     parts_after = (tree_cpu(process.pid), tree_cpu(postmaster_pid()), cpu_seconds(redis_pid()))
@@ -128,7 +139,7 @@ def measured_run(args, concurrency: int, env, base_url: str, fake: subprocess.Po
     worker_cpu, pg_cpu, redis_cpu = (a - b for a, b in zip(parts_after, parts_before, strict=True))
     platform = worker_cpu + pg_cpu + redis_cpu
     return (
-        f"concurrency {concurrency:>3}: {run.done} items in {elapsed:.1f} s = "
+        f"{path:>8}, concurrency {concurrency:>3}: {run.done} items in {elapsed:.1f} s = "
         f"{run.done / elapsed:.0f} items/s, {run.calls / elapsed:.0f} calls/s; "
         f"platform CPU per call {1000 * platform / max(run.calls, 1):.2f} ms "
         f"(worker {1000 * worker_cpu / max(run.calls, 1):.2f}, PostgreSQL "
@@ -222,6 +233,25 @@ def lease_cost(args) -> str:
             f"  {name}: {1000 * (own + database):.2f} ms per lease + submit "
             f"(this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f})"
         )
+    from annotation.api import annotations_submit_wave
+
+    before = time.process_time(), tree_cpu(postmaster_pid())
+    submitted = 0
+    while submitted < args.lease_sample:
+        wave = annotations_submit_wave(
+            annotator=user,
+            stage=stage,
+            after=cursor,
+            answer=lambda item_stage: {"value": "none"},
+            limit=32,
+        )
+        cursor, submitted = wave.cursor, submitted + len(wave.submitted)
+    own = (time.process_time() - before[0]) / submitted
+    database = (tree_cpu(postmaster_pid()) - before[1]) / submitted
+    lines.append(
+        f"  waves of 32 (annotations_submit_wave): {1000 * (own + database):.2f} ms per lease"
+        f" + submit (this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f})"
+    )
     return (
         f"engine share at {args.items // 2} of {args.items} items answered and open:\n"
         + "\n".join(lines)
@@ -235,6 +265,11 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--kill-items", type=int, default=3000)
     parser.add_argument("--lease-sample", type=int, default=500)
+    parser.add_argument(
+        "--paths",
+        default="per-call,waves",
+        help="the run's paths to measure: per-call (llm/runs.py, PER_CALL) and waves (llm/waves.py)",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
         os.execvp(
@@ -262,7 +297,8 @@ def main() -> None:
     try:
         print(lease_cost(args), flush=True)
         for concurrency in (int(c) for c in args.concurrency.split(",")):
-            print(measured_run(args, concurrency, env, base_url, fake), flush=True)
+            for path in args.paths.split(","):
+                print(measured_run(args, concurrency, path, env, base_url, fake), flush=True)
         print(killed_run(args, env, base_url, root), flush=True)
     finally:
         fake.kill()

@@ -108,7 +108,31 @@ def seed(*, users: dict[str, Any]) -> Study | None:
     Study.objects.filter(pk=study.pk).update(token=TOKEN)
     study.token = TOKEN
     _simulate(study, stage)
+    _silent_gold(stage)
     return study
+
+
+#: Silent gold of the demo (annotation/gold.py): pairs with a known answer that participants
+#: entering from now on meet among the others, at most one in every GOLD_EVERY items.
+GOLD_PAIRS = [
+    ("The glass slipped from his hand.", "It broke on the floor.", "causal"),
+    ("She opened the door.", "Later she made tea.", "temporal"),
+]
+GOLD_EVERY = 3
+
+
+def _silent_gold(stage: Stage) -> None:
+    """Added after the simulated participants, so their figures on the Crowd tab stay as they
+    are; the stage's gold page (Setup → gold items of this stage) lists them."""
+    engine.items_create(
+        project=stage.project,
+        rows=[
+            {"external_id": f"pair-{number:02d}", "payload": _pair(a, b, gold=known),
+             "purpose": "gold"}
+            for number, (a, b, known) in enumerate(GOLD_PAIRS, start=len(PAIRS) + 2)
+        ],
+    )  # fmt: skip
+    engine.stage_update(stage=stage, gold_every=GOLD_EVERY)
 
 
 def _simulate(study: Study, stage: Stage) -> None:

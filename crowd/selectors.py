@@ -75,6 +75,10 @@ def participant_rows(study: Study) -> list[dict[str, Any]]:
         ):
             suggestion, category = "reject", "FAILED_CHECK"
             reason = f"failed {checks_phrase(failed)} (FAILED_CHECK)"
+            if failed <= study.max_check_failures and participant.reason:
+                # Screened out by a check outside the study's own (services.participant_screen_out:
+                # gold accuracy), whose reason says which.
+                reason = f"{participant.reason} (FAILED_CHECK)"
         elif participant.status == Participant.Status.COMPLETED:
             if median is not None and median < study.too_fast_seconds:
                 suggestion, category = "reject", "TOO_QUICKLY"

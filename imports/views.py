@@ -45,7 +45,8 @@ def import_list(request, slug: str):
     form = {"duplicate_policy": "reject", "layout": "rows", "format": ""}
     if request.method == "POST":
         form.update({key: request.POST.get(key, "") for key in
-                     ("duplicate_policy", "layout", "format", "group_field", "purpose_field")})  # fmt: skip
+                     ("duplicate_policy", "layout", "format", "group_field", "purpose_field",
+                      "gold_field")})  # fmt: skip
         upload = request.FILES.get("file")
         try:
             if upload is None:
@@ -57,7 +58,8 @@ def import_list(request, slug: str):
                 filename=upload.name,
                 fmt=form["format"] or None,
                 options={key: form[key] for key in
-                         ("duplicate_policy", "layout", "group_field", "purpose_field")},
+                         ("duplicate_policy", "layout", "group_field", "purpose_field",
+                          "gold_field")},
             )  # fmt: skip
             batch = services.import_batch_start(batch=batch)
         except ApplicationError as problem:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from annotation.access import MANAGE, MONITOR, user_roles
+from annotation.access import MANAGE, MONITOR, guard_archived, user_roles
 from annotation.errors import NotFound, PermissionDenied
 from annotation.models import Membership, Project, Role, Stage
 from llm.models import Endpoint, Evaluation, ModelRater, PromptTemplate, PromptVersion, Run
@@ -82,6 +82,8 @@ def access_models_project(
             f"The Models tab is for the project's {' or '.join(sorted(wanted))}s; you are "
             f"{' and '.join(sorted(held))}."
         )
+    # Archived projects are read-only (annotation/access.py): the engine's one guard.
+    guard_archived(project)
     return ModelsProject(project=project, roles=held)
 
 

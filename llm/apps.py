@@ -18,6 +18,7 @@ class LlmConfig(AppConfig):
         from annotation.navigation import ProjectTab
         from annotation.plugins import Plugin, extension_point, register_plugin
         from llm import calibration, eligibility, generation, judges
+        from llm.clone import project_setup_clone
         from llm.evaluation.scoring import SCORERS, register_scorer
 
         # The workflows' release scorers (llm/evaluation/scoring.py), applied here.
@@ -41,6 +42,8 @@ class LlmConfig(AppConfig):
                     ProjectTab("Models", "llm:models", MONITOR, order=75),
                 ],
                 demo=self.demo_seed,
+                # Cloning a project's setup copies its prompts and model raters (llm/clone.py).
+                clone=project_setup_clone,
             )
         )
 

@@ -224,16 +224,35 @@ def call_once(
     return _attempt(call, endpoint, messages, parse, response_format, params, run, tally)
 
 
-def _attempt(
-    call: Call,
+class Outcome:
+    """What the attempts on one call came to (:func:`attempts_make`), not yet stored."""
+
+    __slots__ = ("attempts", "cost", "error", "parsed", "reply", "status")
+
+    def __init__(
+        self,
+        *,
+        status: str,
+        attempts: int,
+        cost: Decimal,
+        reply: Reply | None,
+        parsed: Any = None,
+        error: CallError | None = None,
+    ) -> None:
+        self.status, self.attempts, self.cost = status, attempts, cost
+        self.reply, self.parsed, self.error = reply, parsed, error
+
+
+def attempts_make(
     endpoint: Endpoint,
     messages: Sequence[Mapping[str, Any]],
     parse: Callable[[str], Any],
     response_format: Mapping[str, Any] | None,
     params: Mapping[str, Any],
-    run: Run | None,
-    tally: Tally | None = None,
-) -> Call:
+) -> Outcome:
+    """The attempts on one claimed call by the endpoint's policy (module docstring, 3–4),
+    waiting for the shared budget before each; touches no database (a wave's threads call it,
+    llm/waves.py, and the wave stores the outcomes in one statement)."""
     tokens = _estimate_tokens(messages, {**(endpoint.default_params or {}), **params})
     if endpoint.tokens_per_minute:
         tokens = min(tokens, endpoint.tokens_per_minute)
@@ -263,9 +282,36 @@ def _attempt(
                 pause = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP)
             time.sleep(min(pause, BACKOFF_CAP))
             continue
-        _store(call, run, attempts, cost, reply, tally, status=Call.Status.OK, parsed=parsed)
-        return call
-    _store(call, run, attempts, cost, reply, tally, status=Call.Status.FAILED, error=error)
+        return Outcome(
+            status=Call.Status.OK, attempts=attempts, cost=cost, reply=reply, parsed=parsed
+        )
+    return Outcome(
+        status=Call.Status.FAILED, attempts=attempts, cost=cost, reply=reply, error=error
+    )
+
+
+def _attempt(
+    call: Call,
+    endpoint: Endpoint,
+    messages: Sequence[Mapping[str, Any]],
+    parse: Callable[[str], Any],
+    response_format: Mapping[str, Any] | None,
+    params: Mapping[str, Any],
+    run: Run | None,
+    tally: Tally | None = None,
+) -> Call:
+    outcome = attempts_make(endpoint, messages, parse, response_format, params)
+    _store(
+        call,
+        run,
+        outcome.attempts,
+        outcome.cost,
+        outcome.reply,
+        tally,
+        status=outcome.status,
+        parsed=outcome.parsed,
+        error=outcome.error,
+    )
     return call
 
 
@@ -283,19 +329,10 @@ def _store(
 ) -> None:
     """One UPDATE of the row (and one of the run's counters, or the tally's); the instance
     follows."""
-    failed = error is not None and status != Call.Status.OK
-    fields = {
-        "status": status,
-        "parsed": parsed,
-        "raw": reply.text if reply else "",
-        "prompt_tokens": reply.prompt_tokens if reply else 0,
-        "completion_tokens": reply.completion_tokens if reply else 0,
-        "latency_ms": reply.latency_ms if reply else 0,
-        "error": error.message[:2000] if failed and error else "",
-        "error_kind": error.kind if failed and error else "",
-        "claimed_until": None,
-        "finished_at": timezone.now(),
-    }
+    outcome = Outcome(
+        status=status, attempts=attempts, cost=cost, reply=reply, parsed=parsed, error=error
+    )
+    fields = _stored_fields(outcome, timezone.now())
     with connection.cursor() as cursor:
         cursor.execute(
             _store_sql(connection.vendor),
@@ -310,3 +347,159 @@ def _store(
         tally.add(attempts, cost)
     elif run is not None:
         Run.objects.filter(pk=run.pk).update(calls=F("calls") + attempts, cost=F("cost") + cost)
+
+
+# The ledger for a wave of calls (llm/waves.py): the claims of a wave in one INSERT and its
+# outcomes in one UPDATE, instead of two statements (and two commits) per call. Hand-written
+# because the ORM's bulk_create with ignore_conflicts returns no ids, and it has no UPDATE … FROM
+# (VALUES …); the texts are cached per backend and number of rows.
+
+
+def fresh_call(
+    *,
+    key: str,
+    endpoint: Endpoint,
+    messages: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    run: Run | None,
+    prompt: PromptVersion | None,
+    item_id: int | None,
+    subject: str,
+    sample: int,
+) -> Call:
+    """The row a first ask of ``key`` inserts: already claimed by this worker."""
+    return Call(
+        key=key,
+        run=run,
+        endpoint=endpoint,
+        prompt=prompt,
+        item_id=item_id,
+        subject=subject[:200],
+        sample=sample,
+        messages=list(messages),
+        params={**(endpoint.default_params or {}), **params},
+        status=Call.Status.PENDING,
+        claimed_until=timezone.now() + _hold(endpoint),
+    )
+
+
+@cache
+def _claim_many_sql(vendor: str, rows: int) -> str:
+    c = quoted(Call)
+    names = [getattr(c, field.attname) for field in _INSERTED] + [c.created_at]
+    row = f"({', '.join(['%s'] * len(names))})"
+    return (
+        f"INSERT INTO {connection.ops.quote_name(Call._meta.db_table)} ({', '.join(names)})"
+        f" VALUES {', '.join([row] * rows)} ON CONFLICT ({c.key}) DO NOTHING"
+        f" RETURNING {c.id}, {c.key}"
+    )
+
+
+def calls_claim(calls: Sequence[Call]) -> list[Call]:
+    """Insert the rows of keys never asked, already claimed (:func:`fresh_call`), in one
+    statement; returns those inserted (their ``pk`` set). A key that exists — asked before, or
+    by another worker at the same moment — is left as it is and not returned: its caller asks
+    :func:`call_once`, which decides it as for any call. Outside a transaction the statement
+    is its own (it cannot fail on a key: ON CONFLICT DO NOTHING)."""
+    if not calls:
+        return []
+    now = timezone.now()
+    values: list[Any] = []
+    for call in calls:
+        call.created_at = now
+        values += [
+            field.get_db_prep_save(getattr(call, field.attname), connection) for field in _INSERTED
+        ]
+        values.append(_prepared("created_at", now))
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_many_sql(connection.vendor, len(calls)), values)
+        inserted = dict((key, pk) for pk, key in cursor.fetchall())
+    claimed = []
+    for call in calls:
+        if call.key in inserted:
+            call.pk = inserted[call.key]
+            call._state.adding = False
+            claimed.append(call)
+    return claimed
+
+
+#: The columns of a wave's UPDATE … FROM (VALUES …), with their PostgreSQL types (a VALUES
+#: list has no types of its own: server-side binding sends unknown-typed text).
+_WAVE_COLUMNS = [
+    ("status", "varchar"),
+    ("parsed", "jsonb"),
+    ("raw", "text"),
+    ("prompt_tokens", "integer"),
+    ("completion_tokens", "integer"),
+    ("latency_ms", "integer"),
+    ("error", "text"),
+    ("error_kind", "varchar"),
+    ("finished_at", "timestamptz"),
+]
+
+
+@cache
+def _store_many_sql(vendor: str, rows: int) -> str:
+    c, v = quoted(Call), quoted(Call, "v")
+    row = "(%s::bigint, " + ", ".join(f"%s::{kind}" for _, kind in _WAVE_COLUMNS)
+    row += ", %s::integer, %s::numeric)"
+    names = ["id"] + [name for name, _ in _WAVE_COLUMNS] + ["attempts", "cost"]
+    table = connection.ops.quote_name(Call._meta.db_table)
+    assigned = ", ".join(f"{getattr(c, name)} = {getattr(v, name)}" for name, _ in _WAVE_COLUMNS)
+    # ``claimed_until`` is cleared and nothing indexed changes: the UPDATE is a HOT one (the
+    # table keeps room on its pages for it, migration 0004).
+    return (
+        f"UPDATE {table} SET {assigned}, {c.claimed_until} = NULL,"
+        f" {c.attempts} = {table}.{c.attempts} + {v.attempts},"
+        f" {c.cost} = {table}.{c.cost} + {v.cost}"
+        f" FROM (VALUES {', '.join([row] * rows)})"
+        f" AS v({', '.join(connection.ops.quote_name(name) for name in names)})"
+        f" WHERE {table}.{c.id} = {v.id}"
+    )
+
+
+def calls_store(outcomes: Sequence[tuple[Call, Outcome]], *, tally: Tally) -> None:
+    """Store a wave's outcomes (:func:`attempts_make`) on their claimed rows — one UPDATE on
+    PostgreSQL, one per row elsewhere — and add their attempts and cost to ``tally``; the
+    instances follow, as :func:`_store` leaves them."""
+    if not outcomes:
+        return
+    if connection.vendor != "postgresql":
+        for call, outcome in outcomes:
+            _store(
+                call, None, outcome.attempts, outcome.cost, outcome.reply, tally,
+                status=outcome.status, parsed=outcome.parsed, error=outcome.error,
+            )  # fmt: skip
+        return
+    now = timezone.now()
+    values: list[Any] = []
+    for call, outcome in outcomes:
+        fields = _stored_fields(outcome, now)
+        values.append(call.pk)
+        values += [_prepared(name, fields[name]) for name, _ in _WAVE_COLUMNS]
+        values += [outcome.attempts, _prepared("cost", outcome.cost)]
+        for name, value in fields.items():
+            setattr(call, name, value)
+        call.attempts += outcome.attempts
+        call.cost += outcome.cost
+        tally.add(outcome.attempts, outcome.cost)
+    with connection.cursor() as cursor:
+        cursor.execute(_store_many_sql(connection.vendor, len(outcomes)), values)
+
+
+def _stored_fields(outcome: Outcome, now: Any) -> dict[str, Any]:
+    """The columns an outcome sets (one rule for :func:`_store` and :func:`calls_store`)."""
+    reply, error = outcome.reply, outcome.error
+    failed = error is not None and outcome.status != Call.Status.OK
+    return {
+        "status": outcome.status,
+        "parsed": outcome.parsed,
+        "raw": reply.text if reply else "",
+        "prompt_tokens": reply.prompt_tokens if reply else 0,
+        "completion_tokens": reply.completion_tokens if reply else 0,
+        "latency_ms": reply.latency_ms if reply else 0,
+        "error": error.message[:2000] if failed and error else "",
+        "error_kind": error.kind if failed and error else "",
+        "claimed_until": None,
+        "finished_at": now,
+    }

@@ -276,8 +276,10 @@ class Call(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        indexes = [models.Index(fields=["run", "status"], name="llm_call_run_status")]
+    # No index names ``status``, ``claimed_until`` or the answer's columns, and the table keeps
+    # room on its pages (fillfactor, migration 0004): storing an answer (llm.ledger) is then a
+    # HOT update, which writes none of the table's indexes. A run's calls are found by the
+    # ``run`` foreign key's own index.
 
     def __str__(self) -> str:
         return f"call {self.key[:8]} ({self.status})"

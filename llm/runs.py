@@ -53,6 +53,12 @@ from llm.models import Call, ModelRater, ModelVote, Run
 
 logger = logging.getLogger(__name__)
 
+#: ``Run.options`` key: this run takes the per-call path (each call's ledger rows, lease, submit
+#: and vote on their own; 32 threads with a connection each) instead of waves (llm/waves.py).
+#: The path every run took before waves, kept for SQLite and for benchmarks/llm_raters.py to
+#: measure against.
+PER_CALL = "per_call"
+
 #: A running run whose heartbeat is older than this is taken over by another worker
 #: (settings.LLM_RUN_STALE_SECONDS).
 STALE_SECONDS = int(getattr(settings, "LLM_RUN_STALE_SECONDS", 120))
@@ -247,17 +253,26 @@ def rater_run(run_id: int) -> Run | None:
     pending = _pending(rater)
     items = {item_stage.pk: item_stage.item for item_stage in pending}
     Run.objects.filter(pk=run.pk).update(total=F("done") + F("failed") + len(pending))
+    beat = _Beat(run)
+    # Threads have connections of their own: not on SQLite (its writers queue anyway), nor
+    # inside a caller's transaction (they would not see its rows): there, calls as items come.
+    threaded = connection.vendor != "sqlite" and not connection.in_atomic_block
+    if threaded and connection.vendor == "postgresql" and not (run.options or {}).get(PER_CALL):
+        from llm.waves import run_in_waves
+
+        try:
+            run_in_waves(rater, run, pending, items, beat)
+        finally:
+            beat.running(force=True)
+        return _finish(run)
     stop = threading.Event()
     made: dict[int, list[Call]] = {}
-    beat = _Beat(run)
     prefetch = threading.Thread(
         target=_prefetch,
         args=(rater, run, [s.item for s in pending], stop, made, beat.tally),
         daemon=True,
     )
-    # Threads have connections of their own: not on SQLite (its writers queue anyway), nor
-    # inside a caller's transaction (they would not see its rows): there, calls as items come.
-    if connection.vendor != "sqlite" and not connection.in_atomic_block:
+    if threaded:
         prefetch.start()
     try:
         _submit_loop(rater, run, items, made, beat)
@@ -266,6 +281,11 @@ def rater_run(run_id: int) -> Run | None:
         if prefetch.is_alive():
             prefetch.join()
         beat.running(force=True)
+    return _finish(run)
+
+
+def _finish(run: Run) -> Run:
+    """Mark a run that is still running done; the run as it ended."""
     Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
         status=Run.Status.DONE, finished_at=timezone.now()
     )
@@ -288,47 +308,67 @@ def _submit_loop(
         if assignment is None:
             return
         cursor = assignment.item_stage_id
-        item = items.get(assignment.item_stage_id) or Item.objects.get(
-            pk=assignment.item_stage.item_id
-        )
+        if not answer_one(rater, run, assignment, items, made, beat):
+            return
+
+
+def answer_one(
+    rater: ModelRater,
+    run: Run,
+    assignment: Assignment,
+    items: dict[int, Item],
+    made: dict[int, list[Call]],
+    beat: _Beat,
+) -> bool:
+    """Submit (or skip, when every sample failed) the rater's answer on one leased item, with
+    its vote, waiting for calls another thread or worker holds; False when the run stopped
+    meanwhile (the lease then stays, for the next attempt to renew)."""
+    user = rater.user
+    item = items.get(assignment.item_stage_id) or Item.objects.get(pk=assignment.item_stage.item_id)
+    calls = made.pop(item.pk, []) or calls_for(rater, item, run, tally=beat.tally)
+    while any(call.status == Call.Status.PENDING for call in calls):
+        # another thread or worker holds a call of this item: it finishes or its claim
+        # expires
+        close_old_connections()
+        threading.Event().wait(0.2)
+        if not beat.running(force=True):
+            return False
         calls = made.pop(item.pk, []) or calls_for(rater, item, run, tally=beat.tally)
-        while any(call.status == Call.Status.PENDING for call in calls):
-            # another thread or worker holds a call of this item: it finishes or its claim
-            # expires
-            close_old_connections()
-            threading.Event().wait(0.2)
-            if not beat.running(force=True):
-                return
-            calls = made.pop(item.pk, []) or calls_for(rater, item, run, tally=beat.tally)
-        answers = [call.parsed for call in calls if call.status == Call.Status.OK]
-        if not answers:
-            errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
-            assignment_skip(
-                assignment_id=assignment.pk,
-                annotator=user,
-                reason=f"model call failed: {errors}"[:300],
-            )
-            beat.failed += 1
-            continue
-        payload, vote, confidence = modal([a for a in answers if a is not None], rater.stage.kind)
-        annotation, _ = annotation_submit(
+    answers = [call.parsed for call in calls if call.status == Call.Status.OK]
+    if not answers:
+        errors = "; ".join(sorted({f"{c.error_kind}: {c.error}" for c in calls}))
+        assignment_skip(
             assignment_id=assignment.pk,
             annotator=user,
-            payload=payload,
-            client_info={"model": rater.endpoint.model, "prompt_version": rater.prompt_id},
+            reason=f"model call failed: {errors}"[:300],
         )
-        # one INSERT … ON CONFLICT DO NOTHING: a retried item keeps its first vote
-        ModelVote.objects.bulk_create(
-            [
-                ModelVote(
-                    rater=rater,
-                    item_stage_id=assignment.item_stage_id,
-                    annotation=annotation,
-                    value=vote,
-                    confidence=confidence,
-                    samples=len(answers),
-                )
-            ],
-            ignore_conflicts=True,
-        )
-        beat.done += 1
+        beat.failed += 1
+        return True
+    payload, vote, confidence = modal([a for a in answers if a is not None], rater.stage.kind)
+    annotation, _ = annotation_submit(
+        assignment_id=assignment.pk,
+        annotator=user,
+        payload=payload,
+        client_info=client_info(rater),
+    )
+    # one INSERT … ON CONFLICT DO NOTHING: a retried item keeps its first vote
+    ModelVote.objects.bulk_create(
+        [
+            ModelVote(
+                rater=rater,
+                item_stage_id=assignment.item_stage_id,
+                annotation=annotation,
+                value=vote,
+                confidence=confidence,
+                samples=len(answers),
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    beat.done += 1
+    return True
+
+
+def client_info(rater: ModelRater) -> dict[str, Any]:
+    """What a model rater's annotation records about where it came from."""
+    return {"model": rater.endpoint.model, "prompt_version": rater.prompt_id}

@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "studio",
     "crowd",
     "llm",
+    "quality",
 ]
 
 MIDDLEWARE = [
@@ -114,6 +115,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "rungwise.middleware.CSPMiddleware",
+    # Archived projects are read-only: marks the requests that ask to change something.
+    "annotation.middleware.ArchivedProjectsReadOnly",
     # Last, as django-axes asks: turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -53,6 +53,7 @@ urlpatterns = [
     path("projects/<slug:slug>/meter/", include("review.meter.urls")),
     path("projects/<slug:slug>/causalt5k/", include("review.causalt5k.urls")),
     path("", include("crowd.urls")),
+    path("", include("quality.urls")),
     path("projects/<slug:slug>/graphs/", include("graphs.urls")),
     path("projects/<slug:slug>/narratives/", include("narratives.urls")),
     path("", include("studio.urls")),

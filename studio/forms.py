@@ -10,6 +10,7 @@ as the setup page's forms each post a part of a stage.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -21,6 +22,10 @@ from annotation.models import Stage
 from annotation.policies import get_policy
 from studio import stage_form
 from studio.services import JSON_SETTINGS, MAX_INVITE_DAYS, parse_json_setting
+
+#: The stage config key of the spot-check share: ``agreement.spot_checks.RATE_KEY`` (studio may
+#: not import agreement; tests/studio/test_forms.py holds the two together).
+SPOT_CHECK_RATE = "spot_check_rate"
 
 #: Where the setup page scrolls back to after a change: a fragment naming an element.
 ANCHOR = re.compile(r"#[A-Za-z][\w-]{0,80}")
@@ -79,6 +84,10 @@ class StageEditForm(SetupForm):
     policy_options = TextField()
     stage_form = TextField()
     option_rows = WholeNumberField("option-rows", 0, 50, default=0)
+    # Silent gold's rate (annotation/gold.py): the engine refuses 1.
+    gold_every = WholeNumberField("gold_every", 0, 1000)
+    # The stage's spot-check share (agreement/spot_checks.py), kept in its config.
+    spot_check_rate = TextField()
 
     def __init__(self, data: Any, *, stage: Stage) -> None:
         # "option-rows" is not a Python name; the field reads it under its posted name.
@@ -134,12 +143,84 @@ class StageEditForm(SetupForm):
             "tie_policy",
             "is_active",
             *JSON_SETTINGS,
+            "gold_every",
         ]
         found = {name: self.cleaned_data[name] for name in names if name in self.data}
         if self.cleaned_data.get("stage_form"):
             for name in ("policy_options", "tie_default", "routes"):
                 found[name] = self.cleaned_data[name]
+        found.update(self.adaptive_changes(found))
+        if SPOT_CHECK_RATE in self.data:
+            found["config"] = self._config_with_spot_checks(found.get("config"))
         return found
+
+    # --- Adaptive overlap (annotation/adaptive.py): the confidence target and the cap -------
+    # Shown as two fields of their own; the target is stored as the policy option "confidence"
+    # (the option rows leave it out, studio.stage_form.ADAPTIVE_OPTION), the cap as max_overlap.
+
+    adaptive_confidence = TextField()
+    max_overlap = WholeNumberField("max_overlap", 0, 100)
+
+    def clean_adaptive_confidence(self) -> float | None:
+        text = self.cleaned_data["adaptive_confidence"].strip()
+        if not text:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise forms.ValidationError(
+                "The confidence target must be a number such as 0.85, or empty for a fixed "
+                "overlap.",
+                code="invalid",
+            ) from None
+
+    def adaptive_changes(self, found: dict[str, Any]) -> dict[str, Any]:
+        """The adaptive fields posted, as ``policy_options["confidence"]`` (merged into the
+        options posted, or the stored ones) and ``max_overlap``; an empty target turns
+        adaptive overlap off."""
+        changes: dict[str, Any] = {}
+        if "adaptive_confidence" in self.data:
+            options = dict(found.get("policy_options", self.stage.policy_options) or {})
+            options.pop(stage_form.ADAPTIVE_OPTION, None)
+            target = self.cleaned_data["adaptive_confidence"]
+            if target is not None:
+                options[stage_form.ADAPTIVE_OPTION] = target
+            else:
+                options.pop("confidence_measure", None)
+            changes["policy_options"] = options
+        if "max_overlap" in self.data:
+            changes["max_overlap"] = self.cleaned_data["max_overlap"]
+        return changes
+
+    # --- The spot-check rate: a field of its own, stored in the stage's config ---------------
+
+    def clean_spot_check_rate(self) -> float | None:
+        """A share from 0 to 1 (a comma as the decimal mark is read too); None when empty."""
+        raw = self.cleaned_data["spot_check_rate"].strip().replace(",", ".")
+        if not raw:
+            return None
+        try:
+            rate = float(raw)
+        except ValueError:
+            rate = math.nan
+        if not (0 <= rate <= 1):
+            raise forms.ValidationError(
+                f"The spot-check rate is a share from 0 to 1 (0.1: one settled item in ten); "
+                f"got {raw[:40]!r}.",
+                code="a number from 0 to 1",
+            )
+        return rate
+
+    def _config_with_spot_checks(self, config: Any) -> dict[str, Any]:
+        """``config`` (as posted, or the stage's) with the rate field's value: set, or removed
+        when the field is empty. The field wins over the same key in the config JSON."""
+        merged = dict(config if isinstance(config, dict) else self.stage.config or {})
+        rate = self.cleaned_data.get("spot_check_rate")
+        if rate is None:
+            merged.pop(SPOT_CHECK_RATE, None)
+        else:
+            merged[SPOT_CHECK_RATE] = int(rate) if rate in (0, 1) else rate
+        return merged
 
 
 class MemberAddForm(SetupForm):

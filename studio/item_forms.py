@@ -54,3 +54,33 @@ class ItemActionForm(forms.Form):
                 code="required",
             )
         return True
+
+
+class GoldPromoteForm(forms.Form):
+    """The gold page's confirmation (studio.gold_views): the ids of the decisions ticked
+    (``resolution``, repeated) and ``confirm`` ticked. Whether each can become gold is the
+    engine's decision (annotation.api.gold_promote)."""
+
+    resolution = forms.TypedMultipleChoiceField(coerce=int, required=False)
+    confirm = YesNoField()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        posted = self.data.getlist("resolution") if hasattr(self.data, "getlist") else []
+        field = self.fields["resolution"]
+        assert isinstance(field, forms.TypedMultipleChoiceField)
+        field.choices = [(value, value) for value in posted if str(value).isdigit()]
+
+    def clean_resolution(self) -> list[int]:
+        chosen = self.cleaned_data["resolution"]
+        if not chosen:
+            raise forms.ValidationError("Tick at least one decision to make it a gold item.")
+        return chosen
+
+    def clean_confirm(self) -> bool:
+        if not self.cleaned_data["confirm"]:
+            raise forms.ValidationError(
+                "Tick the confirmation: these answers become known answers annotators are "
+                "checked against."
+            )
+        return True

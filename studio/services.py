@@ -18,8 +18,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation import api as engine
+from annotation.access import refuse_if_archived
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.models import Membership, Project, Role, Stage
+from annotation.plugins import plugins_clone
 from annotation.workflows import WORKFLOWS
 from imports.core.readers import ImportFileError, read_json_document
 from studio.licences import LICENCE_IDS
@@ -115,6 +117,9 @@ class StageChanges(TypedDict, total=False):
     eligibility: Any
     policy_options: Any
     tie_default: Any
+    gold_every: int
+    #: The cap of adaptive overlap (annotation/adaptive.py); 0 = overlap + 2.
+    max_overlap: int
 
 
 @transaction.atomic
@@ -127,6 +132,16 @@ def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
         _whole("overlap", changes["overlap"], 1, 100)
     if "lease_seconds" in changes:
         _whole("lease_seconds", changes["lease_seconds"], 30, 86_400)
+    if "max_overlap" in changes:
+        _whole("max_overlap", changes["max_overlap"], 0, 100)
+        overlap = changes.get("overlap", stage.overlap)
+        if 0 < changes["max_overlap"] < overlap:
+            raise ApplicationError(
+                f"At most {changes['max_overlap']} annotators per item is fewer than the "
+                f"{overlap} every item starts with: give 0 (= {overlap} + 2) or at least "
+                f"{overlap}.",
+                {"max_overlap": changes["max_overlap"]},
+            )
     return engine.stage_update(stage=stage, **changes)
 
 
@@ -214,7 +229,7 @@ def invite_create(
 
 def invite_usable(token: str) -> Invite:
     """The invite of ``token`` if it can still be used: NotFound for an unknown token, Conflict
-    (saying why) for one revoked, expired or used up."""
+    (saying why) for one revoked, expired or used up, or of an archived project."""
     invite = Invite.objects.select_related("project").filter(token=str(token)[:64]).first()
     if invite is None:
         raise NotFound("This invite link is not valid. Ask the project's admins for a new one.")
@@ -224,6 +239,8 @@ def invite_usable(token: str) -> Invite:
         raise Conflict("This invite link has expired. Ask the project's admins for a new one.")
     if invite.max_uses and invite.uses >= invite.max_uses:
         raise Conflict("This invite link has been used up. Ask the project's admins for a new one.")
+    # Joining changes the members: an archived project takes no one (annotation/access.py).
+    refuse_if_archived(invite.project)
     return invite
 
 
@@ -303,7 +320,7 @@ def _stage_setup(stage: Stage) -> dict[str, Any]:
 @transaction.atomic
 def project_clone(
     *, source: Project, slug: str, name: str, with_members: bool, creator: User
-) -> Project:
+) -> tuple[Project, list[str]]:
     """A new project with ``source``'s setup and none of its data.
 
     Copied: the workflow (``kind``), description, guidelines, project settings, licence and
@@ -312,9 +329,11 @@ def project_clone(
     closed), created through the engine's ``stage_create`` and ``stage_update`` so that each
     is checked as if typed on the setup page (links to other stages are set once all exist);
     with ``with_members``, every membership (the roles; skills and pauses are not copied). Not
-    copied: items, imports, answers, decisions, releases, invite links. The creator becomes an
-    admin of the copy. Slug and name are checked as for a new project (ApplicationError naming
-    the field); nothing is written when anything is refused."""
+    copied: items, imports, answers, decisions, releases, invite links. Then each plug-in's
+    ``clone`` hook copies its own setup (``annotation.plugins.plugins_clone``; llm: prompts
+    with their versions and model raters). The creator becomes an admin of the copy. Slug and
+    name are checked as for a new project (ApplicationError naming the field); nothing is
+    written when anything is refused. Returns the copy and what the plug-ins said they copied."""
     slug, name = (slug or "").strip(), (name or "").strip()
     _check_new_project(slug=slug, name=name)
     project = engine.project_create(
@@ -349,7 +368,14 @@ def project_clone(
         for membership in source.memberships.select_related("user"):
             engine.membership_add(project=project, user=membership.user, role=membership.role)
     engine.membership_add(project=project, user=creator, role=Role.ADMIN)
-    return project
+    stages = {
+        original.pk: copy
+        for original, (copy, _links) in zip(
+            source.stages.order_by("position"), created, strict=True
+        )
+    }
+    copied = plugins_clone(source=source, copy=project, stages=stages, by=creator)
+    return project, copied
 
 
 def project_publication_set(*, project: Project, license: str, citation: str) -> Project:

@@ -28,6 +28,7 @@ from annotation.api import default_route
 from annotation.eligibility import describe as describe_rules
 from annotation.errors import ApplicationError
 from annotation.forms import parse_bool
+from annotation.policies import kind_policies
 from annotation.values import loads
 
 #: Targets that need no stage, in the order the select lists them, with their labels.
@@ -255,7 +256,7 @@ def stage_view(
     errors = dict(errors or {})
     names = {other.slug: other.name for other in stages}
     kind = kinds.get(stage.kind)
-    allowed = [key for key in (kind.policies if kind else ()) if key in policies]
+    allowed = [key for key in (kind_policies(kind) if kind else ()) if key in policies]
     if stage.resolution_policy not in allowed:
         allowed.append(stage.resolution_policy)
 
@@ -282,9 +283,15 @@ def stage_view(
             for outcome in outcomes
         ]
     else:
-        options = option_rows(stage.policy_options)
+        options = option_rows(
+            {
+                name: value
+                for name, value in (stage.policy_options or {}).items()
+                if name != ADAPTIVE_OPTION
+            }
+        )
         routes = route_rows(stage, outcomes, names)
-    return {
+    view = {
         "stage": stage,
         "kind_label": kind.label if kind else stage.kind,
         "policies": [(key, policies[key].label or key) for key in allowed if key in policies],
@@ -293,6 +300,7 @@ def stage_view(
         "name": get("name", stage.name),
         "overlap": get("overlap", str(stage.overlap)),
         "lease_seconds": get("lease_seconds", str(stage.lease_seconds)),
+        "gold_every": get("gold_every", str(stage.gold_every)),
         "is_active": parse_bool(get("is_active", "1" if stage.is_active else "0")),
         "tie_policy": get("tie_policy", stage.tie_policy),
         "tie_default": get("tie_default", shown_value(stage.tie_default)),
@@ -307,4 +315,27 @@ def stage_view(
         # The stored rules in words (the JSON below edits them): who may take an item.
         "who": describe_rules(stage.eligibility),
         "errors": errors,
+        # The spot-check share, a field of its own (stored in the config).
+        "spot_check_rate": get(
+            "spot_check_rate", shown_value((stage.config or {}).get("spot_check_rate"))
+        ),
+    }
+    view.update(adaptive_view(stage, get))
+    return view
+
+
+# --- Adaptive overlap (annotation/adaptive.py) ---------------------------------------------------
+
+#: The policy option the form shows as a field of its own (not as an option row).
+ADAPTIVE_OPTION = "confidence"
+
+
+def adaptive_view(stage: Any, get: Getter) -> dict[str, Any]:
+    """The adaptive overlap fields: the confidence target (empty: a fixed overlap) and the
+    cap (``max_overlap``; 0 means overlap + 2)."""
+    stored = (stage.policy_options or {}).get(ADAPTIVE_OPTION)
+    return {
+        "adaptive_confidence": get("adaptive_confidence", shown_value(stored)),
+        "max_overlap": get("max_overlap", str(stage.max_overlap)),
+        "effective_max_overlap": stage.effective_max_overlap,
     }

@@ -68,7 +68,8 @@ def project_archive(request, slug: str):
         if archiving
         else "Project restored: it is listed again and work is handed out."
     )
-    return _setup_action(request, slug, forms.ArchiveForm, act, done)
+    # Restoring is the one change an archived project takes (annotation/access.py).
+    return _setup_action(request, slug, forms.ArchiveForm, act, done, while_archived=True)
 
 
 @require_POST
@@ -76,19 +77,23 @@ def project_archive(request, slug: str):
 def project_clone(request, slug: str):
     """A new project with this one's setup (staff who admin this project; they admin the
     copy), then its setup page."""
-    access = access_project_setup(request.user, slug)
+    # Cloning reads this project and writes a new one: open to archived projects too.
+    access = access_project_setup(request.user, slug, while_archived=True)
     form = forms.ProjectCloneForm(request.POST)
     try:
         if not request.user.is_staff:
             raise PermissionDenied("Only staff create projects; ask an administrator of this site.")
         if not form.is_valid():
             raise form_error(form)
-        clone = services.project_clone(source=access.project, **form.values(), creator=request.user)
+        clone, copied = services.project_clone(
+            source=access.project, **form.values(), creator=request.user
+        )
     except ApplicationError as error:
         context = _setup_context(request, access, error=error, posted=request.POST)
         return render(request, "studio/setup.html", context, status=error.status)
+    also = f" (with {'; '.join(copied)})" if copied else ""
     messages.success(
-        request, f"Created {clone.name} from {access.project.name}'s setup, without its data."
+        request, f"Created {clone.name} from {access.project.name}'s setup{also}, without its data."
     )
     return redirect("studio:setup", slug=clone.slug)
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from studio import item_views, team_views, views
+from studio import gold_views, item_views, team_views, views
 from studio.data_manager import views as data_manager
 
 app_name = "studio"
@@ -54,4 +54,10 @@ urlpatterns = [
     path("projects/<slug:slug>/items/<int:item_id>/", item_views.item_detail, name="item"),
     path("projects/<slug:slug>/items/<int:item_id>/act/", item_views.item_act, name="item_act"),
     path("join/<str:token>/", views.join, name="join"),
+    # Silent gold (annotation/gold.py): a stage's gold items and promotion.
+    path(
+        "projects/<slug:slug>/setup/stages/<int:stage_id>/gold/",
+        gold_views.stage_gold,
+        name="stage_gold",
+    ),
 ]

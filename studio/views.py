@@ -96,10 +96,20 @@ def setup(request, slug: str):
     return render(request, "studio/setup.html", _setup_context(request, access))
 
 
-def _setup_action(request, slug: str, form_class, action, success: str, **form_options):
+def _setup_action(
+    request,
+    slug: str,
+    form_class,
+    action,
+    success: str,
+    *,
+    while_archived: bool = False,
+    **form_options,
+):
     """Read the POST with ``form_class``, then ``action(project, form)``; a refused
-    form or action re-renders the setup page with what was posted and the error."""
-    access = access_project_setup(request.user, slug)
+    form or action re-renders the setup page with what was posted and the error.
+    ``while_archived``: the action works on an archived project too (restoring it)."""
+    access = access_project_setup(request.user, slug, while_archived=while_archived)
     project = access.project
     try:
         form = form_class(request.POST, **{k: v(project) for k, v in form_options.items()})

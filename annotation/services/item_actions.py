@@ -42,8 +42,13 @@ ACTIONS: dict[str, str] = {
     ItemEvent.Action.SEND_BACK: "Send back to an earlier stage",
     ItemEvent.Action.DISCARD: "Discard",
 }
-#: Actions that need a reason (the others take one if given).
-REASON_REQUIRED: set[str] = {ItemEvent.Action.RESOLVE, ItemEvent.Action.DISCARD}
+#: Actions that need a reason (the others take one if given). Reopening undoes a decision, so
+#: its history line must say why, as a hand decision's does.
+REASON_REQUIRED: set[str] = {
+    ItemEvent.Action.REOPEN,
+    ItemEvent.Action.RESOLVE,
+    ItemEvent.Action.DISCARD,
+}
 LIVE = (ItemStage.State.OPEN, ItemStage.State.RESOLVING, ItemStage.State.ADJUDICATION)
 CLOSED = (ItemStage.State.RESOLVED, ItemStage.State.DISCARDED)
 #: Most items one call acts on (a page of the data manager's selection is far below it).
@@ -74,8 +79,8 @@ def items_act(
     item) and record it in the item's history (``ItemEvent``). The caller checked that ``by``
     is an admin of the project (studio.access). Actions:
 
-    - ``reopen``: a decided or discarded item stage (of ``stage``, or the item's last closed
-      one) collects again: a new round with counters from zero, the item back in the pipeline
+    - ``reopen``: with a required reason; a decided or discarded item stage (of ``stage``, or
+      the item's last closed one) collects again: a new round with counters from zero, the item back in the pipeline
       (as a route's ``back`` does). Refused while the item is still in another stage.
     - ``resolve``: decide the item's current stage (or ``stage``) by hand with ``value`` and a
       required reason: checked like a reviewer's adjudication (one of the kind's choices, or a

@@ -25,8 +25,10 @@ from annotation import gates, sql
 from annotation.access import StageForAnnotator
 from annotation.eligibility import conditions as eligibility_conditions
 from annotation.eligibility import counts_own_work
+from annotation.gold import GOLD_SOURCE_FIELD
 from annotation.models import Assignment, Item, ItemStage, Stage
 from annotation.services.leases import leases_reclaim_expired
+from annotation.slots import EVERYONE
 
 #: The order of a caller that keeps its own cursor (assignment_next's ``after``).
 SWEEP = "sweep"
@@ -39,7 +41,7 @@ def _annotator_salt(stage: Stage, annotator_id: int) -> int:
 
 @cache
 def _candidate_sql(
-    order_policy: str, vendor: str, phases: str = "[]", rules: str = "[]"
+    order_policy: str, vendor: str, phases: str = "[]", rules: str = "[]", gold: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """The candidate search for the next item, as one statement, and the parameters its
     eligibility rules bind (text built once per process for each backend, order policy, phase
@@ -69,6 +71,10 @@ def _candidate_sql(
     locks its row (FOR UPDATE SKIP LOCKED, so concurrent annotators never take the same slot)
     and `UNION ALL … LIMIT 1` evaluates them lazily: a later search neither runs nor locks
     anything once an earlier one has found its row. The chosen row is then joined with its item.
+
+    Silent gold (annotation/gold.py): the searches above never take a gold item. With `gold`
+    (the stage's ``gold_every`` is set; not in the SWEEP order) a gold search goes first
+    (_gold_search): a gold item the annotator has not had, when their place for one has come.
     """
     item_stages, assignments = sql.table(ItemStage), sql.table(Assignment)
     c, s, i = sql.quoted(ItemStage, "c"), sql.quoted(ItemStage, "s"), sql.quoted(Item, "i")
@@ -105,12 +111,13 @@ def _candidate_sql(
     rule_params: dict[str, Any] = {}
     for condition in rule_conditions:
         rule_params.update(condition.params)
-    base = (
+    common = (
         f"SELECT {c.id} FROM {item_stages} c"
         f" WHERE {c.stage_id} = %(stage)s AND {c.state} = '{open_state}'"
         f" AND {c.submitted_count} < {c.target_count} - {c.leased_count} AND "
         + " AND ".join(conditions)
     )
+    base = f"{common} AND NOT {_is_gold('c')}"
     personal = f"CAST({c.random_key} AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
     if order_policy == SWEEP:
         searches = [
@@ -130,9 +137,15 @@ def _candidate_sql(
             f"{fresh} AND {c.random_key} >= %(entry)s ORDER BY {c.random_key} LIMIT 1{lock}",
             f"{fresh} AND {c.random_key} < %(entry)s ORDER BY {c.random_key} LIMIT 1{lock}",
         ]
+    helpers: list[str] = []
+    if gold and order_policy != SWEEP:
+        helpers, gold_search = _gold_search(common, vendor)
+        searches.insert(0, f"{gold_search} ORDER BY {personal} LIMIT 1{lock}")
     # The CTEs' one column is named ``id`` by its SELECT list (quoted as every column is).
     found = connection.ops.quote_name("id")
-    ctes = ", ".join(f"search_{index} AS ({search})" for index, search in enumerate(searches))
+    ctes = ", ".join(
+        helpers + [f"search_{index} AS ({search})" for index, search in enumerate(searches)]
+    )
     chain = " UNION ALL ".join(
         f"SELECT {found} FROM search_{index}" for index in range(len(searches))
     )
@@ -142,6 +155,77 @@ def _candidate_sql(
         f" WHERE {s.id} IN (WITH {ctes} {chain} LIMIT 1)"
     )
     return text, rule_params
+
+
+def _is_gold(alias: str) -> str:
+    """SQL: the item stage under `alias` is a silent gold item's (annotation/gold.py). Gold
+    item stages have every annotator's slots, so the item is looked up only for those: the
+    searches for work pay one comparison per row."""
+    c, g = sql.quoted(ItemStage, alias), sql.quoted(Item, f"{alias}_gold")
+    return (
+        f"({c.target_count} >= {EVERYONE} AND EXISTS (SELECT 1 FROM {sql.table(Item)}"
+        f" {alias}_gold WHERE {g.id} = {c.item_id} AND {g.purpose} = '{Item.Purpose.GOLD.value}'))"
+    )
+
+
+#: How a promoted gold copy's source item id is read from its payload (GOLD_SOURCE_FIELD).
+_SOURCE_ID = {
+    "postgresql": "CAST({payload} ->> '{field}' AS BIGINT)",
+    "sqlite": "CAST(json_extract({payload}, '$.{field}') AS INTEGER)",
+}
+
+
+def _gold_search(common: str, vendor: str) -> tuple[list[str], str]:
+    """The gold search of _candidate_sql: its helper CTEs and the search (without its ORDER BY).
+
+    A gold item of the stage the annotator has not had (``common``: the searches' shared
+    conditions — free slot, not held before in the round and phase, phases, eligibility and
+    gates), never a promoted copy of an item they answered themselves, and only when their place
+    for one has come. The place: among the annotator's last 2n − 1 leases in the stage (n =
+    ``gold_every``), count those after their latest gold one (all of them when none is there);
+    a gold item may come once that count reaches n − 1 + (salt + id of that latest gold lease)
+    mod n, and at least 1. So no two gold items are closer than n, the first item is never
+    one, and the gap (n to 2n − 1) is drawn afresh after each gold item from the annotator's
+    own salt, so nobody can count to the next one. Leases of every status count (an item
+    skipped or left to expire was still shown). Both CTEs read at most 2n − 1 rows of the
+    annotator's leases (the subquery limits before the joins)."""
+    assignments, item_stages, items = sql.table(Assignment), sql.table(ItemStage), sql.table(Item)
+    r, rs, ri = sql.quoted(Assignment, "r"), sql.quoted(ItemStage, "rs"), sql.quoted(Item, "ri")
+    c = sql.quoted(ItemStage, "c")
+    own, source, sa = (
+        sql.quoted(Item, "gi"),
+        sql.quoted(ItemStage, "ss"),
+        sql.quoted(Assignment, "sa"),
+    )
+    gold_purpose = Item.Purpose.GOLD.value
+    quote = connection.ops.quote_name
+    rid, gid = quote("id"), quote("gold_id")
+    recent = (
+        f"gold_recent AS (SELECT {r.id} AS {rid}, CASE WHEN {rs.target_count} >= {EVERYONE}"
+        f" AND {ri.purpose} = '{gold_purpose}' THEN {r.id} END AS {gid}"
+        f" FROM (SELECT {sql.quoted(Assignment).id}, {sql.quoted(Assignment).item_stage_id}"
+        f" FROM {assignments} WHERE {sql.quoted(Assignment).annotator_id} = %(annotator)s"
+        f" AND {sql.quoted(Assignment).stage_id} = %(stage)s"
+        f" ORDER BY {sql.quoted(Assignment).id} DESC LIMIT %(gold_window)s) r"
+        f" JOIN {item_stages} rs ON {rs.id} = {r.item_stage_id}"
+        f" JOIN {items} ri ON {ri.id} = {rs.item_id})"
+    )
+    last = f"gold_last AS (SELECT COALESCE(MAX({gid}), 0) AS {gid} FROM gold_recent)"
+    since = f"(SELECT COUNT(*) FROM gold_recent WHERE {rid} > (SELECT {gid} FROM gold_last))"
+    source_id = _SOURCE_ID["postgresql" if vendor == "postgresql" else "sqlite"].format(
+        payload=own.payload, field=GOLD_SOURCE_FIELD
+    )
+    search = (
+        f"{common} AND {_is_gold('c')}"
+        f" AND {since} >= 1"
+        f" AND {since} >= %(gold_every)s - 1"
+        f" + (%(salt)s + (SELECT {gid} FROM gold_last)) %% %(gold_every)s"
+        f" AND NOT EXISTS (SELECT 1 FROM {items} gi"
+        f" JOIN {item_stages} ss ON {source.item_id} = {source_id}"
+        f" JOIN {assignments} sa ON {sa.item_stage_id} = {source.id}"
+        f" WHERE {own.id} = {c.item_id} AND {sa.annotator_id} = %(annotator)s)"
+    )
+    return [recent, last], search
 
 
 def _search_rules(reached: StageForAnnotator) -> list[dict[str, Any]]:
@@ -166,11 +250,13 @@ def _candidate_statement(
     out once per call and the text comes from the per-process cache."""
     stage = reached.stage
     rules = _search_rules(reached)
+    gold = after is None and stage.gold_every > 0
     text, rule_params = _candidate_sql(
         SWEEP if after is not None else stage.order_policy,
         connection.vendor,
         json.dumps(stage.phases or [], sort_keys=True),
         json.dumps(rules, sort_keys=True),
+        gold,
     )
     salt = _annotator_salt(stage, annotator_id)
     params: dict[str, Any] = {
@@ -180,6 +266,9 @@ def _candidate_statement(
         "salt": salt,
         **rule_params,
     }
+    if gold:
+        params["gold_every"] = stage.gold_every
+        params["gold_window"] = 2 * stage.gold_every - 1
     if after is not None:
         params["after"] = after
     elif stage.order_policy == Stage.OrderPolicy.RANDOM:

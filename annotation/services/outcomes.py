@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper
 from django.utils import timezone
 
-from annotation import events
+from annotation import adaptive, events
 from annotation.advisory import advisory_expression
 from annotation.errors import ApplicationError, Conflict, NotFound
 from annotation.inputs import clean_text
@@ -38,6 +39,34 @@ logger = logging.getLogger(__name__)
 # --- Resolution -------------------------------------------------------------------------------
 
 
+def _confident_enough(item_stage: ItemStage, stage: Stage, decision: Decision) -> Decision:
+    """Adaptive overlap (annotation/adaptive.py): a decided label below the stage's
+    ``confidence`` target becomes a request for one more annotator (status ``insufficient``,
+    ``needs_more``) while the item stage is below the stage's cap; at the cap the decision
+    stands, its reason saying so. Other decisions come back as they are."""
+    options = stage.policy_options or {}
+    if options.get("confidence") is None or decision.outcome == "pending" or not decision.votes:
+        return decision
+    kind = get_kind(stage.kind)
+    choices = kind.choices(KindContext(stage=stage, item_stage=item_stage)) or ()
+    question = adaptive.ConfidenceQuestion(
+        item_stage_id=item_stage.pk,
+        value=decision.value,
+        votes=decision.votes,
+        categories=max(len(choices), len(decision.votes)),
+    )
+    short = adaptive.shortfall(question, options)
+    if short is None:
+        return decision
+    cap = stage.effective_max_overlap
+    if item_stage.target_count >= cap:
+        reason = short.reason(at_cap=cap)
+        return replace(
+            decision, reason=f"{decision.reason}; {reason}" if decision.reason else reason
+        )
+    return Decision(None, "insufficient", "pending", True, decision.votes, reason=short.reason())
+
+
 def _ballots(item_stage: ItemStage, stage: Stage, kind: Any) -> tuple[list[Ballot], int]:
     """The annotations of the item stage's current round, as the policy sees them: votes,
     payloads and phases, annotators numbered 1, 2, … in the order they submitted; and how many
@@ -57,7 +86,7 @@ def _ballots(item_stage: ItemStage, stage: Stage, kind: Any) -> tuple[list[Ballo
             continue
         who = annotator_id if annotator_id is not None else f"external:{external}"
         number = numbers.setdefault(who, len(numbers) + 1)
-        ballots.append(Ballot(kind.vote(payload), payload, phase, number))
+        ballots.append(Ballot(kind.vote(payload), payload, phase, number, rater=who))
     return ballots, left_out
 
 
@@ -73,6 +102,7 @@ def _policy_settings(
         options=stage.policy_options or {},
         last_phase=len(phases) - 1,
         item_payload=item_stage.item.payload,
+        stage_id=stage.pk,
     )
 
 
@@ -218,6 +248,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
         _phase_advance(item_stage, stage)
         return None
     decision = _decision_for(item_stage, stage)
+    decision = _confident_enough(item_stage, stage, decision)
     resolution, _ = Resolution.objects.update_or_create(
         item_stage=item_stage,
         defaults={

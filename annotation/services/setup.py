@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation import sql
 from annotation.eligibility import validate_rules
 from annotation.errors import ApplicationError, Conflict, NotFound
+from annotation.gold import gold_every_clean
 from annotation.inputs import check_storable, clean_text
 from annotation.kinds import get_kind
 from annotation.models import (
@@ -35,9 +36,10 @@ from annotation.models import (
     Stage,
 )
 from annotation.phases import first_slots, validate_phases
-from annotation.policies import PolicySettings, check_settings, get_policy
+from annotation.policies import PolicySettings, check_settings, get_policy, kind_policies
 from annotation.routing import validate_routes
 from annotation.services.leases import _release_assignments
+from annotation.slots import EVERYONE
 
 logger = logging.getLogger(__name__)
 
@@ -315,10 +317,10 @@ def stage_settings_clean(
     clean: dict[str, Any] = {}
     clean["config"] = task_kind.validate_config(settings.get("config") or {})
     policy_key = settings.get("resolution_policy") or task_kind.default_policy
-    if policy_key not in task_kind.policies:
+    if policy_key not in kind_policies(task_kind):
         raise ApplicationError(
             f"The {kind} kind does not support the {policy_key!r} resolution policy.",
-            {"resolution_policy": f"one of {', '.join(task_kind.policies)}"},
+            {"resolution_policy": f"one of {', '.join(kind_policies(task_kind))}"},
         )
     clean["resolution_policy"] = policy_key
     clean["tie_policy"] = settings.get("tie_policy") or Stage.TiePolicy.ADJUDICATE
@@ -372,6 +374,8 @@ def stage_create(
     checked by stage_settings_clean first, and every text by the database's rule
     (annotation.inputs.check_storable)."""
     check_storable({"slug": slug, "name": name, "config": config, **options}, field="stage")
+    if "gold_every" in options:  # silent gold's rate (annotation/gold.py)
+        options["gold_every"] = gold_every_clean(options["gold_every"])
     settings = {key: options.pop(key) for key in STAGE_SETTINGS if key in options}
     settings["config"] = config
     clean = stage_settings_clean(
@@ -408,6 +412,8 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         if fixed in changes and changes[fixed] != getattr(stage, fixed):
             raise ApplicationError(f"A stage's {fixed} cannot change.", {fixed: "fixed"})
     check_storable(changes, field="stage")
+    if "gold_every" in changes:  # silent gold's rate (annotation/gold.py)
+        changes["gold_every"] = gold_every_clean(changes["gold_every"])
     locked = Stage.objects.select_for_update().get(pk=stage.pk)
     settings = {key: changes.get(key, getattr(locked, key)) for key in STAGE_SETTINGS}
     overlap = changes.get("overlap", locked.overlap)
@@ -437,13 +443,15 @@ def _open_sql(vendor: str) -> str:
     (_OPEN_VENDOR). Text built once per process."""
     spelling = _OPEN_VENDOR[vendor]
     into, i = sql.quoted(ItemStage), sql.quoted(Item, "i")
-    gold = spelling["gold"].format(payload=i.payload)
+    gold = spelling["gold"].format(payload=i.payload, purpose=i.purpose)
     return f"""
     INSERT INTO {sql.table(ItemStage)}
         ({into.item_id}, {into.stage_id}, {into.state}, {into.target_count},
          {into.submitted_count}, {into.leased_count}, {into.random_key}, {into.spread_rank},
          {into.group_size}, {into.phase}, {into.round}, {into.gold}, {into.opened_at})
-    SELECT {i.id}, %(stage)s, %(open)s, %(target)s, 0, 0, {spelling["random_key"]},
+    SELECT {i.id}, %(stage)s, %(open)s,
+        CASE WHEN {i.purpose} = %(gold_purpose)s THEN %(everyone)s ELSE %(target)s END,
+        0, 0, {spelling["random_key"]},
         CASE WHEN {i.group} = '' THEN 0
              ELSE row_number() OVER (PARTITION BY {i.group} ORDER BY random()) - 1 END,
         CASE WHEN {i.group} = '' THEN 1 ELSE count(*) OVER (PARTITION BY {i.group}) END,
@@ -458,13 +466,17 @@ _OPEN_VENDOR = {
     "postgresql": {
         "random_key": "floor(random() * 2147483648)::bigint",
         "gold": "CASE WHEN jsonb_typeof({payload} -> 'gold' -> %(slug)s) NOT IN ('null')"
-        " THEN {payload} -> 'gold' -> %(slug)s END",
+        " THEN {payload} -> 'gold' -> %(slug)s"
+        " WHEN {purpose} = %(gold_purpose)s AND jsonb_typeof({payload} -> 'gold')"
+        " NOT IN ('null', 'object') THEN {payload} -> 'gold' END",
         "ids": "SELECT unnest(%(ids)s::bigint[])",
     },
     "sqlite": {
         "random_key": "abs(random() %% 2147483648)",
         "gold": "CASE WHEN json_type({payload}, %(gold_path)s) NOT IN ('null')"
-        " THEN {payload} -> %(gold_path)s END",
+        " THEN {payload} -> %(gold_path)s"
+        " WHEN {purpose} = %(gold_purpose)s AND json_type({payload}, '$.gold')"
+        " NOT IN ('null', 'object') THEN {payload} -> '$.gold' END",
         "ids": "SELECT value FROM json_each(%(ids)s)",
     },
 }
@@ -474,7 +486,10 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
     """Put items into a stage: the one way items enter a stage (imports, item creation,
     routes). ``items``: a queryset of items (its ids read first) or items / item ids, opened by
     one INSERT … SELECT whatever their number. Each new item stage gets a fixed random key, its group rank and size,
-    the first phase's slots as its target and its gold answer (``payload["gold"][stage.slug]``).
+    the first phase's slots as its target and its gold answer (``payload["gold"][stage.slug]``);
+    a silent gold item (``Item.Purpose.GOLD``, annotation/gold.py) gets every annotator's
+    slots (``EVERYONE``) and may give its answer as a plain ``payload["gold"]`` (for whichever
+    stage it opens in).
     Items already in the stage are left as they are. Returns how many were opened."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
     params: dict[str, Any] = {
@@ -484,6 +499,9 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
         "now": connection.ops.adapt_datetimefield_value(timezone.now()),
         "slug": stage.slug,
         "gold_path": f'$.gold."{stage.slug}"',
+        # Silent gold items (annotation/gold.py) are open to every annotator and never fill.
+        "gold_purpose": Item.Purpose.GOLD.value,
+        "everyone": EVERYONE,
     }
     if isinstance(items, QuerySet):
         # The ids first (one query): the ORM's SQL has positional placeholders, which cannot

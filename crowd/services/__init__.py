@@ -13,6 +13,8 @@
   attention checks (screen-out), practice done, quota met (completed).
 - ``participant_leave``: a participant who returned, timed out or was rejected: leases
   released, annotations kept or withdrawn by the study's setting.
+- ``participant_screen_out`` / ``participant_screen_out_undo``: a screen-out decided outside the
+  study's own checks (the quality app's automatic actions), and taking it back.
 - ``participants_time_out``: the beat sweep of sessions past their time limit.
 - ``study_sync_request``, ``study_sync_prolific``: submission statuses from Prolific's API (asked
   for after commit, read by the task crowd.tasks.sync_prolific_study).
@@ -46,6 +48,8 @@ from crowd.services.participants import (
     participant_instructions_read,
     participant_leave,
     participant_refresh,
+    participant_screen_out,
+    participant_screen_out_undo,
     participants_time_out,
     practice_left,
     resume_proven,
@@ -98,6 +102,8 @@ __all__ = [
     "participant_instructions_read",
     "participant_leave",
     "participant_refresh",
+    "participant_screen_out",
+    "participant_screen_out_undo",
     "participants_time_out",
     "practice_left",
     "resume_proven",

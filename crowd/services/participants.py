@@ -1,8 +1,9 @@
 """A participant's session (CONTRIBUTING.md, "Services own the transaction"): the study URL
 (``participant_enter``: a place taken under the study's row lock, a resume sealed without
 proof), consent and instructions, the refresh after each item (time limit, attention checks,
-practice, quota), leaving (leases released, work kept or withdrawn by one rule) and the time-out
-sweep."""
+practice, quota), leaving (leases released, work kept or withdrawn by one rule), the time-out
+sweep, and a screen-out decided elsewhere (``participant_screen_out`` and its undo: the quality
+app's automatic actions on gold accuracy, quality/services.py)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def participant_enter(
 ) -> tuple[Participant, bool]:
     """The participant behind ``entry`` (checked by crowd.entry.parse_entry): a known platform
     id resumes (``created`` False); a new one takes a free place. Refused (403) when the id is
-    on the study's exclusion list, Conflict (409) when the study is closed or full.
+    on the study's exclusion list, Conflict (409) when the study is closed or full or its
+    project archived.
 
     A resume without proof (resume_proven) goes on with new items only: the answers given so
     far are sealed (``answers_sealed_at``), never shown or changed again by any session
@@ -83,7 +85,8 @@ def participant_enter(
             known.answers_sealed_at = timezone.now()
             known.save(update_fields=["answers_sealed_at"])
         return known, False
-    if not locked.is_open:
+    # An archived project is read-only (annotation/access.py): its studies take no one.
+    if not locked.is_open or not study.project.is_active:
         raise Conflict(
             "This study is closed and takes no more participants. Thank you for your interest."
         )
@@ -340,3 +343,76 @@ def participants_time_out(*, now: Any = None, limit: int = 1000) -> int:
                 _leave(locked, Participant.Status.TIMED_OUT, "time limit passed")
                 count += 1
     return count
+
+
+# --- A screen-out decided outside the study's own checks --------------------------------------
+
+
+def _participant_of(annotator_id: int, project: Any) -> Participant | None:
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .filter(user_id=annotator_id, study__project=project)
+        .first()
+    )
+
+
+@transaction.atomic
+def participant_screen_out(
+    *, annotator_id: int, project: Any, reason: str, withdraw: bool = False
+) -> Participant | None:
+    """Screen out the study participant behind ``annotator_id`` in ``project`` for ``reason``
+    (a sentence the researcher reads; the study page suggests rejecting them with it): the
+    session ends as screened out (their platform gets the screen-out code), leases go back.
+    Their annotations stay unless ``withdraw`` (the engine's one withdrawal rule,
+    ``annotation.api.annotations_withdraw``: answers on item stages still open are taken back,
+    the rest kept). Returns None for someone who is not a participant of a study of the
+    project; a participant whose session already ended keeps their status (only ``withdraw``
+    still applies). Locks the participant's row, as every write of a participant does."""
+    locked = _participant_of(annotator_id, project)
+    if locked is None:
+        return None
+    fields: list[str] = []
+    if locked.status == Participant.Status.ACTIVE:
+        locked.status = Participant.Status.SCREENED_OUT
+        locked.reason = reason[:300]
+        locked.finished_at = timezone.now()
+        fields += ["status", "reason", "finished_at"]
+        engine.assignments_release(
+            annotator_id=locked.user_id,
+            project=locked.study.project,
+            reason=f"screened out: {reason}",
+        )
+    if withdraw:
+        withdrawn, _ = engine.annotations_withdraw(
+            annotator_id=locked.user_id,
+            project=locked.study.project,
+            reason=f"screened out: {reason}",
+        )
+        locked.withdrawn += withdrawn
+        locked.withdrawn_at = timezone.now()
+        fields += ["withdrawn", "withdrawn_at"]
+    if fields:
+        locked.save(update_fields=fields)
+    return locked
+
+
+@transaction.atomic
+def participant_screen_out_undo(
+    *, annotator_id: int, project: Any, reason: str
+) -> Participant | None:
+    """Take back a screen-out made by ``participant_screen_out`` with ``reason``: the session is
+    active again (the same link resumes it, within the study's time limit) and the study page
+    no longer suggests a rejection. A participant screened out for anything else (failed
+    attention checks, which the next refresh would find again) or who has left since is left as
+    they are. Withdrawn answers stay withdrawn (they were deleted). Returns the participant, or
+    None for someone who is not one."""
+    locked = _participant_of(annotator_id, project)
+    if locked is None:
+        return None
+    if locked.status == Participant.Status.SCREENED_OUT and locked.reason == reason[:300]:
+        locked.status = Participant.Status.ACTIVE
+        locked.reason = ""
+        locked.finished_at = None
+        locked.save(update_fields=["status", "reason", "finished_at"])
+    return locked

@@ -5,7 +5,10 @@
 * ``register_item_mapper(kind, mapper)`` — how a clean row becomes an item: ``mapper(clean,
   schema, options) -> ItemFields``. The default puts every field but the external id into the
   payload, and takes the item's group / purpose / source from the columns named by the batch
-  options ``group_field`` / ``purpose_field`` / ``source_field`` when given.
+  options ``group_field`` / ``purpose_field`` / ``source_field`` when given; with
+  ``gold_field``, a row with a value in that column is a silent gold item (annotation/gold.py):
+  purpose ``gold``, the value its known answer (``payload["gold"]``, which no annotator is shown),
+  the column left out of the payload.
 * ``checked_schema`` — the schema plus the mapper, so that pass 1 reports the rows a mapper
   refuses before anything is written.
 """
@@ -16,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from annotation.api import GOLD_FIELD
 from annotation.models import Item, Project
 from imports.core import FieldSpec, RowError, RowSchema, schema_for_kind
 from imports.core.schema import cell_text, field_cell_text
@@ -52,6 +56,12 @@ def default_item_mapper(
 ) -> ItemFields:
     payload = {key: value for key, value in clean.items() if key != schema.external_id_field}
     purpose = _text_option(clean, options.get("purpose_field")) or Item.Purpose.REGULAR
+    gold_column = options.get("gold_field")
+    if gold_column:
+        known = payload.pop(gold_column, None)
+        if known not in (None, ""):
+            payload[GOLD_FIELD] = known
+            purpose = Item.Purpose.GOLD
     return ItemFields(
         payload=payload,
         group=_text_option(clean, options.get("group_field"))[:200],

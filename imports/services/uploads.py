@@ -71,7 +71,14 @@ def _clean_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
             {"layout": list(LAYOUTS)},
         )
     clean = {"duplicate_policy": policy, "layout": layout}
-    for key in ("group_field", "purpose_field", "source_field", "source", "array_key"):
+    for key in (
+        "group_field",
+        "purpose_field",
+        "source_field",
+        "source",
+        "array_key",
+        "gold_field",
+    ):
         value = options.get(key)
         if value not in (None, ""):
             if not isinstance(value, str) or len(value) > 200:
@@ -101,7 +108,7 @@ def import_batch_create(
 
     ``options``: ``duplicate_policy`` ("reject" | "update"), ``layout`` ("rows" | "release"),
     and for the default item mapper ``group_field``, ``purpose_field``, ``source_field``,
-    ``source``. Run it with ``import_batch_start``.
+    ``source``, ``gold_field`` (imports.services.mapping). Run it with ``import_batch_start``.
     """
     filename = os.path.basename(str(filename or "").replace("\\", "/"))
     filename = _CONTROL.sub("", filename)[:MAX_FILENAME]

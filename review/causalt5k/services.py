@@ -44,7 +44,8 @@ def case_item_mapper(
     ``trap_type``. Raises ``ValueError``, which the import reports with the row's line, naming
     the field and the value. The payload also names the case (``case_id``, the row's id) and
     its ``tier`` (from ``pearl_level``), as a release's canonical cases do: the review screens
-    and the blind answer stage read them."""
+    and the blind answer stage read them; a ``domain`` a rule knows ("Medicine", "D4 (Medicine
+    & Health)") becomes its D-code with ``domain_name``, which the release layout files by."""
     trap = clean.get("trap")
     if trap is not None and not isinstance(trap, dict | list):
         text = str(trap).strip()
@@ -63,6 +64,13 @@ def case_item_mapper(
     fields = default_item_mapper(clean, schema, options)
     payload = {"case_id": clean[schema.external_id_field or "id"], **fields.payload}
     payload.setdefault("tier", vocab.TIER_OF_LEVEL.get(str(clean.get("pearl_level") or "")))
+    # The domain as a release's canonical case holds it (D1–D10, with its name), so the case
+    # lands in the release's D{n}/D{n}_L{k}.json; a name no rule knows stays as written (the
+    # release puts the case in unassigned.json).
+    code = vocab.domain_code(payload["domain"]) if payload.get("domain") else None
+    if code is not None:
+        payload["domain"] = code
+        payload.setdefault("domain_name", vocab.DOMAINS[code][0])
     return ItemFields(
         payload=payload, group=fields.group, purpose=fields.purpose, source=fields.source
     )

@@ -114,7 +114,8 @@ def _export_url(slug: str, params: dict[str, str], fmt: str) -> str:
 def items_columns(request: PageRequest, slug: str) -> HttpResponseBase:
     """Remember the ticked columns for this member and project, then show the table again
     (with the filters it had: ``next`` is its query string)."""
-    access = access_project_items(request.user, slug)
+    # The member's own view of the table, not the project's data: saved on archived ones too.
+    access = access_project_items(request.user, slug, while_archived=True)
     _, offered = selectors.project_columns(access.project, named=access.sees_annotators)
     services.item_columns_save(
         project=access.project,

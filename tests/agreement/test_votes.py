@@ -45,3 +45,41 @@ def test_anonymous_imported_answers_are_raters_of_their_own(fast):
     assert len(np.unique(votes.raters)) == 5  # four anonymous answers, four raters, and r1
     # the statistics accept the table (they refuse a rater answering an item twice)
     assert stage_agreement(votes, n_boot=10, seed=1)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_case_reviewed_again_after_its_author_counts_one_vote_per_reviewer(fast):
+    """A CausalT5k case sent back to its author (round 1) and reviewed again (round 2) by the
+    same reviewer: the current round's review is the vote; with both, the statistics refuse
+    the stage (one rater, two votes on one item) and its agreement never refreshed."""
+    from agreement.stage_statistics import annotator_quality
+    from annotation import services as engine
+    from annotation.models import Item
+    from review.causalt5k.demo import CASES
+    from review.causalt5k.pipeline import causalt5k_project_create, causalt5k_review_open
+    from review.meter.demo import drive
+    from tests.factories import make_member
+
+    project = causalt5k_project_create(slug="ct5k-rounds", name="CT5k", seed=5)
+    case = next(case for case in CASES if case["case_id"] == "T2-W4-SPT-001")
+    engine.items_create(
+        project=project,
+        rows=[{"external_id": case["case_id"], "payload": dict(case, author="")}],
+        open_first_stage=False,
+    )
+    stages = {stage.slug: stage for stage in project.stages.all()}
+    reviewer, author = make_member(project), make_member(project)
+    causalt5k_review_open(project=project)
+
+    def verdict(name):
+        return {"verdict": name, "attacks": ["ambiguous"], "explanation": "Not one reading."}
+
+    drive(stages["review"], [reviewer], lambda i, it, ph: verdict("major"))
+    drive(stages["author"], [author], lambda i, it, ph: {"edits": {"claim": "A new claim."}})
+    drive(stages["review"], [reviewer], lambda i, it, ph: verdict("remove"))
+    assert Item.objects.get(project=project).status == "discarded"
+
+    votes = stage_votes(stages["review"], fast=fast)
+    assert len(votes.raters) == 1
+    assert votes.categories[int(votes.values[0])] == "remove"
+    assert annotator_quality(votes, gold=None, skips=None)  # no longer refused

@@ -235,8 +235,9 @@ _WRITES_ALLOWED = {
     # Demo data: the simulated participants' leases are moved back in time after each submit,
     # so the demo's "too fast" check sees reading time (no real path does this).
     "crowd/demo.py",
+    "quality/demo.py",  # the same, for the gold-checks study's times per item
 }
-_PLUGINS = ("ratings", "review", "graphs", "narratives", "crowd", "studio", "llm")
+_PLUGINS = ("ratings", "review", "graphs", "narratives", "crowd", "studio", "llm", "quality")
 _WRITES = {"create", "update", "bulk_create", "bulk_update", "delete"}
 _WRITES |= {"get_or_create", "update_or_create"}
 

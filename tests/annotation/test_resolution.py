@@ -303,7 +303,11 @@ def test_unanimity_keep_names_the_most_common_value_and_breaks_ties_by_text():
         ("meter_vote", {"x": 1}, "The meter_vote policy has no option x; it takes none."),
         ("narrative_record", {"a": 1, "b": 2}, "has no option a, b; it takes none."),
         ("ct5k_gate", {"gates": 9}, "has no option gates; it takes gate and max_distance."),
-        ("majority", {"threshold": 3}, "has no option threshold; it takes none."),
+        (
+            "majority",
+            {"threshold": 3},
+            "no option threshold; it takes confidence and confidence_measure",
+        ),
         ("mean", {"threshold": 3}, "has no option threshold; it takes accept_threshold."),
     ],
 )

@@ -231,7 +231,7 @@ def test_reopen_refuses_an_item_still_open():
     make_verify_stage(project, overlap=2)
     (item,) = make_items(project, 1)
     admin = make_member(project, Role.ADMIN)
-    report = api.items_act(project, [item.pk], "reopen", by=admin)
+    report = api.items_act(project, [item.pk], "reopen", by=admin, reason="recount")
     assert "still open in Verify" in report.refused[item.pk]
     assert not ItemEvent.objects.exists()
 

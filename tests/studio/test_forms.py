@@ -32,3 +32,10 @@ def test_an_invite_form_types_its_numbers_and_fills_defaults():
     assert form.cleaned_data == {"anchor": "", "role": "annotator", "days": 14, "max_uses": 0}
     refused = forms.InviteCreateForm({"role": "annotator", "days": "400"})
     assert not refused.is_valid() and "days must be from 1 to 90." in refused.errors["days"]
+
+
+def test_the_forms_spot_check_key_is_the_agreement_apps():
+    from agreement.spot_checks import RATE_KEY
+    from studio.forms import SPOT_CHECK_RATE
+
+    assert SPOT_CHECK_RATE == RATE_KEY

@@ -159,3 +159,32 @@ def test_an_item_of_another_project_is_not_found(client, stranded):
     assert response.status_code == 404
     foreign.refresh_from_db()
     assert foreign.status == Item.Status.ACTIVE
+
+
+def test_reopening_needs_a_reason_said_next_to_the_field(client, stranded):
+    project, verify, item, people = stranded
+    admin = people[Role.ADMIN]
+    act(
+        client, admin, project, item,
+        action="resolve", stage="verify", value="keep", reason="enough", confirm="yes",
+    )  # fmt: skip
+    response = act(
+        client, admin, project, item, action="reopen", stage="verify", reason="  ", confirm="yes"
+    )
+    body = response.content.decode()
+    assert response.status_code == 400
+    # The reason field says it, is marked invalid and takes the focus; its form stays open.
+    field = body[body.index('id="reopen-reason"') :]
+    field = field[: field.index("</div>")]
+    assert 'aria-invalid="true"' in field and "autofocus" in field
+    assert '<p class="field-error" id="reopen-reason-error">Give a reason to reopen' in field
+    item.refresh_from_db()
+    assert item.status == Item.Status.ACCEPTED
+    assert list(ItemEvent.objects.values_list("action", flat=True)) == ["resolve"]
+    response = act(
+        client, admin, project, item,
+        action="reopen", stage="verify", reason="the guidelines changed", confirm="yes",
+    )  # fmt: skip
+    assert response.status_code == 302
+    item.refresh_from_db()
+    assert item.status == Item.Status.ACTIVE

@@ -184,7 +184,7 @@ def test_an_archived_project_leaves_home_lists_hands_out_no_work_and_is_restored
     assert archived.status_code == 302
     assert project not in [access.project for access in projects_for_user(ada)]
     assert project not in [access.project for access in projects_for_user(admin)]
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(Exception, match="archived, so it is read-only"):
         access_stage_for_annotator(user=ada, stage_id=stage.pk)
     page = client.get(setup_url("setup", project)).content.decode()
     assert "This project is archived" in page and "Restore the project" in page

@@ -573,3 +573,35 @@ def test_the_setup_tab_says_which_stages_are_blind(client, staff):
     assert blind in who
     assert blind not in sections["verify"]
     assert "Any annotator of the project" in sections["verify"]
+
+
+def test_the_spot_check_rate_is_a_field_of_the_stage_form_checked_from_0_to_1(client, two_stages):
+    verify, label = two_stages
+    setup = reverse("studio:setup", args=[verify.project.slug])
+    edit = reverse("studio:stage_edit", args=[verify.project.slug, verify.pk])
+    page = client.get(setup).content.decode()
+    assert f'id="spot-{verify.pk}" type="number"' in page and "one in ten" in page
+    response = client.post(edit, stage_form_data(verify, spot_check_rate="0.25"))
+    assert response.status_code == 302, response.content.decode()[:1000]
+    verify.refresh_from_db()
+    assert verify.config["spot_check_rate"] == 0.25
+    assert 'name="spot_check_rate" min="0" max="1" step="0.01" placeholder="none" value="0.25"' in (
+        client.get(setup).content.decode()
+    )
+    for bad in ("1.5", "-0.1", "often", "nan"):
+        refused = client.post(edit, stage_form_data(verify, name="Renamed", spot_check_rate=bad))
+        body = html.unescape(refused.content.decode())
+        assert refused.status_code == 400, bad
+        # Next to the field, in words, with what was typed kept.
+        assert (
+            f'<p class="field-error" id="spot-{verify.pk}-error">The spot-check rate is a share from 0 to 1'
+            in body
+        )
+        assert 'aria-invalid="true"' in body[body.index(f'id="spot-{verify.pk}"') :][:600]
+        assert 'value="Renamed"' in body
+    verify.refresh_from_db()
+    assert (verify.name, verify.config["spot_check_rate"]) == ("Verify", 0.25)
+    # Emptied: no spot checks; the rest of the config stays.
+    assert client.post(edit, stage_form_data(verify, spot_check_rate="")).status_code == 302
+    verify.refresh_from_db()
+    assert "spot_check_rate" not in verify.config

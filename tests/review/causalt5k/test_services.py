@@ -59,3 +59,24 @@ def test_known_codes_no_trap_and_the_releases_trap_object_come_in():
     stored = dict(Item.objects.filter(project=project).values_list("external_id", "payload"))
     assert stored["T2-W7-MED-001"]["trap"] == "W7"
     assert stored["T2-X-MED-004"]["trap_type"] == "T7"
+
+
+def test_a_domain_name_becomes_its_d_code_as_the_release_layout_files_cases_by_it():
+    """The sample file's own domain ("Medicine") must land in D4/D4_L2.json, not in
+    unassigned.json: the import stores the D-code and the domain's name."""
+    project = causalt5k_project_create(slug="ct5k-domains", name="CT5k", seed=5)
+    batch = upload(
+        project,
+        case("T2-W7-MED-001", domain="Medicine"),
+        case("T2-W7-ECO-002", domain="D5"),
+        case("T2-W7-XXX-003", domain="Business"),
+        case("T2-W7-XXX-004"),
+    )
+    assert batch.status == ImportBatch.Status.SUCCEEDED, batch.errors
+    stored = dict(Item.objects.filter(project=project).values_list("external_id", "payload"))
+    assert stored["T2-W7-MED-001"]["domain"] == "D4"
+    assert stored["T2-W7-MED-001"]["domain_name"] == "Medicine & Health"
+    assert stored["T2-W7-ECO-002"]["domain"] == "D5"
+    assert stored["T2-W7-XXX-003"]["domain"] == "Business"  # two domains could be meant
+    assert "domain_name" not in stored["T2-W7-XXX-003"]
+    assert "domain" not in stored["T2-W7-XXX-004"] or not stored["T2-W7-XXX-004"]["domain"]
