@@ -85,9 +85,9 @@ def test_a_ratings_study_day_in_the_browser(live_server, browser, tmp_path, widt
     for value in RATINGS:
         rate(ada, value)
     steps.start(ben)
-    steps.skip(ben)  # ada has not seen it: it needs two raters and only ada is left
+    steps.skip(ben)  # it needs two raters and at most ada is left
     skipped = Assignment.objects.get(status=Assignment.Status.SKIPPED).item_stage.item
-    assert not Annotation.objects.filter(item_stage__item=skipped).exists()
+    assert Annotation.objects.filter(item_stage__item=skipped, item_stage__stage=rating).count() < 2
     rate(ben, 5)
 
     # The stranded item, resolved by hand from the Setup tab's warning.
