@@ -137,9 +137,8 @@ def stage_edit(*, stage: Stage, **changes: Unpack[StageChanges]) -> Stage:
         overlap = changes.get("overlap", stage.overlap)
         if 0 < changes["max_overlap"] < overlap:
             raise ApplicationError(
-                f"At most {changes['max_overlap']} annotators per item is fewer than the "
-                f"{overlap} every item starts with: give 0 (= {overlap} + 2) or at least "
-                f"{overlap}.",
+                f"A cap of {changes['max_overlap']} is below the {overlap} annotators every "
+                f"item starts with: give 0 (= {overlap} + 2) or at least {overlap}.",
                 {"max_overlap": changes["max_overlap"]},
             )
     return engine.stage_update(stage=stage, **changes)

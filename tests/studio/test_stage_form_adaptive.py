@@ -55,7 +55,10 @@ def test_the_stage_form_turns_adaptive_overlap_on_and_off(client, label):
     [
         ({"adaptive_confidence": "high"}, "must be a number such as 0.85"),
         ({"adaptive_confidence": "1.5"}, "confidence must be a probability from 0.5 to 0.999"),
-        ({"adaptive_confidence": "0.9", "max_overlap": "1"}, "fewer than the 2 every item"),
+        (
+            {"adaptive_confidence": "0.9", "max_overlap": "1"},
+            "is below the 2 annotators every item starts with",
+        ),
         ({"max_overlap": "500"}, "max_overlap must be from 0 to 100"),
     ],
 )
