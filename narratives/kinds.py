@@ -39,6 +39,10 @@ def _events(context: KindContext) -> list[str]:
     return [str(e) for e in events]
 
 
+#: The hand decision of a narrative: its answers so far are recorded and scored.
+AS_ANSWERED = "as answered"
+
+
 def _label(node: str) -> str:
     return humanise(node)
 
@@ -56,6 +60,13 @@ class CausalOrderKind(TaskKind):
     # Krippendorff's α on the orders) is on the Narratives tab.
     agreement = AgreementSpec(None)
     default_visible_fields = VISIBLE_FIELDS
+
+    def choices(self, context: KindContext) -> list[Any] | None:
+        """The one hand decision (an item page's *Resolve by hand*, a bulk resolve): finish the
+        item with the answers given so far (the Narratives tab scores answers, not decisions).
+        An order or a graph is not a value one types; without a choice the item page asked for
+        a number, which this kind's validation then refused."""
+        return [AS_ANSWERED]
 
     def derived_fields(self, payload: Mapping[str, Any], context: KindContext) -> dict[str, Any]:
         events = [str(e) for e in payload.get("events") or []]

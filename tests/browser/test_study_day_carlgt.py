@@ -110,8 +110,9 @@ def test_a_carlgt_study_day_in_the_browser(live_server, browser, tmp_path, width
     )
     dsep = Item.objects.get(project=project, payload__task="d_separation")
     assert listed == [dsep.external_id]
-    assert [row[next(iter(row))] for row in rows] == [dsep.external_id]
-    assert [line["external_id"] for line in lines] == [dsep.external_id]
+    assert [row["item id"] for row in rows] == [dsep.external_id]
+    assert [line["id"] for line in lines] == [dsep.external_id]
+    assert len(lines[0]) == len(rows[0])  # the same columns in both
     assert list(dsep.tags.values_list("name", flat=True)) == ["checked"]
 
     # The release: manifest checksums and row counts, the benchmark's line-aligned files.
