@@ -27,22 +27,14 @@ from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.utils import timezone
 
-from annotation import sql
 from annotation.access import StageForAnnotator
 from annotation.eligibility import counts_own_work
 from annotation.inputs import check_payload, clean_client_info
 from annotation.models import Annotation, Assignment, ItemStage, Stage
-from annotation.services.common import enqueue_on_commit
 from annotation.services.leases import _locked_assignment
 from annotation.services.next_item import _lease_at_once, assignment_next, reached_by
-from annotation.services.submit import (
-    _first_version,
-    _submit_sql,
-    _validated,
-    annotation_submit,
-)
+from annotation.services.submit import _submit_statement, _validated, annotation_submit
 
 
 class WaveAnswer(NamedTuple):
@@ -150,28 +142,4 @@ def _submit_leased(
     None, having stored nothing, when the statement found the lease no longer active: the
     caller then asks annotation_submit, which decides it."""
     clean = _validated(assignment, annotator, check_payload(payload), None)
-    now = timezone.now()
-    json_field = Annotation._meta.get_field("payload")
-    row = sql.fetchone(
-        _submit_sql(connection.vendor),
-        {
-            "assignment": assignment.pk,
-            "active": Assignment.Status.ACTIVE,
-            "submitted": Assignment.Status.SUBMITTED,
-            "resolving": ItemStage.State.RESOLVING,
-            "now": now,
-            "payload": json_field.get_db_prep_save(clean, connection),
-            "seconds": None,
-            "client_info": json_field.get_db_prep_save(dict(client_info), connection),
-        },
-    )
-    if row is None:
-        return None
-    annotation_id, complete = row
-    annotation = _first_version(assignment, annotator, clean, None, client_info, now)
-    annotation.pk, annotation._state.adding = annotation_id, False
-    if complete:
-        from annotation.tasks import resolve_item_stage
-
-        enqueue_on_commit(resolve_item_stage, assignment.item_stage_id)
-    return annotation
+    return _submit_statement(assignment, annotator, clean, None, client_info)

@@ -118,6 +118,20 @@ def _annotation_submit_at_once(
     ):
         return None
     clean = _validated(assignment, annotator, payload, seconds_spent)
+    return _submit_statement(assignment, annotator, clean, seconds_spent, client_info)
+
+
+def _submit_statement(
+    assignment: Assignment,
+    annotator: User,
+    clean: Any,
+    seconds_spent: float | None,
+    client_info: Mapping[str, Any] | None,
+) -> Annotation | None:
+    """Run the one-statement submit (_submit_sql) of a validated payload on an active lease:
+    the annotation it stored (its first version), with the item stage's resolution enqueued
+    when it filled; None, having stored nothing, when the lease was no longer active. Shared by
+    the submit's common case and a model rater's wave (annotation.services.batch)."""
     now = timezone.now()
     json_field = Annotation._meta.get_field("payload")
     row = sql.fetchone(
