@@ -8,6 +8,7 @@ refused write re-renders the page with the error above the form it came from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -58,88 +59,83 @@ def _back(stage: Any) -> HttpResponseBase:
     return redirect(reverse("quality:stage", args=[stage.project.slug, stage.slug]))
 
 
-@require_POST
-@page
-def rule_set(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
+def _post(
+    request: PageRequest,
+    slug: str,
+    stage_slug: str,
+    form_class: Any,
+    at: str,
+    act: Callable[[Any, dict[str, Any]], str],
+) -> HttpResponseBase:
+    """The shape of every write on the page: the form parsed, ``act(stage, cleaned_data)``
+    called (one service; it returns the message to show), then a redirect back to the page;
+    a refusal re-renders the page with the error above the form ``at`` names."""
     access = access_project(request.user, slug, MONITOR)
     stage = access_stage(request.user, access.project, stage_slug)
-    form = RuleForm(request.POST)
+    form = form_class(request.POST)
     try:
         if not form.is_valid():
             raise form_error(form)
+        message = act(stage, form.cleaned_data)
+    except ApplicationError as error:
+        return _render(request, access, stage, error=error, at=at, status=error.status)
+    messages.success(request, message)
+    return _back(stage)
+
+
+@require_POST
+@page
+def rule_set(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
+    def act(stage: Any, data: dict[str, Any]) -> str:
         services.quality_rule_set(
             stage=stage,
-            acts=form.cleaned_data["acts"],
-            min_gold=form.cleaned_data["min_gold"],
-            min_accuracy=form.cleaned_data["min_accuracy"] / 100,
-            withdraw=form.cleaned_data["withdraw"],
+            acts=data["acts"],
+            min_gold=data["min_gold"],
+            min_accuracy=data["min_accuracy"] / 100,
+            withdraw=data["withdraw"],
         )
-    except ApplicationError as error:
-        return _render(request, access, stage, error=error, at="rule", status=error.status)
-    messages.success(
-        request, "The thresholds are saved; they apply from each person's next answer."
-    )
-    return _back(stage)
+        return "The thresholds are saved; they apply from each person's next answer."
+
+    return _post(request, slug, stage_slug, RuleForm, "rule", act)
 
 
 @require_POST
 @page
 def action_take(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
-    access = access_project(request.user, slug, MONITOR)
-    stage = access_stage(request.user, access.project, stage_slug)
-    form = TakeForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise form_error(form)
+    def act(stage: Any, data: dict[str, Any]) -> str:
         action = services.quality_action_take(
             stage=stage,
-            annotator_id=form.cleaned_data["annotator"],
+            annotator_id=data["annotator"],
             by=request.user,
-            reason=form.cleaned_data["reason"],
+            reason=data["reason"],
         )
-    except ApplicationError as error:
-        return _render(request, access, stage, error=error, at="table", status=error.status)
-    messages.success(
-        request, f"{action.annotator.get_username()}: {action.get_kind_display().lower()}."
-    )
-    return _back(stage)
+        return f"{action.annotator.get_username()}: {action.get_kind_display().lower()}."
+
+    return _post(request, slug, stage_slug, TakeForm, "table", act)
 
 
 @require_POST
 @page
 def action_undo(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
-    access = access_project(request.user, slug, MONITOR)
-    stage = access_stage(request.user, access.project, stage_slug)
-    form = ActionForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise form_error(form)
+    def act(stage: Any, data: dict[str, Any]) -> str:
         action = services.quality_action_undo(
-            stage=stage, action_id=form.cleaned_data["action"], by=request.user
+            stage=stage, action_id=data["action"], by=request.user
         )
-    except ApplicationError as error:
-        return _render(request, access, stage, error=error, at="table", status=error.status)
-    messages.success(request, f"{action.annotator.get_username()} gets this stage's items again.")
-    return _back(stage)
+        return f"{action.annotator.get_username()} gets this stage's items again."
+
+    return _post(request, slug, stage_slug, ActionForm, "table", act)
 
 
 @require_POST
 @page
 def action_withdraw(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
-    access = access_project(request.user, slug, MONITOR)
-    stage = access_stage(request.user, access.project, stage_slug)
-    form = ActionForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise form_error(form)
+    def act(stage: Any, data: dict[str, Any]) -> str:
         withdrawn = services.quality_action_withdraw(
-            stage=stage, action_id=form.cleaned_data["action"], by=request.user
+            stage=stage, action_id=data["action"], by=request.user
         )
-    except ApplicationError as error:
-        return _render(request, access, stage, error=error, at="table", status=error.status)
-    messages.success(
-        request,
-        f"{withdrawn} answer{'' if withdrawn == 1 else 's'} withdrawn; answers a decision was "
-        "already made with are kept.",
-    )
-    return _back(stage)
+        return (
+            f"{withdrawn} answer{'' if withdrawn == 1 else 's'} withdrawn; answers a decision "
+            "was already made with are kept."
+        )
+
+    return _post(request, slug, stage_slug, ActionForm, "table", act)
