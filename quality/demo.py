@@ -39,7 +39,21 @@ PAIRS = [
     ("She opened the window.", "A bird sang outside.", None),
     ("The ice melted.", "The floor got wet.", "causal"),
     ("He finished the report.", "He went home.", None),
+    ("The bell rang.", "The pupils left the room.", None),
+    ("She watered the plants.", "A car passed by.", None),
+    ("He locked the door.", "He walked to the station.", None),
+    ("The sun rose.", "The cat slept on the sofa.", None),
+    ("They painted the fence.", "They had dinner.", None),
+    ("The train was late.", "A dog barked next door.", None),
+    ("She wrote a letter.", "She posted it.", None),
+    ("He tied his shoes.", "The radio played jazz.", None),
 ]
+#: Items per participant: the ordinary items. Where gold items fall is drawn per person from
+#: ids the database gives out (annotation/services/next_item.py, _gold_search: with one in every
+#: two, one or two ordinary items before each gold one), so the demo shows the same states
+#: whatever the draw: the careful participant completes on ordinary items alone, and the
+#: careless one has met their 4th gold item by their 12th item, before this quota.
+QUOTA = sum(1 for _a, _b, gold in PAIRS if gold is None)
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -88,7 +102,7 @@ def seed(*, users: dict[str, Any]) -> Project | None:
         name="Gold-checked pilot",
         platform="prolific",
         places=4,
-        quota=len(PAIRS),
+        quota=QUOTA,
         time_limit_minutes=60,
         consent_text=(
             "This study is run by the Rungwise demo team. You will read short pairs of "
