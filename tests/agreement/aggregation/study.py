@@ -5,15 +5,15 @@ Five people label items whose true label is ``LABELS[index % 3]``: three careful
 right) and two spammers who always answer "causal". On items two spammers share, the plurality
 says "causal" whatever the truth; Dawid–Skene learns that the spammers' votes carry nothing.
 
-Who shares which item is fixed, not left to the stage's order: the stage's own order comes from
-each item stage's random key (drawn by the database when the item is opened), so which truths
-the spammers happen to share — and with it how far a model can tell them from the careful ones —
-changed from run to run (and differed between SQLite and PostgreSQL). ``annotate`` adds the items
-one at a time (so their item stages' ids follow the items' order; one insert of many numbers them
-in no set order) and leases in the sweep order (``assignment_next(after=0)``: the open items by
-id, every rule of the stage still held), with the five taking turns: with overlap 3 the pattern repeats every five items —
-spammers 0 and 1 share items 0 and 3 (mod 5), with careful 0 and careful 2 in turn — so every
-truth has items the spammers outvote, the same on every database and every run.
+Who shares which item is fixed, not left to the stage's order: that order comes from each item
+stage's random key (drawn by the database when the item is opened), so which truths the spammers
+happened to share — and with it how far a model can tell them from the careful ones — changed
+from run to run, on SQLite and PostgreSQL alike. ``annotate`` adds the items one at a time (so
+their item stages' ids follow the items' order; one insert of many numbers them in no set order)
+and leases in the sweep order (``assignment_next(after=0)``: the open items by id, every rule of
+the stage still held), the five taking turns. With overlap 3 the pattern repeats every five
+items: spammers 0 and 1 share items 0 and 3 (mod 5), with careful 0 and careful 2 in turn, so
+every truth has items the spammers outvote — the same on every database and every run.
 """
 
 from __future__ import annotations
