@@ -4,6 +4,16 @@ of the model policies, the fitting service and the page section (tests/agreement
 Five people label items whose true label is ``LABELS[index % 3]``: three careful ones (always
 right) and two spammers who always answer "causal". On items two spammers share, the plurality
 says "causal" whatever the truth; Dawid–Skene learns that the spammers' votes carry nothing.
+
+Who shares which item is fixed, not left to the stage's order: that order comes from each item
+stage's random key (drawn by the database when the item is opened), so which truths the spammers
+happened to share — and with it how far a model can tell them from the careful ones — changed
+from run to run, on SQLite and PostgreSQL alike. ``annotate`` adds the items one at a time (so
+their item stages' ids follow the items' order; one insert of many numbers them in no set order)
+and leases in the sweep order (``assignment_next(after=0)``: the open items by id, every rule of
+the stage still held), the five taking turns. With overlap 3 the pattern repeats every five
+items: spammers 0 and 1 share items 0 and 3 (mod 5), with careful 0 and careful 2 in turn, so
+every truth has items the spammers outvote — the same on every database and every run.
 """
 
 from __future__ import annotations
@@ -11,8 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from annotation import services
+from annotation.access import access_stage_for_annotator
 from annotation.models import Role
-from tests.factories import annotate_stage, make_items, make_label_stage, make_member, make_project
+from tests.factories import make_label_stage, make_member, make_project
 
 LABELS = ("causal", "temporal", "none")
 CAREFUL, SPAMMERS = 3, 2
@@ -50,7 +62,30 @@ def build(*, slug: str, policy: str = "dawid_skene", **stage_options: Any) -> St
 
 
 def annotate(study: Study, capture_on_commit, *, items: int, prefix: str = "item") -> int:
-    """Add ``items`` items and have everyone annotate them (resolved on commit)."""
-    make_items(study.project, items, prefix=prefix)
+    """Add ``items`` items and have everyone annotate them (resolved on commit): the spammers
+    then the careful ones take turns, one lease each, in the sweep order (see the module's
+    docstring), until nobody gets an item. Returns the number of annotations."""
+    for index in range(items):
+        services.items_create(project=study.project, rows=[_row(prefix, index)])
+    answer = choose(study)
+    count = 0
+    active = [*study.spammers, *study.careful]
     with capture_on_commit(execute=True):
-        return annotate_stage(study.stage, [*study.spammers, *study.careful], choose(study))
+        while active:
+            for person in list(active):
+                reached = access_stage_for_annotator(user=person, stage_id=study.stage.pk)
+                assignment = services.assignment_next(annotator=person, stage=reached, after=0)
+                if assignment is None:
+                    active.remove(person)
+                    continue
+                services.annotation_submit(
+                    assignment_id=assignment.pk,
+                    annotator=person,
+                    payload={"value": answer(person, assignment.item_stage.item)},
+                )
+                count += 1
+    return count
+
+
+def _row(prefix: str, index: int) -> dict[str, Any]:
+    return {"external_id": f"{prefix}-{index:05d}", "payload": {"text": f"Sentence {index}."}}
