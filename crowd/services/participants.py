@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation import api as engine
@@ -215,7 +215,9 @@ def practice_left(participant: Participant) -> int:
 def free_items_exist(participant: Participant, *, practice: bool) -> bool:
     """Whether an open item of the participant's current work (practice items, or the study's
     other items) has a free slot and was never held by them: what the candidate search would
-    hand out, were its row not locked at this moment."""
+    hand out, were its row not locked at this moment. Silent gold items (annotation/gold.py)
+    are not work: the engine hands one only between ordinary items, so a free one is no sign
+    that an item is coming (and which one is left is never told)."""
     study = participant.study
     stage_id = (study.practice_stage_id or study.stage_id) if practice else study.stage_id
     items = ItemStage.objects.filter(
@@ -226,15 +228,37 @@ def free_items_exist(participant: Participant, *, practice: bool) -> bool:
     if practice:
         items = items.filter(item__purpose=Item.Purpose.PRACTICE)
     else:
-        items = items.exclude(item__purpose=Item.Purpose.PRACTICE)
+        items = items.exclude(item__purpose__in=(Item.Purpose.PRACTICE, Item.Purpose.GOLD))
     return items.exists()
+
+
+def ordinary_items_left(participant: Participant) -> bool:
+    """Whether an item of the study's stage other than practice and silent gold items is still
+    the participant's to answer: one they hold now, or one they never held in its item stage's
+    current round and phase (which the candidate search may hand them now or later, when slots
+    free up). False means the engine has nothing more for them but, at most, gold items
+    (annotation/gold.py) — which come only between ordinary items, so a quota counting them
+    may be out of reach."""
+    handled = Assignment.objects.filter(
+        item_stage_id=OuterRef("pk"),
+        annotator_id=participant.user_id,
+        round=OuterRef("round"),
+        phase=OuterRef("phase"),
+    ).exclude(status=Assignment.Status.ACTIVE)
+    return (
+        ItemStage.objects.filter(stage_id=participant.study.stage_id)
+        .exclude(item__purpose__in=(Item.Purpose.PRACTICE, Item.Purpose.GOLD))
+        .exclude(Exists(handled))
+        .exists()
+    )
 
 
 @transaction.atomic
 def participant_refresh(*, participant: Participant, now: Any = None) -> Participant:
     """Bring a participant's session up to date after an item: past the time limit → timed
     out; more failed attention checks than allowed → screened out; practice handled → real
-    items; quota met → completed. Ended sessions release their leases."""
+    items; quota met, or after some work nothing left for them but silent gold items
+    (ordinary_items_left) → completed. Ended sessions release their leases."""
     locked = _locked_participant(participant)
     if locked.status != Participant.Status.ACTIVE:
         return locked
@@ -252,12 +276,19 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
             return locked
         locked.practice_done_at = now
         locked.save(update_fields=["practice_done_at"])
-    if items_done(locked) >= study.quota:
+    done = items_done(locked)
+    quota_met = done >= study.quota
+    # Nothing but silent gold left after some work: the quota counts gold answers, yet a gold
+    # item comes only between ordinary items, so without one left the quota can be out of
+    # reach for good (a stage with no items yet keeps its participants waiting, as before).
+    if quota_met or (done > 0 and not ordinary_items_left(locked)):
         locked.status = Participant.Status.COMPLETED
         locked.finished_at = now
         locked.save(update_fields=["status", "finished_at"])
         engine.assignments_release(
-            annotator_id=locked.user_id, project=study.project, reason="quota met"
+            annotator_id=locked.user_id,
+            project=study.project,
+            reason="quota met" if quota_met else "no items left",
         )
     return locked
 

@@ -435,3 +435,98 @@ def test_a_signed_prolific_resume_is_proof_and_an_unsigned_one_seals_earlier_ans
     assert Participant.objects.get().answers_sealed_at is None
     services.participant_enter(study=study, entry=entry)
     assert Participant.objects.get().answers_sealed_at is not None
+
+
+def gold_study(*, regular: int, gold: int, quota: int, overlap: int = 3):
+    """A crowd study whose stage serves silent gold (annotation/gold.py) one in every 2 items."""
+    study = make_crowd_study(regular=regular, practice=0, checks=0, quota=quota, overlap=overlap)
+    engine.items_create(
+        project=study.project,
+        rows=[
+            {
+                "external_id": f"g-{index:03d}",
+                "payload": {"text": f"Sentence {index}.", "gold": "causal"},
+                "purpose": "gold",
+            }
+            for index in range(gold)
+        ],
+    )
+    study.stage.gold_every = 2
+    study.stage.save(update_fields=["gold_every"])
+    return study
+
+
+def test_a_quota_beyond_what_can_be_handed_out_completes_the_participant_with_the_code(client):
+    """Silent gold counts towards the quota but comes only between ordinary items: with 3
+    ordinary items, 4 gold items and a quota of 10, at most 3 + 2 items can be handed out. The
+    participant is completed once nothing but gold is left, never told to try again forever."""
+    from django.urls import reverse
+
+    from crowd.gate import SESSION_KEY
+
+    study = gold_study(regular=3, gold=4, quota=10)
+    participant = ready(enter(study, 1))
+    handed = []
+    while participant.status == Participant.Status.ACTIVE:
+        assignment = next_item(participant)
+        assert assignment is not None, f"active with no item after {handed}"
+        handed.append(assignment.item_stage.item.purpose)
+        participant = answer(participant, assignment)
+    assert handed.count("regular") == 3 and handed.count("gold") <= 2
+    assert participant.status == Participant.Status.COMPLETED and participant.finished_at
+    assert services.items_done(participant) < study.quota
+    assert not Assignment.objects.filter(
+        annotator=participant.user, status=Assignment.Status.ACTIVE
+    ).exists()
+    client.force_login(participant.user)
+    session = client.session
+    session[SESSION_KEY] = participant.pk
+    session.save()
+    page = client.get(reverse("crowd:done", args=[study.token])).content.decode()
+    assert "C0MPLETE" in page and "gold" not in page.lower()
+
+
+def test_a_participant_with_ordinary_items_left_is_not_completed_early():
+    """Below the quota, a participant stays until their last ordinary item is answered: one
+    they still hold counts as left."""
+    study = gold_study(regular=4, gold=4, quota=10)
+    participant = ready(enter(study, 1))
+    ordinary = 0
+    while True:
+        assignment = next_item(participant)
+        assert assignment is not None
+        if assignment.item_stage.item.purpose == Item.Purpose.REGULAR:
+            ordinary += 1
+        if ordinary == 4:
+            break
+        participant = answer(participant, assignment)
+        assert participant.status == Participant.Status.ACTIVE
+        assert services.ordinary_items_left(participant)
+    # the last ordinary item, held and not yet answered
+    participant = services.participant_refresh(participant=participant)
+    assert participant.status == Participant.Status.ACTIVE
+    participant = answer(participant, assignment)
+    assert participant.status == Participant.Status.COMPLETED
+
+
+def test_ordinary_items_taken_by_others_keep_the_participant_waiting_not_busy():
+    """Ordinary items filled by other people are not this participant's any more but could come
+    back (a return, a withdrawal): the participant waits (the held message), and the free gold
+    items, which cannot come without an ordinary one, are no sign of an item coming."""
+    study = gold_study(regular=2, gold=3, quota=10, overlap=1)
+    participant = ready(enter(study, 1))
+    other = ready(enter(study, 2))
+    participant = answer(participant, next_item(participant))
+    while (assignment := next_item(other)) is not None:
+        answer(other, assignment)
+    participant = services.participant_refresh(participant=participant)
+    assert participant.status == Participant.Status.ACTIVE
+    assert services.ordinary_items_left(participant)
+    assert not services.free_items_exist(participant, practice=False)
+    assert (
+        ItemStage.objects.filter(
+            stage=study.stage, item__purpose=Item.Purpose.GOLD, state=ItemStage.State.OPEN
+        )
+        .exclude(assignments__annotator=participant.user)
+        .exists()
+    )
