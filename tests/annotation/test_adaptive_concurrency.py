@@ -10,13 +10,13 @@ import threading
 from collections import defaultdict
 
 import pytest
-from django.db import connection, connections
 
 from annotation import adaptive, services
 from annotation.access import access_stage_for_annotator
 from annotation.models import SUBMISSION_ORDER, Annotation, Assignment, ItemStage
 from annotation.resolution import decide
 from tests.factories import make_items, make_label_stage, make_member, make_project
+from tests.threads import run_annotators
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -53,56 +53,40 @@ def test_adaptive_overlap_holds_its_slots_with_16_annotators_at_once(postgres):
     # Each item leans to "a" by its own amount: some settle at two, others go to the cap.
     lean = {index: random.Random(index).random() for index in range(ITEMS)}
     barrier = threading.Barrier(ANNOTATORS)
-    errors: list[BaseException] = []
 
     def annotator_loop(user, seed: int) -> None:
         rng = random.Random(seed)
-        try:
-            barrier.wait()
-            for _ in range(ITEMS * CAP):  # a bound, never reached when all is well
-                access = access_stage_for_annotator(user=user, stage_id=stage.pk)
-                assignment = services.assignment_next(annotator=user, stage=access)
-                if assignment is None:
-                    # An item being resolved may reopen with one more slot: stop only when
-                    # nothing is left that this annotator has not held.
-                    waiting = (
-                        ItemStage.objects.filter(
-                            stage=stage,
-                            state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING],
-                        )
-                        .exclude(assignments__annotator=user)
-                        .exists()
+        barrier.wait()
+        for _ in range(ITEMS * CAP):  # a bound, never reached when all is well
+            access = access_stage_for_annotator(user=user, stage_id=stage.pk)
+            assignment = services.assignment_next(annotator=user, stage=access)
+            if assignment is None:
+                # An item being resolved may reopen with one more slot: stop only when
+                # nothing is left that this annotator has not held.
+                waiting = (
+                    ItemStage.objects.filter(
+                        stage=stage,
+                        state__in=[ItemStage.State.OPEN, ItemStage.State.RESOLVING],
                     )
-                    if not waiting:
-                        return
-                    continue
-                if rng.random() < 0.05:
-                    services.assignment_skip(
-                        assignment_id=assignment.pk, annotator=user, reason="not sure"
-                    )
-                    continue
-                index = int(assignment.item_stage.item.external_id.split("-")[1])
-                value = "a" if rng.random() < lean[index] else "b"
-                for _ in range(2 if rng.random() < 0.25 else 1):  # retried submits
-                    services.annotation_submit(
-                        assignment_id=assignment.pk, annotator=user, payload={"value": value}
-                    )
-        except BaseException as error:  # surfaced below
-            errors.append(error)
-        finally:
-            connection.close()
+                    .exclude(assignments__annotator=user)
+                    .exists()
+                )
+                if not waiting:
+                    return
+                continue
+            if rng.random() < 0.05:
+                services.assignment_skip(
+                    assignment_id=assignment.pk, annotator=user, reason="not sure"
+                )
+                continue
+            index = int(assignment.item_stage.item.external_id.split("-")[1])
+            value = "a" if rng.random() < lean[index] else "b"
+            for _ in range(2 if rng.random() < 0.25 else 1):  # retried submits
+                services.annotation_submit(
+                    assignment_id=assignment.pk, annotator=user, payload={"value": value}
+                )
 
-    threads = [
-        threading.Thread(target=annotator_loop, args=(person, index))
-        for index, person in enumerate(people)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads), "an annotator thread hung"
-    assert not errors, errors[:3]
-    connections.close_all()
+    run_annotators(annotator_loop, people, timeout=300)
 
     votes: dict[int, list[str]] = defaultdict(list)
     for item_stage_id, payload in (

@@ -8,13 +8,14 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count
 
 from annotation import services
 from annotation.access import access_stage_for_annotator
 from annotation.models import Annotation, Assignment, ItemStage
 from tests.factories import make_items, make_member, make_project, make_verify_stage
+from tests.threads import run_annotators
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -31,52 +32,36 @@ def test_32_annotators_hammering_next_and_submit(postgres, sweep):
     people = [make_member(project) for _ in range(ANNOTATORS)]
     barrier = threading.Barrier(ANNOTATORS)
     stored: list[int] = []
-    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def annotator_loop(user, seed: int) -> None:
         rng = random.Random(seed)
-        try:
-            barrier.wait()
-            cursor = 0  # the sweep order's (machine raters'): every rule must hold the same
-            while True:
-                access = access_stage_for_annotator(user=user, stage_id=stage.pk)
-                assignment = services.assignment_next(
-                    annotator=user, stage=access, after=cursor if sweep else None
+        barrier.wait()
+        cursor = 0  # the sweep order's (machine raters'): every rule must hold the same
+        while True:
+            access = access_stage_for_annotator(user=user, stage_id=stage.pk)
+            assignment = services.assignment_next(
+                annotator=user, stage=access, after=cursor if sweep else None
+            )
+            if assignment is None:
+                return
+            cursor = assignment.item_stage_id
+            if rng.random() < 0.05:
+                services.assignment_skip(
+                    assignment_id=assignment.pk, annotator=user, reason="not sure"
                 )
-                if assignment is None:
-                    return
-                cursor = assignment.item_stage_id
-                if rng.random() < 0.05:
-                    services.assignment_skip(
-                        assignment_id=assignment.pk, annotator=user, reason="not sure"
-                    )
-                    continue
-                # a third of the submits are sent twice, as a flaky network would
-                for _ in range(2 if rng.random() < 0.33 else 1):
-                    annotation, _ = services.annotation_submit(
-                        assignment_id=assignment.pk,
-                        annotator=user,
-                        payload={"value": rng.choice(["keep", "reject"])},
-                    )
-                with lock:
-                    stored.append(annotation.pk)
-        except BaseException as error:  # surfaced below with the thread's failure
-            errors.append(error)
-        finally:
-            connection.close()
+                continue
+            # a third of the submits are sent twice, as a flaky network would
+            for _ in range(2 if rng.random() < 0.33 else 1):
+                annotation, _ = services.annotation_submit(
+                    assignment_id=assignment.pk,
+                    annotator=user,
+                    payload={"value": rng.choice(["keep", "reject"])},
+                )
+            with lock:
+                stored.append(annotation.pk)
 
-    threads = [
-        threading.Thread(target=annotator_loop, args=(person, index))
-        for index, person in enumerate(people)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=240)
-    assert not any(thread.is_alive() for thread in threads), "an annotator thread hung"
-    assert not errors, errors[:3]
-    connections.close_all()
+    run_annotators(annotator_loop, people, timeout=240)
 
     # every item ends with exactly k annotations, never more
     per_item = Counter(

@@ -10,13 +10,14 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from annotation import services
 from annotation.access import access_stage_for_annotator
 from annotation.models import Annotation, Assignment, Item, ItemStage, Resolution
 from annotation.slots import EVERYONE
 from tests.factories import make_items, make_member, make_project, make_verify_stage
+from tests.threads import run_annotators
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +42,6 @@ def test_annotators_racing_through_a_gold_stage_keep_every_invariant(postgres):
     )  # fmt: skip
     people = [make_member(project) for _ in range(ANNOTATORS)]
     barrier = threading.Barrier(ANNOTATORS)
-    errors: list[BaseException] = []
 
     def next_for(user):
         try:
@@ -52,40 +52,25 @@ def test_annotators_racing_through_a_gold_stage_keep_every_invariant(postgres):
 
     def annotator_loop(user, seed: int) -> None:
         rng = random.Random(seed)
-        try:
-            barrier.wait()
-            while True:
-                twin = None
-                if rng.random() < 0.2:  # a second tab asks at the same moment
-                    twin = threading.Thread(target=next_for, args=(user,))
-                    twin.start()
-                access = access_stage_for_annotator(user=user, stage_id=stage.pk)
-                assignment = services.assignment_next(annotator=user, stage=access)
-                if twin is not None:
-                    twin.join()
-                if assignment is None:
-                    return
-                services.annotation_submit(
-                    assignment_id=assignment.pk,
-                    annotator=user,
-                    payload={"value": rng.choice(["keep", "reject"])},
-                )
-        except BaseException as error:  # surfaced below
-            errors.append(error)
-        finally:
-            connection.close()
+        barrier.wait()
+        while True:
+            twin = None
+            if rng.random() < 0.2:  # a second tab asks at the same moment
+                twin = threading.Thread(target=next_for, args=(user,))
+                twin.start()
+            access = access_stage_for_annotator(user=user, stage_id=stage.pk)
+            assignment = services.assignment_next(annotator=user, stage=access)
+            if twin is not None:
+                twin.join()
+            if assignment is None:
+                return
+            services.annotation_submit(
+                assignment_id=assignment.pk,
+                annotator=user,
+                payload={"value": rng.choice(["keep", "reject"])},
+            )
 
-    threads = [
-        threading.Thread(target=annotator_loop, args=(person, index))
-        for index, person in enumerate(people)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads), "an annotator thread hung"
-    assert not errors, errors[:3]
-    connections.close_all()
+    run_annotators(annotator_loop, people, timeout=300)
 
     golds = set(
         ItemStage.objects.filter(stage=stage, item__purpose=Item.Purpose.GOLD).values_list(
