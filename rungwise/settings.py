@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "crowd",
     "llm",
     "quality",
+    "sso",
 ]
 
 MIDDLEWARE = [
@@ -227,6 +228,38 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "annotation:home"
+
+# --- Single sign-on: OpenID Connect (sso/README.md) ---------------------------------------------
+# mozilla-django-oidc's settings, read from environment variables of the same names. Sign-in
+# with the provider is offered when OIDC_RP_CLIENT_ID and OIDC_OP_AUTHORIZATION_ENDPOINT are
+# set; `manage.py sso_discover <issuer>` prints the endpoint lines from the provider's
+# discovery document. The client secret comes from the environment only.
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_ISSUER = os.environ.get("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso:callback"
+# New accounts for verified addresses nobody uses yet (off: only existing accounts sign in).
+OIDC_CREATE_USER = os.environ.get("RUNGWISE_SSO_CREATE_USERS", "1") != "0"
+RUNGWISE_SSO_NAME = os.environ.get("RUNGWISE_SSO_NAME", "your organisation")
+# Rungwise's own passwords (0: the provider only; API tokens still work).
+RUNGWISE_LOCAL_PASSWORDS = os.environ.get("RUNGWISE_LOCAL_PASSWORDS", "1") != "0"
+if OIDC_RP_CLIENT_ID:
+    AUTHENTICATION_BACKENDS.append("sso.backends.VerifiedEmailBackend")
+if not RUNGWISE_LOCAL_PASSWORDS:
+    if not (OIDC_RP_CLIENT_ID and OIDC_OP_AUTHORIZATION_ENDPOINT):
+        raise ImproperlyConfigured(
+            "RUNGWISE_LOCAL_PASSWORDS=0 needs single sign-on configured (OIDC_RP_CLIENT_ID, "
+            "OIDC_OP_AUTHORIZATION_ENDPOINT …): nobody could sign in."
+        )
+    AUTHENTICATION_BACKENDS = ["sso.backends.VerifiedEmailBackend"]
 
 # Mail (password reset, e-mail change links): SMTP when EMAIL_HOST is set, else the console
 # (each message printed where `make run` runs), so every mail flow works on a laptop.

@@ -14,38 +14,11 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Sign-in and the password pages (sso/account_urls.py: the provider's button beside the
+    # password form; password pages 404 while local passwords are switched off).
+    path("accounts/", include("sso.account_urls")),
+    path("accounts/sso/", include("sso.urls")),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path(
-        "accounts/password/",
-        auth_views.PasswordChangeView.as_view(),
-        name="password_change",
-    ),
-    path(
-        "accounts/password/done/",
-        auth_views.PasswordChangeDoneView.as_view(),
-        name="password_change_done",
-    ),
-    path(
-        "accounts/password/reset/",
-        auth_views.PasswordResetView.as_view(),
-        name="password_reset",
-    ),
-    path(
-        "accounts/password/reset/sent/",
-        auth_views.PasswordResetDoneView.as_view(),
-        name="password_reset_done",
-    ),
-    path(
-        "accounts/password/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(),
-        name="password_reset_confirm",
-    ),
-    path(
-        "accounts/password/reset/done/",
-        auth_views.PasswordResetCompleteView.as_view(),
-        name="password_reset_complete",
-    ),
     path("accounts/email/", email_change, name="email_change"),
     path("accounts/email/confirm/<str:token>/", email_change_confirm, name="email_change_confirm"),
     path("accounts/tokens/", include("api.page_urls")),
