@@ -23,6 +23,7 @@ class RatingsConfig(AppConfig):
         from ratings.release_scorer import ExplicaScorer
         from ratings.selectors import stage_headlines
         from ratings.services import analyses_item_stages_resolved
+        from ratings.stopping import answers_stored as stopping_answers_stored
 
         register_plugin(
             Plugin(
@@ -61,6 +62,8 @@ class RatingsConfig(AppConfig):
                 ],
                 # The researcher page's stored analysis is recomputed when items resolve.
                 on_item_stages_resolved=[analyses_item_stages_resolved],
+                # Live stopping (ratings/stopping.py): a run after answers are stored.
+                on_answers_stored=[stopping_answers_stored],
                 # The Agreement page's figure for the rating and historic stages is this app's α.
                 headline_providers=[stage_headlines],
                 demo=self.demo_seed,
