@@ -73,7 +73,8 @@ class RatingsConfig(AppConfig):
     def demo_seed(self, *, users: dict) -> None:
         """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,
         3 practice items, 3 attention checks, a simulated 15-rater pilot study as historic
-        ratings and a simulated model run. Safe to run again (memberships are re-added)."""
+        ratings and a simulated model run; and *Live stopping (demo)*
+        (ratings/fixtures/stopping_demo.py). Safe to run again (memberships are re-added)."""
         from django.db import transaction
 
         from annotation.fixtures.demo_users import demo_members_add
@@ -111,6 +112,10 @@ class RatingsConfig(AppConfig):
                     filename="simulated",
                 )
             demo_members_add(project, users)
+        # Live stopping (ratings/stopping.py): its own study, already rated by simulated raters.
+        from ratings.fixtures import stopping_demo
+
+        stopping_demo.seed(users=users)
 
 
 def _template(*, slug: str, name: str, description: str = ""):
