@@ -86,8 +86,9 @@ def stopping_rule(stage: Stage) -> StoppingRule | None:
 
 def answers_stored(stage: Any, item_stage_ids: list[int]) -> None:
     """Listener of ``annotation.events.on_answers_stored``: ask for a run on a rating stage with
-    live stopping on. Runs in the submitting request, so it reads only the stage it is given
-    for every other stage, and costs two short statements for a stage with the option."""
+    live stopping on. It runs in the submitting request: every other stage is told apart by
+    the stage it is given, without a query; a stage with the option costs two short
+    statements (the debounce)."""
     if getattr(stage, "kind", None) != RATE_KIND or not (stage.config or {}).get("stopping"):
         return
     stopping_run_request(stage_id=stage.pk)
