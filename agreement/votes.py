@@ -24,6 +24,7 @@ from annotation.kinds import TaskKind, get_kind
 from annotation.models import (
     Annotation,
     Assignment,
+    Item,
     ItemStage,
     Stage,
 )
@@ -373,12 +374,15 @@ def stage_gold(stage: Stage) -> dict[int, Any]:
 
 
 def stage_skips(stage: Stage) -> dict[int, tuple[int, int]]:
-    """{annotator id: (skipped, submitted + skipped)} of the stage's assignments."""
+    """{annotator id: (skipped, submitted + skipped)} of the stage's assignments on work items:
+    silent gold items are never work (annotation/gold.py), so their answers and skips count in
+    neither the skip rate nor the decisions."""
     result: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for annotator_id, status, count in (
         Assignment.objects.filter(
             stage=stage, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED]
         )
+        .exclude(item_stage__item__purpose=Item.Purpose.GOLD)
         .values_list("annotator_id", "status")
         .annotate(count=Count("pk"))
         .order_by()

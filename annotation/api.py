@@ -191,3 +191,9 @@ __all__ = [
 from annotation.services.batch import Wave, WaveAnswer, annotations_submit_wave  # noqa: E402
 
 __all__ += ["Wave", "WaveAnswer", "annotations_submit_wave"]
+
+# Live stopping: an open item stage stopped early under its row lock, its target closed at the
+# answers stored plus the leases held (annotation/services/stages.py states the contract).
+from annotation.services.stages import ItemStageStop, item_stage_stop  # noqa: E402
+
+__all__ += ["ItemStageStop", "item_stage_stop"]

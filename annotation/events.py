@@ -64,3 +64,44 @@ def item_stage_decided(item_stage: Any, resolution: Any) -> None:
     an exception propagates and rolls the decision back."""
     for listener in list(_decided_listeners):
         listener(item_stage, resolution)
+
+
+# --- Answers stored ----------------------------------------------------------------------------
+#
+# ``on_answers_stored(listener)``: called with ``(stage, item_stage_ids)`` after the transaction
+# of a submit that stored a new answer has committed (annotation/services/submit.py, every path:
+# pages, htmx, the API, a model rater's wave). ``stage`` is the Stage the submit read (read it,
+# never write it); ``item_stage_ids`` the item stages of that stage that got an answer. For
+# work that follows answers before any item resolves (ratings' live stopping). Same contract as
+# the resolved-listeners: a failing listener is logged and changes nothing of the submit. A
+# listener runs in the submitting request: it must be quick (decide from ``stage`` alone
+# whether it cares, without a query, since it is called for every answer of every stage) and
+# send anything slow to a task.
+
+StoredListener = Callable[[Any, list[int]], None]
+_stored_listeners: list[StoredListener] = []
+
+
+def on_answers_stored(listener: StoredListener) -> StoredListener:
+    """Call ``listener(stage, item_stage_ids)`` after every committed submit (see above).
+    Registering the same function twice keeps one registration."""
+    if listener not in _stored_listeners:
+        _stored_listeners.append(listener)
+    return listener
+
+
+def has_stored_listeners() -> bool:
+    """Whether anyone listens for stored answers (the submit skips the event when no one does)."""
+    return bool(_stored_listeners)
+
+
+def answers_stored(stage: Any, item_stage_ids: Iterable[int]) -> None:
+    """Tell every listener that these item stages of ``stage`` got a new answer (after commit)."""
+    ids = list(item_stage_ids)
+    if not ids:
+        return
+    for listener in list(_stored_listeners):
+        try:
+            listener(stage, ids)
+        except Exception:
+            logger.exception("listener %r failed for stored answers on %s", listener, ids[:10])

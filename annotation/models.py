@@ -291,6 +291,12 @@ class ItemStage(models.Model):
     opened_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Live stopping (annotation/services/stages.py, item_stage_stop): when the item stage was
+    # stopped early. While set, its target is closed: a lease that ends without an answer
+    # (expiry, skip, release) takes its slot away with it instead of freeing it.
+    stopped_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was stopped early (its target closed)."
+    )
 
     class Meta:
         constraints = [

@@ -32,7 +32,7 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   lives (the table in README.md, "Architecture"). Sequences are registered in order; mappings
   are keyed by workflow key (the project kind).
 * The engine's extension points (kinds, policies, eligibility rules, workflows, project tabs,
-  annotator gates, work gates, progress caps, pending-work hooks, the two events) are applied at
+  annotator gates, work gates, progress caps, pending-work hooks, the events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
   ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
@@ -142,6 +142,10 @@ class Plugin:
     #: ``clone(source=, copy=, stages=, by=)``: copy the plug-in's own setup of ``source`` into
     #: ``copy`` (see ``plugins_clone``).
     clone: CloneHook | None = None
+    # -- after answers are stored ---------------------------------------------------------
+    #: Listeners of ``annotation.events.on_answers_stored`` (after a submit commits; ratings'
+    #: live stopping).
+    on_answers_stored: Sequence[events.StoredListener] = ()
 
 
 #: The engine's own extension points: field name -> how one entry is registered.
@@ -159,6 +163,7 @@ _ENGINE_POINTS: dict[str, Callable[[Any], Any]] = {
     "work_pending": register_work_pending,
     "participant_views": register_participant_view,
     "advisory_raters": register_advisory_provider,
+    "on_answers_stored": events.on_answers_stored,
     "on_item_stages_resolved": on_item_stages_resolved,
     "on_item_stage_decided": on_item_stage_decided,
 }
@@ -189,6 +194,7 @@ _registries: list[dict[Any, Any] | list[Any]] = [
     navigation.PROGRESS_CAPS,
     navigation.WORK_PENDING,
     gates.ANNOTATOR_GATES,
+    events._stored_listeners,
     events._resolved_listeners,
     events._decided_listeners,
 ]

@@ -23,6 +23,7 @@ class RatingsConfig(AppConfig):
         from ratings.release_scorer import ExplicaScorer
         from ratings.selectors import stage_headlines
         from ratings.services import analyses_item_stages_resolved
+        from ratings.stopping import answers_stored as stopping_answers_stored
 
         register_plugin(
             Plugin(
@@ -61,6 +62,8 @@ class RatingsConfig(AppConfig):
                 ],
                 # The researcher page's stored analysis is recomputed when items resolve.
                 on_item_stages_resolved=[analyses_item_stages_resolved],
+                # Live stopping (ratings/stopping.py): a run after answers are stored.
+                on_answers_stored=[stopping_answers_stored],
                 # The Agreement page's figure for the rating and historic stages is this app's α.
                 headline_providers=[stage_headlines],
                 demo=self.demo_seed,
@@ -70,7 +73,8 @@ class RatingsConfig(AppConfig):
     def demo_seed(self, *, users: dict) -> None:
         """The demo ratings project: 16 pairs (128 items) open for live rating with overlap 3,
         3 practice items, 3 attention checks, a simulated 15-rater pilot study as historic
-        ratings and a simulated model run. Safe to run again (memberships are re-added)."""
+        ratings and a simulated model run; and *Live stopping (demo)*
+        (ratings/fixtures/stopping_demo.py). Safe to run again (memberships are re-added)."""
         from django.db import transaction
 
         from annotation.fixtures.demo_users import demo_members_add
@@ -108,6 +112,10 @@ class RatingsConfig(AppConfig):
                     filename="simulated",
                 )
             demo_members_add(project, users)
+        # Live stopping (ratings/stopping.py): its own study, already rated by simulated raters.
+        from ratings.fixtures import stopping_demo
+
+        stopping_demo.seed(users=users)
 
 
 def _template(*, slug: str, name: str, description: str = ""):

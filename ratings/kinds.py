@@ -5,7 +5,12 @@ Stage config (all optional)::
     {"min": 1, "max": 10,
      "anchors": {"1": "Completely unacceptable", "10": "Completely acceptable"},
      "allow_cannot_judge": true,
-     "question": "How acceptable is this sentence?"}
+     "question": "How acceptable is this sentence?",
+     "stopping": {"floor": 5, "confidence": 0.95, "mean_ci_width": null}}
+
+``stopping`` turns live stopping on (ratings/stopping.py; absent or null: off): an ordered pair
+collects no more ratings once its label is settled, from ``floor`` ratings per item on, at
+most the stage's overlap.
 
 Payloads: ``{"value": 7}``, or ``{"value": null, "cannot_judge": true, "reason": "…"}`` when the
 stage allows "I can't judge this" (the reason is required). Resolution policy: the mean rating;
@@ -50,6 +55,54 @@ def scale_bounds(config: Mapping[str, Any]) -> tuple[int, int]:
     if high - low + 1 > 101:
         raise ApplicationError("A rating scale has at most 101 points.", {"max": high})
     return low, high
+
+
+#: Live stopping's settings (ratings/stopping.py) when a stage turns it on without naming them:
+#: the rule measured on ExpliCa's ratings (ratings/README.md, "Adaptive overlap").
+STOPPING_DEFAULTS: dict[str, Any] = {"floor": 5, "confidence": 0.95, "mean_ci_width": None}
+
+
+def stopping_clean(value: Any) -> dict[str, Any]:
+    """The stage option ``stopping`` (live stopping, ratings/stopping.py) cleaned: ``floor``
+    (ratings every item of an ordered pair has before it may stop; a whole number, at least 2),
+    ``confidence`` (of the intervals, above 0 and below 1) and ``mean_ci_width`` (stop as well
+    when every item's interval is narrower; positive, or None: off), missing ones from
+    ``STOPPING_DEFAULTS``. ApplicationError naming the setting otherwise. The cap is the stage's
+    overlap."""
+    if not isinstance(value, Mapping):
+        raise ApplicationError(
+            'stopping must be an object such as {"floor": 5, "confidence": 0.95}.',
+            {"stopping": "expected an object"},
+        )
+    unknown = sorted(set(value) - set(STOPPING_DEFAULTS))
+    if unknown:
+        raise ApplicationError(
+            f"stopping does not know {', '.join(map(str, unknown))}: it takes "
+            f"{', '.join(STOPPING_DEFAULTS)}.",
+            {"stopping": unknown},
+        )
+    clean = {**STOPPING_DEFAULTS, **value}
+    floor, confidence, width = clean["floor"], clean["confidence"], clean["mean_ci_width"]
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 2:
+        raise ApplicationError(
+            "stopping.floor must be a whole number of ratings, at least 2.",
+            {"stopping.floor": floor},
+        )
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        confidence = None
+    if confidence is None or not 0 < confidence < 1:
+        raise ApplicationError(
+            "stopping.confidence must be a number between 0 and 1, such as 0.95.",
+            {"stopping.confidence": clean["confidence"]},
+        )
+    if width is not None and (
+        isinstance(width, bool) or not isinstance(width, int | float) or not width > 0
+    ):
+        raise ApplicationError(
+            "stopping.mean_ci_width must be a positive number of rating points, or null (off).",
+            {"stopping.mean_ci_width": width},
+        )
+    return {"floor": floor, "confidence": float(confidence), "mean_ci_width": width}
 
 
 def key_for(value: int, low: int, high: int) -> str | None:
@@ -152,6 +205,8 @@ class RateKind(TaskKind):
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         clean = super().validate_config(config)
         scale_bounds(clean)
+        if clean.get("stopping") is not None:
+            clean["stopping"] = stopping_clean(clean["stopping"])
         return clean
 
     def shortcuts(self, config: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -147,3 +147,21 @@ class StoredAnalysis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id}/{self.source}/{self.run_key}"
+
+
+class LiveStopping(models.Model):
+    """Live stopping's state on one rating stage (ratings/stopping.py): the debounce of its
+    task (``queued_at``, rungwise/debounce.py: set while a run is on its way) and where the next
+    run reads from (``read_from``: ratings stored from then on, less a minute's margin; None:
+    every rating, as on the first run)."""
+
+    stage = models.OneToOneField(Stage, on_delete=models.CASCADE, related_name="+")
+    queued_at = models.DateTimeField(null=True, blank=True)
+    read_from = models.DateTimeField(null=True, blank=True)
+    runs = models.PositiveIntegerField(default=0)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    #: Item stages the last run stopped.
+    last_stopped = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"live stopping of stage {self.stage_id}"

@@ -131,9 +131,11 @@ def ratings_project_create(
     question: str = DEFAULT_QUESTION,
     overlap: int = 15,
     seed: int | None = None,
+    stopping: Mapping[str, Any] | None = None,
 ) -> Project:
     """A ratings project with its live rating stage (ExpliCa's defaults: so/because/then/after,
-    1–10, 15 ratings per item, the label rule that reproduces the published labels)."""
+    1–10, 15 ratings per item, the label rule that reproduces the published labels).
+    ``stopping``: live stopping's settings (ratings/stopping.py; None: off)."""
     if not isinstance(connective_set, ConnectiveSet):
         try:
             connective_set = connective_set_from_json(connective_set)
@@ -149,6 +151,8 @@ def ratings_project_create(
         "allow_cannot_judge": allow_cannot_judge,
         "question": question,
     }
+    if stopping is not None:
+        config["stopping"] = dict(stopping)
     scale_bounds(config)
     project = engine.project_create(
         slug=slug,

@@ -282,7 +282,38 @@ def progress(context: RatingsContext) -> dict[str, Any]:
             "ratings": historic["ratings"] or 0,
             "raters": raters,
         }
+    result["stopping"] = stopping_summary(context)
     return result
+
+
+def stopping_summary(context: RatingsContext) -> dict[str, Any] | None:
+    """Live stopping on the rating stage (ratings/stopping.py) for the progress cards: whether
+    it is on and its rule (floor, cap = the overlap, confidence, interval width), the items and
+    ordered pairs stopped early, and the ratings saved: for each stopped item, the overlap less
+    the ratings it closed at (``target_count``), against the ratings the fixed overlap needs.
+    None when it is off and nothing was ever stopped."""
+    stage = context.setup.rating_stage
+    if stage is None:
+        return None
+    option = (stage.config or {}).get("stopping") or None
+    regular = ItemStage.objects.filter(stage=stage, item__purpose=Item.Purpose.REGULAR)
+    stopped = regular.filter(stopped_at__isnull=False)
+    counts = stopped.aggregate(items=Count("pk"), closed_at=Sum("target_count"))
+    items = counts["items"] or 0
+    if option is None and not items:
+        return None
+    pairs = stopped.values("item__payload__pair_id", "item__payload__order").distinct().count()
+    return {
+        "on": option is not None,
+        "floor": option["floor"] if option else None,
+        "cap": stage.overlap,
+        "confidence_percent": round(100 * option["confidence"], 1) if option else None,
+        "mean_ci_width": option.get("mean_ci_width") if option else None,
+        "items": items,
+        "pairs": pairs,
+        "saved": items * stage.overlap - (counts["closed_at"] or 0),
+        "needed": regular.count() * stage.overlap,
+    }
 
 
 def model_runs(project: Project) -> list[ModelRun]:

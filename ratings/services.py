@@ -7,6 +7,7 @@
 - ``ratings/historic.py``: historic ratings, through the engine's historic import;
 - ``ratings/model_runs.py``: model answers;
 - ``ratings/explica_import.py``: ExpliCa's released files in one call;
+- ``ratings/stopping.py``: live stopping (its setting and its run);
 - here: the stored analysis of the ratings page and its debounced refresh.
 
 Every import is checked completely before anything is written, and written in one transaction:
@@ -34,6 +35,7 @@ from ratings.project_setup import (
     label_rule_from_json,
     ratings_project_create,
 )
+from ratings.stopping import StoppingRun, stopping_run, stopping_set
 
 __all__ = [
     "ATTENTION_GROUP",
@@ -58,6 +60,10 @@ __all__ = [
     "pairs_create",
     "pairs_import",
     "ratings_project_create",
+    # Live stopping (ratings/stopping.py).
+    "StoppingRun",
+    "stopping_run",
+    "stopping_set",
 ]
 
 

@@ -13,3 +13,13 @@ def refresh_analysis(project_id: int, source: str = "all", run_id: int | None = 
     """Compute and store the researcher page's analysis of (source, run) unless the stored one
     is current (ratings.services.analysis_refresh). Returns True when it computed."""
     return services.analysis_refresh(project_id=project_id, source=source, run_id=run_id)
+
+
+@shared_task(name="ratings.tasks.stop_settled")
+def stop_settled(stage_id: int) -> int:
+    """Live stopping on a rating stage: stop the item stages of the ordered pairs whose label
+    is settled (ratings.stopping.stopping_run). Returns how many it stopped; a second run
+    stops none of them again."""
+    from ratings.stopping import stopping_run
+
+    return stopping_run(stage_id=stage_id).stopped

@@ -15,7 +15,16 @@ from typing import Any, NamedTuple, cast
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import (
+    Case,
+    CharField,
+    DateTimeField,
+    F,
+    PositiveIntegerField,
+    Q,
+    Value,
+    When,
+)
 from django.utils import timezone
 
 from annotation import gates, sql
@@ -41,9 +50,57 @@ def _release_assignments(assignment_ids: list[int], *, status: str, reason: str 
     per_item_stage: dict[int, int] = defaultdict(int)
     for _, item_stage_id in locked:
         per_item_stage[item_stage_id] += 1
+    now = timezone.now()
     for item_stage_id, count in per_item_stage.items():
-        ItemStage.objects.filter(pk=item_stage_id).update(leased_count=F("leased_count") - count)
+        _slots_give_back(item_stage_id, count, now=now)
+    _resolve_closed_by_release(list(per_item_stage), now)
     return len(locked)
+
+
+def _slots_give_back(item_stage_id: int, count: int, *, now: Any) -> None:
+    """``count`` leases of the item stage ended without an answer: their slots go back
+    (``leased_count`` − count). On an item stage stopped early (``ItemStage.stopped_at``,
+    annotation/services/stages.py ``item_stage_stop``) the slots go with the leases instead
+    (``target_count`` − count as well, so nobody is offered the item again), and the last of
+    its leases ending closes it for resolution, as the last answer would (state RESOLVING,
+    ``completed_at`` = ``now``; the caller enqueues the resolution: _resolve_closed_by_release).
+    One UPDATE whose conditions read the row as it was. Caller holds a transaction."""
+    stopped = Q(stopped_at__isnull=False)
+    last = stopped & Q(state=ItemStage.State.OPEN, leased_count=count, submitted_count__gt=0)
+    ItemStage.objects.filter(pk=item_stage_id).update(
+        leased_count=F("leased_count") - count,
+        target_count=Case(
+            When(stopped, then=F("target_count") - count),
+            default=F("target_count"),
+            output_field=PositiveIntegerField(),
+        ),
+        state=Case(
+            When(last, then=Value(ItemStage.State.RESOLVING)),
+            default=F("state"),
+            output_field=CharField(),
+        ),
+        completed_at=Case(
+            When(last, then=Value(now)), default=F("completed_at"), output_field=DateTimeField()
+        ),
+    )
+
+
+def _resolve_closed_by_release(item_stage_ids: list[int], now: Any) -> None:
+    """Enqueue, after commit, the resolution of the stopped item stages among
+    ``item_stage_ids`` that a released lease just closed (_slots_give_back with this ``now``)."""
+    if not item_stage_ids:
+        return
+    closed = ItemStage.objects.filter(
+        pk__in=item_stage_ids,
+        stopped_at__isnull=False,
+        state=ItemStage.State.RESOLVING,
+        completed_at=now,
+    ).values_list("pk", flat=True)
+    from annotation.services.common import enqueue_on_commit
+    from annotation.tasks import resolve_item_stage
+
+    for item_stage_id in closed:
+        enqueue_on_commit(resolve_item_stage, item_stage_id)
 
 
 @transaction.atomic

@@ -94,10 +94,13 @@ def _policy_settings(
     item_stage: ItemStage, stage: Stage, kind: Any, advisory: int = 0
 ) -> PolicySettings:
     phases = stage_phases(stage)
+    # A stopped item stage (annotation/services/stages.py, item_stage_stop) is decided from the
+    # answers it closed at: policies that want every slot filled count those.
+    slots = item_stage.target_count if item_stage.stopped_at else phases[-1].slots
     return PolicySettings(
         tie_policy=stage.tie_policy,
         tie_default=stage.tie_default,
-        required=max(phases[-1].slots - advisory, 1),
+        required=max(slots - advisory, 1),
         reject_values=kind.reject_values,
         options=stage.policy_options or {},
         last_phase=len(phases) - 1,
@@ -120,8 +123,16 @@ def _phase_advance(item_stage: ItemStage, stage: Stage) -> None:
     item_stage.submitted_count = 0
     item_stage.state = ItemStage.State.OPEN
     item_stage.completed_at = None
+    item_stage.stopped_at = None  # a stop closes one phase's target, not the next one's
     item_stage.save(
-        update_fields=["phase", "target_count", "submitted_count", "state", "completed_at"]
+        update_fields=[
+            "phase",
+            "target_count",
+            "submitted_count",
+            "state",
+            "completed_at",
+            "stopped_at",
+        ]
     )
 
 
@@ -217,6 +228,7 @@ def _item_stage_reopen(item: Item, stage: Stage, existing: ItemStage | None) -> 
     existing.state = ItemStage.State.OPEN
     existing.completed_at = None
     existing.resolved_at = None
+    existing.stopped_at = None  # a new round collects its full target again
     existing.save(
         update_fields=[
             "round",
@@ -226,6 +238,7 @@ def _item_stage_reopen(item: Item, stage: Stage, existing: ItemStage | None) -> 
             "state",
             "completed_at",
             "resolved_at",
+            "stopped_at",
         ]
     )
 

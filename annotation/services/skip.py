@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotation import gates
 from annotation.errors import ApplicationError, Conflict
 from annotation.inputs import clean_text
-from annotation.models import Assignment, ItemStage
-from annotation.services.leases import _gate_assignment, _locked_assignment
+from annotation.models import Assignment
+from annotation.services.leases import (
+    _gate_assignment,
+    _locked_assignment,
+    _resolve_closed_by_release,
+    _slots_give_back,
+)
 
 
 @transaction.atomic
@@ -30,12 +34,13 @@ def assignment_skip(*, assignment_id: int, annotator: User, reason: str) -> Assi
         raise Conflict("This item is already submitted; it cannot be skipped.")
     if assignment.status == Assignment.Status.SKIPPED:
         return assignment
+    now = timezone.now()
     if assignment.status == Assignment.Status.ACTIVE:
-        ItemStage.objects.filter(pk=assignment.item_stage_id).update(
-            leased_count=F("leased_count") - 1
-        )
+        # The slot goes back, or, on an item stage stopped early, goes with the lease.
+        _slots_give_back(assignment.item_stage_id, 1, now=now)
+        _resolve_closed_by_release([assignment.item_stage_id], now)
     assignment.status = Assignment.Status.SKIPPED
     assignment.skip_reason = reason
-    assignment.finished_at = timezone.now()
+    assignment.finished_at = now
     assignment.save(update_fields=["status", "skip_reason", "finished_at"])
     return assignment

@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import gates, sql
+from annotation import events, gates, sql
 from annotation.errors import ApplicationError, Conflict, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info
 from annotation.kinds import KindContext, get_kind
@@ -53,7 +53,9 @@ def annotation_submit(
     Idempotent: a retried submit for the same assignment returns the stored annotation and
     `created=False`, whatever payload it carries. A lease that expired is still accepted while
     its slot is free; otherwise 409. When the item stage reaches its target, resolution is
-    enqueued after commit (and the beat sweep repairs a lost message).
+    enqueued after commit (and the beat sweep repairs a lost message). After commit, the
+    listeners of stored answers are told (annotation.events.on_answers_stored); a retry that
+    stored nothing tells no one.
     """
     payload = check_payload(payload)
     client_info = clean_client_info(client_info)
@@ -156,7 +158,18 @@ def _submit_statement(
         from annotation.tasks import resolve_item_stage
 
         enqueue_on_commit(resolve_item_stage, assignment.item_stage_id)
+    _announce_on_commit(assignment)
     return annotation
+
+
+def _announce_on_commit(assignment: Assignment) -> None:
+    """Tell the stored-answer listeners (annotation.events.on_answers_stored) after commit (at
+    once outside a transaction) that the assignment's item stage got its answer. Nothing when
+    no one listens, so the hot path pays for the event only where a plug-in asked for it."""
+    if not events.has_stored_listeners():
+        return
+    stage, item_stage_id = assignment.stage, assignment.item_stage_id
+    transaction.on_commit(lambda: events.answers_stored(stage, [item_stage_id]))
 
 
 def _first_version(
@@ -272,6 +285,7 @@ def _annotation_submit(
         from annotation.tasks import resolve_item_stage
 
         enqueue_on_commit(resolve_item_stage, item_stage.pk)
+    _announce_on_commit(assignment)
     return annotation, True
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agreement.stage_statistics import stage_agreement
-from agreement.votes import stage_votes
+from agreement.votes import stage_skips, stage_votes
 from ratings import services
 from ratings.models import RatingsSetup
 from tests.ratings.conftest import csv_text, make_ratings_project, pairs_csv
@@ -83,3 +83,35 @@ def test_a_case_reviewed_again_after_its_author_counts_one_vote_per_reviewer(fas
     assert len(votes.raters) == 1
     assert votes.categories[int(votes.values[0])] == "remove"
     assert annotator_quality(votes, gold=None, skips=None)  # no longer refused
+
+
+def test_gold_answers_and_skips_count_in_no_one_s_skip_rate_or_decisions():
+    """Silent gold items are never work (annotation/gold.py): the per-annotator table's skip
+    rate and decisions (``stage_skips``) count regular items only."""
+    from annotation import services as engine
+    from annotation.services import next_item
+    from tests.annotation.test_gold_queue import gold_stage, is_gold
+    from tests.factories import make_member
+
+    project, stage = gold_stage(every=2, regular=6, gold=3, overlap=1)
+    person = make_member(project)
+    answered = skipped = 0
+    while (
+        assignment := engine.assignment_next(
+            annotator=person, stage=next_item.reached_by(stage, person.pk)
+        )
+    ) is not None:
+        if is_gold(assignment):  # gold items: one skipped, the others answered
+            if not skipped:
+                engine.assignment_skip(
+                    assignment_id=assignment.pk, annotator=person, reason="unsure"
+                )
+                skipped += 1
+                continue
+        else:
+            answered += 1
+        engine.annotation_submit(
+            assignment_id=assignment.pk, annotator=person, payload={"value": "keep"}
+        )
+    assert skipped == 1 and answered == 6
+    assert stage_skips(stage) == {person.pk: (0, 6)}

@@ -333,3 +333,16 @@ def test_loading_the_page_writes_nothing_and_asks_for_the_analysis_with_a_post(
     assert plain.status_code == 302 and plain.url == url(analysed) + "?source=live"
     assert client.post(request_url, {"source": "nonsense"}).status_code == 400
     assert client.post(request_url, {"source": "live", "run": "999999"}).status_code == 404
+
+
+def test_the_progress_cards_show_live_stopping_with_its_rule_once_it_is_on(client, ratings_project):
+    researcher = make_member(ratings_project, Role.RESEARCHER)
+    signed_in(client, researcher)
+    assert "live-stopping" not in client.get(url(ratings_project)).content.decode()
+    services.stopping_set(project=ratings_project, floor=2, confidence=0.9)
+    html = client.get(url(ratings_project), {"part": "progress"}, HTTP_HX_REQUEST="true")
+    text = " ".join(html.content.decode().split())
+    assert 'id="live-stopping"' in text
+    assert "0 <small>ratings saved</small>" in text
+    assert "0 items (0 ordered pairs) stopped early, of 72 ratings at 3 per item" in text
+    assert "settled under 90 % intervals, from 2 to 3 ratings per item" in text
