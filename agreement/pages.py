@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page
 
-from agreement import headlines, sections, selectors, spot_checks
+from agreement import headlines, sections, selectors, spot_checks, stored
 from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
@@ -53,6 +53,8 @@ class DashboardStage:
     latest: dict[str, Any]
     headline: Any
     kind_label: str
+    #: When the progress was counted, for a large stage (``agreement.stored``); None: now.
+    counted_at: Any = None
 
 
 def dashboard_stages(project: Project) -> list[DashboardStage]:
@@ -64,6 +66,7 @@ def dashboard_stages(project: Project) -> list[DashboardStage]:
     provided = headlines.provided_headlines(project, stages)
     rows = []
     for stage in stages:
+        shown = stored.stage_progress_shown(stage)
         stage_latest = latest.get(stage.pk, {})
         headline = provided.get(stage.pk) or next(
             (stage_latest[m] for m in selectors.HEADLINE_METRICS if m in stage_latest),
@@ -72,10 +75,11 @@ def dashboard_stages(project: Project) -> list[DashboardStage]:
         rows.append(
             DashboardStage(
                 stage=stage,
-                progress=selectors.stage_progress(stage),
+                progress=shown.progress,
                 latest=stage_latest,
                 headline=headline,
                 kind_label=kind_label(stage.kind),
+                counted_at=shown.stored_at,
             )
         )
     return rows
@@ -126,7 +130,8 @@ def stage_page(
     """The stage dashboard: its figures, progress, history, label distribution and the
     per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
     snapshots = selectors.latest_snapshots(stage)
-    progress = selectors.stage_progress(stage)
+    shown = stored.stage_progress_shown(stage)
+    progress = shown.progress
     rows, annotator_snapshot = selectors.annotator_rows(stage, sort=sort, descending=descending)
     # Members who have done nothing in this stage are listed in one line under the table.
     annotators: list[AnnotatorRow] = [
@@ -168,7 +173,9 @@ def stage_page(
             numeric=not kind.agreement.categorical,
             has_gold=any(row.quality.get("n_gold") for row in annotators),
         ),
-        "labels": selectors.label_distribution(stage, snapshots),
+        "labels": selectors.label_distribution(stage, snapshots, stored_resolved=shown.resolved),
+        # A large stage's counts and figures are stored (agreement.stored): when, or None.
+        "counted_at": shown.stored_at,
         "history": history,
         "history_metrics": history_metrics,
         "version": f"{refresh.computed_changes}-{progress.annotations}-{progress.done}",

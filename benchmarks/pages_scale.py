@@ -159,7 +159,10 @@ def _members(project, people: dict[str, list[int]]) -> None:
 
     Membership.objects.bulk_create(
         [Membership(project=project, user_id=people["researcher"][0], role=Role.ADMIN)]
-        + [Membership(project=project, user_id=pk, role=Role.ANNOTATOR) for pk in people["annotators"]],
+        + [
+            Membership(project=project, user_id=pk, role=Role.ANNOTATOR)
+            for pk in people["annotators"]
+        ],
         ignore_conflicts=True,
     )
 
@@ -207,7 +210,7 @@ def _pipeline(scale: Scale, seed: int, people: dict[str, list[int]]):
             " || CASE WHEN g %% 1000 = 7 THEN ' quokka' ELSE '' END,"
             " 'meta', jsonb_build_object('lang', 'en')),"
             " 'benchmark', '', 'regular', 'active', 1,"
-            " now() - make_interval(mins => 43200 - (g * 43200 / %(n)s)::int)"
+            " now() - make_interval(mins => 43200 - (g::bigint * 43200 / %(n)s)::int)"
             " FROM generate_series(1, %(n)s) AS g",
             {"project": project.pk, "n": scale.items},
         )
@@ -395,8 +398,12 @@ def _derived(project) -> None:
 def session_cookie() -> str:
     """A signed-in session of the researcher, as the sign-in page would have made it."""
     from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.auth import get_user_model
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
     from django.contrib.sessions.backends.db import SessionStore
     from django.utils.module_loading import import_string
 
@@ -458,7 +465,10 @@ def pages() -> list[tuple[str, str, dict[str, str]]]:
         ("stage", {"stage": "label"}),
         ("state=resolved", {"state": "resolved"}),
         ("search + stage", {"q": "flood", "stage": "check"}),
-        ("stage+state+decision", {"stage": "screen", "state": "resolved", "decision": "category-1"}),
+        (
+            "stage+state+decision",
+            {"stage": "screen", "state": "resolved", "decision": "category-1"},
+        ),
         ("not unanimous", {"disagreement": "on"}),
         ("annotator", {"annotator": "bench-pages-annotator-007"}),
         ("status", {"status": "active"}),
@@ -576,7 +586,9 @@ def measure(port: int, cookie: str, token: str, repeat: int, only: str) -> None:
         slow = max(p95, cold.seconds * 1000) > TARGET_MS
         over += slow
         flag = "  OVER" if slow else ""
-        status = cold.status if cold.status == warm[-1].status else f"{cold.status}/{warm[-1].status}"
+        status = (
+            cold.status if cold.status == warm[-1].status else f"{cold.status}/{warm[-1].status}"
+        )
         print(
             f"{name:<42} {cold.seconds * 1000:>7.0f} {p50:>7.0f} {p95:>7.0f} {first:>7.0f} "
             f"{warm[-1].size:>10,} {warm[-1].statements:>5}  {status}{flag}",
