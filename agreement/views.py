@@ -105,12 +105,17 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
     sort, descending = _order_form(request).order()
+    part = request.GET.get("part")
+    if request.htmx and part == "annotators":
+        context = _base_context(
+            access, **pages.annotators_part(stage, sort=sort, descending=descending)
+        )
+        return render(request, "agreement/stage.html#annotators", context)
     context = _base_context(
         access, **pages.stage_page(project, stage, sort=sort, descending=descending)
     )
-    part = request.GET.get("part")
-    if request.htmx and part in ("live", "annotators"):
-        return render(request, f"agreement/stage.html#{part}", context)
+    if request.htmx and part == "live":
+        return render(request, "agreement/stage.html#live", context)
     return render(request, "agreement/stage.html", context)
 
 
@@ -143,7 +148,7 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
     name = membership.user.get_username()
     if request.htmx and stage is not None:
         sort, descending = form.order()
-        context = pages.stage_page(project, stage, sort=sort, descending=descending)
+        context = pages.annotators_part(stage, sort=sort, descending=descending)
         return render(request, "agreement/stage.html#annotators", _base_context(access, **context))
     messages.success(
         request,

@@ -113,8 +113,13 @@ def build(scale: Scale, seed: int) -> None:
     call_command("migrate", verbosity=0)
     if Project.objects.filter(slug=SLUG, description="complete").exists():
         print(f"reusing the {scale.name} database", flush=True)
+        _stored_pages(Project.objects.get(slug=SLUG), missing_only=True)
         return
-    Project.objects.filter(slug__in=[SLUG, RATINGS_SLUG]).delete()
+    if Project.objects.filter(slug__in=[SLUG, RATINGS_SLUG]).exists():
+        # A build that stopped half-way: start from an empty database (deleting 300,000 items
+        # through the ORM's cascade takes longer than building them).
+        _recreate_database()
+        call_command("migrate", verbosity=0)
     started = time.perf_counter()
     people = _people()
     project = _pipeline(scale, seed, people)
@@ -125,6 +130,19 @@ def build(scale: Scale, seed: int) -> None:
     print(f"derived figures stored ({time.perf_counter() - started:.0f} s)", flush=True)
     Project.objects.filter(pk=project.pk).update(description="complete")
     print(f"built in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def _recreate_database() -> None:
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    connection.close()
+    connection.settings_dict["NAME"] = "postgres"
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE "{name}"')
+        cursor.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    connection.close()
+    connection.settings_dict["NAME"] = name
 
 
 def _people() -> dict[str, list[int]]:
@@ -214,6 +232,9 @@ def _pipeline(scale: Scale, seed: int, people: dict[str, list[int]]):
             " FROM generate_series(1, %(n)s) AS g",
             {"project": project.pk, "n": scale.items},
         )
+        # Statistics before the next statement: the foreign-key checks of the rows that
+        # follow are planned from them (without, a sequential scan per row).
+        cursor.execute(f"ANALYZE {items}")
         # Which items reach which stage, and how far: screen takes every item; 55 %% resolved,
         # 5 %% split three ways (waiting for a reviewer), 15 %% with one answer, the rest none.
         # label takes the screen's resolved items (70 %% resolved, 10 %% one answer); check takes
@@ -256,6 +277,7 @@ def _pipeline(scale: Scale, seed: int, people: dict[str, list[int]]):
                     "number": number,
                 },
             )
+            cursor.execute(f"ANALYZE {item_stages}")
             # Votes: the item's true category t; unanimous (65 %% of resolved), majority
             # (slot 2 votes t + 1), three ways for the split ones (t, t + 1, t + 2).
             cursor.execute(
@@ -274,6 +296,7 @@ def _pipeline(scale: Scale, seed: int, people: dict[str, list[int]]):
                 " WHERE s.stage_id = %(stage)s AND slot < s.submitted_count",
                 {"stage": stage.pk, "k": 10 + 10 * number},
             )
+            cursor.execute(f"ANALYZE {annotations}")
             cursor.execute(
                 f"INSERT INTO {resolutions} (item_stage_id, value, status, outcome, votes,"
                 " n_annotations, policy, reason, computed_at)"
@@ -345,6 +368,7 @@ def _ratings(scale: Scale, seed: int, people: dict[str, list[int]]) -> None:
             " FROM annotation_item WHERE project_id = %(project)s AND purpose = 'regular'",
             {"stage": historic.pk, "project": project.pk},
         )
+        cursor.execute(f"ANALYZE {item_stages}")
         cursor.execute(
             f"INSERT INTO {annotations} (item_stage_id, annotator_id, external_rater, payload,"
             " seconds_spent, client_info, created_at)"
@@ -355,6 +379,7 @@ def _ratings(scale: Scale, seed: int, people: dict[str, list[int]]) -> None:
             " WHERE s.stage_id = %(stage)s",
             {"stage": historic.pk, "seed": seed},
         )
+        cursor.execute(f"ANALYZE {annotations}")
         cursor.execute(
             f"INSERT INTO {resolutions} (item_stage_id, value, status, outcome, votes,"
             " n_annotations, policy, reason, computed_at)"
@@ -366,6 +391,24 @@ def _ratings(scale: Scale, seed: int, people: dict[str, list[int]]) -> None:
         )
         for table in (item_stages, annotations, resolutions):
             cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def _stored_pages(project, *, missing_only: bool = False) -> None:
+    """Each stage's stored page (agreement/stored.py), as the worker stores it once a page of
+    a large stage asked; skipped on a checkout without it."""
+    try:
+        from agreement import stored
+    except ImportError:
+        return
+    for stage in project.stages.order_by("position"):
+        if (
+            missing_only
+            and stored.StoredStagePage.objects.filter(pk=stage.pk, stored_at__isnull=False).exists()
+        ):
+            continue
+        started = time.perf_counter()
+        stored.stage_page_store(stage_id=stage.pk)
+        print(f"  stored page of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def _derived(project) -> None:
@@ -381,10 +424,7 @@ def _derived(project) -> None:
         started = time.perf_counter()
         agreement_services.stage_agreement_refresh(stage_id=stage.pk, force=True)
         print(f"  agreement of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
-    store = getattr(agreement_services, "stage_pages_store", None)
-    if store is not None:
-        for stage in project.stages.order_by("position"):
-            store(stage_id=stage.pk)
+    _stored_pages(project)
     ratings = Project.objects.get(slug=RATINGS_SLUG)
     for source in ratings_selectors.SOURCES:
         started = time.perf_counter()
@@ -537,7 +577,7 @@ def fetch(port: int, path: str, headers: dict[str, str]) -> Timing:
     )
 
 
-def serve(database_url: str, workers: int) -> tuple[subprocess.Popen, int]:
+def serve(database_url: str, workers: int, checkout: Path) -> tuple[subprocess.Popen, int]:
     from tests.processes import free_port, process_env, wait_http, web_command
 
     port = free_port()
@@ -551,7 +591,7 @@ def serve(database_url: str, workers: int) -> tuple[subprocess.Popen, int]:
     log = open(REPO / "var" / "bench-pages-server.log", "ab")  # noqa: SIM115 (the server's)
     server = subprocess.Popen(
         web_command(port, workers=workers, threads=1),
-        cwd=REPO,
+        cwd=checkout,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -609,6 +649,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="measure only pages whose name contains this")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument(
+        "--checkout",
+        default=str(REPO),
+        help="serve the app of this checkout (e.g. main's, for figures before a change)",
+    )
+    parser.add_argument(
         "--data-dir",
         default="/var/tmp/rungwise-bench-pages",
         help="where the benchmark's PostgreSQL cluster lives between runs",
@@ -628,14 +673,19 @@ def main() -> None:
         if args.build_only:
             return
         cookie, token = session_cookie(), api_token()
-        from django.core.management import call_command
         from django.db import connection
 
-        # As the image is built (Dockerfile): the pages name their static files by hash.
-        call_command("collectstatic", interactive=False, verbosity=0)
-
+        # As the image is built (Dockerfile): the pages name their static files by hash. Into
+        # a directory of the benchmark's own, not the checkout's.
+        static_root = Path(args.data_dir) / f"static-{Path(args.checkout).resolve().name}"
+        os.environ["STATIC_ROOT"] = str(static_root)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+            cwd=args.checkout,
+            check=True,
+        )
         connection.close()
-        server, port = serve(database_url, args.workers)
+        server, port = serve(database_url, args.workers, Path(args.checkout).resolve())
         try:
             measure(port, cookie, token, args.repeat, args.only)
         finally:
