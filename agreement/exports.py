@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.db.models import Q
 
 from agreement import sections, selectors
 from annotation.models import Stage
@@ -143,8 +143,11 @@ def labels_table(stage: Stage) -> CsvTable:
 
 
 def progress_table(stage: Stage) -> CsvTable:
-    """Annotations and completed items per time bucket (``selectors.stage_progress_series``)."""
-    series = selectors.stage_progress_series(stage)
+    """Annotations and completed items per time bucket (``selectors.stage_progress_series``;
+    stored for a large stage, ``agreement.stored``)."""
+    from agreement import stored
+
+    series = stored.stage_progress_series_shown(stage)
     rows = (
         [
             row["bucket_start"],
@@ -166,10 +169,23 @@ def disagreements_table(stage: Stage, *, show: str) -> CsvTable:
 
 
 def _disagreement_rows(stage: Stage, show: str) -> Iterator[list[Any]]:
+    # Keyset pages in the list's own order (newest resolution first, then the item stage's id,
+    # both descending): each chunk starts after the last row of the one before, so no chunk
+    # counts or skips rows (OFFSET re-reads every row before it), and a row that changes while
+    # the file streams is never written twice.
     item_stages = selectors.disagreement_items(stage, show=show)
-    paginator = Paginator(item_stages, DISAGREEMENT_CHUNK)
-    for number in paginator.page_range:
-        chunk = list(paginator.page(number).object_list)
+    after: tuple[Any, int] | None = None
+    while True:
+        page = item_stages
+        if after is not None:
+            page = page.filter(
+                Q(resolution__computed_at__lt=after[0])
+                | Q(resolution__computed_at=after[0], pk__lt=after[1])
+            )
+        chunk = list(page[:DISAGREEMENT_CHUNK])
+        if not chunk:
+            return
+        after = (chunk[-1].resolution.computed_at, chunk[-1].pk)
         votes, raters = selectors.votes_by_item(chunk, stage)
         names = dict(raters)
         for item_stage in chunk:

@@ -10,6 +10,7 @@ need. The caller has checked that the user may monitor the stage
 from __future__ import annotations
 
 from agreement import plots, sections, selectors
+from agreement.selectors import ProgressSeries
 from annotation.models import Stage
 
 #: The figures a stage offers: agreement over time, progress over time, agreement per annotator.
@@ -63,14 +64,16 @@ def annotator_points(stage: Stage) -> tuple[list[plots.AnnotatorPoint], float | 
     return points, agree / compared if compared else None
 
 
-def stage_figure(stage: Stage, plot: str) -> str:
-    """The SVG text of the figure ``plot`` (``offers(plot)``: the caller checks the name)."""
+def stage_figure(stage: Stage, plot: str, *, progress_series: ProgressSeries | None = None) -> str:
+    """The SVG text of the figure ``plot`` (``offers(plot)``: the caller checks the name),
+    drawn now (``agreement.stored`` keeps a large stage's own figures drawn);
+    ``progress_series``: the progress series already read, if the caller has it."""
     if plot not in PLOTS:
         return sections.figure(stage, plot)
     if plot == "agreement":
         return plots.agreement_over_time(agreement_series(stage))
     if plot == "progress":
-        progress = selectors.stage_progress_series(stage)
+        progress = progress_series or selectors.stage_progress_series(stage)
         return plots.progress_over_time(
             progress.starts,
             progress.annotations,

@@ -159,3 +159,43 @@ class ItemPosterior(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_stage_id}: {self.label!r} ({self.probability:.2f})"
+
+
+class StoredStagePage(models.Model):
+    """What a large stage's pages show that is too slow to count on every request: its items by
+    state, its annotations and annotators, its resolved values and the progress series, stored
+    with the stage's own figures (``StoredStageFigure``) by a Celery task (``agreement.stored``)
+    and served with their age. One row per stage; written by the task only (and its debounce mark,
+    ``queued_at``, by ``rungwise/debounce.py``)."""
+
+    stage = models.OneToOneField(
+        Stage, on_delete=models.CASCADE, primary_key=True, related_name="stored_page"
+    )
+    #: ``agreement.selectors.StageProgress``'s stored fields, and ``resolved``: {JSON of a
+    #: resolved value: items}.
+    counts = models.JSONField(default=dict, blank=True)
+    #: ``agreement.selectors.ProgressSeries`` as JSON (bucket starts as ISO 8601 text).
+    progress = models.JSONField(default=dict, blank=True)
+    stored_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"stored page of stage {self.stage_id} ({self.stored_at})"
+
+
+class StoredStageFigure(models.Model):
+    """One of a stage's own figures (``agreement.figures.PLOTS``) as drawn by the task that
+    stores ``StoredStagePage``: served instead of drawing it on each request."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=40)
+    svg = models.TextField()
+    stored_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["stage", "name"], name="stored_stage_figure_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} of stage {self.stage_id} ({self.stored_at})"

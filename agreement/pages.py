@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page
 
-from agreement import headlines, sections, selectors, spot_checks
+from agreement import headlines, sections, selectors, spot_checks, stored
 from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
@@ -53,6 +53,8 @@ class DashboardStage:
     latest: dict[str, Any]
     headline: Any
     kind_label: str
+    #: When the progress was counted, for a large stage (``agreement.stored``); None: now.
+    counted_at: Any = None
 
 
 def dashboard_stages(project: Project) -> list[DashboardStage]:
@@ -64,6 +66,7 @@ def dashboard_stages(project: Project) -> list[DashboardStage]:
     provided = headlines.provided_headlines(project, stages)
     rows = []
     for stage in stages:
+        shown = stored.stage_progress_shown(stage)
         stage_latest = latest.get(stage.pk, {})
         headline = provided.get(stage.pk) or next(
             (stage_latest[m] for m in selectors.HEADLINE_METRICS if m in stage_latest),
@@ -72,10 +75,11 @@ def dashboard_stages(project: Project) -> list[DashboardStage]:
         rows.append(
             DashboardStage(
                 stage=stage,
-                progress=selectors.stage_progress(stage),
+                progress=shown.progress,
                 latest=stage_latest,
                 headline=headline,
                 kind_label=kind_label(stage.kind),
+                counted_at=shown.stored_at,
             )
         )
     return rows
@@ -126,7 +130,51 @@ def stage_page(
     """The stage dashboard: its figures, progress, history, label distribution and the
     per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
     snapshots = selectors.latest_snapshots(stage)
-    progress = selectors.stage_progress(stage)
+    shown = stored.stage_progress_shown(stage)
+    progress = shown.progress
+    headline = [snapshots[metric] for metric in STAGE_METRICS if metric in snapshots]
+    latest = headline[0] if headline else None
+    history = selectors.agreement_history_table(stage)
+    history_metrics = [
+        metric for metric in STAGE_METRICS if any(metric in row["metrics"] for row in history)
+    ]
+    refresh = AgreementRefresh.of_stage(stage.pk)
+    return {
+        **annotators_part(stage, sort=sort, descending=descending, progress=progress),
+        "stages": list(project.stages.order_by("position")),
+        "snapshots": snapshots,
+        "headline": headline,
+        "latest": latest,
+        "progress": progress,
+        "since_refresh": max(progress.annotations - latest.n_annotations, 0)
+        if latest
+        else progress.annotations,
+        "labels": selectors.label_distribution(stage, snapshots, stored_resolved=shown.resolved),
+        # A large stage's counts and figures are stored (agreement.stored): when, or None.
+        "counted_at": shown.stored_at,
+        "history": history,
+        "history_metrics": history_metrics,
+        "live_refresh": LIVE_REFRESH,
+        "refresh_interval": int(settings.AGREEMENT_REFRESH_INTERVAL),
+        "stale": refresh.stale,
+        # Sections other apps add (agreement.sections): the models against people, say.
+        "stage_sections": sections.shown_sections(stage),
+    }
+
+
+def annotators_part(
+    stage: Stage,
+    *,
+    sort: str,
+    descending: bool | None,
+    progress: StageProgress | None = None,
+) -> dict[str, Any]:
+    """What the stage page's per-annotator table (its ``annotators`` partial, redrawn on its
+    own when sorted or after a pause) shows: the rows in the order ``sort``/``descending``,
+    the members who did nothing yet, and the version its figure's URL carries. ``progress``:
+    the stage's progress when the caller has it."""
+    if progress is None:
+        progress = stored.stage_progress_shown(stage).progress
     rows, annotator_snapshot = selectors.annotator_rows(stage, sort=sort, descending=descending)
     # Members who have done nothing in this stage are listed in one line under the table.
     annotators: list[AnnotatorRow] = [
@@ -135,48 +183,24 @@ def stage_page(
     inactive = [row for row in rows if row not in annotators]
     if descending is None:
         descending = selectors.ANNOTATOR_SORTS[sort] == "desc"
-    headline = [snapshots[metric] for metric in STAGE_METRICS if metric in snapshots]
-    latest = headline[0] if headline else None
-    history = selectors.agreement_history_table(stage)
-    history_metrics = [
-        metric for metric in STAGE_METRICS if any(metric in row["metrics"] for row in history)
-    ]
     kind = get_kind(stage.kind)
+    has_gold = any(row.quality.get("n_gold") for row in annotators)
     refresh = AgreementRefresh.of_stage(stage.pk)
     return {
         "stage": stage,
-        "stages": list(project.stages.order_by("position")),
         "kind_label": kind.label,
         "numeric": not kind.agreement.categorical,
-        "snapshots": snapshots,
-        "headline": headline,
-        "latest": latest,
-        "progress": progress,
-        "since_refresh": max(progress.annotations - latest.n_annotations, 0)
-        if latest
-        else progress.annotations,
         "annotators": annotators,
         "inactive": inactive,
-        "has_gold": any(row.quality.get("n_gold") for row in annotators),
+        "has_gold": has_gold,
         "annotator_snapshot": annotator_snapshot,
         "flagged": sum(1 for row in annotators if row.quality.get("flags")),
         "sort": sort,
         "descending": descending,
         "annotator_columns": annotator_columns(
-            sort,
-            descending,
-            numeric=not kind.agreement.categorical,
-            has_gold=any(row.quality.get("n_gold") for row in annotators),
+            sort, descending, numeric=not kind.agreement.categorical, has_gold=has_gold
         ),
-        "labels": selectors.label_distribution(stage, snapshots),
-        "history": history,
-        "history_metrics": history_metrics,
         "version": f"{refresh.computed_changes}-{progress.annotations}-{progress.done}",
-        "live_refresh": LIVE_REFRESH,
-        "refresh_interval": int(settings.AGREEMENT_REFRESH_INTERVAL),
-        "stale": refresh.stale,
-        # Sections other apps add (agreement.sections): the models against people, say.
-        "stage_sections": sections.shown_sections(stage),
     }
 
 

@@ -191,7 +191,14 @@ class StageProgress:
 
 
 def stage_progress(stage: Stage) -> StageProgress:
-    """Counts of the stage's items by state, its annotations and annotators (three queries)."""
+    """Counts of the stage's items by state, its annotations and annotators (four queries;
+    ``agreement.stored`` keeps them for large stages)."""
+    return stage_progress_from(stage_counts(stage), stage)
+
+
+def stage_counts(stage: Stage) -> dict[str, int]:
+    """The slow part of ``stage_progress``, as plain numbers (what ``agreement.stored`` keeps):
+    the stage's item stages by state and in all, its annotations and their annotators."""
     states = dict(
         ItemStage.objects.filter(stage=stage)
         .values_list("state")
@@ -201,19 +208,34 @@ def stage_progress(stage: Stage) -> StageProgress:
     annotation_counts = Annotation.objects.filter(item_stage__stage=stage).aggregate(
         annotations=Count("pk"), annotators=Count("annotator_id", distinct=True)
     )
+    return {
+        "items": sum(states.values()),
+        "open": states.get(ItemStage.State.OPEN, 0),
+        "resolving": states.get(ItemStage.State.RESOLVING, 0),
+        "adjudication": states.get(ItemStage.State.ADJUDICATION, 0),
+        "resolved": states.get(ItemStage.State.RESOLVED, 0),
+        "discarded": states.get(ItemStage.State.DISCARDED, 0),
+        "annotations": annotation_counts["annotations"],
+        "annotators": annotation_counts["annotators"],
+    }
+
+
+def stage_progress_from(counts: dict[str, int], stage: Stage) -> StageProgress:
+    """``counts`` (``stage_counts``, live or stored) with what is always read live because it
+    is quick and changes by the second: the stage's active leases and paused annotators."""
     leases = Assignment.objects.filter(stage=stage, status=Assignment.Status.ACTIVE).count()
     paused = Membership.objects.filter(
         project_id=stage.project_id, role=Role.ANNOTATOR, is_paused=True
     ).count()
     return StageProgress(
-        items=sum(states.values()),
-        open=states.get(ItemStage.State.OPEN, 0),
-        resolving=states.get(ItemStage.State.RESOLVING, 0),
-        adjudication=states.get(ItemStage.State.ADJUDICATION, 0),
-        resolved=states.get(ItemStage.State.RESOLVED, 0),
-        discarded=states.get(ItemStage.State.DISCARDED, 0),
-        annotations=annotation_counts["annotations"],
-        annotators=annotation_counts["annotators"],
+        items=counts.get("items", 0),
+        open=counts.get("open", 0),
+        resolving=counts.get("resolving", 0),
+        adjudication=counts.get("adjudication", 0),
+        resolved=counts.get("resolved", 0),
+        discarded=counts.get("discarded", 0),
+        annotations=counts.get("annotations", 0),
+        annotators=counts.get("annotators", 0),
         active_leases=leases,
         paused_annotators=paused,
     )
@@ -410,19 +432,9 @@ def _external_names(stage: Stage, keys: list[int]) -> dict[int, str]:
 # --- Label distribution ---------------------------------------------------------------------------
 
 
-def label_distribution(
-    stage: Stage, snapshots: dict[str, AgreementSnapshot]
-) -> list[dict[str, Any]]:
-    """Per value: votes and share (from the latest refresh), resolved items with that value
-    (live), and the per-category κ of the latest Fleiss snapshot."""
-    primary = next((snapshots[metric] for metric in HEADLINE_METRICS if metric in snapshots), None)
-    distribution = primary.details.get("vote_distribution", []) if primary else []
-    kappa_rows = {}
-    if "fleiss_kappa" in snapshots:
-        kappa_rows = {
-            json.dumps(row["category"]): row
-            for row in snapshots["fleiss_kappa"].details.get("per_category", [])
-        }
+def resolved_values(stage: Stage) -> dict[str, int]:
+    """{JSON text of a decided value: items of the stage decided so} (ties and items without
+    enough votes left out)."""
     resolved: Counter[str] = Counter()
     for value, count in (
         Resolution.objects.filter(item_stage__stage=stage)
@@ -432,6 +444,27 @@ def label_distribution(
         .order_by()
     ):
         resolved[json.dumps(value)] += count
+    return dict(resolved)
+
+
+def label_distribution(
+    stage: Stage,
+    snapshots: dict[str, AgreementSnapshot],
+    *,
+    stored_resolved: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """Per value: votes and share (from the latest refresh), resolved items with that value
+    (``resolved_values``: live, or ``stored_resolved`` when ``agreement.stored`` keeps them),
+    and the per-category κ of the latest Fleiss snapshot."""
+    primary = next((snapshots[metric] for metric in HEADLINE_METRICS if metric in snapshots), None)
+    distribution = primary.details.get("vote_distribution", []) if primary else []
+    kappa_rows = {}
+    if "fleiss_kappa" in snapshots:
+        kappa_rows = {
+            json.dumps(row["category"]): row
+            for row in snapshots["fleiss_kappa"].details.get("per_category", [])
+        }
+    resolved = Counter(resolved_values(stage) if stored_resolved is None else stored_resolved)
     total_resolved = sum(resolved.values())
     rows = []
     for entry in distribution:

@@ -188,6 +188,12 @@ def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] 
         from agreement.aggregation.services import stage_aggregation_fit
 
         stage_aggregation_fit(stage_id=stage_id, force=False)
+    # A large stage's stored page (agreement.stored; its row exists once a page asked for it)
+    # is stored again with the new figures, here in the worker.
+    from agreement import stored
+
+    if stored.StoredStagePage.objects.filter(pk=stage_id).exists():
+        stored.stage_page_store(stage_id=stage_id)
     if _refresh_row(stage_id).exclude(changes=seen).exists():
         _agreement_refresh_request(stage_id, force=True)
     return snapshots

@@ -7,7 +7,7 @@ import logging
 
 from celery import shared_task
 
-from agreement import services
+from agreement import services, stored
 
 logger = logging.getLogger(__name__)
 
@@ -32,3 +32,9 @@ def sweep_agreement(grace_seconds: float = 60) -> int:
     if refreshed:
         logger.warning("sweep refreshed the agreement of %d stages", refreshed)
     return refreshed
+
+
+@shared_task(name="agreement.tasks.store_stage_page")
+def store_stage_page(stage_id: int) -> bool:
+    """Store a large stage's counts, progress series and figures (agreement.stored)."""
+    return stored.stage_page_store(stage_id=stage_id)

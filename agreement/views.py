@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
@@ -30,7 +31,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agreement import exports, figures, pages, spot_checks
+from agreement import exports, figures, pages, spot_checks, stored
 from agreement import selectors as research_selectors
 from agreement import services as agreement_services
 from agreement.access import access_adjudication_item, access_spot_check_item
@@ -85,7 +86,13 @@ def dashboard(request: PageRequest, slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, MONITOR)
     project = access.project
     stages = pages.dashboard_stages(project)
-    return render(request, "agreement/dashboard.html", _base_context(access, stages=stages))
+    context = _base_context(
+        access,
+        stages=stages,
+        any_counted=any(row.counted_at for row in stages),
+        stored_max_age=int(settings.AGREEMENT_STORED_MAX_AGE),
+    )
+    return render(request, "agreement/dashboard.html", context)
 
 
 # --- Stage dashboard ----------------------------------------------------------------------------
@@ -98,12 +105,17 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
     sort, descending = _order_form(request).order()
+    part = request.GET.get("part")
+    if request.htmx and part == "annotators":
+        context = _base_context(
+            access, **pages.annotators_part(stage, sort=sort, descending=descending)
+        )
+        return render(request, "agreement/stage.html#annotators", context)
     context = _base_context(
         access, **pages.stage_page(project, stage, sort=sort, descending=descending)
     )
-    part = request.GET.get("part")
-    if request.htmx and part in ("live", "annotators"):
-        return render(request, f"agreement/stage.html#{part}", context)
+    if request.htmx and part == "live":
+        return render(request, "agreement/stage.html#live", context)
     return render(request, "agreement/stage.html", context)
 
 
@@ -136,7 +148,7 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
     name = membership.user.get_username()
     if request.htmx and stage is not None:
         sort, descending = form.order()
-        context = pages.stage_page(project, stage, sort=sort, descending=descending)
+        context = pages.annotators_part(stage, sort=sort, descending=descending)
         return render(request, "agreement/stage.html#annotators", _base_context(access, **context))
     messages.success(
         request,
@@ -159,9 +171,11 @@ def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> H
     stage = access_stage(request.user, project, stage_slug)
     if not figures.offers(plot):
         raise NotFound(f"There is no figure {plot!r}.")
-    response = HttpResponse(
-        figures.stage_figure(stage, plot), content_type="image/svg+xml; charset=utf-8"
-    )
+    if plot in PLOTS:
+        svg, _ = stored.stage_figure_shown(stage, plot)
+    else:
+        svg = figures.stage_figure(stage, plot)
+    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, max-age=30"
     if request.GET.get("download"):
         response["Content-Disposition"] = (

@@ -532,3 +532,10 @@ LOGGING = {
     # "No hostname was supplied" warning (on seed_demo, simulate_annotations) says nothing.
     "loggers": {"kombu.connection": {"level": "ERROR"}} if CELERY_TASK_ALWAYS_EAGER else {},
 }
+
+# --- Stored pages of large stages (agreement/stored.py) ---------------------------------------
+# A stage with at least AGREEMENT_STORED_FROM items is shown from counts and figures a Celery task
+# stores, asked for again when older than AGREEMENT_STORED_MAX_AGE seconds; smaller stages are
+# counted and drawn on each request.
+AGREEMENT_STORED_FROM = int(os.environ.get("AGREEMENT_STORED_FROM", "20000"))
+AGREEMENT_STORED_MAX_AGE = float(os.environ.get("AGREEMENT_STORED_MAX_AGE", "30"))

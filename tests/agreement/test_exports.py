@@ -187,3 +187,15 @@ def test_the_disagreement_table_is_unchanged_and_safe(hostile, show):
     assert body == expected(header, rows)
     if chosen == "split":
         assert b"'=HYPERLINK" in body and b"'+cmd" in body
+
+
+def test_the_disagreement_table_streams_every_row_once_in_keyset_chunks(hostile, monkeypatch):
+    """Chunks of one item stage, every resolution at the same moment (the keyset's tie-break on
+    the id decides): the file is still the one above, each row once and in order."""
+    from agreement import exports
+
+    monkeypatch.setattr(exports, "DISAGREEMENT_CHUNK", 1)
+    Resolution.objects.filter(item_stage__stage=hostile.stage).update(
+        computed_at=datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    )
+    test_the_disagreement_table_is_unchanged_and_safe(hostile, "all")
