@@ -46,11 +46,13 @@ from imports.services.jobs import batch_fail, import_batch_claim
 from imports.services.mapping import (
     ItemFields,
     ItemMapper,
+    MappedSchema,
     checked_schema,
     import_schema,
     item_mapper,
     map_row,
 )
+from imports.services.staged import StagedRejected, staged_write
 from imports.services.uploads import inline_max_bytes
 
 logger = logging.getLogger(__name__)
@@ -178,6 +180,18 @@ def _run(batch: ImportBatch, progress: _ProgressWriter) -> ImportBatch:
     layout = options.get("layout", "rows")
     policy = options.get("duplicate_policy", "reject")
     schema = import_schema(project, layout)
+    if connection.vendor == "postgresql":
+        try:
+            report, created, updated = staged_write(
+                batch=batch,
+                schema=MappedSchema(schema, item_mapper(project, layout), options),
+                policy=policy,
+                progress=progress,
+                error_cap=ERROR_CAP,
+            )
+        except StagedRejected as rejected:
+            return batch_fail(batch, rejected.report, rejected.message)
+        return _succeeded(batch, report, created, updated, policy)
     checked = checked_schema(schema, item_mapper(project, layout), options)
     lookup = _existing_lookup(project)
     with batch.file.open("rb") as handle:
@@ -221,6 +235,13 @@ def _run(batch: ImportBatch, progress: _ProgressWriter) -> ImportBatch:
             rejected.report,
             f"Nothing was imported: {rejected.reason}.",
         )
+    return _succeeded(batch, report, created, updated, policy)
+
+
+def _succeeded(
+    batch: ImportBatch, report: ImportReport, created: int, updated: int, policy: str
+) -> ImportBatch:
+    """End ``batch`` as SUCCEEDED with its counts and a one-line message."""
     batch.status = ImportBatch.Status.SUCCEEDED
     batch.items_created, batch.items_updated = created, updated
     batch.rows_written = report.rows_total
