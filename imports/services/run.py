@@ -57,6 +57,9 @@ from imports.services.uploads import inline_max_bytes
 
 logger = logging.getLogger(__name__)
 
+#: PostgreSQL imports run in one pass through a staging table (``imports.services.staged``);
+#: False runs the two-pass pipeline there too (benchmarks/io_scale.py measures both).
+STAGED_ON_POSTGRESQL = True
 ERROR_CAP = 200
 WRITE_BATCH_SIZE = 1000
 PROGRESS_EVERY_SECONDS = 0.5
@@ -180,7 +183,7 @@ def _run(batch: ImportBatch, progress: _ProgressWriter) -> ImportBatch:
     layout = options.get("layout", "rows")
     policy = options.get("duplicate_policy", "reject")
     schema = import_schema(project, layout)
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and STAGED_ON_POSTGRESQL:
         try:
             report, created, updated = staged_write(
                 batch=batch,
