@@ -14,6 +14,10 @@ The intended use is two passes over a file kept on disk:
 Memory: one batch of rows plus a map from each external id seen to its line, i.e. bounded by the
 number of distinct ids in the file, not by payload size (about 100 bytes per id).
 
+A caller that checks ids across rows itself, set-based, reads the file once with
+``iter_checked_rows`` instead (imports/services/staged.py: the PostgreSQL staging import); its
+memory does not grow with the file.
+
 ``existing_ids`` is either a collection of the ids already in the project, or a callable that
 receives a list of up to ``lookup_batch_size`` ids and returns those of them that exist (one
 ``WHERE external_id IN (...)`` query per batch).

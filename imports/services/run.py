@@ -1,4 +1,10 @@
-"""Running an import batch: pass 1 validates every row, pass 2 writes them all in one transaction.
+"""Running an import batch: every row checked before any is kept, all written in one transaction.
+
+On PostgreSQL the file is read once (``imports.services.staged``): each row is checked and
+COPYed into a temporary staging table, ids are checked by SQL, and one INSERT … SELECT writes
+the items, all in one transaction that keeps nothing when any row has an error (the errors
+still come out by line, capped, with the true count). SQLite, and PostgreSQL with
+``STAGED_ON_POSTGRESQL`` off, run the two passes below.
 
 1. Pass 1, ``validate_stream``: every row is checked against the project's import schema
    (``imports.services.mapping.import_schema``, with the kind's item mapper) and ids are looked
