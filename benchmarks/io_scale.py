@@ -1,12 +1,19 @@
 """I/O at scale on PostgreSQL: import 100,000 items, export 1,000,000 annotations.
 
     scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
+        [--before-rows 100000] [--import-only]
 
 Each measured phase runs in its own process so that its peak memory (resident memory above
 its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
 
-* import: the same service the UI uses (two passes over a JSONL file, one transaction), at
-  items/4 and at items rows: rows/s and peak memory — memory should not grow with the rows;
+* import: the same service the UI uses (on PostgreSQL one pass: every row checked and COPYed
+  into a staging table, ids checked by SQL, one INSERT … SELECT; imports.services.staged), at
+  the full size first (the first import into empty tables) and then at items/4: rows/s, peak
+  memory (it should not grow with the rows), CPU seconds of the process and of its PostgreSQL
+  backend, and the load average beside them (the machine may be shared). ``--before-rows N``
+  first imports N rows through the two-pass pipeline PostgreSQL ran before (two passes over the
+  file, ids looked up 1,000 at a time), into empty tables, then empties them again;
+  ``--import-only`` stops after the imports;
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
   in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
@@ -77,11 +84,48 @@ def report(**figures) -> None:
 # --- phases (each in a child process) ------------------------------------------------------
 
 
-def phase_import(slug: str, rows: int, workdir: Path) -> None:
+class CpuSeconds:
+    """CPU seconds (user + system) of this process (rusage) and of its PostgreSQL backend
+    (/proc/<backend pid>/stat, readable when the server runs on this machine), since start."""
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.backend = cursor.fetchone()[0]
+        self.start = self._now()
+
+    def _backend(self) -> float | None:
+        try:
+            with open(f"/proc/{self.backend}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _now(self) -> tuple[float, float | None]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime, self._backend()
+
+    def __call__(self) -> dict:
+        process, backend = self._now()
+        return {
+            "cpu_process_s": process - self.start[0],
+            "cpu_backend_s": None if backend is None or self.start[1] is None
+            else backend - self.start[1],
+        }  # fmt: skip
+
+
+def phase_import(slug: str, rows: int, workdir: Path, path_kind: str = "one-pass") -> None:
     django_setup()
     from annotation import services
     from annotation.models import Project
     from imports.services import import_batch_create, import_batch_run
+    from imports.services import run as import_run
+
+    # "two-pass": the pipeline PostgreSQL ran before the staging import (SQLite still runs it).
+    import_run.STAGED_ON_POSTGRESQL = path_kind == "one-pass"
 
     project = Project.objects.filter(slug=slug).first() or services.project_create(
         slug=slug, name=slug, kind="generic"
@@ -99,6 +143,7 @@ def phase_import(slug: str, rows: int, workdir: Path) -> None:
                 "pearl_level": "L2", "label": "YES" if n % 3 else "NO", "score": n % 10,
             }) + "\n")  # fmt: skip
     peak = PeakRss()
+    cpu = CpuSeconds()
     started = time.perf_counter()
     with open(path, "rb") as handle:
         batch = import_batch_create(project=project, user=None, fileobj=handle, filename=path.name)
@@ -106,7 +151,27 @@ def phase_import(slug: str, rows: int, workdir: Path) -> None:
     seconds = time.perf_counter() - started
     assert batch.status == "succeeded", batch.message
     report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=peak(),
-           bytes=path.stat().st_size)  # fmt: skip
+           bytes=path.stat().st_size, load=os.getloadavg()[0], **cpu())  # fmt: skip
+
+
+def empty_item_tables() -> None:
+    """TRUNCATE the items and everything hanging off them: the next import is again the first
+    into empty tables whose statistics say nothing (as in a fresh database)."""
+    from django.db import connection
+
+    from annotation.models import Item
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {connection.ops.quote_name(Item._meta.db_table)} CASCADE")
+
+
+def print_import(label: str, rows: int, result: dict) -> None:
+    backend = result["cpu_backend_s"]
+    print(f"  {label:9} {rows:>9,} rows  {result['bytes'] / 2**20:6.1f} MiB  "
+          f"{result['seconds']:7.2f} s  {result['rows_per_s']:>8,.0f} rows/s  "
+          f"peak +{result['peak_mib']:6.1f} MiB  CPU {result['cpu_process_s']:6.1f} s + "
+          + ("?" if backend is None else f"{backend:.1f}") + " s PostgreSQL  "
+          f"(load {result['load']:.2f})", flush=True)  # fmt: skip
 
 
 def phase_export(slug: str, workdir: Path, naive: bool) -> None:
@@ -222,12 +287,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--per-item", type=int, default=10, help="annotations per item")
+    parser.add_argument(
+        "--before-rows", type=int, default=0,
+        help="also import this many rows through the two-pass pipeline first (the path before "
+        "the staging import), into empty tables; 0 skips it",
+    )  # fmt: skip
+    parser.add_argument("--import-only", action="store_true", help="stop after the imports")
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         name, *rest = args.phase
         if name == "import":
-            phase_import(rest[0], int(rest[1]), Path(rest[2]))
+            phase_import(rest[0], int(rest[1]), Path(rest[2]), rest[3])
         elif name == "export":
             phase_export(rest[0], Path(rest[1]), naive=rest[2] == "naive")
         else:
@@ -245,11 +316,17 @@ def main() -> None:
         os.environ.setdefault("MEDIA_ROOT", str(work / "media"))
         print(f"PostgreSQL, {os.cpu_count()} cores; {args.items:,} items × {args.per_item} "
               f"annotations\n")  # fmt: skip
-        print("import (validate every row, then write all in one transaction)")
-        for slug, rows in (("small", quarter), ("full", args.items)):
-            result = child("import", slug, str(rows), str(work))
-            print(f"  {rows:>9,} rows  {result['bytes'] / 2**20:6.1f} MiB  {result['seconds']:6.2f} s"
-                  f"  {result['rows_per_s']:>9,.0f} rows/s  peak +{result['peak_mib']:6.1f} MiB")  # fmt: skip
+        print("import (every row checked, all written in one transaction or none)")
+        if args.before_rows:
+            result = child("import", "before", str(args.before_rows), str(work), "two-pass")
+            print_import("two-pass", args.before_rows, result)
+            empty_item_tables()
+        # The full size first: the first import into empty tables, the case that was slowest.
+        for slug, rows in (("full", args.items), ("small", quarter)):
+            result = child("import", slug, str(rows), str(work), "one-pass")
+            print_import("one-pass", rows, result)
+        if args.import_only:
+            return
         counts = {slug: fill_annotations(slug, args.per_item) for slug in ("small", "full")}
         print("\nexport (annotations: COPY streamed into the files; items: keyset-paginated)")
         peaks = {}

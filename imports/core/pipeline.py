@@ -14,6 +14,10 @@ The intended use is two passes over a file kept on disk:
 Memory: one batch of rows plus a map from each external id seen to its line, i.e. bounded by the
 number of distinct ids in the file, not by payload size (about 100 bytes per id).
 
+A caller that checks ids across rows itself, set-based, reads the file once with
+``iter_checked_rows`` instead (imports/services/staged.py: the PostgreSQL staging import); its
+memory does not grow with the file.
+
 ``existing_ids`` is either a collection of the ids already in the project, or a callable that
 receives a list of up to ``lookup_batch_size`` ids and returns those of them that exist (one
 ``WHERE external_id IN (...)`` query per batch).
@@ -166,22 +170,8 @@ def _check_record(
     first_line = first_line_of.get(external_id)
     if first_line is not None:
         return [
-            RowError(
-                line=record.line,
-                index=record.index,
-                column=record.column,
-                field=schema.external_id_field,
-                code="duplicate_in_file",
-                expected="an id not used earlier in the file",
-                found=repr(external_id),
-                message=(
-                    f"This row repeats line {first_line} exactly (its id {external_id} comes "
-                    f"from its content); remove one of the two."
-                    if schema.derived_id == "content"
-                    else f'The id "{external_id}" is used on line {first_line} and again on '
-                    f"line {record.line}; each id may appear only once in a file. Remove or "
-                    f"rename one of the two."
-                ),
+            duplicate_in_file_error(
+                schema, external_id, record.line, first_line, record.index, record.column
             )
         ]
     first_line_of[external_id] = record.line
@@ -189,19 +179,54 @@ def _check_record(
     return CleanRow(external_id, clean, record.line, record.index, "create")
 
 
-def _existing_error(schema: RowSchema, row: CleanRow) -> RowError:
+def duplicate_in_file_error(
+    schema: RowSchema,
+    external_id: str,
+    line: int | None,
+    first_line: int | None,
+    index: int | None = None,
+    column: int | None = None,
+) -> RowError:
+    """The error of a row whose id an earlier row of the file (``first_line``) already has."""
     return RowError(
-        line=row.line,
-        index=row.index,
+        line=line,
+        index=index,
+        column=column,
+        field=schema.external_id_field,
+        code="duplicate_in_file",
+        expected="an id not used earlier in the file",
+        found=repr(external_id),
+        message=(
+            f"This row repeats line {first_line} exactly (its id {external_id} comes "
+            f"from its content); remove one of the two."
+            if schema.derived_id == "content"
+            else f'The id "{external_id}" is used on line {first_line} and again on '
+            f"line {line}; each id may appear only once in a file. Remove or "
+            f"rename one of the two."
+        ),
+    )
+
+
+def duplicate_existing_error(
+    schema: RowSchema, external_id: str, line: int | None, index: int | None = None
+) -> RowError:
+    """The error of a row whose id is already in the project (duplicate policy "reject")."""
+    return RowError(
+        line=line,
+        index=index,
         field=schema.external_id_field,
         code="duplicate_existing",
         expected="an id not yet in the project",
-        found=repr(row.external_id),
+        found=repr(external_id),
         message=(
-            f'The id "{row.external_id}" is already in this project; remove the row, give it a '
+            f'The id "{external_id}" is already in this project; remove the row, give it a '
             f'new id, or import with the duplicate policy "update" to replace the stored item.'
         ),
     )
+
+
+def _existing_error(schema: RowSchema, row: CleanRow) -> RowError:
+    return duplicate_existing_error(schema, row.external_id, row.line, row.index)
 
 
 def validate_stream(
@@ -284,3 +309,76 @@ def iter_clean_batches(
             report,
             "the file changed since it was validated (SHA-256 differs); validate it again",
         )
+
+
+def iter_checked_rows(
+    fileobj: IO[bytes],
+    *,
+    fmt: str | None,
+    schema: RowSchema,
+    report: ImportReport,
+    progress: Callable[[int], None] | None = None,
+    progress_every: int = LOOKUP_BATCH_SIZE,
+    filename: str | None = None,
+    array_key: str | None = None,
+) -> Iterator[tuple[CleanRow, int | None]]:
+    """One pass for a caller that checks ids across rows itself, set-based (the PostgreSQL
+    staging import, ``imports.services.staged``): read and check every record against
+    ``schema`` and yield each row that passed, in file order, as ``(row, column)`` (``row`` with
+    its id and ``action`` "create", ``column`` where a JSON array's element starts); every problem of a single record goes to ``report`` in line order.
+
+    Unlike ``validate_stream`` it neither looks ids up nor remembers them, so its memory does
+    not grow with the file: ids repeated in the file or already in the project are the
+    caller's to find (``duplicate_in_file_error`` and ``duplicate_existing_error`` word them
+    as the two-pass pipeline does). ``report.rows_total``, ``fatal``, ``sha256``,
+    ``bytes_read``, ``columns`` and ``wrapper_key`` are filled as by ``validate_stream``;
+    ``rows_ok`` / ``rows_create`` are left to the caller, who knows which rows survive.
+    ``progress(rows_read)`` is called every ``progress_every`` records and at the end.
+    """
+    reader = RecordReader(
+        fileobj,
+        fmt=fmt,
+        filename=filename,
+        array_key=array_key,
+        header_check=lambda columns: schema.check_columns(columns),
+    )
+    report.fmt = reader.fmt
+    validate = schema.validate_row
+    row_id = schema.row_id
+    add_error = report.add_error
+    total = 0
+    try:
+        for record in reader:
+            total += 1
+            if progress is not None and total % progress_every == 0:
+                report.rows_total = total
+                progress(total)
+            if record.error is not None:
+                add_error(record.error)
+                continue
+            clean, errors = validate(
+                record.data,
+                record.line,
+                index=record.index,
+                column=record.column,
+                text_values=record.text_values,
+            )
+            if clean is None:
+                for error in errors:
+                    add_error(error)
+                continue
+            row = CleanRow(row_id(clean, total), clean, record.line, record.index, "create")
+            yield row, record.column
+    except ImportFileError as problem:
+        report.fatal = True
+        for error in problem.errors:
+            add_error(error)
+    finally:
+        report.rows_total = total
+        reader.finish()
+        report.sha256 = reader.sha256
+        report.bytes_read = reader.bytes_read
+        report.columns = list(reader.columns)
+        report.wrapper_key = reader.wrapper_key
+    if progress is not None:
+        progress(total)

@@ -751,7 +751,13 @@ class RecordReader:
             stripped = line.strip()
             if not stripped:
                 continue
-            deep = nesting_position(stripped)
+            # Deeper than MAX_DEPTH needs more opening brackets than that (counted in C,
+            # strings included): only then is the line scanned token by token.
+            deep = (
+                nesting_position(stripped)
+                if stripped.count("[") + stripped.count("{") > MAX_DEPTH
+                else None
+            )
             if deep is not None:
                 column = line.index(stripped) + deep + 1
                 yield RawRecord(

@@ -109,6 +109,31 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+# What ``annotation.values`` refuses in text (NUL, unpaired surrogates), and the integers it
+# refuses (about MAX_INT_DIGITS digits), for the fast path of ``_stored_value_problem``.
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3)
+
+
+def _stored_value_problem(value: Any) -> tuple[str, str] | None:
+    """``value_problem(value, depth=2)``, answered without it for the flat values most cells
+    hold (text, whole numbers, finite floats, booleans, null): this runs for every field of
+    every row, and the general walk costs several times more than these checks."""
+    kind = type(value)
+    if kind is str:
+        if _BAD_TEXT.search(value) is None:
+            return None
+    elif kind is int:
+        if value.bit_length() <= _MAX_INT_BITS:
+            return None
+    elif kind is float:
+        if math.isfinite(value):
+            return None
+    elif kind is bool or value is None:
+        return None
+    return value_problem(value, depth=2)
+
+
 @functools.lru_cache(maxsize=4096)
 def _normalise_key(key: str) -> str:
     # Cached: the same few column names come back on every row.
@@ -737,12 +762,12 @@ class RowSchema:
                         )
                     )
                 continue
-            problem = value_problem(value, depth=2)
+            problem = _stored_value_problem(value)
             try:
                 if problem is not None:
                     raise _unstorable(spec.name, problem)
                 coerced = spec.coerce(value, text_values=text_values)
-                problem = value_problem(coerced, depth=2) if coerced is not value else None
+                problem = _stored_value_problem(coerced) if coerced is not value else None
                 if problem is not None:
                     raise _unstorable(spec.name, problem)
             except FieldValueError as refused:
@@ -802,7 +827,11 @@ class RowSchema:
             for key, value in raw.items():
                 if key in consumed:
                     continue
-                problem = value_problem({key: value})
+                problem = (
+                    value_problem({key: value})
+                    if type(key) is not str or _BAD_TEXT.search(key) is not None
+                    else _stored_value_problem(value)
+                )
                 if problem is not None:
                     errors.append(
                         RowError(

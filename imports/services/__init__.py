@@ -10,6 +10,9 @@ services, by concern:
   (``import_schema``, ``register_item_mapper``, ``ItemFields``);
 * ``run`` — ``import_batch_start`` / ``import_batch_run``: pass 1 validates every row, pass 2
   writes them all in one transaction (a failed import keeps nothing);
+* ``staged`` — the same promise in one pass on PostgreSQL: rows COPYed into a temporary staging
+  table, ids repeated in the file or already in the project found by SQL, one INSERT … SELECT
+  (memory flat whatever the file's size);
 * ``jobs`` — the batch as a background job (``annotation.jobs``): claim, the beat sweep of
   stuck batches, requeue, an admin's retry and "mark failed".
 

@@ -213,12 +213,16 @@ def item_mapper(project: Project, layout: str) -> ItemMapper:
     return ITEM_MAPPERS.get(project.kind, default_item_mapper)
 
 
+#: The item purposes a mapper may give (``Item.Purpose.values`` builds a new list on each call).
+_PURPOSES = frozenset(Item.Purpose.values)
+
+
 def map_row(
     clean: dict[str, Any], schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]
 ) -> ItemFields:
     """Run a mapper and check what it gives; ValueError carries a message for the row."""
     fields = mapper(clean, schema, options)
-    if fields.purpose not in Item.Purpose.values:
+    if fields.purpose not in _PURPOSES:
         raise ValueError(
             f"The purpose {fields.purpose!r} is not one of {', '.join(Item.Purpose.values)}."
         )
@@ -227,12 +231,21 @@ def map_row(
     return fields
 
 
-class _MappedSchema:
+class MappedSchema:
     """The import schema plus the kind's item mapper, so that pass 1 also catches rows the
-    mapper refuses (``ValueError``): every problem is reported before anything is written."""
+    mapper refuses (``ValueError``): every problem is reported before anything is written.
+
+    ``mapped`` holds the ``ItemFields`` of the row ``validate_row`` last accepted, so that the
+    one-pass staging import (``imports.services.staged``) maps each row once."""
 
     def __init__(self, schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]):
         self._schema, self._mapper, self._options = schema, mapper, options
+        self.mapped: ItemFields | None = None
+
+    def as_row_schema(self) -> RowSchema:
+        """This object typed as the schema it stands for (the readers and the pipeline only
+        call ``validate_row`` and read attributes)."""
+        return cast(RowSchema, self)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._schema, name)
@@ -244,7 +257,7 @@ class _MappedSchema:
         if clean is None:
             return clean, errors
         try:
-            map_row(clean, self._schema, self._mapper, self._options)
+            self.mapped = map_row(clean, self._schema, self._mapper, self._options)
         except ValueError as problem:
             return None, [
                 RowError(
@@ -262,6 +275,6 @@ class _MappedSchema:
 
 def checked_schema(schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]) -> RowSchema:
     """``schema`` whose row check also runs ``mapper`` (pass 1 then reports the rows the mapper
-    refuses; see ``_MappedSchema``). Typed as the schema it stands for: the readers and the
+    refuses; see ``MappedSchema``). Typed as the schema it stands for: the readers and the
     pipeline only call ``validate_row`` and read its attributes."""
-    return cast(RowSchema, _MappedSchema(schema, mapper, options))
+    return MappedSchema(schema, mapper, options).as_row_schema()
