@@ -30,6 +30,7 @@ compares both paths row by row, parsed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -185,15 +186,29 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
 # --- Writing ----------------------------------------------------------------------------------
 
 
-def _copy(
-    project: Project,
-    *,
-    statuses: Iterable[str],
-    output: str,
-    options: str,
-    path: Path,
-    read: Callable[[Iterable[memoryview]], Iterable[bytes | memoryview]],
-) -> FileEntry:
+@contextmanager
+def _copy_settings(cursor: Any) -> Iterator[None]:
+    """``COPY_SETTINGS`` for the statements inside, in a transaction; the caller's restored
+    after (should a caller's transaction enclose this one)."""
+    names = list(COPY_SETTINGS)
+    setting = {f"setting_{number}": name for number, name in enumerate(names)}
+    change = "SELECT " + ", ".join(
+        f"set_config(%(setting_{number})s, %(value_{number})s, true)"
+        for number in range(len(names))
+    )
+    cursor.execute("SELECT " + ", ".join(f"current_setting(%({key})s)" for key in setting), setting)
+    saved = cursor.fetchone()
+    values = {f"value_{number}": COPY_SETTINGS[name] for number, name in enumerate(names)}
+    cursor.execute(change, {**setting, **values})
+    yield
+    cursor.execute(
+        change, {**setting, **{f"value_{number}": value for number, value in enumerate(saved)}}
+    )
+
+
+def _query_parts(
+    project: Project, statuses: Iterable[str]
+) -> tuple[list[Stage], dict[str, Any], str]:
     stages = list(Stage.objects.filter(project=project))
     params: dict[str, Any] = {
         "stages": [stage.pk for stage in stages],
@@ -203,28 +218,25 @@ def _copy(
     # Names in answers' payloads: the rule every file of the release applies (one spelling in
     # SQL, releases.identities).
     payload = identity_rule(project.kind).sql(_A.payload, salt_param="identity_salt")
+    return stages, params, payload
+
+
+def _copy(
+    project: Project,
+    *,
+    statuses: Iterable[str],
+    output: str,
+    options: str,
+    path: Path,
+    read: Callable[[Iterable[memoryview]], Iterable[bytes | memoryview]],
+) -> FileEntry:
+    stages, params, payload = _query_parts(project, statuses)
     query = _select(output, stages, params, payload)
-    names = list(COPY_SETTINGS)
-    setting = {f"setting_{number}": name for number, name in enumerate(names)}
-    change = "SELECT " + ", ".join(
-        f"set_config(%(setting_{number})s, %(value_{number})s, true)"
-        for number in range(len(names))
-    )
-    with transaction.atomic(), connection.cursor() as cursor:
-        # For this COPY only: restored after it, should a caller's transaction enclose this one.
-        cursor.execute(
-            "SELECT " + ", ".join(f"current_setting(%({key})s)" for key in setting), setting
-        )
-        saved = cursor.fetchone()
-        values = {f"value_{number}": COPY_SETTINGS[name] for number, name in enumerate(names)}
-        cursor.execute(change, {**setting, **values})
+    with transaction.atomic(), connection.cursor() as cursor, _copy_settings(cursor):
         raw = cursor.cursor
         with raw.copy(f"COPY ({query}) TO STDOUT ({options})", params) as copy:
             entry = write_blocks(read(copy), path)
         rows = raw.rowcount  # from the server's "COPY n"
-        cursor.execute(
-            change, {**setting, **{f"value_{number}": value for number, value in enumerate(saved)}}
-        )
     return FileEntry(
         entry.name, entry.sha256, entry.bytes, rows
     )  # COPY's count leaves out the header
@@ -268,3 +280,119 @@ def copy_annotations_csv(
     one line per annotation. PostgreSQL only."""
     return _copy(project, statuses=statuses, output=_csv_columns(columns),
                  options=CSV_COPY_OPTIONS, path=Path(path), read=_as_is)  # fmt: skip
+
+
+# --- Every annotation file in one statement ---------------------------------------------------
+
+#: Annotations per row of the combined export (``copy_annotation_files``): PostgreSQL joins
+#: their lines into one text per file, so Python handles one message per chunk, not per row.
+CHUNK_ROWS = 4096
+
+#: SQL text of each Parquet column (``releases.parquet``: JSON columns as JSON text), from x.
+PARQUET_PARTS = {
+    "external_id": "x.external_id",
+    "stage": "x.stage",
+    "rater": "x.rater",
+    "value": "x.vote::text",
+    "payload": "x.payload::text",
+    "seconds_spent": "x.seconds_spent::text",
+    "created_at": "x.created_at_text",
+    "item_version": "x.item_version::text",
+}
+
+
+def copy_csv_cell_sql(text: str) -> str:
+    """SQL text of the CSV cell COPY's own CSV writes for the text value ``text`` (a column
+    reference: it is read several times): NULL an empty cell; an empty string, or one holding
+    a comma, a double quote, CR or LF, quoted with its quotes doubled; anything else bare."""
+    return (
+        f"CASE WHEN {text} IS NULL THEN '' "
+        f"WHEN {text} = '' OR strpos({text}, ',') > 0 OR strpos({text}, '\"') > 0 "
+        f"OR strpos({text}, chr(10)) > 0 OR strpos({text}, chr(13)) > 0 "
+        f"THEN '\"' || replace({text}, '\"', '\"\"') || '\"' ELSE {text} END"
+    )
+
+
+def copy_csv_header(columns: Sequence[str]) -> bytes:
+    """The header line COPY's CSV writes for ``columns`` (the same quoting rule)."""
+    cells = []
+    for name in columns:
+        quote = name == "" or any(character in name for character in ',"\r\n')
+        cells.append('"' + name.replace('"', '""') + '"' if quote else name)
+    return (",".join(cells) + "\n").encode("utf-8")
+
+
+def copy_annotation_files(
+    project: Project,
+    *,
+    statuses: Iterable[str],
+    jsonl: Any = None,
+    csv: Any = None,
+    csv_columns: Sequence[str] = (),
+    parquet: Any = None,
+) -> int:
+    """Write annotations.jsonl, annotations.csv and the Parquet rows of ``project``'s
+    annotations (of items whose status is in ``statuses``) in ONE statement, each byte for byte
+    what ``copy_annotations_jsonl`` and ``copy_annotations_csv`` write; return the row count.
+
+    ``jsonl`` and ``csv`` take bytes (``releases.sinks.ByteSink``), ``parquet`` CSV blocks
+    (``releases.parquet.ParquetSink.write_csv_block``); any may be None. PostgreSQL computes
+    each row once and joins ``CHUNK_ROWS`` lines per file into one text, read as one binary
+    COPY row: Python never holds a row, only a chunk. The CSV line is spelled as COPY's CSV
+    spells it (``copy_csv_cell_sql``). PostgreSQL only."""
+    stages, params, payload = _query_parts(project, statuses)
+    parts: dict[str, str] = {}  # SQL expression → its name in the inner query
+
+    def part(expression: str) -> str:
+        return parts.setdefault(expression, f"part_{len(parts)}")
+
+    lines: list[str] = []
+    if jsonl is not None:
+        lines.append(f"y.{part(JSONL_LINE)}")
+    if csv is not None:
+        _csv_columns(csv_columns)  # refuses unknown columns
+        names = [part(CSV_CELLS[column]) for column in csv_columns]
+        lines.append(" || ',' || ".join(copy_csv_cell_sql(f"y.{name}") for name in names))
+    if parquet is not None:
+        names = [part(PARQUET_PARTS[column.name]) for column in parquet.columns]
+        lines.append(" || ',' || ".join(copy_csv_cell_sql(f"y.{name}") for name in names))
+    if not lines:
+        return 0
+    inner = _select(
+        "x.id AS id, " + ", ".join(f"({sql})::text AS {name}" for sql, name in parts.items()),
+        stages,
+        params,
+        payload,
+    )
+    params["chunk_rows"] = CHUNK_ROWS
+    aggregates = ", ".join(f"string_agg(z.line_{n} || chr(10), '' ORDER BY z.id)"
+                           for n in range(len(lines)))  # fmt: skip
+    query = f"""
+        SELECT {aggregates}, count(*), count(z.line_0)
+        FROM (
+            SELECT y.id, {", ".join(f"{line} AS line_{n}" for n, line in enumerate(lines))},
+                   (row_number() OVER (ORDER BY y.id) - 1) / %(chunk_rows)s AS chunk
+            FROM ({inner} OFFSET 0) y
+        ) z
+        GROUP BY z.chunk
+        ORDER BY z.chunk"""
+    targets = [sink for sink in (jsonl, csv, parquet) if sink is not None]
+    if csv is not None:
+        csv.write(copy_csv_header(csv_columns))
+    rows = 0
+    with transaction.atomic(), connection.cursor() as cursor, _copy_settings(cursor):
+        with cursor.cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT binary)", params) as copy:
+            copy.set_types(["bytea"] * len(targets) + ["int8", "int8"])
+            for record in copy.rows():
+                *blocks, count, lined = record
+                if lined != count:
+                    raise ValueError(
+                        "an annotation's JSON line was NULL; the export would be short"
+                    )
+                rows += count
+                for target, block in zip(targets, blocks, strict=True):
+                    if target is parquet:
+                        target.write_csv_block(block)
+                    else:
+                        target.write(block)
+    return rows

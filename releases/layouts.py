@@ -1,7 +1,7 @@
 """Plug-in point: a project kind's own release layout (the source benchmark's file format).
 
 Every release holds ``items.jsonl``, ``items.csv``, ``annotations.jsonl``, ``annotations.csv``,
-``README.md`` (datasheet), ``manifest.json`` and ``SHA256SUMS``. A kind may add files in the layout
+their Parquet copies ``items.parquet`` and ``annotations.parquet``, ``README.md`` (datasheet), ``manifest.json`` and ``SHA256SUMS``. A kind may add files in the layout
 of the benchmark it reproduces — e.g. the ratings app writes an ExpliCa-like CSV (the four
 connective means and the preferred connective per ordered pair). Register in the app's
 ``AppConfig.ready()``::
@@ -61,6 +61,8 @@ STANDARD_FILES = (
     "items.csv",
     "annotations.jsonl",
     "annotations.csv",
+    "items.parquet",
+    "annotations.parquet",
     "README.md",
     "manifest.json",
     "SHA256SUMS",

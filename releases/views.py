@@ -16,7 +16,7 @@ from annotation.navigation import project_tabs
 from annotation.web import page, page_of, render_error
 from releases import selectors, services
 from releases.access import access_release
-from releases.downloads import release_download_response
+from releases.downloads import release_download_response, release_file_response
 from releases.models import Release
 
 PAGE_SIZE = 25
@@ -119,6 +119,8 @@ def release_retry(request, slug: str, version: int):
 @require_GET
 @page
 def release_download(request, slug: str, version: int):
+    """The release's zip; with ``?file=<name>`` one file of it, as its manifest names it (the
+    Parquet copies are offered this way on the release page)."""
     project = access_project(request.user, slug, MONITOR).project
     release = access_release(request.user, project, version)
     if release.status != Release.Status.PUBLISHED:
@@ -130,4 +132,7 @@ def release_download(request, slug: str, version: int):
                 status=409,
             ),
         )
+    name = request.GET.get("file", "")
+    if name:
+        return release_file_response(release, name[:300])
     return release_download_response(release)

@@ -34,21 +34,14 @@ from releases.services.jobs import release_claim
 from releases.services.publish import release_content_fingerprint
 from releases.services.rows import (
     RELEASED_STATUSES,
-    item_csv_columns,
+    release_annotation_files,
     release_annotation_rows,
-    release_annotations_csv,
-    release_annotations_jsonl,
+    release_item_files,
     release_item_rows,
 )
-from releases.writers import (
-    FileEntry,
-    Manifest,
-    build_zip,
-    iter_jsonl,
-    release_diff,
-    write_csv,
-    write_jsonl,
-)
+from releases.sinks import Deflated
+from releases.writers import FileEntry, Manifest, iter_jsonl, release_diff
+from releases.zip_assembly import assemble_zip
 
 logger = logging.getLogger(__name__)
 
@@ -137,16 +130,12 @@ def _write_files(release: Release, workdir: Path):
     files = workdir / prefix
     files.mkdir()
     manifest = Manifest()
-    items = manifest.add(write_jsonl(release_item_rows(project), files / "items.jsonl"))
-    manifest.add(
-        write_csv(
-            release_item_rows(project),
-            files / "items.csv",
-            columns=item_csv_columns(project, stages),
-        )
-    )
-    annotations = manifest.add(release_annotations_jsonl(project, files / "annotations.jsonl"))
-    manifest.add(release_annotations_csv(project, files / "annotations.csv"))
+    item_files = release_item_files(project, stages, files)
+    annotation_files = release_annotation_files(project, files)
+    for entry in item_files.entries + annotation_files.entries:
+        manifest.add(entry)
+    items, annotations = item_files.entries[0], annotation_files.entries[0]
+    deflated = {**item_files.deflated, **annotation_files.deflated}
     layout = layout_for_kind(project.kind)
     if layout is not None:
         context = LayoutContext(
@@ -211,11 +200,13 @@ def _write_files(release: Release, workdir: Path):
     sums = files / "SHA256SUMS"
     sums.write_text(manifest.sha256sums(), encoding="utf-8")
     manifest_entry = manifest.write(files / "manifest.json")
-    members = {f"{prefix}/{name}": files / name for name in manifest.entries}
+    members: dict[str, Deflated | Path] = {
+        f"{prefix}/{name}": deflated.get(name, files / name) for name in manifest.entries
+    }
     members[f"{prefix}/manifest.json"] = files / "manifest.json"
     members[f"{prefix}/SHA256SUMS"] = sums
     zip_path = workdir / f"{prefix}.zip"
-    archive = build_zip(members, zip_path)
+    archive = assemble_zip(members, zip_path)
     by_status = dict(
         Item.objects.filter(project=project, status__in=RELEASED_STATUSES)
         .values_list("status")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,21 @@ from annotation.kinds.base import payload_path
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from annotation.sql import quoted, table
 from imports.core import schema_for_kind
-from releases.copy_export import copy_annotations_csv, copy_annotations_jsonl
+from releases.copy_export import (
+    copy_annotation_files,
+    copy_annotations_csv,
+    copy_annotations_jsonl,
+)
 from releases.identities import identity_rule, salt_for
+from releases.parquet import (
+    ParquetSink,
+    integer_column,
+    json_column,
+    number_column,
+    text_column,
+)
 from releases.pseudonyms import RaterPseudonyms
+from releases.sinks import ByteSink, CsvSink, Deflated, JsonlSink, write_rows
 from releases.writers import (
     FileEntry,
     csv_timestamp,
@@ -38,6 +51,22 @@ STAGE_FIELDS = ["state", "value", "status", "outcome", "n_annotations", "votes",
                 "adjudicated"]  # fmt: skip
 ANNOTATION_COLUMNS = ["external_id", "stage", "rater", "value", "payload", "seconds_spent",
                       "created_at", "item_version"]  # fmt: skip
+#: The columns of items.parquet and annotations.parquet: the JSONL rows' keys, in order
+#: (``releases.parquet``: JSON of any shape as JSON text).
+ITEM_PARQUET = [
+    *map(text_column, ["external_id", "status", "purpose", "group", "source"]),
+    integer_column("version"),
+    json_column("payload"),
+    json_column("stages"),
+]
+ANNOTATION_PARQUET = [
+    *map(text_column, ["external_id", "stage", "rater"]),
+    json_column("value"),
+    json_column("payload"),
+    number_column("seconds_spent"),
+    text_column("created_at"),
+    integer_column("item_version"),
+]
 
 
 def _stage_result(state: str, resolution: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -242,3 +271,61 @@ def item_csv_columns(project: Project, stages: list[Stage]) -> list[str]:
     payload = ["payload"] if any("." in key for key in keys) else [f"payload.{k}" for k in keys]
     stage_columns = [f"stages.{stage.slug}.{name}" for stage in stages for name in STAGE_FIELDS]
     return ITEM_COLUMNS + payload + stage_columns
+
+
+# --- The standard files, every format in one pass -----------------------------------------------
+
+
+@dataclass
+class WrittenFiles:
+    """Files written by one pass: their entries (in writing order) and, for those deflated
+    while written, the deflate streams the zip is assembled from (by file name)."""
+
+    entries: list[FileEntry]
+    deflated: dict[str, Deflated]
+
+
+def _written(sinks: list[Any], entries: list[FileEntry]) -> WrittenFiles:
+    deflated = {}
+    for sink in sinks:
+        stream = getattr(getattr(sink, "sink", sink), "deflated", None)
+        if stream is not None:
+            deflated[stream.path.name.removesuffix(".deflate")] = stream
+    return WrittenFiles(entries, deflated)
+
+
+def release_item_files(project: Project, stages: list[Stage], out_dir: Path) -> WrittenFiles:
+    """items.jsonl, items.csv and items.parquet of ``project`` from ONE pass over
+    ``release_item_rows``, the text files deflated as they are written."""
+    sinks: list[Any] = [
+        JsonlSink(out_dir / "items.jsonl", deflate=True),
+        CsvSink(out_dir / "items.csv", columns=item_csv_columns(project, stages), deflate=True),
+        ParquetSink(out_dir / "items.parquet", ITEM_PARQUET),
+    ]
+    return _written(sinks, write_rows(release_item_rows(project), sinks))
+
+
+def release_annotation_files(project: Project, out_dir: Path) -> WrittenFiles:
+    """annotations.jsonl, annotations.csv and annotations.parquet of ``project``: on
+    PostgreSQL from ONE statement (``copy_export.copy_annotation_files``), on SQLite from one
+    pass over ``release_annotation_rows``; the text files deflated as they are written."""
+    if connection.vendor != "postgresql":
+        sinks: list[Any] = [
+            JsonlSink(out_dir / "annotations.jsonl", deflate=True),
+            CsvSink(out_dir / "annotations.csv", columns=ANNOTATION_COLUMNS, deflate=True),
+            ParquetSink(out_dir / "annotations.parquet", ANNOTATION_PARQUET),
+        ]
+        return _written(sinks, write_rows(release_annotation_rows(project), sinks))
+    jsonl = ByteSink(out_dir / "annotations.jsonl", deflate=True)
+    table = ByteSink(out_dir / "annotations.csv", deflate=True)
+    parquet = ParquetSink(out_dir / "annotations.parquet", ANNOTATION_PARQUET)
+    rows = None
+    try:
+        rows = copy_annotation_files(
+            project, statuses=RELEASED_STATUSES, jsonl=jsonl, csv=table,
+            csv_columns=ANNOTATION_COLUMNS, parquet=parquet,
+        )  # fmt: skip
+    finally:
+        jsonl.rows = table.rows = rows
+        entries = [jsonl.close(), table.close(), parquet.close()]
+    return _written([jsonl, table, parquet], entries)

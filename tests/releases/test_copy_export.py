@@ -553,3 +553,52 @@ def test_both_export_paths_write_current_versions_only(tricky, tmp_path):
     )
     assert python.rows == copy_csv.rows == 27
     assert_same_csv(tmp_path / "copy.csv", tmp_path / "python.csv", rows)
+
+
+# --- Every annotation file in one statement ---------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk_rows", [4096, 2])
+@pytest.mark.parametrize("fixture", ["tricky", "every_kind"])
+def test_one_statement_writes_each_file_byte_for_byte_as_its_own_copy(
+    request, fixture, chunk_rows, tmp_path, monkeypatch
+):
+    """``copy_annotation_files`` (one statement, lines joined per chunk) writes
+    annotations.jsonl and annotations.csv byte for byte as the one-file COPYs do, whatever the
+    chunk size, and the Parquet rows are the JSONL rows (JSON columns parsed)."""
+    from releases.parquet import read_parquet_rows
+    from releases.services.rows import ANNOTATION_PARQUET
+    from releases.sinks import ByteSink
+
+    project = request.getfixturevalue(fixture)
+    monkeypatch.setattr(copy_export, "CHUNK_ROWS", chunk_rows)
+    copy_annotations_jsonl(project, tmp_path / "one.jsonl", statuses=RELEASED_STATUSES)
+    copy_annotations_csv(project, tmp_path / "one.csv", statuses=RELEASED_STATUSES,
+                         columns=ANNOTATION_COLUMNS)  # fmt: skip
+    from releases.parquet import ParquetSink
+
+    jsonl, table = ByteSink(tmp_path / "all.jsonl"), ByteSink(tmp_path / "all.csv")
+    parquet = ParquetSink(tmp_path / "all.parquet", ANNOTATION_PARQUET, row_group=5)
+    rows = copy_export.copy_annotation_files(
+        project, statuses=RELEASED_STATUSES, jsonl=jsonl, csv=table,
+        csv_columns=ANNOTATION_COLUMNS, parquet=parquet,
+    )  # fmt: skip
+    entries = [jsonl.close(), table.close(), parquet.close()]
+    assert (tmp_path / "all.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert (tmp_path / "all.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert rows == released_count(project) > 0 and entries[2].rows == rows
+    assert entries[0].sha256 == hashlib.sha256((tmp_path / "one.jsonl").read_bytes()).hexdigest()
+    assert read_parquet_rows(tmp_path / "all.parquet") == parsed_jsonl(tmp_path / "one.jsonl")
+
+
+def test_the_csv_quoting_in_sql_is_copys_own(postgres):
+    """``copy_csv_cell_sql`` quotes as COPY's CSV does, NULL and the empty string included."""
+    values = [None, "", "plain", "a,b", 'say "hi"', "two\nlines", "cr\rhere", "'=1", " x "]
+    with connection.cursor() as cursor:
+        for value in values:
+            cursor.execute(f"SELECT {copy_export.copy_csv_cell_sql('%(v)s::text')}", {"v": value})
+            ours = cursor.fetchone()[0]
+            with cursor.cursor.copy("COPY (SELECT %(v)s::text) TO STDOUT (FORMAT csv)",
+                                    {"v": value}) as copy:  # fmt: skip
+                theirs = b"".join(bytes(block) for block in copy).decode()
+            assert ours + "\n" == theirs, value

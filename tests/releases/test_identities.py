@@ -19,6 +19,7 @@ from releases import identities
 from releases.copy_export import copy_annotations_jsonl
 from releases.identities import IdentityRule, name_pseudonym
 from releases.models import Release
+from releases.parquet import parquet_text
 from releases.services import (
     RELEASED_STATUSES,
     release_annotation_rows,
@@ -68,7 +69,12 @@ def test_no_file_of_any_demo_release_names_a_member(django_capture_on_commit_cal
         assert release.status == "published", (project.slug, release.error)
         with zipfile.ZipFile(release.archive.path) as archive:
             for name in archive.namelist():
-                text = archive.read(name).decode("utf-8", errors="replace").casefold()
+                data = archive.read(name)
+                text = (
+                    parquet_text(data)
+                    if name.endswith(".parquet")
+                    else data.decode("utf-8", errors="replace")
+                ).casefold()
                 found += [(project.slug, name, n) for n in sorted(needles) if n in text]
     assert found == []
 

@@ -22,6 +22,7 @@ from imports.services import import_batch_create, import_batch_run
 from releases import layouts
 from releases import services as release_services
 from releases.models import Release
+from releases.parquet import parquet_text
 from releases.services import build as release_building
 from releases.services import release_build, release_datasheet, release_publish
 from releases.services import rows as release_rows
@@ -97,6 +98,12 @@ def open_zip(release: Release) -> zipfile.ZipFile:
         return zipfile.ZipFile(io.BytesIO(handle.read()))
 
 
+def readable_text(archive: zipfile.ZipFile, name: str) -> str:
+    """A file of the archive as text; a Parquet file's cells (it is compressed)."""
+    data = archive.read(name)
+    return parquet_text(data) if name.endswith(".parquet") else data.decode("utf-8")
+
+
 def member(archive: zipfile.ZipFile, name: str) -> bytes:
     [path] = [entry for entry in archive.namelist() if entry.endswith("/" + name)]
     return archive.read(path)
@@ -114,8 +121,8 @@ def test_publish_builds_an_immutable_checksummed_release(
     archive = open_zip(release)
     names = sorted(entry.split("/", 1)[1] for entry in archive.namelist())
     assert names == sorted(
-        ["items.jsonl", "items.csv", "annotations.jsonl", "annotations.csv", "README.md",
-         "manifest.json", "SHA256SUMS"]
+        ["items.jsonl", "items.csv", "annotations.jsonl", "annotations.csv", "items.parquet",
+         "annotations.parquet", "README.md", "manifest.json", "SHA256SUMS"]
     )  # fmt: skip
     assert {entry.split("/")[0] for entry in archive.namelist()} == {"pairs-v1"}
     # Every file the manifest lists has the recorded digest.
@@ -148,7 +155,7 @@ def test_publish_builds_an_immutable_checksummed_release(
     assert len(annotation_rows) == 12 == release.stats["annotations"]
     assert {row["rater"] for row in annotation_rows} == {"R0001", "R0002", "R0003"}
     for name in archive.namelist():
-        text = archive.read(name).decode("utf-8")
+        text = readable_text(archive, name)
         assert "secret-name" not in text and "the-admin" not in text, name
 
     csv_text = member(archive, "items.csv").decode("utf-8")

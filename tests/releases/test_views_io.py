@@ -357,3 +357,30 @@ def test_the_confirmation_lists_every_standard_file():
 
     project = make_project(slug="empty")
     assert release_publish_preview(project)["files"] == list(STANDARD_FILES)
+
+
+def test_each_file_of_a_release_downloads_by_itself(team):
+    """The release page offers the Parquet copies (and every file of the manifest) one by
+    one: the bytes the manifest's SHA-256 states; a file it does not list is a 404 naming
+    the files there are."""
+    project, people, release = team
+    client = browser(people[Role.RESEARCHER])
+    page = client.get("/projects/team/releases/v1/").content.decode()
+    assert 'href="/projects/team/releases/v1/download/?file=items.parquet"' in page
+    assert 'href="/projects/team/releases/v1/download/?file=annotations.parquet"' in page
+    manifest = {entry["name"]: entry for entry in release.manifest["files"]}
+    for name in ("items.parquet", "annotations.parquet", "items.csv", "README.md"):
+        response = client.get("/projects/team/releases/v1/download/", {"file": name})
+        body = b"".join(response.streaming_content)
+        assert response.status_code == 200, name
+        assert hashlib.sha256(body).hexdigest() == manifest[name]["sha256"]
+        assert response["X-Checksum-SHA256"] == manifest[name]["sha256"]
+        assert response["Content-Length"] == str(len(body))
+        assert f'filename="team-v1-{name}"' in response["Content-Disposition"]
+    assert body.decode().startswith("# ")
+    missing = client.get("/projects/team/releases/v1/download/", {"file": "../settings.py"})
+    assert missing.status_code == 404 and "items.parquet" in missing.content.decode()
+    stranger = browser(people["stranger"]).get(
+        "/projects/team/releases/v1/download/", {"file": "items.parquet"}
+    )
+    assert stranger.status_code in (403, 404)

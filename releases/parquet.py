@@ -1,0 +1,189 @@
+"""Parquet copies of a release's plain files (``items.parquet``, ``annotations.parquet``):
+the rows of the JSONL files, column for column, written in row groups while the rows stream
+(memory: one row group, whatever the row count).
+
+Columns: the JSONL row's keys, in its order. Text and numbers keep their type (``string``,
+``int64``, ``double``); a value that is JSON of any shape (a payload, an item's stages, a vote,
+which may be a string, a number, a list or null) is a ``string`` column holding its compact JSON
+text, marked ``{"encoding": "json"}`` in the field's metadata, so ``json.loads`` of a cell is
+the JSONL value (a missing value is a Parquet null). Timestamps stay the ISO 8601 text of the
+JSONL (``csv_timestamp``). Compression: zstd; the zip stores Parquet files as they are.
+
+Two ways in: ``ParquetSink.write(row)`` for rows built in Python (the items), and
+``ParquetSink.write_csv_block(data)`` for rows PostgreSQL has already spelled as CSV (the
+annotations, ``releases.copy_export``), parsed by Arrow's CSV reader without a Python object
+per row. tests/releases/test_parquet.py reads every demo release's Parquet files back and
+compares them with the JSONL rows.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from releases.writers import FileEntry, finite_or_none, sha256_of_file
+
+#: Rows per row group: about 10–40 MiB of Arrow data for a release's rows.
+ROW_GROUP = 65_536
+COMPRESSION = "zstd"
+JSON = {b"encoding": b"json"}
+
+
+@dataclass(frozen=True)
+class ParquetColumn:
+    """One column: its name (the JSONL key), Arrow type and whether it holds JSON text."""
+
+    name: str
+    type: pa.DataType
+    json: bool = False
+
+    def field(self) -> pa.Field:
+        return pa.field(self.name, self.type, nullable=True, metadata=JSON if self.json else None)
+
+
+def text_column(name: str) -> ParquetColumn:
+    return ParquetColumn(name, pa.string())
+
+
+def integer_column(name: str) -> ParquetColumn:
+    return ParquetColumn(name, pa.int64())
+
+
+def number_column(name: str) -> ParquetColumn:
+    return ParquetColumn(name, pa.float64())
+
+
+def json_column(name: str) -> ParquetColumn:
+    return ParquetColumn(name, pa.string(), json=True)
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _json_cell(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return _dumps(value)
+    except ValueError:  # NaN: null, as in the JSONL (releases.writers.finite_or_none)
+        return _dumps(finite_or_none(value))
+
+
+class ParquetSink:
+    """A Parquet file of ``columns``: rows buffered up to ``row_group`` and written as one row
+    group. ``close()`` returns the file's entry (hashed once written: Parquet writes its footer
+    last)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        columns: Sequence[ParquetColumn],
+        *,
+        row_group: int = ROW_GROUP,
+    ) -> None:
+        self.path = Path(path)
+        self.columns = list(columns)
+        self.schema = pa.schema([column.field() for column in self.columns])
+        self._row_group = row_group
+        self._writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
+        self._values: list[list[Any]] = [[] for _ in self.columns]
+        self._tables: list[pa.Table] = []
+        self._pending = 0
+        self.rows = 0
+        self._convert = [_json_cell if column.json else None for column in self.columns]
+        self._csv_options = (
+            pa_csv.ReadOptions(column_names=[column.name for column in self.columns]),
+            pa_csv.ParseOptions(newlines_in_values=True),
+            pa_csv.ConvertOptions(
+                column_types={column.name: column.type for column in self.columns},
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+                null_values=[""],
+            ),
+        )
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        for values, column, convert in zip(self._values, self.columns, self._convert, strict=True):
+            value = row.get(column.name)
+            values.append(convert(value) if convert is not None else value)
+        self._pending += 1
+        self.rows += 1
+        if self._pending >= self._row_group:
+            self._flush()
+
+    def write_csv_block(self, data: bytes) -> None:
+        """Rows spelled as CSV (no header; the columns in order; an empty unquoted cell is
+        null, ``""`` an empty string; JSON columns as JSON text)."""
+        if not data:
+            return
+        self._take_values()
+        read, parse, convert = self._csv_options
+        table = pa_csv.read_csv(
+            io.BytesIO(data), read_options=read, parse_options=parse, convert_options=convert
+        ).cast(self.schema)
+        self._tables.append(table)
+        self._pending += table.num_rows
+        self.rows += table.num_rows
+        if self._pending >= self._row_group:
+            self._flush()
+
+    def _take_values(self) -> None:
+        """The rows given one by one so far, as a table after the tables before them."""
+        if self._values and self._values[0]:
+            arrays = [
+                pa.array(values, type=column.type)
+                for values, column in zip(self._values, self.columns, strict=True)
+            ]
+            self._tables.append(pa.Table.from_arrays(arrays, schema=self.schema))
+            self._values = [[] for _ in self.columns]
+
+    def _flush(self) -> None:
+        self._take_values()
+        if self._tables:
+            table = pa.concat_tables(self._tables)
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._tables = []
+        self._pending = 0
+
+    def close(self) -> FileEntry:
+        if self._pending:
+            self._flush()
+        self._writer.close()
+        digest, size = sha256_of_file(self.path)
+        return FileEntry(self.path.name, digest, size, self.rows)
+
+
+def parquet_name(jsonl_name: str) -> str:
+    """``items.jsonl`` → ``items.parquet``."""
+    return jsonl_name.rsplit(".", 1)[0] + ".parquet"
+
+
+def read_parquet_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of a release's Parquet file as the JSONL has them (JSON columns parsed): for
+    checks and tests; reads the whole file."""
+    table = pq.read_table(path)
+    json_columns = {
+        field.name for field in table.schema if (field.metadata or {}).get(b"encoding") == b"json"
+    }
+    rows = table.to_pylist()
+    for row in rows:
+        for name in json_columns:
+            if row[name] is not None:
+                row[name] = json.loads(row[name])
+    return rows
+
+
+def parquet_text(data: bytes) -> str:
+    """Every cell of a Parquet file (its bytes) as text, one row per line: what a search for a
+    name in a release's files reads (the file itself is compressed)."""
+    table = pq.read_table(io.BytesIO(data))
+    return "\n".join(json.dumps(row, ensure_ascii=False, default=str) for row in table.to_pylist())
