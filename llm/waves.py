@@ -31,7 +31,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from django.db import connection, connections
@@ -198,7 +198,8 @@ def _submit_ready(
         while len(ready) - len(tried) < wave_size and not finished.is_set():
             more.wait(0.5)
             more.clear()
-        answers, votes = [], {}
+        answers: list[tuple[ItemStage, Mapping[str, Any]]] = []
+        votes: dict[int, tuple[Any, float, int]] = {}
         for item_id, calls in list(ready.items()):
             if item_id in tried:
                 continue
@@ -225,7 +226,7 @@ def _submit_ready(
             stage=stage,
             answers=answers,
             client_info=info,
-            on_submitted=lambda done, votes=votes: votes_record(rater, done, votes),
+            on_submitted=partial(votes_record, rater, votes=votes),
         )
         beat.done += len(stored)
         for done in stored:
@@ -236,7 +237,10 @@ def _submit_ready(
 
 
 def votes_record(
-    rater: ModelRater, stored: Sequence[ReadyAnswer], votes: Mapping[int, tuple[Any, float, int]]
+    rater: ModelRater,
+    stored: Sequence[ReadyAnswer],
+    *,
+    votes: Mapping[int, tuple[Any, float, int]],
 ) -> None:
     """The wave's votes in one INSERT … ON CONFLICT DO NOTHING (a retried item keeps its first
     vote), its text written once per process: arrays, so psycopg prepares it on the

@@ -280,7 +280,7 @@ def _ready_sql(candidate_sql: str) -> str:
     st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
     returned = connection.ops.quote_name("id")
     governed = gates.governed_sql(annotator="%(annotator)s", project=st.project_id)
-    return f"""
+    text = f"""
         WITH chosen({", ".join(names)}) AS ({candidate_sql}),
         allowed AS (
             SELECT 1 FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p
@@ -338,3 +338,6 @@ def _ready_sql(candidate_sql: str) -> str:
         JOIN slot ON slot.item_stage = stored.{stored.item_stage_id}
         ORDER BY 1
         """
+    # One space for each run of white space (no literal here holds any): psycopg converts a
+    # statement's parameters once per process only when its text fits in 4 kB.
+    return " ".join(text.split())

@@ -147,10 +147,10 @@ def test_a_ready_wave_s_votes_written_again_keep_the_first_and_match_the_orm(pos
         annotator=rater.user,
         stage=reached_by(stage, rater.user.pk),
         answers=[(s, {"value": "causal"}) for s in item_stages],
-        on_submitted=lambda done: votes_record(rater, done, votes),
+        on_submitted=lambda done: votes_record(rater, done, votes=votes),
     )
     assert len(stored) == 3
-    votes_record(rater, stored, {s.pk: ("temporal", 1.0, 1) for s in item_stages})  # a retry
+    votes_record(rater, stored, votes={s.pk: ("temporal", 1.0, 1) for s in item_stages})  # a retry
 
     rows = ModelVote.objects.filter(rater=rater).order_by("item_stage_id")
     assert [(v.item_stage_id, v.value, v.samples) for v in rows] == [
