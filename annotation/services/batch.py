@@ -17,6 +17,12 @@ enqueued when an item stage fills are the same code as for one item. What the wa
   statements — the engine's one-statement lease (next_item._lease_at_once) and its one-statement
   submit (submit._submit_sql) — and whether the annotator may annotate is read once per wave.
   Any other case goes through the public services item by item, in the same transaction.
+
+:func:`annotations_submit_ready` goes further for a caller that knows which items it has
+answers for: the wave's leases and submits are ONE statement (the candidate search over the
+given item stages, their slots, assignments inserted already submitted, annotations), so the
+engine's cost per item is a few index entries, not two statements. Its contract says what
+guards it in place of the one-active-lease rule.
 """
 
 from __future__ import annotations
