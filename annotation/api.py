@@ -197,3 +197,14 @@ __all__ += ["Wave", "WaveAnswer", "annotations_submit_wave"]
 from annotation.services.stages import ItemStageStop, item_stage_stop  # noqa: E402
 
 __all__ += ["ItemStageStop", "item_stage_stop"]
+
+# A wave of answers ready before the lease, leased and submitted in one statement (machine
+# raters; annotation/services/batch.py states the contract).
+from annotation.access import StageForAnnotator  # noqa: E402
+from annotation.services.batch import (  # noqa: E402
+    ReadyAnswer,
+    annotations_submit_ready,
+    ready_path_open,
+)
+
+__all__ += ["ReadyAnswer", "StageForAnnotator", "annotations_submit_ready", "ready_path_open"]

@@ -36,6 +36,12 @@ sys.path.insert(0, str(REPO))
 from benchmarks.annotator_loop import cpu_seconds, fresh_database, tree_cpu  # noqa: E402
 
 
+def load() -> str:
+    """The machine's load average (1, 5, 15 minutes), printed beside every figure: the
+    machine may be shared, and CPU per call is the figure to compare, not throughput."""
+    return " [load {:.1f} {:.1f} {:.1f}]".format(*os.getloadavg())
+
+
 def start_fake(delay: float) -> tuple[subprocess.Popen, str]:
     code = (
         "import sys, time; from tests.fakes.chat_server import serve; "
@@ -117,10 +123,12 @@ def measured_run(
     from llm.models import Run
     from llm.runs import PER_CALL
     from llm.services import run_start
+    from llm.waves import SWEEP_WAVES
 
     items = args.items if concurrency > 1 else max(args.items // 20, 200)
     rater = setup(items, concurrency, base_url, f"bench-{concurrency}")
     process = worker(env, f"bench{concurrency}@%h")
+    load_before = load().strip(" ;")
     parts_before = (tree_cpu(process.pid), tree_cpu(postmaster_pid()), cpu_seconds(redis_pid()))
     fake_before = cpu_seconds(fake.pid)
     started = time.perf_counter()
@@ -128,6 +136,8 @@ def measured_run(
         run = run_start(rater=rater)
         if path == "per-call":
             Run.objects.filter(pk=run.pk).update(options={PER_CALL: True})
+        elif path == "waves":
+            Run.objects.filter(pk=run.pk).update(options={SWEEP_WAVES: True})
     wait_done(run.pk, timeout=3600)
     elapsed = time.perf_counter() - started
     parts_after = (tree_cpu(process.pid), tree_cpu(postmaster_pid()), cpu_seconds(redis_pid()))
@@ -144,7 +154,8 @@ def measured_run(
         f"platform CPU per call {1000 * platform / max(run.calls, 1):.2f} ms "
         f"(worker {1000 * worker_cpu / max(run.calls, 1):.2f}, PostgreSQL "
         f"{1000 * pg_cpu / max(run.calls, 1):.2f}, Redis {1000 * redis_cpu / max(run.calls, 1):.2f}); "
-        f"fake server {1000 * fake_cpu / max(run.calls, 1):.2f} ms per call (not counted)"
+        f"fake server {1000 * fake_cpu / max(run.calls, 1):.2f} ms per call (not counted);"
+        f" load average at the start {load_before}, at the end{load()}"
     )
 
 
@@ -217,7 +228,7 @@ def lease_cost(args) -> str:
     with connection.cursor() as db:
         db.execute(f"ANALYZE {ItemStage._meta.db_table}")
     lines = []
-    for name, sweep in (("stage order (before)", False), ("SWEEP order (after)", True)):
+    for name, sweep in (("stage order", False), ("SWEEP order, item by item", True)):
         before = time.process_time(), tree_cpu(postmaster_pid())
         for _ in range(args.lease_sample):
             assignment = assignment_next(
@@ -231,7 +242,7 @@ def lease_cost(args) -> str:
         database = (tree_cpu(postmaster_pid()) - before[1]) / args.lease_sample
         lines.append(
             f"  {name}: {1000 * (own + database):.2f} ms per lease + submit "
-            f"(this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f})"
+            f"(this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f}){load()}"
         )
     from annotation.api import annotations_submit_wave
 
@@ -250,7 +261,35 @@ def lease_cost(args) -> str:
     database = (tree_cpu(postmaster_pid()) - before[1]) / submitted
     lines.append(
         f"  waves of 32 (annotations_submit_wave): {1000 * (own + database):.2f} ms per lease"
-        f" + submit (this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f})"
+        f" + submit (this process {1000 * own:.2f}, PostgreSQL {1000 * database:.2f}){load()}"
+    )
+    from annotation.api import annotations_submit_ready, reached_by
+
+    # the items a run would hold in memory (llm/runs.py loads its pending items once)
+    ready = list(
+        ItemStage.objects.filter(stage=stage, state="open", pk__gt=cursor)
+        .select_related("item")
+        .order_by("pk")[: args.lease_sample]
+    )
+    reached = reached_by(stage, user.pk)
+    before = time.process_time(), tree_cpu(postmaster_pid())
+    submitted = 0
+    for start in range(0, len(ready), 32):
+        submitted += len(
+            annotations_submit_ready(
+                annotator=user,
+                stage=reached,
+                answers=[
+                    (item_stage, {"value": "none"}) for item_stage in ready[start : start + 32]
+                ],
+            )
+        )
+    own = (time.process_time() - before[0]) / max(submitted, 1)
+    database = (tree_cpu(postmaster_pid()) - before[1]) / max(submitted, 1)
+    lines.append(
+        f"  ready waves of 32, one statement each (annotations_submit_ready): "
+        f"{1000 * (own + database):.2f} ms per lease + submit (this process {1000 * own:.2f}, "
+        f"PostgreSQL {1000 * database:.2f}; {submitted} items){load()}"
     )
     return (
         f"engine share at {args.items // 2} of {args.items} items answered and open:\n"
@@ -267,8 +306,9 @@ def main() -> None:
     parser.add_argument("--lease-sample", type=int, default=500)
     parser.add_argument(
         "--paths",
-        default="per-call,waves",
-        help="the run's paths to measure: per-call (llm/runs.py, PER_CALL) and waves (llm/waves.py)",
+        default="per-call,waves,ready",
+        help="the run's paths to measure: per-call (llm/runs.py, PER_CALL), waves in the SWEEP"
+        " order (llm/waves.py, SWEEP_WAVES) and ready waves (one statement a wave)",
     )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):

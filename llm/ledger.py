@@ -26,6 +26,7 @@ them to the takeover's recount from the rows, llm/runs.py).
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -351,8 +352,8 @@ def _store(
 
 # The ledger for a wave of calls (llm/waves.py): the claims of a wave in one INSERT and its
 # outcomes in one UPDATE, instead of two statements (and two commits) per call. Hand-written
-# because the ORM's bulk_create with ignore_conflicts returns no ids, and it has no UPDATE … FROM
-# (VALUES …); the texts are cached per backend and number of rows.
+# because the ORM's bulk_create with ignore_conflicts returns no ids, and it has no UPDATE … FROM;
+# on PostgreSQL one text each (arrays, below), elsewhere one per number of rows.
 
 
 def fresh_call(
@@ -383,6 +384,60 @@ def fresh_call(
     )
 
 
+# On PostgreSQL a wave's statements take one array per column (``unnest``) instead of a VALUES
+# row per call: one short text whatever the wave's size, so psycopg converts it once per
+# process and prepares it on the connection (a VALUES list of 32 rows is 500 parameters, which
+# psycopg parses afresh on every execute), and each value goes as it is — no field's
+# get_db_prep_save per value. JSON columns travel as text (``json.dumps``, as JSONField
+# encodes them) and are cast to jsonb in the statement.
+
+
+def _array_type(field: Any) -> str:
+    """The PostgreSQL type of an array of the field's values (JSON as text, cast later)."""
+    kind = field.db_type(connection)
+    return "text" if kind == "jsonb" else kind
+
+
+@cache
+def _inserted_arrays() -> list[tuple[str, str, bool]]:
+    """The columns of a wave's claim on PostgreSQL, each (attname, array type, is JSON)."""
+    return [
+        (field.attname, _array_type(field), field.db_type(connection) == "jsonb")
+        for field in _INSERTED
+    ]
+
+
+def _columns(
+    calls: Sequence[Any], columns: Sequence[tuple[str, str, bool]], **extra: Any
+) -> dict[str, Any]:
+    """The named parameters of an array statement: one list per column, JSON ones encoded."""
+    params: dict[str, Any] = dict(extra)
+    for name, _, is_json in columns:
+        values = [getattr(call, name) for call in calls]
+        if is_json:
+            values = [None if value is None else json.dumps(value) for value in values]
+        params[name] = values
+    return params
+
+
+@cache
+def _claim_arrays_sql() -> str:
+    c, columns = quoted(Call), _inserted_arrays()
+    names = [getattr(c, name) for name, _, _ in columns]
+    arrays = ", ".join(f"%({name})s::{kind}[]" for name, kind, _ in columns)
+    selected = ", ".join(
+        f"v.{connection.ops.quote_name(name)}" + ("::jsonb" if is_json else "")
+        for name, _, is_json in columns
+    )
+    aliases = ", ".join(connection.ops.quote_name(name) for name, _, _ in columns)
+    return (
+        f"INSERT INTO {connection.ops.quote_name(Call._meta.db_table)}"
+        f" ({', '.join(names)}, {c.created_at})"
+        f" SELECT {selected}, %(now)s FROM unnest({arrays}) AS v({aliases})"
+        f" ON CONFLICT ({c.key}) DO NOTHING RETURNING {c.id}, {c.key}"
+    )
+
+
 @cache
 def _claim_many_sql(vendor: str, rows: int) -> str:
     c = quoted(Call)
@@ -404,15 +459,20 @@ def calls_claim(calls: Sequence[Call]) -> list[Call]:
     if not calls:
         return []
     now = timezone.now()
-    values: list[Any] = []
     for call in calls:
         call.created_at = now
-        values += [
-            field.get_db_prep_save(getattr(call, field.attname), connection) for field in _INSERTED
-        ]
-        values.append(_prepared("created_at", now))
     with connection.cursor() as cursor:
-        cursor.execute(_claim_many_sql(connection.vendor, len(calls)), values)
+        if connection.vendor == "postgresql":
+            cursor.execute(_claim_arrays_sql(), _columns(calls, _inserted_arrays(), now=now))
+        else:
+            values: list[Any] = []
+            for call in calls:
+                values += [
+                    field.get_db_prep_save(getattr(call, field.attname), connection)
+                    for field in _INSERTED
+                ]
+                values.append(_prepared("created_at", now))
+            cursor.execute(_claim_many_sql(connection.vendor, len(calls)), values)
         inserted = dict((key, pk) for pk, key in cursor.fetchall())
     claimed = []
     for call in calls:
@@ -423,8 +483,8 @@ def calls_claim(calls: Sequence[Call]) -> list[Call]:
     return claimed
 
 
-#: The columns of a wave's UPDATE … FROM (VALUES …), with their PostgreSQL types (a VALUES
-#: list has no types of its own: server-side binding sends unknown-typed text).
+#: The columns of a wave's UPDATE … FROM unnest(…), with their PostgreSQL types (the arrays'
+#: types: server-side binding sends them as the statement casts them).
 _WAVE_COLUMNS = [
     ("status", "varchar"),
     ("parsed", "jsonb"),
@@ -438,23 +498,31 @@ _WAVE_COLUMNS = [
 ]
 
 
+#: A wave's stored outcomes as arrays (the columns above, the row's id, its attempts and cost).
+_STORED_ARRAYS = [("id", "bigint"), *_WAVE_COLUMNS, ("attempts", "integer"), ("cost", "numeric")]
+
+
 @cache
-def _store_many_sql(vendor: str, rows: int) -> str:
-    c, v = quoted(Call), quoted(Call, "v")
-    row = "(%s::bigint, " + ", ".join(f"%s::{kind}" for _, kind in _WAVE_COLUMNS)
-    row += ", %s::integer, %s::numeric)"
-    names = ["id"] + [name for name, _ in _WAVE_COLUMNS] + ["attempts", "cost"]
+def _store_arrays_sql() -> str:
+    c = quoted(Call)
     table = connection.ops.quote_name(Call._meta.db_table)
-    assigned = ", ".join(f"{getattr(c, name)} = {getattr(v, name)}" for name, _ in _WAVE_COLUMNS)
+    quote = connection.ops.quote_name
+    arrays = ", ".join(
+        f"%({name})s::{'text' if kind == 'jsonb' else kind}[]" for name, kind in _STORED_ARRAYS
+    )
+    assigned = ", ".join(
+        f"{getattr(c, name)} = v.{quote(name)}" + ("::jsonb" if kind == "jsonb" else "")
+        for name, kind in _WAVE_COLUMNS
+    )
     # ``claimed_until`` is cleared and nothing indexed changes: the UPDATE is a HOT one (the
     # table keeps room on its pages for it, migration 0004).
     return (
         f"UPDATE {table} SET {assigned}, {c.claimed_until} = NULL,"
-        f" {c.attempts} = {table}.{c.attempts} + {v.attempts},"
-        f" {c.cost} = {table}.{c.cost} + {v.cost}"
-        f" FROM (VALUES {', '.join([row] * rows)})"
-        f" AS v({', '.join(connection.ops.quote_name(name) for name in names)})"
-        f" WHERE {table}.{c.id} = {v.id}"
+        f" {c.attempts} = {table}.{c.attempts} + v.{quote('attempts')},"
+        f" {c.cost} = {table}.{c.cost} + v.{quote('cost')}"
+        f" FROM unnest({arrays})"
+        f" AS v({', '.join(quote(name) for name, _ in _STORED_ARRAYS)})"
+        f" WHERE {table}.{c.id} = v.{quote('id')}"
     )
 
 
@@ -472,19 +540,23 @@ def calls_store(outcomes: Sequence[tuple[Call, Outcome]], *, tally: Tally) -> No
             )  # fmt: skip
         return
     now = timezone.now()
-    values: list[Any] = []
+    rows: list[dict[str, Any]] = []
     for call, outcome in outcomes:
         fields = _stored_fields(outcome, now)
-        values.append(call.pk)
-        values += [_prepared(name, fields[name]) for name, _ in _WAVE_COLUMNS]
-        values += [outcome.attempts, _prepared("cost", outcome.cost)]
+        rows.append({**fields, "id": call.pk, "attempts": outcome.attempts, "cost": outcome.cost})
         for name, value in fields.items():
             setattr(call, name, value)
         call.attempts += outcome.attempts
         call.cost += outcome.cost
         tally.add(outcome.attempts, outcome.cost)
+    params: dict[str, Any] = {}
+    for name, kind in _STORED_ARRAYS:
+        values = [row[name] for row in rows]
+        if kind == "jsonb":
+            values = [None if value is None else json.dumps(value) for value in values]
+        params[name] = values
     with connection.cursor() as cursor:
-        cursor.execute(_store_many_sql(connection.vendor, len(outcomes)), values)
+        cursor.execute(_store_arrays_sql(), params)
 
 
 def _stored_fields(outcome: Outcome, now: Any) -> dict[str, Any]:

@@ -25,17 +25,30 @@ its claim expires (llm/ledger.py); a committed wave's items are never offered ag
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from decimal import Decimal
+from functools import cache, partial
 from typing import Any
 
 from django.db import connection, connections
+from django.utils import timezone
 
-from annotation.api import WaveAnswer, annotations_submit_wave, reached_by
-from annotation.models import Item, ItemStage
+from annotation.api import (
+    ReadyAnswer,
+    StageForAnnotator,
+    WaveAnswer,
+    annotations_submit_ready,
+    annotations_submit_wave,
+    assignment_next,
+    quoted,
+    reached_by,
+    ready_path_open,
+)
+from annotation.models import Assignment, Item, ItemStage
 from llm import prompts
 from llm.client import CallError
 from llm.ledger import (
@@ -53,6 +66,12 @@ from llm.runs import _Beat, _params, answer_one, client_info, modal
 
 logger = logging.getLogger(__name__)
 
+#: ``Run.options`` key: this run's waves go through the engine's SWEEP order item by item
+#: (annotations_submit_wave) even where one statement could lease and submit a wave
+#: (annotations_submit_ready) — the path runs took before it, kept for
+#: benchmarks/llm_raters.py to measure against.
+SWEEP_WAVES = "sweep_waves"
+
 
 def run_in_waves(
     rater: ModelRater, run: Run, pending: list[ItemStage], items: dict[int, Item], beat: _Beat
@@ -68,7 +87,7 @@ def run_in_waves(
     )
     caller.start()
     try:
-        _submits(rater, run, items, ready, beat, finished, more)
+        _submits(rater, run, pending, items, ready, beat, finished, more)
     finally:
         stop.set()
         caller.join()
@@ -77,6 +96,7 @@ def run_in_waves(
 def _submits(
     rater: ModelRater,
     run: Run,
+    pending: list[ItemStage],
     items: dict[int, Item],
     ready: dict[int, list[Call]],
     beat: _Beat,
@@ -85,6 +105,24 @@ def _submits(
 ) -> None:
     user, wave_size = rater.user, max(rater.endpoint.concurrency, 1)
     stage = reached_by(rater.stage, user.pk)  # the gates asked once for the whole run
+    held = (
+        Assignment.objects.filter(
+            annotator=user, stage=rater.stage, status=Assignment.Status.ACTIVE
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if held is not None:  # a lease an earlier worker left: answered first, renewed, as it was
+        assignment = assignment_next(
+            annotator=user, stage=stage._replace(current_assignment_id=held), after=0
+        )
+        if assignment is not None and not answer_one(rater, run, assignment, items, ready, beat):
+            return
+    if ready_path_open(stage) and not (run.options or {}).get(SWEEP_WAVES):
+        if not _submit_ready(rater, pending, ready, beat, finished, more, stage):
+            return  # paused or cancelled
+    # The SWEEP order: the whole run where the ready path is closed, otherwise what it left
+    # (items whose samples all failed, items another annotator held when their wave came).
     cursor = 0
     votes: dict[int, tuple[Any, float, int]] = {}
 
@@ -137,6 +175,108 @@ def _submits(
                 return
         elif wave.exhausted:
             return
+
+
+def _submit_ready(
+    rater: ModelRater,
+    pending: list[ItemStage],
+    ready: dict[int, list[Call]],
+    beat: _Beat,
+    finished: threading.Event,
+    more: threading.Event,
+    stage: StageForAnnotator,
+) -> bool:
+    """Submit the answered items as their calls settle, a wave at a time, each wave one engine
+    statement (annotation.api.annotations_submit_ready) and one of votes, in one transaction.
+    Items it does not store stay in ``ready`` for the SWEEP loop. False when the run stopped."""
+    by_item = {item_stage.item_id: item_stage for item_stage in pending}
+    item_of = {item_stage.pk: item_stage.item_id for item_stage in pending}
+    wave_size = max(rater.endpoint.concurrency, 1)
+    info = client_info(rater)
+    tried: set[int] = set()
+    while beat.running():
+        while len(ready) - len(tried) < wave_size and not finished.is_set():
+            more.wait(0.5)
+            more.clear()
+        answers: list[tuple[ItemStage, Mapping[str, Any]]] = []
+        votes: dict[int, tuple[Any, float, int]] = {}
+        for item_id, calls in list(ready.items()):
+            if item_id in tried:
+                continue
+            tried.add(item_id)
+            if item_id not in by_item:
+                continue  # not an item of the run: the SWEEP loop decides it
+            parsed = [c.parsed for c in calls if c.status == Call.Status.OK]
+            if not parsed:
+                continue  # every sample failed: the SWEEP loop skips it with the reason
+            payload, vote, confidence = modal(
+                [a for a in parsed if a is not None], rater.stage.kind
+            )
+            item_stage = by_item[item_id]
+            votes[item_stage.pk] = (vote, confidence, len(parsed))
+            answers.append((item_stage, payload))
+            if len(answers) == wave_size:
+                break
+        if not answers:
+            if finished.is_set() and len(ready) <= len(tried):
+                return True
+            continue
+        stored = annotations_submit_ready(
+            annotator=rater.user,
+            stage=stage,
+            answers=answers,
+            client_info=info,
+            on_submitted=partial(votes_record, rater, votes=votes),
+        )
+        beat.done += len(stored)
+        for done in stored:
+            item_id = item_of[done.item_stage_id]
+            ready.pop(item_id, None)
+            tried.discard(item_id)
+    return False
+
+
+def votes_record(
+    rater: ModelRater,
+    stored: Sequence[ReadyAnswer],
+    *,
+    votes: Mapping[int, tuple[Any, float, int]],
+) -> None:
+    """The wave's votes in one INSERT … ON CONFLICT DO NOTHING (a retried item keeps its first
+    vote), its text written once per process: arrays, so psycopg prepares it on the
+    connection; the values as ModelVote's fields store them."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _votes_sql(connection.vendor),
+            {
+                "rater": rater.pk,
+                "item_stages": [done.item_stage_id for done in stored],
+                "annotations": [done.annotation_id for done in stored],
+                "values": [
+                    None if (value := votes[d.item_stage_id][0]) is None else json.dumps(value)
+                    for d in stored
+                ],
+                "confidences": [votes[done.item_stage_id][1] for done in stored],
+                "samples": [votes[done.item_stage_id][2] for done in stored],
+                "now": timezone.now(),
+            },
+        )
+
+
+@cache
+def _votes_sql(vendor: str) -> str:
+    v = quoted(ModelVote)
+    return (
+        f"INSERT INTO {connection.ops.quote_name(ModelVote._meta.db_table)}"
+        f" ({v.rater_id}, {v.item_stage_id}, {v.annotation_id}, {v.value}, {v.confidence},"
+        f" {v.samples}, {v.created_at})"
+        " SELECT %(rater)s, vote.item_stage, vote.annotation, vote.value::jsonb,"
+        " vote.confidence, vote.samples, %(now)s"
+        " FROM unnest(%(item_stages)s::bigint[], %(annotations)s::bigint[], %(values)s::text[],"
+        " %(confidences)s::float8[], %(samples)s::integer[])"
+        " AS vote(item_stage, annotation, value, confidence, samples)"
+        " ON CONFLICT DO NOTHING"
+    )
 
 
 def _calls(

@@ -137,19 +137,28 @@ def leases_reclaim_expired(
     return _release_assignments(ids, status=Assignment.Status.EXPIRED)
 
 
+def may_annotate_sql(annotator: str) -> str:
+    """SQL: whether ``annotator`` (a column or a parameter) may annotate in the stage ``st`` of
+    the project ``p`` (the statement's aliases): an active, unpaused annotator of an active
+    stage of an active project. One rule for a submit's read and a wave of ready answers
+    (annotation.services.batch)."""
+    m, st, p = sql.quoted(Membership, "m"), sql.quoted(Stage, "st"), sql.quoted(Project, "p")
+    return (
+        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE {m.project_id} = {st.project_id}"
+        f" AND {m.user_id} = {annotator} AND {m.role} = '{Role.ANNOTATOR.value}'"
+        f" AND NOT {m.is_paused}) AND {st.is_active} AND {p.is_active}"
+    )
+
+
 @cache
 def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
     """The assignment, its item stage and stage, whether its annotator may still annotate
     there (an active, unpaused annotator of an active stage of an active project) and whether
     an annotator gate governs them (annotation.gates), in one statement; the assignment's and
     the item stage's rows locked unless ``locked`` is False."""
-    m, a, s = sql.quoted(Membership, "m"), sql.quoted(Assignment, "a"), sql.quoted(ItemStage, "s")
+    a, s = sql.quoted(Assignment, "a"), sql.quoted(ItemStage, "s")
     st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
-    may_annotate = (
-        f"EXISTS (SELECT 1 FROM {sql.table(Membership)} m WHERE {m.project_id} = {st.project_id}"
-        f" AND {m.user_id} = {a.annotator_id} AND {m.role} = '{Role.ANNOTATOR.value}'"
-        f" AND NOT {m.is_paused}) AND {st.is_active} AND {p.is_active}"
-    )
+    may_annotate = may_annotate_sql(a.annotator_id)
     governed = gates.governed_sql(annotator=a.annotator_id, project=st.project_id)
     return (
         f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"

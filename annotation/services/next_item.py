@@ -33,6 +33,11 @@ from annotation.slots import EVERYONE
 #: The order of a caller that keeps its own cursor (assignment_next's ``after``).
 SWEEP = "sweep"
 
+#: Not an order but a set: every item stage of ``%(given)s`` (an array of ids) the search would
+#: offer the annotator, in id order, each row locked (SKIP LOCKED) — a machine rater's wave of
+#: answers ready before it leases (annotation.services.batch.annotations_submit_ready).
+GIVEN = "given"
+
 
 def _annotator_salt(stage: Stage, annotator_id: int) -> int:
     """A per-(stage, annotator) multiplier in [1, prime-1], stable across requests."""
@@ -119,7 +124,9 @@ def _candidate_sql(
     )
     base = f"{common} AND NOT {_is_gold('c')}"
     personal = f"CAST({c.random_key} AS BIGINT) * %(salt)s %% {sql.ORDER_PRIME}"
-    if order_policy == SWEEP:
+    if order_policy == GIVEN:
+        searches = [f"{base} AND {c.id} = ANY(%(given)s) ORDER BY {c.id}{lock}"]
+    elif order_policy == SWEEP:
         searches = [
             f"{base} AND {c.id} > %(after)s ORDER BY {c.id} LIMIT 1{lock}",
             f"{base} AND {c.id} <= %(after)s ORDER BY {c.id} LIMIT 1{lock}",
@@ -149,10 +156,11 @@ def _candidate_sql(
     chain = " UNION ALL ".join(
         f"SELECT {found} FROM search_{index}" for index in range(len(searches))
     )
+    limit = "" if order_policy == GIVEN else " LIMIT 1"  # GIVEN: every row its search found
     text = (
         f"SELECT {sql.columns(ItemStage, 's')}, {sql.columns(Item, 'i')}"
         f" FROM {item_stages} s JOIN {sql.table(Item)} i ON {i.id} = {s.item_id}"
-        f" WHERE {s.id} IN (WITH {ctes} {chain} LIMIT 1)"
+        f" WHERE {s.id} IN (WITH {ctes} {chain}{limit})"
     )
     return text, rule_params
 
@@ -243,16 +251,21 @@ def reached_by(stage: Stage, annotator_id: int) -> StageForAnnotator:
 
 
 def _candidate_statement(
-    reached: StageForAnnotator, annotator_id: int, after: int | None = None
+    reached: StageForAnnotator,
+    annotator_id: int,
+    after: int | None = None,
+    given: list[int] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The candidate search for this annotator in this stage (_candidate_sql) and all its
-    parameters; `after` (an item stage id) asks for the SWEEP order. The search rules are worked
-    out once per call and the text comes from the per-process cache."""
+    parameters; `after` (an item stage id) asks for the SWEEP order, `given` (item stage ids)
+    for the GIVEN set. The search rules are worked out once per call and the text comes from
+    the per-process cache."""
     stage = reached.stage
     rules = _search_rules(reached)
-    gold = after is None and stage.gold_every > 0
+    gold = after is None and given is None and stage.gold_every > 0
+    order = GIVEN if given is not None else SWEEP if after is not None else stage.order_policy
     text, rule_params = _candidate_sql(
-        SWEEP if after is not None else stage.order_policy,
+        order,
         connection.vendor,
         json.dumps(stage.phases or [], sort_keys=True),
         json.dumps(rules, sort_keys=True),
@@ -269,7 +282,9 @@ def _candidate_statement(
     if gold:
         params["gold_every"] = stage.gold_every
         params["gold_window"] = 2 * stage.gold_every - 1
-    if after is not None:
+    if given is not None:
+        params["given"] = given
+    elif after is not None:
         params["after"] = after
     elif stage.order_policy == Stage.OrderPolicy.RANDOM:
         params["spread"] = salt % 997

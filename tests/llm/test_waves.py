@@ -1,7 +1,8 @@
 """A model rater's run in waves (llm/waves.py) and the ledger's wave statements (llm/ledger.py:
 calls_claim, calls_store): a key is claimed once however often a wave asks, a stored answer is
-a HOT update on PostgreSQL, and a run in waves gives the votes the per-call path gives, each
-key asked of the server once."""
+a HOT update on PostgreSQL, a run gives the same votes on each of its paths (ready waves: one
+engine statement a wave; waves in the SWEEP order; call by call), each key asked of the server
+once, and a wave's votes written again keep the first."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from llm import runs
 from llm.client import Reply
 from llm.ledger import Outcome, Tally, call_key, calls_claim, calls_store, fresh_call
 from llm.models import Call, ModelVote, Run
+from llm.waves import SWEEP_WAVES
 from tests.llm.test_runs import _endpoint, _project, _rater
 
 
@@ -104,13 +106,13 @@ def test_storing_an_answer_is_a_hot_update_on_postgresql(postgres, chat_server):
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("path", ["waves", "per-call"])
-def test_both_paths_give_the_same_votes_and_ask_each_key_once(postgres, chat_server, path):
+@pytest.mark.parametrize("path", ["ready", "sweep-waves", "per-call"])
+def test_every_path_gives_the_same_votes_and_asks_each_key_once(postgres, chat_server, path):
     project, stage = _project(items=40, overlap=1)
     model = chat_server.model(f"paths-{path}")
     chat_server.control(model, answers={"Sentence 7:": {"value": "temporal"}})
     rater = _rater(project, stage, _endpoint(chat_server, model, concurrency=8))
-    options = {runs.PER_CALL: True} if path == "per-call" else {}
+    options = {"per-call": {runs.PER_CALL: True}, "sweep-waves": {SWEEP_WAVES: True}}.get(path, {})
     run = Run.objects.create(project_id=project.pk, purpose="rate", rater=rater, options=options)
 
     run = runs.rater_run(run.pk)
@@ -128,3 +130,31 @@ def test_both_paths_give_the_same_votes_and_ask_each_key_once(postgres, chat_ser
     again = runs.rater_run(again.pk)
     assert again.calls == 0 and ModelVote.objects.count() == 40
     assert len(chat_server.requests(model)) == 40
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_ready_wave_s_votes_written_again_keep_the_first_and_match_the_orm(postgres, chat_server):
+    from annotation.api import annotations_submit_ready, reached_by
+    from annotation.models import ItemStage
+    from llm.waves import votes_record
+
+    project, stage = _project(items=3, overlap=1)
+    rater = _rater(project, stage, _endpoint(chat_server, chat_server.model("votes")))
+    item_stages = list(ItemStage.objects.filter(stage=stage).order_by("pk"))
+    votes = {s.pk: ("causal", 2 / 3, 3) for s in item_stages}
+    stored = annotations_submit_ready(
+        annotator=rater.user,
+        stage=reached_by(stage, rater.user.pk),
+        answers=[(s, {"value": "causal"}) for s in item_stages],
+        on_submitted=lambda done: votes_record(rater, done, votes=votes),
+    )
+    assert len(stored) == 3
+    votes_record(rater, stored, votes={s.pk: ("temporal", 1.0, 1) for s in item_stages})  # a retry
+
+    rows = ModelVote.objects.filter(rater=rater).order_by("item_stage_id")
+    assert [(v.item_stage_id, v.value, v.samples) for v in rows] == [
+        (s.pk, "causal", 3) for s in item_stages
+    ]
+    assert [v.annotation_id for v in rows] == [done.annotation_id for done in stored]
+    assert all(abs(v.confidence - 2 / 3) < 1e-9 and v.created_at for v in rows)
