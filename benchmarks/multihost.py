@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import http.client
 import os
 import shutil
 import signal
@@ -43,14 +42,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-from soak import Fault, Soak  # noqa: E402
-
+from benchmarks.soak import Fault, Soak  # noqa: E402
 from tests import netns, processes  # noqa: E402
 
 WEB_PORT = 8000
@@ -72,6 +70,7 @@ class HostPostgres(processes.Postgres):
         self.as_postgres = network.command(host, "runuser", "-u", "postgres", "--")
 
     def init(self) -> HostPostgres:
+        assert self.bin is not None  # the constructor refuses a machine without PostgreSQL
         self.directory.mkdir(parents=True, exist_ok=True)
         os.chmod(self.directory.parent, 0o755)
         subprocess.run(["chown", "postgres:postgres", str(self.directory)], check=True)
@@ -85,6 +84,7 @@ class HostPostgres(processes.Postgres):
         return self
 
     def start(self) -> None:
+        assert self.bin is not None
         options = (
             f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1,{self.address} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -213,7 +213,7 @@ class MultiHost(Soak):
     def address(self, host: str) -> tuple[str, int]:
         return self.network.hosts[host].address, WEB_PORT
 
-    def env(self, host: str = "orchestrator") -> dict[str, str]:  # type: ignore[override]
+    def env(self, host: str = "orchestrator") -> dict[str, str]:
         addresses = ",".join(host.address for host in self.network.hosts.values())
         media = "media" if self.shared_media else f"media-{host}"
         return {
@@ -299,7 +299,7 @@ class MultiHost(Soak):
             if self.shared_media
             else "object storage"
         )
-        print(f"multihost: hosts {hosts}; files: {files}", flush=True)
+        print(f"multihost: hosts {hosts}; files: {files}; data in {self.work}", flush=True)
 
     def stop_all(self) -> None:
         try:
@@ -321,7 +321,7 @@ class MultiHost(Soak):
         started = time.monotonic()
         status, data = self.upload("items.jsonl", count, "item", address or self.address("web1"))
         assert status == 202, f"the import through web1 answered {status}: {data}"
-        seen = []
+        seen: list[tuple[float, str]] = []
 
         def finished() -> bool:
             state = ImportBatch.objects.get(pk=data["id"]).status
@@ -340,7 +340,7 @@ class MultiHost(Soak):
 
     # Faults -------------------------------------------------------------------------------
 
-    def plan(self, seconds: float) -> list[tuple[float, object]]:
+    def plan(self, seconds: float) -> list[tuple[float, Callable[[], Fault]]]:
         down = 0.12 * seconds
         outage = min(30.0, 0.1 * seconds)
         return [

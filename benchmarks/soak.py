@@ -31,11 +31,13 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,7 +203,7 @@ class Soak:
         self.host, self.port = "127.0.0.1", processes.free_port()
         self.log = Log()
         self.faults: list[Fault] = []
-        self.processes: dict[str, object] = {}
+        self.processes: dict[str, subprocess.Popen] = {}
         self.worker_count = 0
         self.sweep_seconds = max(1.0, min(10.0, args.seconds / 30))
         self.grace_seconds = 2 * self.sweep_seconds
@@ -318,7 +320,8 @@ class Soak:
             + lines
             + f"\r\n--{boundary}--\r\n".encode()
         )
-        conn = http.client.HTTPConnection(*(address or (self.host, self.port)), timeout=60)
+        host, port = address or (self.host, self.port)
+        conn = http.client.HTTPConnection(host, port, timeout=60)
         headers = {
             **self.admin.headers,
             "Content-Type": f"multipart/form-data; boundary={boundary}",
@@ -475,7 +478,7 @@ class Soak:
         failures = self.check()
         return 1 if failures else 0
 
-    def plan(self, seconds: float) -> list[tuple[float, object]]:
+    def plan(self, seconds: float) -> list[tuple[float, Callable[[], Fault]]]:
         """The faults: (seconds after the annotators start, a method returning a Fault)."""
         outage = min(60.0, 0.2 * seconds)
         return [

@@ -13,6 +13,7 @@ Nothing here imports Django.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import re
@@ -24,6 +25,7 @@ import uuid
 from dataclasses import dataclass
 
 PREFIX = "rwmh"
+LOCK = "/tmp/rungwise-netns.lock"
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -125,13 +127,20 @@ class Network:
 
     def __init__(self, subnet: str | None = None):
         self.tag = uuid.uuid4().hex[:4]
-        self.subnet = subnet or free_subnet()
         self.bridge = f"{PREFIX}{self.tag}br"
-        self.gateway = f"{self.subnet}.1"
         self.hosts: dict[str, Host] = {}
-        _ip("link", "add", self.bridge, "type", "bridge")
-        _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
-        _ip("link", "set", self.bridge, "up")
+        # Two runs starting at once must not both find the same subnet free.
+        with open(LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.subnet = subnet or free_subnet()
+            self.gateway = f"{self.subnet}.1"
+            _ip("link", "add", self.bridge, "type", "bridge")
+            try:
+                _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+                _ip("link", "set", self.bridge, "up")
+            except RuntimeError:
+                _ip("link", "del", self.bridge, check=False)
+                raise
 
     def add(self, name: str, octet: int) -> Host:
         """A host ``name`` (at most 6 characters: interface names are short) at

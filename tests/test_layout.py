@@ -26,6 +26,7 @@ BEHAVIOURS = {
     "narratives/test_app.py": "the CausalNarratives app end to end: import, ordering, scores, demo",
     "review/causalt5k/test_real.py": "the real CausalT5k release, when ../shared is present",
     "review/meter/test_meter.py": "the METER pipeline end to end: verify, check-edit-vote, filter",
+    "hosts/test_multihost.py": "several hosts (network namespaces) under faults, end to end",
 }
 
 
