@@ -53,7 +53,19 @@ from tests import netns, processes  # noqa: E402
 
 WEB_PORT = 8000
 BALANCER_PORT = 80
-HOSTS = {"lb": 10, "web1": 11, "web2": 12, "worker": 21, "db": 2}
+STORE_PORT = 5000
+HOSTS = {"lb": 10, "web1": 11, "web2": 12, "worker": 21, "db": 2, "store": 30}
+BUCKET = "rungwise-multihost"
+
+
+def object_store_unavailable() -> str | None:
+    """None when the site can keep its files in an S3-compatible store (rungwise/storage.py)
+    and moto's server (the ``dev`` extra) can stand for one here, else why not."""
+    if not (REPO / "rungwise" / "storage.py").exists():
+        return "this version of the site has no object storage (rungwise/storage.py)"
+    if shutil.which("moto_server", path=str(Path(sys.executable).parent)) is None:
+        return "moto_server is not installed (pip install -e '.[dev]')"
+    return None
 
 
 # --- Servers on a host ------------------------------------------------------------------------
@@ -134,12 +146,13 @@ class HostRedis(processes.Redis):
 
 def haproxy_config(network: netns.Network, stats_socket: Path) -> str:
     """The balancer: round robin over the web hosts, each checked on /healthz every second
-    (down after 2 failures, up after 2 successes); a request whose connection fails is sent
+    (down after 3 failures, up after 2 successes; a check waits up to 5 s for its answer, so a
+    busy host is not taken for a dead one); a request whose connection fails is sent
     to the other host (``redispatch``). Requests already sent are never retried: a submit
     that got no answer is the client's to repeat (the API answers a repeat with the stored
     annotation)."""
     servers = "\n".join(
-        f"    server {name} {network.hosts[name].address}:{WEB_PORT} check inter 1s fall 2 rise 2"
+        f"    server {name} {network.hosts[name].address}:{WEB_PORT} check inter 1s fall 3 rise 2"
         for name in ("web1", "web2")
     )
     return f"""global
@@ -155,6 +168,7 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-keep-alive 30s
+    timeout check 5s
 
 frontend site
     bind {network.hosts["lb"].address}:{BALANCER_PORT}
@@ -168,8 +182,8 @@ backend web
 """
 
 
-def haproxy_states(stats_socket: Path) -> dict[str, str]:
-    """Each web server's state as the balancer sees it (UP, DOWN, …), from its stats socket."""
+def haproxy_stats(stats_socket: Path) -> list[dict[str, str]]:
+    """The balancer's statistics (``show stat`` on its socket): a row per proxy and server."""
     try:
         with socket.socket(socket.AF_UNIX) as sock:
             sock.settimeout(2)
@@ -179,13 +193,21 @@ def haproxy_states(stats_socket: Path) -> dict[str, str]:
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
     except OSError:
-        return {}
-    states = {}
-    for line in b"".join(chunks).decode().splitlines():
-        fields = line.split(",")
-        if len(fields) > 17 and fields[0] == "web" and fields[1].startswith("web"):
-            states[fields[1]] = fields[17]
-    return states
+        return []
+    lines = b"".join(chunks).decode().splitlines()
+    if not lines or not lines[0].startswith("# "):
+        return []
+    header = lines[0][2:].split(",")
+    return [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
+
+
+def haproxy_states(stats_socket: Path) -> dict[str, str]:
+    """Each web server's state as the balancer sees it (UP, DOWN, …)."""
+    return {
+        row["svname"]: row["status"]
+        for row in haproxy_stats(stats_socket)
+        if row.get("pxname") == "web" and row.get("svname", "").startswith("web")
+    }
 
 
 # --- The run ----------------------------------------------------------------------------------
@@ -194,10 +216,16 @@ def haproxy_states(stats_socket: Path) -> dict[str, str]:
 class MultiHost(Soak):
     def __init__(self, args):
         super().__init__(args)
+        reason = object_store_unavailable() if args.files != "shared" else "--files shared"
+        if reason and args.files == "object-store":
+            raise SystemExit(f"multihost: no object store: {reason}")
+        # Without an object store, one directory stands for a disk every host mounts.
+        self.shared_media, self.no_store_reason = bool(reason), reason
         self.network = netns.Network(args.subnet)
         try:
             for name, octet in HOSTS.items():
-                self.network.add(name, octet)
+                if name != "store" or not self.shared_media:
+                    self.network.add(name, octet)
         except BaseException:
             self.network.remove()
             shutil.rmtree(self.work, ignore_errors=True)
@@ -206,7 +234,6 @@ class MultiHost(Soak):
         self.redis = HostRedis(self.work / "redis", self.network, "db")
         self.host, self.port = self.network.hosts["lb"].address, BALANCER_PORT
         self.stats_socket = self.work / "haproxy.sock"
-        self.shared_media = True  # no object store yet: one directory stands for a shared mount
         self.sizing: dict[str, float] = {}
         self.download_problems: list[str] = []
 
@@ -216,14 +243,67 @@ class MultiHost(Soak):
     def env(self, host: str = "orchestrator") -> dict[str, str]:
         addresses = ",".join(host.address for host in self.network.hosts.values())
         media = "media" if self.shared_media else f"media-{host}"
+        store = {} if self.shared_media else {
+            "RUNGWISE_S3_BUCKET": BUCKET,
+            "RUNGWISE_S3_ENDPOINT_URL": self.store_url(),
+            "RUNGWISE_S3_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "multihost",
+            "AWS_SECRET_ACCESS_KEY": "multihost",
+        }  # fmt: skip
         return {
             **super().env(),
             "ALLOWED_HOSTS": addresses,
             "RUNGWISE_BIND": self.network.hosts["lb"].address,
             # One proxy (the balancer) appends X-Forwarded-For.
             "RUNGWISE_TRUSTED_PROXIES": "1",
+            # Each host's own disk, which nothing may need to share with the store on.
             "MEDIA_ROOT": str(self.work / media),
+            **store,
         }
+
+    def store_url(self) -> str:
+        return f"http://{self.network.hosts['store'].address}:{STORE_PORT}"
+
+    def start_store(self) -> None:
+        """moto's S3-compatible server on the ``store`` host, with the site's bucket."""
+        import boto3
+        import requests
+
+        command = shutil.which("moto_server", path=str(Path(sys.executable).parent))
+        assert command is not None
+        self.processes["store"] = subprocess.Popen(
+            self.network.command("store", command, "-H", "0.0.0.0", "-p", str(STORE_PORT)),
+            stdout=open(self.work / "store.log", "ab"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+
+        def answers() -> bool:
+            if self.processes["store"].poll() is not None:
+                raise RuntimeError("moto_server exited: see store.log")
+            try:
+                return requests.get(self.store_url(), timeout=30).status_code < 500
+            except (requests.ConnectionError, requests.Timeout):
+                return False
+
+        processes.wait_until(answers, timeout=180, interval=0.5, what="the object store")
+        boto3.client(
+            "s3", endpoint_url=self.store_url(), region_name="us-east-1",
+            aws_access_key_id="multihost", aws_secret_access_key="multihost",
+        ).create_bucket(Bucket=BUCKET)  # fmt: skip
+
+    def stored_objects(self) -> int:
+        import boto3
+
+        client = boto3.client(
+            "s3", endpoint_url=self.store_url(), region_name="us-east-1",
+            aws_access_key_id="multihost", aws_secret_access_key="multihost",
+        )  # fmt: skip
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+        return sum(page.get("KeyCount", 0) for page in pages)
+
+    def files_on_host_disks(self) -> int:
+        """Files written under any host's MEDIA_ROOT (with an object store: none may be)."""
+        return sum(1 for path in self.work.glob("media-*/**/*") if path.is_file())
 
     def start_web(self, host: str, wait: bool = True) -> None:
         """Start the web server on ``host``; with ``wait``, return once it answers /healthz."""
@@ -262,6 +342,8 @@ class MultiHost(Soak):
     def start(self) -> None:
         self.postgres.init()
         self.redis.start()
+        if not self.shared_media:
+            self.start_store()
         os.environ.update(self.env())
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
         import django
@@ -295,9 +377,9 @@ class MultiHost(Soak):
         )  # fmt: skip
         hosts = ", ".join(f"{host.name} {host.address}" for host in self.network.hosts.values())
         files = (
-            "one directory shared by every host (no object store configured)"
+            f"one directory shared by every host (no object store: {self.no_store_reason})"
             if self.shared_media
-            else "object storage"
+            else f"the object store on store ({self.store_url()}), each host its own MEDIA_ROOT"
         )
         print(f"multihost: hosts {hosts}; files: {files}; data in {self.work}", flush=True)
 
@@ -474,6 +556,21 @@ class MultiHost(Soak):
                 f"host CPU {1000 * sizing['db_cpu'] / max(stored, 1):.1f} ms and worker host "
                 f"CPU {1000 * sizing['worker_cpu'] / max(stored, 1):.1f} ms per annotation"
             )
+        rows = {
+            row["svname"]: row
+            for row in haproxy_stats(self.stats_socket)
+            if row.get("pxname") in ("web", "site")
+        }
+        answered = "; ".join(
+            f"{name} {rows[name].get('hrsp_2xx')} 2xx, {rows[name].get('hrsp_5xx')} 5xx, "
+            f"marked down {rows[name].get('chkdown')} times"
+            for name in ("web1", "web2")
+            if name in rows
+        )
+        from_servers = sum(int(rows[name].get("hrsp_5xx") or 0) for name in ("web1", "web2")
+                           if name in rows)  # fmt: skip
+        own = int(rows.get("FRONTEND", {}).get("hrsp_5xx") or 0) - from_servers
+        print(f"the balancer: {answered}; {own} 5xx of its own (no web host to send to)")
         total = Annotation.objects.filter(item_stage__item__project__slug="soak").count()
         grown = self.database_bytes() - self.database_bytes_before
         if total:
@@ -494,6 +591,12 @@ class MultiHost(Soak):
             print(f"  {'ok  ' if value == 0 else 'FAIL'} {name}: {value}")
             if value:
                 failures.append(name)
+        if not self.shared_media:
+            objects, strays = self.stored_objects(), self.files_on_host_disks()
+            print(f"  {'ok  ' if objects and not strays else 'FAIL'} files in the object store: "
+                  f"{objects}; on a host's own disk: {strays}")  # fmt: skip
+            if not objects or strays:
+                failures.append("files not in the object store")
         for problem in self.download_problems:
             print(f"    {problem}")
         return failures
@@ -510,6 +613,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--pool", default="prefork", help="the worker's pool")
     parser.add_argument("--concurrency", type=int, default=2, help="the worker's processes")
+    parser.add_argument(
+        "--files", choices=("auto", "object-store", "shared"), default="auto",
+        help="where the hosts keep files: an object store (moto) on a host of its own, one "
+        "shared directory, or (auto) the store when the site and moto allow",
+    )  # fmt: skip
     parser.add_argument("--subnet", default=None, help="three octets (default: 10.77.0 if free)")
     parser.add_argument("--keep", action="store_true", help="keep the logs and data directory")
     args = parser.parse_args(argv)
