@@ -257,7 +257,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "var" / "media"))
 MEDIA_URL = "media/"
-STORAGES = {
+STORAGES: dict[str, dict[str, object]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
@@ -270,6 +270,47 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
+
+# --- Files on object storage (rungwise/storage.py; docs/deployment.md, "Files") ---------------
+# With several web and worker hosts, a file one writes (an upload, a release built on a worker)
+# must be readable by every other: RUNGWISE_S3_BUCKET puts them in an S3-compatible bucket
+# (AWS S3, MinIO, Ceph, R2, ...). Unset: MEDIA_ROOT, the embedded default. Credentials:
+# AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else boto3's own chain (an instance role).
+RUNGWISE_S3_BUCKET = os.environ.get("RUNGWISE_S3_BUCKET", "").strip()
+if RUNGWISE_S3_BUCKET:
+    from boto3.s3.transfer import TransferConfig
+
+    _s3_endpoint = os.environ.get("RUNGWISE_S3_ENDPOINT_URL", "").strip() or None
+    # Multipart above 8 MB in 8 MB parts; at most 4 parts in memory (32 MB) while they are
+    # sent, whatever the file's size (boto3's constructor does not take the last one).
+    _s3_transfer = TransferConfig(
+        multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024, max_concurrency=4
+    )
+    _s3_transfer.max_in_memory_upload_chunks = 4
+    STORAGES["default"] = {
+        "BACKEND": "rungwise.storage.ObjectStorage",
+        "OPTIONS": {
+            "bucket_name": RUNGWISE_S3_BUCKET,
+            "endpoint_url": _s3_endpoint,
+            "region_name": os.environ.get("RUNGWISE_S3_REGION", "").strip() or None,
+            "access_key": os.environ.get("AWS_ACCESS_KEY_ID") or None,
+            "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY") or None,
+            # Keys under this prefix, so one bucket can serve several sites.
+            "location": os.environ.get("RUNGWISE_S3_PREFIX", "").strip().strip("/"),
+            # Self-hosted stores (MinIO, moto) answer on one host name: path-style addresses.
+            "addressing_style": os.environ.get("RUNGWISE_S3_ADDRESSING_STYLE", "").strip()
+            or ("path" if _s3_endpoint else None),
+            "signature_version": "s3v4",
+            # Two imports of "items.csv" in one month keep two files, as on the file system.
+            "file_overwrite": False,
+            # Private objects; nothing here hands out their URLs (downloads stream: see
+            # docs/deployment.md, "Files").
+            "default_acl": None,
+            "querystring_auth": True,
+            "querystring_expire": 300,
+            "transfer_config": _s3_transfer,
+        },
+    }
 
 # --- Security (production differs only through the environment) ------------------------------
 SESSION_COOKIE_HTTPONLY = True
@@ -390,6 +431,46 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(os.environ.get("REPAIR_SECONDS", "900")),
     },
 }
+# --- Queues by kind of work (docs/deployment.md, "Queues") -----------------------------------
+# Interactive work, which people wait for (an item stage resolved so the next stage opens, an
+# agreement refresh, a participant timed out), and bulk work (imports, release builds, model
+# runs, payments and syncs with outside services, webhook deliveries) wait in separate queues,
+# so a worker busy with a 1,000,000-row import never delays a resolution: run a worker per
+# queue (`celery -A rungwise worker -Q interactive` and `-Q bulk`, as docker-compose.yml does).
+# A worker started without -Q serves both (the embedded default runs tasks in-process).
+# A task not named below goes to the interactive queue: a new long task must be added here
+# (tests/hosts/test_queues.py fails on an unrouted task of the apps).
+from kombu import Queue  # noqa: E402
+
+CELERY_TASK_QUEUES = (Queue("interactive"), Queue("bulk"))
+CELERY_TASK_DEFAULT_QUEUE = "interactive"
+#: Task name (glob) → queue. Interactive: annotation.tasks.resolve_item_stage,
+#: reclaim_expired_leases, sweep_unresolved; agreement.tasks.*; ratings.tasks.refresh_analysis;
+#: crowd.tasks.time_out_participants.
+BULK_TASKS = (
+    "imports.tasks.*",
+    "releases.tasks.*",
+    "llm.*",
+    "webhooks.*",
+    "annotation.tasks.repair_counters",
+    "crowd.tasks.sync_prolific_study",
+    "crowd.tasks.sync_prolific_studies",
+    "crowd.tasks.pay_bonus",
+)
+INTERACTIVE_TASKS = (
+    "annotation.tasks.resolve_item_stage",
+    "annotation.tasks.reclaim_expired_leases",
+    "annotation.tasks.sweep_unresolved",
+    "agreement.tasks.*",
+    "ratings.tasks.*",
+    "quality.*",
+    "crowd.tasks.time_out_participants",
+)
+CELERY_TASK_ROUTES = {
+    **{pattern: {"queue": "bulk"} for pattern in BULK_TASKS},
+    **{pattern: {"queue": "interactive"} for pattern in INTERACTIVE_TASKS},
+}
+
 # Agreement refresh coalescing (agreement.services.stage_agreement_changed): a refresh waits
 # AGREEMENT_REFRESH_DELAY seconds after the first change, and at least AGREEMENT_REFRESH_INTERVAL
 # seconds after the previous refresh, gathering every change in between into one computation.

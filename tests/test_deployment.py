@@ -80,11 +80,18 @@ def annotate_demo_verify_stage(base: str, password: str, stage_id: int) -> int:
 
 def test_compose_file_runs_web_worker_beat_postgres_and_redis_with_health_checks():
     services = COMPOSE["services"]
-    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+    assert set(services) == {
+        "web", "worker", "worker-bulk", "beat", "postgres", "redis", "balancer"
+    }  # fmt: skip
     for name, service in services.items():
         assert "healthcheck" in service, f"{name} has no health check"
     assert {"postgres-data", "redis-data"} <= set(COMPOSE["volumes"])
     assert compose_command("worker")[:4] == ["celery", "-A", "rungwise", "worker"]
+    # A worker per queue (rungwise/settings.py, "Queues by kind of work").
+    for service, queue in (("worker", "interactive"), ("worker-bulk", "bulk")):
+        command = compose_command(service)
+        assert command[:4] == ["celery", "-A", "rungwise", "worker"]
+        assert command[command.index("-Q") + 1] == queue
     assert compose_command("beat")[:4] == ["celery", "-A", "rungwise", "beat"]
     assert (
         "granian --interface wsgi rungwise.wsgi:application"
@@ -112,14 +119,15 @@ def compose_value(value: str, env: dict[str, str]) -> str:
      ({"RUNGWISE_BIND": "192.0.2.10", "WEB_PORT": "80"}, "192.0.2.10")],
 )  # fmt: skip
 def test_compose_publishes_on_loopback_unless_told_and_tells_the_settings(env, address):
-    """Only web publishes a port, on RUNGWISE_BIND (this machine when unset), and web, worker
-    and beat get the same RUNGWISE_BIND, so the settings know what is exposed."""
+    """Only the balancer publishes a port, on RUNGWISE_BIND (this machine when unset), and
+    web, the workers and beat get the same RUNGWISE_BIND, so the settings know what is
+    exposed."""
     services = COMPOSE["services"]
-    assert {name for name, service in services.items() if service.get("ports")} == {"web"}
-    for entry in services["web"]["ports"]:
+    assert {name for name, service in services.items() if service.get("ports")} == {"balancer"}
+    for entry in services["balancer"]["ports"]:
         bind, host_port, container_port = compose_value(entry, env).split(":")
         assert (bind, host_port, container_port) == (address, env.get("WEB_PORT", "8000"), "8000")
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "worker-bulk", "beat"):
         assert compose_value(services[name]["environment"]["RUNGWISE_BIND"], env) == address
     # The image alone (docker run -p …) cannot see where it is published: it counts as public.
     assert "RUNGWISE_BIND=0.0.0.0" in (REPO / "Dockerfile").read_text()
@@ -242,6 +250,19 @@ def test_web_worker_and_beat_processes_work_together(postgres, tmp_path):
                 "1",
                 "-n",
                 f"native{os.getpid()}@%h",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        ),
+        "worker-bulk": subprocess.Popen(
+            [
+                *compose_command("worker-bulk")[:-2],
+                "--concurrency",
+                "1",
+                "-n",
+                f"nativebulk{os.getpid()}@%h",
             ],
             cwd=REPO,
             env=env,
@@ -411,6 +432,31 @@ def test_compose_client_accepts_the_file():
         env=process_env(SECRET_KEY="compose-check"),
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_bundled_balancer_config_is_valid_and_reaches_every_web_container():
+    """deploy/haproxy.cfg as docker-compose.yml mounts it, checked by HAProxy itself (Debian's
+    haproxy, where installed); web containers found by name, whatever `--scale web=N` says,
+    and the site told that one proxy is in front."""
+    import shutil
+
+    config = REPO / "deploy" / "haproxy.cfg"
+    balancer = COMPOSE["services"]["balancer"]
+    assert (
+        f"./{config.relative_to(REPO)}:/usr/local/etc/haproxy/haproxy.cfg:ro" in balancer["volumes"]
+    )
+    text = config.read_text()
+    assert re.search(r"server-template web \d+ web:8000 check", text)
+    assert "option forwardfor" in text
+    assert (
+        compose_value(COMPOSE["services"]["web"]["environment"]["RUNGWISE_TRUSTED_PROXIES"], {})
+        == "1"
+    )
+    haproxy = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
+    if haproxy is None:
+        pytest.skip("HAProxy is not installed (apt-get install haproxy)")
+    result = subprocess.run([haproxy, "-c", "-f", str(config)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.postgres

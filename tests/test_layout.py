@@ -26,6 +26,9 @@ BEHAVIOURS = {
     "narratives/test_app.py": "the CausalNarratives app end to end: import, ordering, scores, demo",
     "review/causalt5k/test_real.py": "the real CausalT5k release, when ../shared is present",
     "review/meter/test_meter.py": "the METER pipeline end to end: verify, check-edit-vote, filter",
+    # Several hosts (docs/deployment.md): settings, storage and processes together.
+    "hosts/test_object_storage.py": "files on an S3-compatible store: uploads, releases, reads",
+    "hosts/test_queues.py": "interactive and bulk work on separate Celery queues",
     "hosts/test_multihost.py": "several hosts (network namespaces) under faults, end to end",
 }
 
