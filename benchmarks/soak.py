@@ -208,6 +208,9 @@ class Soak:
         self.sweep_seconds = max(1.0, min(10.0, args.seconds / 30))
         self.grace_seconds = 2 * self.sweep_seconds
         self.lease_seconds = max(10, int(args.seconds / 10))
+        # How long the checks wait for the sweeps to finish what the faults left (they stop
+        # waiting as soon as nothing is pending): past it, an item still resolving is stuck.
+        self.patience_seconds = 60.0
         self.outage_release: dict | None = None
         self.outage_import: dict | None = None
 
@@ -534,7 +537,7 @@ class Soak:
         connection.close()
         # Let the sweeps finish what the faults left: completed items, stuck builds, imports.
         settle = self.grace_seconds + 3 * self.sweep_seconds + 5
-        deadline = time.monotonic() + max(settle, 60)
+        deadline = time.monotonic() + max(settle, self.patience_seconds)
         time.sleep(settle)
 
         def pending():
