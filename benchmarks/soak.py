@@ -31,11 +31,13 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +71,8 @@ class Log:
 class Client:
     """One keep-alive HTTP connection; a broken one is replaced on the next request."""
 
-    def __init__(self, port: int, token: str, log: Log):
-        self.port, self.log = port, log
+    def __init__(self, port: int, token: str, log: Log, host: str = "127.0.0.1"):
+        self.host, self.port, self.log = host, port, log
         self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
         self.conn: http.client.HTTPConnection | None = None
 
@@ -80,7 +82,7 @@ class Client:
             reused = self.conn is not None
             try:
                 if self.conn is None:
-                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                    self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
                 self.conn.request("POST", path, body=json.dumps(body or {}), headers=self.headers)
                 response = self.conn.getresponse()
                 raw = response.read()
@@ -112,9 +114,10 @@ class Annotator(threading.Thread):
     resubmits a stored answer on purpose (10 %); retries a submit that got no answer or a
     5xx with the same assignment until it is acknowledged."""
 
-    def __init__(self, index, port, token, stages, lease_seconds, think, stop, log):
+    def __init__(self, index, port, token, stages, lease_seconds, think, stop, log,
+                 host="127.0.0.1"):  # fmt: skip
         super().__init__(daemon=True)
-        self.client = Client(port, token, log)
+        self.client = Client(port, token, log, host)
         self.random = random.Random(index)
         self.stages, self.lease_seconds, self.think = stages, lease_seconds, think
         self.stop, self.log = stop, log
@@ -197,14 +200,17 @@ class Soak:
         self.work = Path(tempfile.mkdtemp(prefix="rungwise-soak-"))
         self.postgres = processes.Postgres(self.work)
         self.redis = processes.Redis(self.work / "redis")
-        self.port = processes.free_port()
+        self.host, self.port = "127.0.0.1", processes.free_port()
         self.log = Log()
         self.faults: list[Fault] = []
-        self.processes: dict[str, object] = {}
+        self.processes: dict[str, subprocess.Popen] = {}
         self.worker_count = 0
         self.sweep_seconds = max(1.0, min(10.0, args.seconds / 30))
         self.grace_seconds = 2 * self.sweep_seconds
         self.lease_seconds = max(10, int(args.seconds / 10))
+        # How long the checks wait for the sweeps to finish what the faults left (they stop
+        # waiting as soon as nothing is pending): past it, an item still resolving is stuck.
+        self.patience_seconds = 60.0
         self.outage_release: dict | None = None
         self.outage_import: dict | None = None
 
@@ -293,15 +299,18 @@ class Soak:
         User = get_user_model()
         admin = User.objects.create_user(username="soak-admin", is_staff=True, is_superuser=True)
         services.membership_add(project=project, user=admin, role="admin")
-        self.admin = Client(self.port, token_for(admin).key, Log())
+        self.admin = Client(self.port, token_for(admin).key, Log(), self.host)
         self.tokens = []
         for index in range(self.args.annotators):
             user = User.objects.create_user(username=f"soak-{index:03d}")
             services.membership_add(project=project, user=user, role="annotator")
             self.tokens.append(token_for(user).key)
 
-    def upload(self, name: str, count: int, prefix: str) -> tuple[int, dict]:
-        """POST a JSON Lines file to the import API (multipart, as a browser or script does)."""
+    def upload(
+        self, name: str, count: int, prefix: str, address: tuple[str, int] | None = None
+    ) -> tuple[int, dict]:
+        """POST a JSON Lines file to the import API (multipart, as a browser or script does),
+        through ``address`` (host, port; default: the site's)."""
         lines = "".join(
             json.dumps({"id": f"{prefix}-{index:06d}",
                         "text": f"Sentence {index}: the rain fell, so the river rose."}) + "\n"
@@ -314,7 +323,8 @@ class Soak:
             + lines
             + f"\r\n--{boundary}--\r\n".encode()
         )
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        host, port = address or (self.host, self.port)
+        conn = http.client.HTTPConnection(host, port, timeout=60)
         headers = {
             **self.admin.headers,
             "Content-Type": f"multipart/form-data; boundary={boundary}",
@@ -328,8 +338,10 @@ class Soak:
         finally:
             conn.close()
 
-    def import_items(self, count: int) -> None:
-        status, data = self.upload("items.jsonl", count, "item")
+    def import_items(self, count: int, address: tuple[str, int] | None = None) -> int:
+        """Upload ``count`` items (through ``address``, default: the site's) and wait for the
+        worker to import them; returns the batch's id."""
+        status, data = self.upload("items.jsonl", count, "item", address)
         assert status == 202, f"import answered {status}: {data}"
         from imports.models import ImportBatch
 
@@ -340,6 +352,7 @@ class Soak:
         )  # fmt: skip
         batch = ImportBatch.objects.get(pk=data["id"])
         assert batch.status == ImportBatch.Status.SUCCEEDED, batch.errors
+        return batch.pk
 
     # Faults -------------------------------------------------------------------------------
 
@@ -443,33 +456,42 @@ class Soak:
         stop = threading.Event()
         annotators = [
             Annotator(index, self.port, token, self.stages, self.lease_seconds, think, stop,
-                      self.log)
+                      self.log, self.host)
             for index, token in enumerate(self.tokens)
         ]  # fmt: skip
         self.t0 = time.monotonic()
         for annotator in annotators:
             annotator.start()
         seconds = args.seconds
-        outage = min(60.0, 0.2 * seconds)
-        plan = [
-            (0.15 * seconds, self.kill_worker),
-            (0.35 * seconds, lambda: self.redis_outage(outage)),
-            (0.35 * seconds + outage + 0.25 * seconds, self.restart_postgres),
-        ]
-        for at, action in plan:
+        for at, action in self.plan(seconds):
             self._sleep_until(self.t0 + at)
             fault = action()
             self.faults.append(fault)
             print(f"  {fault.started - self.t0:6.1f}–{fault.ended - self.t0:6.1f} s  "
                   f"{fault.name}: {'; '.join(fault.notes)}", flush=True)  # fmt: skip
-        self._sleep_until(self.t0 + seconds)
+        # A fault that overran the plan still gets an "after" window of load.
+        last = max((fault.ended for fault in self.faults), default=self.t0)
+        self._sleep_until(max(self.t0 + seconds, last + 0.1 * seconds))
         stop.set()
         for annotator in annotators:
             annotator.join(timeout=60)
         self.t_end = time.monotonic()
+        self.after_load()
         self.report_figures()
         failures = self.check()
         return 1 if failures else 0
+
+    def plan(self, seconds: float) -> list[tuple[float, Callable[[], Fault]]]:
+        """The faults: (seconds after the annotators start, a method returning a Fault)."""
+        outage = min(60.0, 0.2 * seconds)
+        return [
+            (0.15 * seconds, self.kill_worker),
+            (0.35 * seconds, lambda: self.redis_outage(outage)),
+            (0.35 * seconds + outage + 0.25 * seconds, self.restart_postgres),
+        ]
+
+    def after_load(self) -> None:
+        """Work once the annotators have stopped, before the figures and checks (none here)."""
 
     def _sleep_until(self, moment: float) -> None:
         time.sleep(max(0.0, moment - time.monotonic()))
@@ -515,7 +537,7 @@ class Soak:
         connection.close()
         # Let the sweeps finish what the faults left: completed items, stuck builds, imports.
         settle = self.grace_seconds + 3 * self.sweep_seconds + 5
-        deadline = time.monotonic() + max(settle, 60)
+        deadline = time.monotonic() + max(settle, self.patience_seconds)
         time.sleep(settle)
 
         def pending():
