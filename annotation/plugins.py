@@ -32,7 +32,7 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   lives (the table in README.md, "Architecture"). Sequences are registered in order; mappings
   are keyed by workflow key (the project kind).
 * The engine's extension points (kinds, policies, eligibility rules, workflows, project tabs,
-  annotator gates, work gates, progress caps, pending-work hooks, the two events) are applied at
+  annotator gates, work gates, progress caps, pending-work hooks, the events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
   ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
@@ -64,9 +64,11 @@ from annotation.advisory import AdvisoryProvider, register_advisory_provider
 from annotation.eligibility import RULES, Rule, register_rule
 from annotation.events import (
     DecidedListener,
+    ProjectEventListener,
     ResolvedListener,
     on_item_stage_decided,
     on_item_stages_resolved,
+    on_project_event,
 )
 from annotation.gates import AnnotatorGate, register_annotator_gate
 from annotation.kinds.base import KINDS, TaskKind, register_kind
@@ -118,6 +120,9 @@ class Plugin:
     #: ``annotation.advisory`` providers: annotators whose answers a stage measures but does
     #: not count in its decisions.
     advisory_raters: Sequence[AdvisoryProvider] = ()
+    #: Listeners of ``annotation.events.on_project_event`` (project milestones, in a savepoint
+    #: of the work's transaction; webhooks).
+    on_project_event: Sequence[ProjectEventListener] = ()
     # -- extension points of the apps above the engine, keyed by workflow key ---------------
     #: ``imports.core.schema.RowSchema`` per workflow (imports/).
     import_schemas: Mapping[str, Any] = field(default_factory=dict)
@@ -161,6 +166,7 @@ _ENGINE_POINTS: dict[str, Callable[[Any], Any]] = {
     "advisory_raters": register_advisory_provider,
     "on_item_stages_resolved": on_item_stages_resolved,
     "on_item_stage_decided": on_item_stage_decided,
+    "on_project_event": on_project_event,
 }
 #: Fields applied by apps above the engine through ``extension_point``.
 _OUTER_POINTS = (
@@ -191,6 +197,7 @@ _registries: list[dict[Any, Any] | list[Any]] = [
     gates.ANNOTATOR_GATES,
     events._resolved_listeners,
     events._decided_listeners,
+    events._project_event_listeners,
 ]
 
 

@@ -63,4 +63,5 @@ urlpatterns = [
     path("", include("agreement.urls")),
     path("", include("llm.urls")),
     path("", include("annotation.urls")),
+    path("", include("webhooks.urls")),
 ]

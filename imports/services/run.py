@@ -42,7 +42,7 @@ from imports.core import (
 )
 from imports.core.pipeline import CleanRow
 from imports.models import ImportBatch
-from imports.services.jobs import batch_fail, import_batch_claim
+from imports.services.jobs import batch_fail, batch_finished_announce, import_batch_claim
 from imports.services.mapping import (
     ItemFields,
     ItemMapper,
@@ -243,6 +243,7 @@ def _run(batch: ImportBatch, progress: _ProgressWriter) -> ImportBatch:
             "finished_at", "message",
         ]
     )  # fmt: skip
+    batch_finished_announce(batch)
     return batch
 
 
