@@ -93,14 +93,15 @@ def post(hook: Webhook, body: bytes, delivery_id: str) -> Attempt:
     try:
         with guarded_client(_setting("WEBHOOKS_TIMEOUT_SECONDS", 10)) as client:
             response = client.post(hook.url, content=body, headers=headers)
-    except RefusedConnection as refused:
-        return Attempt(WebhookDelivery.Outcome.REFUSED, None, None, str(refused)[:500])
     except httpx2.TimeoutException as error:
         elapsed = int((time.perf_counter() - started) * 1000)
         return Attempt(
             WebhookDelivery.Outcome.FAILED, None, elapsed, f"timed out ({type(error).__name__})"
         )
     except httpx2.HTTPError as error:
+        refused = _refusal(error)
+        if refused is not None:
+            return Attempt(WebhookDelivery.Outcome.REFUSED, None, None, str(refused)[:500])
         elapsed = int((time.perf_counter() - started) * 1000)
         message = f"{type(error).__name__}: {error}"[:500]
         return Attempt(WebhookDelivery.Outcome.FAILED, None, elapsed, message)
@@ -113,6 +114,17 @@ def post(hook: Webhook, body: bytes, delivery_id: str) -> Attempt:
         elapsed,
         f"the receiver answered {response.status_code}",
     )
+
+
+def _refusal(error: BaseException) -> RefusedConnection | None:
+    """The address check's refusal behind an HTTP error (httpx wraps the transport's
+    exceptions in its own), if that is what it was."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, RefusedConnection):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def backoff_seconds(failures: int) -> float:
