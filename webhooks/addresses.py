@@ -83,10 +83,12 @@ def checked_addresses(host: str, port: int) -> list[Address]:
     addresses = resolve(host, port)
     for address in addresses:
         if not address_allowed(address):
+            what = (
+                host if str(address) == host.strip("[]") else f"{host} points to {address}, which"
+            )
             raise AddressRefused(
-                f"{host} points to {address}, a private, loopback or link-local address: "
-                "webhooks go to public addresses only (an operator may allow networks in "
-                "WEBHOOKS_ALLOWED_NETWORKS).",
+                f"{what} is a private, loopback or link-local address: webhooks go to public "
+                "addresses only (an operator may allow networks in WEBHOOKS_ALLOWED_NETWORKS).",
                 {"url": "address_not_allowed"},
             )
     return addresses

@@ -142,7 +142,8 @@ def pending(hook_id: int) -> QuerySet[WebhookEvent]:
 def webhook_deliver(*, hook_id: int, now: datetime | None = None) -> str:
     """One step of a hook's delivery (the module docstring): SENT, FAILED, BUSY (another worker
     holds it), WAITING (not yet: pace or back-off) or IDLE (inactive, gone, nothing pending).
-    Takes the hook's row lock for the step, the request included."""
+    Takes the hook's row lock for the step, the request included. ``now``: the moment the
+    pace and back-off are compared with (tests step past them)."""
     hook = (
         Webhook.objects.select_for_update(no_key=True, skip_locked=True)
         .select_related("project")
@@ -161,12 +162,13 @@ def webhook_deliver(*, hook_id: int, now: datetime | None = None) -> str:
         return IDLE
     attempt_number = hook.consecutive_failures + 1
     delivery_id = str(uuid.uuid4())
+    started = timezone.now()
     body = body_for(hook, hook.project, [event_document(e) for e in events], attempt_number)
     attempt = post(hook, body, delivery_id)
     delivery = WebhookDelivery.objects.create(
         hook=hook,
         delivery_id=delivery_id,
-        started_at=now,
+        started_at=started,
         attempt=attempt_number,
         event_count=len(events),
         outcome=attempt.outcome,
