@@ -105,3 +105,59 @@ def answers_stored(stage: Any, item_stage_ids: Iterable[int]) -> None:
             listener(stage, ids)
         except Exception:
             logger.exception("listener %r failed for stored answers on %s", listener, ids[:10])
+
+
+# -- Project events: what happened in a project, for subscribers outside the process ----------
+#
+# The engine and the apps announce milestones of a project (an import finished, a release
+# published, ...) with ``project_event(kind, project_id=..., data=...)``, *inside* the
+# transaction of the work they report (or just after it, where the work has no transaction of
+# its own), so a subscriber's own rows — the webhooks app's outbox — commit with the work or not
+# at all. A subscriber registers with ``on_project_event(listener)`` (or
+# ``Plugin.on_project_event``); it must be quick (write a row, never call out) and act after
+# commit for anything slow. Each listener runs in a savepoint: one that raises is logged and
+# rolled back to it, and never undoes the work it hears about.
+#
+# ``data`` is JSON: ids, slugs, counts and statuses only — never answers, gold or people's
+# names, because a subscriber may send it off-site. Item-level events carry ``data["item"]``
+# with the item's ``id``: subscribers keep one item's events in the order they were announced.
+
+#: The kinds of project event, with what each means (the webhooks app offers these to subscribe
+#: to and documents their bodies; a new kind is added here first).
+PROJECT_EVENT_KINDS: dict[str, str] = {
+    "import.finished": "An import batch finished: succeeded or failed, with its counts.",
+    "item_stage.decided": "An item's stage was decided (by its policy or by a person).",
+    "item.needs_adjudication": "An item's stage waits for a reviewer's decision.",
+    "stage.completed": "Every item in a stage is decided or discarded.",
+    "release.published": "A release was built and published.",
+    "crowd.participant_completed": "A crowd participant met their quota.",
+    "crowd.participant_screened_out": "A crowd participant was screened out.",
+    "model_run.finished": "A model run (a model rater's or a generation run) is done.",
+}
+
+ProjectEventListener = Callable[[str, int, dict[str, Any]], None]
+_project_event_listeners: list[ProjectEventListener] = []
+
+
+def on_project_event(listener: ProjectEventListener) -> ProjectEventListener:
+    """Call ``listener(kind, project_id, data)`` for every project event (see the block's
+    comment). Registering the same function twice keeps one registration."""
+    if listener not in _project_event_listeners:
+        _project_event_listeners.append(listener)
+    return listener
+
+
+def project_event(kind: str, *, project_id: int, data: dict[str, Any]) -> None:
+    """Announce a project event of ``kind`` (one of ``PROJECT_EVENT_KINDS``; ValueError for
+    another) to every listener, each in a savepoint of the caller's transaction; a listener's
+    failure is logged and rolled back, never raised."""
+    from django.db import transaction
+
+    if kind not in PROJECT_EVENT_KINDS:
+        raise ValueError(f"unknown project event kind {kind!r}")
+    for listener in list(_project_event_listeners):
+        try:
+            with transaction.atomic():
+                listener(kind, project_id, data)
+        except Exception:
+            logger.exception("listener %r failed for %s in project %s", listener, kind, project_id)

@@ -64,9 +64,11 @@ from annotation.advisory import AdvisoryProvider, register_advisory_provider
 from annotation.eligibility import RULES, Rule, register_rule
 from annotation.events import (
     DecidedListener,
+    ProjectEventListener,
     ResolvedListener,
     on_item_stage_decided,
     on_item_stages_resolved,
+    on_project_event,
 )
 from annotation.gates import AnnotatorGate, register_annotator_gate
 from annotation.kinds.base import KINDS, TaskKind, register_kind
@@ -118,6 +120,9 @@ class Plugin:
     #: ``annotation.advisory`` providers: annotators whose answers a stage measures but does
     #: not count in its decisions.
     advisory_raters: Sequence[AdvisoryProvider] = ()
+    #: Listeners of ``annotation.events.on_project_event`` (project milestones, in a savepoint
+    #: of the work's transaction; webhooks).
+    on_project_event: Sequence[ProjectEventListener] = ()
     # -- extension points of the apps above the engine, keyed by workflow key ---------------
     #: ``imports.core.schema.RowSchema`` per workflow (imports/).
     import_schemas: Mapping[str, Any] = field(default_factory=dict)
@@ -166,6 +171,7 @@ _ENGINE_POINTS: dict[str, Callable[[Any], Any]] = {
     "on_answers_stored": events.on_answers_stored,
     "on_item_stages_resolved": on_item_stages_resolved,
     "on_item_stage_decided": on_item_stage_decided,
+    "on_project_event": on_project_event,
 }
 #: Fields applied by apps above the engine through ``extension_point``.
 _OUTER_POINTS = (
@@ -197,6 +203,7 @@ _registries: list[dict[Any, Any] | list[Any]] = [
     events._stored_listeners,
     events._resolved_listeners,
     events._decided_listeners,
+    events._project_event_listeners,
 ]
 
 

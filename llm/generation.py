@@ -53,7 +53,7 @@ from llm import prompts
 from llm.client import CallError
 from llm.ledger import call_key, call_once
 from llm.models import Call, Endpoint, PromptTemplate, PromptVersion, Run
-from llm.runs import claim
+from llm.runs import claim, run_finished_announce
 
 logger = logging.getLogger(__name__)
 
@@ -401,10 +401,12 @@ def generation_run(run_id: int) -> Run | None:
             notes.append(f"{seed.subject}: {written.held} held back ({written.note})"[:300])
         Run.objects.filter(pk=run.pk).update(done=F("done") + 1)
     Run.objects.filter(pk=run.pk).update(error="\n".join(notes)[:20000])
-    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+    finished = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
         status=Run.Status.DONE, finished_at=timezone.now()
     )
     run.refresh_from_db()
+    if finished:
+        run_finished_announce(run)
     return run
 
 

@@ -44,6 +44,7 @@ from django.db.models import F, Q, Sum
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from annotation import events
 from annotation.api import annotation_submit, assignment_next, assignment_skip, reached_by
 from annotation.kinds.base import get_kind
 from annotation.models import Assignment, Item, ItemStage
@@ -286,11 +287,32 @@ def rater_run(run_id: int) -> Run | None:
 
 def _finish(run: Run) -> Run:
     """Mark a run that is still running done; the run as it ended."""
-    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+    finished = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
         status=Run.Status.DONE, finished_at=timezone.now()
     )
     run.refresh_from_db()
+    if finished:
+        run_finished_announce(run)
     return run
+
+
+def run_finished_announce(run: Run) -> None:
+    """The project event ``model_run.finished`` for a run just done (annotation/events.py,
+    "Project events"): its purpose and counts, never its calls or answers."""
+    events.project_event(
+        "model_run.finished",
+        project_id=run.project_id,
+        data={
+            "run": {
+                "id": run.pk,
+                "purpose": run.purpose,
+                "status": run.status,
+                "done": run.done,
+                "failed": run.failed,
+                "total": run.total,
+            }
+        },
+    )
 
 
 def _submit_loop(

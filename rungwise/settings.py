@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "llm",
     "quality",
     "sso",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -623,6 +624,31 @@ SPECTACULAR_SETTINGS = {
         {"name": "releases", "description": "Versioned, immutable, checksummed releases."},
     ],
 }
+
+# --- Webhooks (webhooks/) ------------------------------------------------------------------------
+#: Networks webhooks may reach although they are not public (comma-separated CIDR, e.g.
+#: "10.0.0.0/8,127.0.0.0/8"): by default none, so no private, loopback or link-local address is
+#: ever requested (webhooks/addresses.py).
+WEBHOOKS_ALLOWED_NETWORKS = tuple(
+    network.strip()
+    for network in os.environ.get("WEBHOOKS_ALLOWED_NETWORKS", "").split(",")
+    if network.strip()
+)
+#: Seconds a receiver has to connect and answer.
+WEBHOOKS_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOKS_TIMEOUT_SECONDS", "10"))
+#: Back-off after a failure: this many seconds × 2^(failures in a row − 1), at most the maximum.
+WEBHOOKS_BACKOFF_SECONDS = float(os.environ.get("WEBHOOKS_BACKOFF_SECONDS", "10"))
+WEBHOOKS_BACKOFF_MAX_SECONDS = float(os.environ.get("WEBHOOKS_BACKOFF_MAX_SECONDS", "3600"))
+#: A hook is switched off (and its project's admins told) after this many failures in a row.
+WEBHOOKS_DISABLE_AFTER_FAILURES = int(os.environ.get("WEBHOOKS_DISABLE_AFTER_FAILURES", "10"))
+#: How long a delivery message counts as on its way before the next event sends another.
+WEBHOOKS_WAKE_GRACE_SECONDS = float(os.environ.get("WEBHOOKS_WAKE_GRACE_SECONDS", "60"))
+CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {
+    "task": "webhooks.tasks.sweep",
+    "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+}
+#: The bodies receivers get, in the OpenAPI schema (webhooks/schema.py).
+SPECTACULAR_SETTINGS["WEBHOOKS"] = ["webhooks.schema.EVENTS_WEBHOOK"]
 
 LOGGING = {
     "version": 1,

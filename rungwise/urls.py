@@ -36,4 +36,5 @@ urlpatterns = [
     path("", include("agreement.urls")),
     path("", include("llm.urls")),
     path("", include("annotation.urls")),
+    path("", include("webhooks.urls")),
 ]

@@ -471,7 +471,15 @@ FILLERS: dict[str, Filler] = {
     ],
     "assignment_id": lambda site, project, name: site.assignments,
     "annotation_id": lambda site, project, name: site.annotations,
+    # The project's webhooks (webhooks/; seed_demo makes one on the engine's demo project).
+    "webhook_id": lambda site, project, name: _webhooks(project),
 }
+
+
+def _webhooks(project) -> list[int]:
+    from webhooks.models import Webhook
+
+    return list(Webhook.objects.filter(project=project).values_list("pk", flat=True))
 
 
 @dataclass

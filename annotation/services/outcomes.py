@@ -176,6 +176,7 @@ def _follow_route(
         item_stage.state = ItemStage.State.ADJUDICATION
         item_stage.save(update_fields=["state"])
         Item.objects.filter(pk=item.pk).update(status=Item.Status.ACTIVE)
+        _announce_adjudication(item_stage)
         return
     next_stage = None
     if action == "next":
@@ -207,6 +208,21 @@ def _follow_route(
                 reason=route["reason"]
             )
     Item.objects.filter(pk=item.pk).update(status=item_status)
+
+
+def _announce_adjudication(item_stage: ItemStage) -> None:
+    """The project event ``item.needs_adjudication`` for an item stage just sent to a reviewer
+    (annotation/events.py, "Project events"), in the decision's transaction."""
+    events.project_event(
+        "item.needs_adjudication",
+        project_id=item_stage.stage.project_id,
+        data={
+            "item": {"id": item_stage.item_id, "external_id": item_stage.item.external_id},
+            "stage": {"id": item_stage.stage_id, "slug": item_stage.stage.slug},
+            "item_stage_id": item_stage.pk,
+            "round": item_stage.round,
+        },
+    )
 
 
 def _close_item_stage(item_stage: ItemStage, state: str, now: Any) -> None:
@@ -285,6 +301,7 @@ def item_stage_resolve(*, item_stage_id: int) -> Resolution | None:
     elif decision.outcome == "pending":
         item_stage.state = ItemStage.State.ADJUDICATION
         item_stage.save(update_fields=["state"])
+        _announce_adjudication(item_stage)
     else:
         _follow_route(item_stage, stage, decision.outcome, decision)
         events.item_stage_decided(item_stage, resolution)

@@ -19,6 +19,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation import api as engine
+from annotation import events
 from annotation.errors import ApplicationError, Conflict, PermissionDenied
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, Item, ItemStage, Role
@@ -285,6 +286,7 @@ def participant_refresh(*, participant: Participant, now: Any = None) -> Partici
         locked.status = Participant.Status.COMPLETED
         locked.finished_at = now
         locked.save(update_fields=["status", "finished_at"])
+        _announce_end(locked)
         engine.assignments_release(
             annotator_id=locked.user_id,
             project=study.project,
@@ -338,7 +340,30 @@ def _leave(participant: Participant, status: str, reason: str) -> Participant:
             annotator_id=participant.user_id, project=study.project, reason=f"crowd: {reason}"
         )
     participant.save(update_fields=fields)
+    _announce_end(participant)
     return participant
+
+
+def _announce_end(participant: Participant) -> None:
+    """The project event of a session that ended completed or screened out
+    (annotation/events.py, "Project events"); the participant by our id, never the platform's."""
+    kinds: dict[str, str] = {
+        Participant.Status.COMPLETED: "crowd.participant_completed",
+        Participant.Status.SCREENED_OUT: "crowd.participant_screened_out",
+    }
+    kind = kinds.get(participant.status)
+    if kind is None:
+        return
+    study = participant.study
+    events.project_event(
+        kind,
+        project_id=study.project_id,
+        data={
+            "participant": {"id": participant.pk, "status": participant.status},
+            "study": {"id": study.pk, "name": study.name},
+            "reason": participant.reason,
+        },
+    )
 
 
 @transaction.atomic
@@ -409,6 +434,7 @@ def participant_screen_out(
         locked.reason = reason[:300]
         locked.finished_at = timezone.now()
         fields += ["status", "reason", "finished_at"]
+        _announce_end(locked)
         engine.assignments_release(
             annotator_id=locked.user_id,
             project=locked.study.project,

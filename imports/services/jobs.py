@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import events
 from annotation.errors import ApplicationError, Conflict
 from annotation.jobs import MAX_ATTEMPTS, STALE_AFTER, JobLifecycle
 from imports.core import ImportReport
@@ -49,7 +50,29 @@ def batch_fail(batch: ImportBatch, report: ImportReport | None, message: str) ->
         fields += ["errors", "error_count", "rows_total", "rows_done"]
     batch.items_created = batch.items_updated = batch.rows_written = 0
     batch.save(update_fields=[*fields, "items_created", "items_updated", "rows_written"])
+    batch_finished_announce(batch)
     return batch
+
+
+def batch_finished_announce(batch: ImportBatch) -> None:
+    """The project event ``import.finished`` for a batch just ended (annotation/events.py,
+    "Project events"): its status and counts, never its rows."""
+    events.project_event(
+        "import.finished",
+        project_id=batch.project_id,
+        data={
+            "import": {
+                "id": batch.pk,
+                "filename": batch.filename,
+                "status": batch.status,
+                "rows": batch.rows_total,
+                "items_created": batch.items_created,
+                "items_updated": batch.items_updated,
+                "error_count": batch.error_count,
+                "message": batch.message,
+            }
+        },
+    )
 
 
 class ImportJobs(JobLifecycle[ImportBatch]):

@@ -48,7 +48,7 @@ from imports.core import (
 )
 from imports.core.pipeline import CleanRow
 from imports.models import ImportBatch
-from imports.services.jobs import batch_fail, import_batch_claim
+from imports.services.jobs import batch_fail, batch_finished_announce, import_batch_claim
 from imports.services.mapping import (
     ItemFields,
     ItemMapper,
@@ -273,6 +273,7 @@ def _succeeded(
             "finished_at", "message",
         ]
     )  # fmt: skip
+    batch_finished_announce(batch)
     return batch
 
 

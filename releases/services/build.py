@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from annotation import events
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, Stage
 from releases.datasheet import render_datasheet
@@ -256,5 +257,17 @@ def _publish_built(release: Release, prefix: str, zip_path: Path, archive, manif
                 "published_at",
                 "message",
             ]  # fmt: skip
+        )
+        events.project_event(
+            "release.published",
+            project_id=locked.project_id,
+            data={
+                "release": {
+                    "id": locked.pk,
+                    "version": locked.version,
+                    "sha256": locked.sha256,
+                    "published_at": locked.published_at.isoformat(),
+                }
+            },
         )
         return locked

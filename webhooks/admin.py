@@ -1,0 +1,16 @@
+from django.contrib import admin
+
+from webhooks.models import Webhook, WebhookDelivery
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ("name", "project", "url", "is_active", "consecutive_failures")
+    list_filter = ("is_active",)
+    exclude = ("secret",)  # shown once to its creator, never again
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = ("hook", "started_at", "outcome", "status_code", "response_ms", "attempt")
+    list_filter = ("outcome", "is_test")
