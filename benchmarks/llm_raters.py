@@ -9,12 +9,17 @@ checks: no item answered twice, no item left out, one ledger row per key, and ho
 were sent again for calls in flight when the worker died.
 
     .venv/bin/python benchmarks/llm_raters.py [--items 10000] [--concurrency 1,32]
-        [--delay 0.05] [--kill-items 3000] [--lease-sample 500] [--paths per-call,waves]
+        [--delay 0.05] [--kill-items 3000] [--lease-sample 500] [--paths ready,waves,per-call]
 
-First, the engine's share of a call before and after the SWEEP order, and in waves of 32
-(lease_cost), in one run. Then each concurrency on each of the run's paths: per call (every
-call's ledger rows, lease, submit and vote on their own: llm/runs.py) and in waves
-(llm/waves.py); the killed worker's run goes in waves.
+(``--kill-items 0`` / ``--lease-sample 0`` leave out the killed worker / the engine's share.)
+
+First, the engine's share of a call in the stage's order, the SWEEP order, waves of 32 in the
+SWEEP order and ready waves of 32 (one statement each), in one run (lease_cost). Then each
+concurrency on each of the run's paths: ``ready`` (llm/waves.py: a wave leased and submitted in
+one statement, what every run on PostgreSQL takes), ``waves`` (the SWEEP-order waves,
+``Run.options["sweep_waves"]``) and ``per-call`` (every call's ledger rows, lease, submit and
+vote on their own: llm/runs.py); the killed worker's run takes the ready path. The load average
+is printed beside every figure.
 
 Run without DATABASE_URL it re-runs itself under scripts/with-services.sh. Not a test: it prints
 figures; the behaviours it checks are asserted by tests/llm/test_runs.py.
@@ -335,11 +340,13 @@ def main() -> None:
         requests.post(f"{root}/_control", json={"model": model, "delay": args.delay}, timeout=5)
     print(f"model server: {base_url} (fake, {args.delay * 1000:.0f} ms per answer)")
     try:
-        print(lease_cost(args), flush=True)
+        if args.lease_sample:  # 0: skip the engine's share
+            print(lease_cost(args), flush=True)
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             for path in args.paths.split(","):
                 print(measured_run(args, concurrency, path, env, base_url, fake), flush=True)
-        print(killed_run(args, env, base_url, root), flush=True)
+        if args.kill_items:  # 0: skip the killed worker
+            print(killed_run(args, env, base_url, root), flush=True)
     finally:
         fake.kill()
 
