@@ -31,7 +31,7 @@ class WebhookImportRef(_Ref):
     items_created = serializers.IntegerField()
     items_updated = serializers.IntegerField()
     error_count = serializers.IntegerField()
-    message = serializers.CharField()
+    message = serializers.CharField(allow_blank=True)
 
 
 #: ``{"import": {...}}``: "import" is a keyword, so the class is built with type().
@@ -86,7 +86,7 @@ class CrowdParticipantEndedData(serializers.Serializer):
 
     participant = WebhookParticipantRef(help_text="Rungwise's id; never the platform's.")
     study = WebhookStudyRef()
-    reason = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
 
 
 class ModelRunFinishedData(serializers.Serializer):
@@ -101,7 +101,7 @@ class ModelRunFinishedData(serializers.Serializer):
 
 
 class PingData(serializers.Serializer):
-    message = serializers.CharField()
+    message = serializers.CharField(allow_blank=True)
 
 
 #: The ``data`` of each event type ("ping": the test button's).

@@ -119,8 +119,3 @@ def webhook_delete(*, hook: Webhook) -> None:
 def webhook_test_request(*, hook: Webhook) -> None:
     """Ask for a test event to the hook (sent by a task, after the response)."""
     enqueue_on_commit("webhooks.tasks.send_test", (hook.pk,), what=f"webhook {hook.pk}'s test")
-
-
-def webhook_send_now(*, hook: Webhook) -> None:
-    """Wake the hook's delivery now (a page button; the beat sweep does it every minute)."""
-    wake([hook.pk])
