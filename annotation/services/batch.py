@@ -38,7 +38,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation import gates, sql
+from annotation import events, gates, sql
 from annotation.access import StageForAnnotator
 from annotation.eligibility import counts_own_work
 from annotation.inputs import check_payload, clean_client_info
@@ -266,6 +266,10 @@ def annotations_submit_ready(
                 enqueue_on_commit(resolve_item_stage, item_stage_id)
         if on_submitted is not None and stored:
             on_submitted(stored)
+        if stored and events.has_stored_listeners():
+            # The stored-answer event every submit path sends (submit._announce_on_commit).
+            stage_read, ids = reached.stage, [answer.item_stage_id for answer in stored]
+            transaction.on_commit(lambda: events.answers_stored(stage_read, ids))
     return stored
 
 

@@ -428,3 +428,34 @@ def test_ready_waves_racing_people_and_each_other_never_over_assign_nor_answer_t
     assert not Assignment.objects.filter(status=Assignment.Status.ACTIVE).exists()
     machine_answers = Annotation.objects.filter(annotator__in=bots).count()
     assert 0 < machine_answers < ITEMS * OVERLAP
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_ready_answers_tell_the_stored_answer_listeners_after_commit_as_every_submit_does(
+    postgres,
+):
+    from annotation.plugins import Plugin, temporarily_registered
+
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    make_items(project, 3)
+    bot = make_member(project)
+    item_stages = list(ItemStage.objects.filter(stage=stage).order_by("pk"))
+    heard: list[tuple[int, list[int]]] = []
+
+    def listener(stage_read, item_stage_ids):
+        heard.append((stage_read.pk, sorted(item_stage_ids)))
+
+    with temporarily_registered(Plugin(name="stored-listener", on_answers_stored=[listener])):
+        annotations_submit_ready(
+            annotator=bot,
+            stage=_ready(stage, bot),
+            answers=_answers(item_stages),
+            on_submitted=lambda done: heard.append(("in the transaction", len(done))),
+        )
+        again = annotations_submit_ready(  # a retry stores nothing and tells no one
+            annotator=bot, stage=_ready(stage, bot), answers=_answers(item_stages)
+        )
+    assert again == []
+    assert heard == [("in the transaction", 3), (stage.pk, [s.pk for s in item_stages])]
