@@ -125,8 +125,12 @@ def annotators_table(stage: Stage, *, sort: str, descending: bool | None) -> Csv
 
 
 def labels_table(stage: Stage) -> CsvTable:
-    """The label distribution of the latest figures (``selectors.label_distribution``)."""
+    """The label distribution of the latest figures (``selectors.label_distribution``; the
+    resolved items stored for a large stage, ``agreement.stored``)."""
+    from agreement import stored
+
     snapshots = selectors.latest_snapshots(stage)
+    resolved = stored.stage_progress_shown(stage).resolved
     rows = (
         [
             row["value"],
@@ -137,7 +141,7 @@ def labels_table(stage: Stage) -> CsvTable:
             row["kappa"],
             row["kappa_z"],
         ]
-        for row in selectors.label_distribution(stage, snapshots)
+        for row in selectors.label_distribution(stage, snapshots, stored_resolved=resolved)
     )
     return CsvTable(LABEL_COLUMNS, rows)
 

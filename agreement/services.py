@@ -193,7 +193,7 @@ def stage_agreement_refresh(*, stage_id: int, force: bool = False) -> list[Any] 
     from agreement import stored
 
     if stored.StoredStagePage.objects.filter(pk=stage_id).exists():
-        stored.stage_page_store(stage_id=stage_id)
+        stored.stage_page_store(stage_id=stage_id, redraw=True)
     if _refresh_row(stage_id).exclude(changes=seen).exists():
         _agreement_refresh_request(stage_id, force=True)
     return snapshots

@@ -13,8 +13,9 @@ always exact). For a large stage:
   ``stage_progress_series_shown`` the stored series behind the progress figure and progress.csv;
 * any of them, finding the stored row older than ``settings.AGREEMENT_STORED_MAX_AGE`` seconds,
   asks for a new one (``rungwise/debounce.py``: one message however many pages ask; a message
-  lost with the broker is taken over after ``OVERDUE_SECONDS``). The agreement refresh stores
-  the page right after it stores new figures (``agreement.services.stage_agreement_refresh``).
+  lost with the broker is taken over after ``OVERDUE_SECONDS``): counts, series and the
+  progress figure. The agreement refresh stores the page with every figure redrawn right
+  after it stores new snapshots (``agreement.services.stage_agreement_refresh``).
 
 So the counts a large stage shows are at most about ``AGREEMENT_STORED_MAX_AGE`` seconds plus
 one count old while someone watches the page, whatever changed them (submits, withdrawals,
@@ -168,11 +169,18 @@ def stage_page_store_request(*, stage_id: int) -> bool:
     )
 
 
-def stage_page_store(*, stage_id: int) -> bool:
-    """Count the stage, read its progress series, draw its own figures and store them all
-    with one moment (``StoredStagePage``, ``StoredStageFigure``). Returns False when the
-    stage is gone. Safe to run twice or concurrently: each run stores a complete, current
-    page; the last one to commit stays."""
+#: The figure drawn from the annotations themselves (the progress series); the others are
+#: drawn from the agreement refresh's snapshots and change only with them.
+LIVE_FIGURES = ("progress",)
+
+
+def stage_page_store(*, stage_id: int, redraw: bool = False) -> bool:
+    """Count the stage, read its progress series, draw its progress figure and store them
+    with one moment (``StoredStagePage``, ``StoredStageFigure``); the figures drawn from the
+    agreement snapshots (agreement over time, per annotator) are drawn too when ``redraw``
+    (the agreement refresh stored new snapshots) or when they were never stored. Returns
+    False when the stage is gone. Safe to run twice or concurrently: each run stores a
+    complete, current page; the last one to commit stays."""
     from agreement import figures
 
     debounce_consume(_row(stage_id))
@@ -182,9 +190,9 @@ def stage_page_store(*, stage_id: int) -> bool:
     counts: dict[str, Any] = dict(selectors.stage_counts(stage))
     counts["resolved_values"] = selectors.resolved_values(stage)
     series = selectors.stage_progress_series(stage)
-    drawn = {
-        plot: figures.stage_figure(stage, plot, progress_series=series) for plot in figures.PLOTS
-    }
+    have = set(StoredStageFigure.objects.filter(stage=stage).values_list("name", flat=True))
+    names = [plot for plot in figures.PLOTS if redraw or plot in LIVE_FIGURES or plot not in have]
+    drawn = {plot: figures.stage_figure(stage, plot, progress_series=series) for plot in names}
     now = timezone.now()
     with transaction.atomic():
         if not _row(stage_id).update(counts=counts, progress=series_to_json(series), stored_at=now):

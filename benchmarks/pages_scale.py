@@ -426,6 +426,9 @@ def _derived(project) -> None:
         print(f"  agreement of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
     _stored_pages(project)
     ratings = Project.objects.get(slug=RATINGS_SLUG)
+    if os.environ.get("BENCH_PAGES_SKIP_ANALYSIS"):
+        print("  ratings analysis left to the page (BENCH_PAGES_SKIP_ANALYSIS)", flush=True)
+        return
     for source in ratings_selectors.SOURCES:
         started = time.perf_counter()
         ratings_services.analysis_refresh(project_id=ratings.pk, source=source, run_id=None)

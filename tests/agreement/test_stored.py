@@ -138,3 +138,15 @@ def test_the_stored_series_and_figures_are_what_a_request_would_draw(study, larg
         assert stored_at is not None
         assert svg == StoredStageFigure.objects.get(stage=study.stage, name=plot).svg
         assert svg.startswith("<?xml") or "<svg" in svg[:400]
+
+
+def test_only_the_refresh_redraws_the_figures_of_the_snapshots(study, large):
+    stored.stage_page_store(stage_id=study.stage.pk)
+    StoredStageFigure.objects.filter(stage=study.stage).update(svg="<svg>old</svg>")
+    stored.stage_page_store(stage_id=study.stage.pk)
+    svgs = dict(StoredStageFigure.objects.filter(stage=study.stage).values_list("name", "svg"))
+    assert svgs["agreement"] == svgs["annotators"] == "<svg>old</svg>"
+    assert svgs["progress"] != "<svg>old</svg>"
+    stored.stage_page_store(stage_id=study.stage.pk, redraw=True)
+    svgs = dict(StoredStageFigure.objects.filter(stage=study.stage).values_list("name", "svg"))
+    assert "<svg>old</svg>" not in svgs.values()
