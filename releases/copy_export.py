@@ -84,7 +84,7 @@ CSV_CELLS = {
     # A string bare, NULL (no vote) empty, any other JSON as its text; a number never matches
     # the formula test (it is a plain number).
     "value": spreadsheet_safe_sql("x.vote_text"),
-    "payload": "x.payload::text",
+    "payload": "x.payload_text",
     "seconds_spent": "x.seconds_spent",
     "created_at": "x.created_at_text",
     "item_version": "x.item_version",
@@ -127,7 +127,14 @@ def _stage_votes(stages: list[Stage], params: dict[str, Any]) -> str:
     return f"(CASE {' '.join(cases)} END)"
 
 
-def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: str) -> str:
+def _select(
+    output: str,
+    stages: list[Stage],
+    params: dict[str, Any],
+    payload: str,
+    *,
+    grouped: bool = False,
+) -> str:
     """``output`` for every current annotation (``is_current``: superseded versions of changed
     answers are left out, as in ``release_annotation_rows``) of the project's released items,
     in id order. The
@@ -135,8 +142,15 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
 
     The parts of a row are computed in a subquery kept apart by ``OFFSET 0``: merged into the
     outer query, a part used more than once in a line (a CSV cell is tested, then quoted) would
-    be computed each time. Parts the line does not use are dropped by the planner.
-    ``payload``: SQL (jsonb) of the released payload from ``a.payload`` (the identity rule)."""
+    be computed each time. Parts the line does not use are dropped by the planner. The parts
+    are sorted there, before the lines are spelled from them (the outer query finds them in
+    order): the sort, on disk at a million rows, then carries the parts, not the lines.
+    ``payload``: SQL (jsonb) of the released payload from ``a.payload`` (the identity rule).
+
+    ``grouped``: ``output`` is the aggregates of a chunk's rows over x: one row per chunk of
+    annotations (ids in one ``CHUNK_IDS`` range) instead of one per annotation, chunks in id
+    order. The parts are then sorted by (chunk, id), so the grouping finds them in order and
+    never sorts the lines."""
     a, s, i, st = _A, _S, quoted(Item, "i"), quoted(Stage, "st")
     exported = f"""
         FROM {table(Annotation)} a
@@ -148,6 +162,37 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
     # raters' columns are named here (annotator_id, external_rater, number, code), so the
     # statement refers to them unquoted, as to x's parts.
     code = pseudonym_sql(person="annotator_id IS NOT NULL", number="number")
+    params.setdefault("chunk_ids", CHUNK_IDS)
+    order = f"{a.id} / %(chunk_ids)s, {a.id}" if grouped else f"{a.id}"
+    parts = f"""(
+            SELECT {a.id} AS id, {i.external_id} AS external_id, {st.slug} AS stage,
+                   coalesce(p.code, e.code) AS rater,
+                   {vote} AS vote, {vote} #>> '{{}}' AS vote_text, ({vote})::text AS vote_json,
+                   {payload} AS payload, ({payload})::text AS payload_text,
+                   {a.seconds_spent} AS seconds_spent, {a.created_at} AS created_at,
+                   to_json({a.created_at}) #>> '{{}}' AS created_at_text,
+                   {a.item_version} AS item_version, {a.id} / %(chunk_ids)s AS chunk
+            FROM {table(Annotation)} a
+            JOIN {table(ItemStage)} s ON {s.id} = {a.item_stage_id}
+            JOIN {table(Item)} i ON {i.id} = {s.item_id}
+            JOIN {table(Stage)} st ON {st.id} = {s.stage_id}
+            LEFT JOIN raters p ON p.annotator_id = {a.annotator_id}
+            LEFT JOIN raters e ON {a.annotator_id} IS NULL AND e.annotator_id IS NULL
+                              AND e.external_rater = {a.external_rater}
+            WHERE {s.stage_id} = ANY(%(stages)s) AND {i.status} = ANY(%(statuses)s)
+              AND {a.is_current}
+            ORDER BY {order}
+            OFFSET 0
+        ) x"""
+    if grouped:
+        body = f"""SELECT {output}
+        FROM {parts}
+        GROUP BY x.chunk
+        ORDER BY x.chunk"""
+    else:
+        body = f"""SELECT {output}
+        FROM {parts}
+        ORDER BY x.id"""
     return f"""
         WITH raters AS MATERIALIZED (
             SELECT annotator_id, external_rater, {code} AS code
@@ -161,26 +206,7 @@ def _select(output: str, stages: list[Stage], params: dict[str, Any], payload: s
                 GROUP BY 1, 2
             ) numbered
         )
-        SELECT {output}
-        FROM (
-            SELECT {a.id} AS id, {i.external_id} AS external_id, {st.slug} AS stage,
-                   coalesce(p.code, e.code) AS rater,
-                   {vote} AS vote, {vote} #>> '{{}}' AS vote_text, {payload} AS payload,
-                   {a.seconds_spent} AS seconds_spent, {a.created_at} AS created_at,
-                   to_json({a.created_at}) #>> '{{}}' AS created_at_text,
-                   {a.item_version} AS item_version
-            FROM {table(Annotation)} a
-            JOIN {table(ItemStage)} s ON {s.id} = {a.item_stage_id}
-            JOIN {table(Item)} i ON {i.id} = {s.item_id}
-            JOIN {table(Stage)} st ON {st.id} = {s.stage_id}
-            LEFT JOIN raters p ON p.annotator_id = {a.annotator_id}
-            LEFT JOIN raters e ON {a.annotator_id} IS NULL AND e.annotator_id IS NULL
-                              AND e.external_rater = {a.external_rater}
-            WHERE {s.stage_id} = ANY(%(stages)s) AND {i.status} = ANY(%(statuses)s)
-              AND {a.is_current}
-            OFFSET 0
-        ) x
-        ORDER BY x.id"""
+        {body}"""
 
 
 # --- Writing ----------------------------------------------------------------------------------
@@ -284,17 +310,18 @@ def copy_annotations_csv(
 
 # --- Every annotation file in one statement ---------------------------------------------------
 
-#: Annotations per row of the combined export (``copy_annotation_files``): PostgreSQL joins
-#: their lines into one text per file, so Python handles one message per chunk, not per row.
-CHUNK_ROWS = 4096
+#: Annotation ids per chunk of the combined export (``copy_annotation_files``): PostgreSQL
+#: joins the lines of a chunk into one text per file, so Python handles one message per chunk
+#: (at most this many rows), not one per annotation.
+CHUNK_IDS = 4096
 
 #: SQL text of each Parquet column (``releases.parquet``: JSON columns as JSON text), from x.
 PARQUET_PARTS = {
     "external_id": "x.external_id",
     "stage": "x.stage",
     "rater": "x.rater",
-    "value": "x.vote::text",
-    "payload": "x.payload::text",
+    "value": "x.vote_json",
+    "payload": "x.payload_text",
     "seconds_spent": "x.seconds_spent::text",
     "created_at": "x.created_at_text",
     "item_version": "x.item_version::text",
@@ -322,6 +349,18 @@ def copy_csv_header(columns: Sequence[str]) -> bytes:
     return (",".join(cells) + "\n").encode("utf-8")
 
 
+#: Cells of annotations.csv and of the Parquet rows that never need CSV quoting: codes, numbers
+#: and timestamps are never empty and never hold a comma, a quote or a line break.
+BARE_CELLS = {"rater", "seconds_spent", "created_at", "item_version"}
+
+
+def _csv_line(cells: list[tuple[str, str]]) -> str:
+    return " || ',' || ".join(
+        f"coalesce({reference}, '')" if column in BARE_CELLS else copy_csv_cell_sql(reference)
+        for column, reference in cells
+    )
+
+
 def copy_annotation_files(
     project: Project,
     *,
@@ -337,58 +376,34 @@ def copy_annotation_files(
 
     ``jsonl`` and ``csv`` take bytes (``releases.sinks.ByteSink``), ``parquet`` CSV blocks
     (``releases.parquet.ParquetSink.write_csv_block``); any may be None. PostgreSQL computes
-    each row once and joins ``CHUNK_ROWS`` lines per file into one text, read as one binary
-    COPY row: Python never holds a row, only a chunk. The CSV line is spelled as COPY's CSV
-    spells it (``copy_csv_cell_sql``). PostgreSQL only."""
+    each row's parts and cells once, spells every file's line from them and joins the lines of
+    a chunk of annotations (``CHUNK_IDS`` ids) into one text per file: one binary COPY row per
+    chunk, so Python never handles a row, only chunks. The CSV lines are spelled as COPY's CSV
+    spells them (``copy_csv_cell_sql``). PostgreSQL only."""
     stages, params, payload = _query_parts(project, statuses)
-    parts: dict[str, str] = {}  # SQL expression → its name in the inner query
-
-    def part(expression: str) -> str:
-        return parts.setdefault(expression, f"part_{len(parts)}")
-
+    # Every part a line reads more than once (a CSV cell is tested, then quoted) is a column
+    # of x, computed once per row before the sort: jsonb spelled as text above all.
     lines: list[str] = []
     if jsonl is not None:
-        lines.append(f"y.{part(JSONL_LINE)}")
+        lines.append(JSONL_LINE)
     if csv is not None:
         _csv_columns(csv_columns)  # refuses unknown columns
-        names = [part(CSV_CELLS[column]) for column in csv_columns]
-        lines.append(" || ',' || ".join(copy_csv_cell_sql(f"y.{name}") for name in names))
+        lines.append(_csv_line([(name, f"({CSV_CELLS[name]})::text") for name in csv_columns]))
     if parquet is not None:
-        names = [part(PARQUET_PARTS[column.name]) for column in parquet.columns]
-        lines.append(" || ',' || ".join(copy_csv_cell_sql(f"y.{name}") for name in names))
+        names = [column.name for column in parquet.columns]
+        lines.append(_csv_line([(name, PARQUET_PARTS[name]) for name in names]))
     if not lines:
         return 0
-    inner = _select(
-        "x.id AS id, " + ", ".join(f"({sql})::text AS {name}" for sql, name in parts.items()),
-        stages,
-        params,
-        payload,
-    )
-    params["chunk_rows"] = CHUNK_ROWS
-    aggregates = ", ".join(f"string_agg(z.line_{n} || chr(10), '' ORDER BY z.id)"
-                           for n in range(len(lines)))  # fmt: skip
-    query = f"""
-        SELECT {aggregates}, count(*), count(z.line_0)
-        FROM (
-            SELECT y.id, {", ".join(f"{line} AS line_{n}" for n, line in enumerate(lines))},
-                   (row_number() OVER (ORDER BY y.id) - 1) / %(chunk_rows)s AS chunk
-            FROM ({inner} OFFSET 0) y
-        ) z
-        GROUP BY z.chunk
-        ORDER BY z.chunk"""
+    aggregates = [f"string_agg({line} || chr(10), '' ORDER BY x.id)" for line in lines]
+    query = _select(", ".join([*aggregates, "count(*)"]), stages, params, payload, grouped=True)
     targets = [sink for sink in (jsonl, csv, parquet) if sink is not None]
     if csv is not None:
         csv.write(copy_csv_header(csv_columns))
     rows = 0
     with transaction.atomic(), connection.cursor() as cursor, _copy_settings(cursor):
         with cursor.cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT binary)", params) as copy:
-            copy.set_types(["bytea"] * len(targets) + ["int8", "int8"])
-            for record in copy.rows():
-                *blocks, count, lined = record
-                if lined != count:
-                    raise ValueError(
-                        "an annotation's JSON line was NULL; the export would be short"
-                    )
+            copy.set_types(["bytea"] * len(targets) + ["int8"])
+            for *blocks, count in copy.rows():
                 rows += count
                 for target, block in zip(targets, blocks, strict=True):
                     if target is parquet:

@@ -11,6 +11,8 @@ with their resolution in every stage, and their annotations under pseudonyms, in
   (``releases.identities``), as in every other file of the release;
 * ``annotations.jsonl`` / ``annotations.csv`` — one row per annotation, raters as ``R0001``…
   (pseudonyms stable within one release; identities never leave the database);
+* ``items.parquet`` / ``annotations.parquet`` — the JSONL rows as Parquet, column for column
+  (``releases.parquet``: JSON values as JSON text), written in row groups;
 * the kind's own layout (``releases.layouts``), e.g. ExpliCa's CSV for ratings;
 * ``README.md`` — the datasheet (``render_datasheet``): counts of people by role, items in and
   out of every stage, agreement per stage with its CI computed during the build over exactly
@@ -20,11 +22,20 @@ with their resolution in every stage, and their annotations under pseudonyms, in
 zipped deterministically into one archive whose SHA-256 is stored on the Release. A diff against
 the previous published version (items added, removed, changed) is stored in ``stats["diff"]``.
 
-Memory stays flat in the number of rows: on PostgreSQL the annotation files are written by one
-``COPY (SELECT …) TO STDOUT`` each, for every kind (``copy_export``); on SQLite, and for items,
-rows are read in keyset-paginated chunks and written one at a time; the diff keeps one 16-byte
-digest per item id. Every CSV cell a spreadsheet would run as a formula is neutralised
-(``releases.writers.spreadsheet_safe`` and its SQL spelling).
+Memory stays flat in the number of rows, and every row is read once for all of its files: on
+PostgreSQL the three annotation files come from ONE ``COPY (SELECT …) TO STDOUT`` whose rows
+carry each annotation's JSONL line, CSV line and Parquet row, spelled by the database, for
+every kind (``copy_export.copy_annotation_files``); items, and annotations on SQLite, are read
+in keyset-paginated chunks and each row is handed to the three files' writers
+(``releases.sinks``: pluggable per-file writers a dataset layout can reuse). The text files are
+hashed and deflated by background threads as they are written, and the zip is assembled from
+those deflate streams (``releases.zip_assembly``): nothing is read back or compressed twice. On
+PostgreSQL the build's snapshot is exported and the annotation files are written on a second
+connection that imports it, while the item files are written on the first: the database and
+Python work at the same time, on the same moment's data. The diff keeps one 16-byte digest
+per item id. Every CSV cell a spreadsheet would run as a formula is neutralised
+(``releases.writers.spreadsheet_safe`` and its SQL spelling). ``benchmarks/release_build.py``
+measures a build of 1,000,002 annotations, before and after.
 
 The services, by concern: ``publish`` (reserve the version, enqueue the build, the
 confirmation page's preview), ``jobs`` (the build as a background job, ``annotation.jobs``:

@@ -6,12 +6,15 @@ publish once and a superseded attempt's files are discarded."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.files import File
 from django.db import connection, transaction
@@ -45,6 +48,7 @@ from releases.writers import FileEntry, Manifest, iter_jsonl, release_diff
 from releases.zip_assembly import assemble_zip
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 def _previous(release: Release) -> Release | None:
@@ -90,25 +94,48 @@ def release_build(*, release_id: int) -> Release:
 
 
 @contextmanager
-def _one_snapshot() -> Iterator[None]:
+def _one_snapshot() -> Iterator[str | None]:
     """Every read inside sees the database as of one moment, so that annotation going on during
     a build lands in all of a release's files or in none. PostgreSQL: one REPEATABLE READ,
-    READ ONLY transaction (writers are not blocked). SQLite: one transaction (its writers wait
-    for the build; the embedded default is for demos and small studies). Inside an outer
-    transaction (tests) the outer one's snapshot is used as it is."""
+    READ ONLY transaction (writers are not blocked), whose snapshot is exported: its id is
+    yielded, for a second connection to read the same moment (``_in_snapshot``). SQLite: one
+    transaction (its writers wait for the build; the embedded default is for demos and small
+    studies). Inside an outer transaction (tests) the outer one's snapshot is used as it is,
+    and nothing is exported (None: what it holds is not visible to another connection)."""
     if connection.in_atomic_block:
-        yield
+        yield None
         return
     with transaction.atomic():
+        snapshot = None
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        yield
+                cursor.execute("SELECT pg_export_snapshot()")
+                snapshot = cursor.fetchone()[0]
+        yield snapshot
+
+
+_SNAPSHOT_ID = re.compile(r"^[0-9A-F]+-[0-9A-F]+-[0-9]+$", re.IGNORECASE)
+
+
+def _in_snapshot(snapshot: str, work: Callable[[], _T]) -> _T:
+    """Run ``work`` on this thread's own connection, in a transaction that reads the exported
+    ``snapshot`` (PostgreSQL's ``SET TRANSACTION SNAPSHOT``: the same moment as the build's
+    own transaction, which stays open meanwhile); the connection is closed after."""
+    if not _SNAPSHOT_ID.match(snapshot):  # it is inlined: SET takes no parameters
+        raise ValueError(f"not a snapshot id: {snapshot!r}")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            return work()
+    finally:
+        connection.close()
 
 
 def _build(release: Release, workdir: Path) -> Release:
-    with _one_snapshot():
-        prefix, zip_path, archive, manifest, stats = _write_files(release, workdir)
+    with _one_snapshot() as snapshot:
+        prefix, zip_path, archive, manifest, stats = _write_files(release, workdir, snapshot)
     return _publish_built(release, prefix, zip_path, archive, manifest, stats)
 
 
@@ -121,9 +148,10 @@ def _release_name(path: Path, files: Path) -> str | None:
         return None
 
 
-def _write_files(release: Release, workdir: Path):
+def _write_files(release: Release, workdir: Path, snapshot: str | None = None):
     """Write every file of the release into ``workdir`` and zip them (all reads here: see
-    _one_snapshot)."""
+    _one_snapshot). With an exported ``snapshot`` the annotation files (PostgreSQL's work) are
+    written on a second connection while this one writes the item files (Python's work)."""
     started = time.monotonic()
     project = release.project
     stages = list(Stage.objects.filter(project=project).order_by("position"))
@@ -131,10 +159,18 @@ def _write_files(release: Release, workdir: Path):
     files = workdir / prefix
     files.mkdir()
     manifest = Manifest()
-    item_files = release_item_files(project, stages, files)
-    annotation_files = release_annotation_files(project, files)
-    for entry in item_files.entries + annotation_files.entries:
-        manifest.add(entry)
+    if snapshot is None:
+        item_files = release_item_files(project, stages, files)
+        annotation_files = release_annotation_files(project, files)
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="release-annotations") as pool:
+            pending = pool.submit(
+                _in_snapshot, snapshot, lambda: release_annotation_files(project, files)
+            )
+            item_files = release_item_files(project, stages, files)
+            annotation_files = pending.result()
+    for written in item_files.entries + annotation_files.entries:
+        manifest.add(written)
     items, annotations = item_files.entries[0], annotation_files.entries[0]
     deflated = {**item_files.deflated, **annotation_files.deflated}
     layout = layout_for_kind(project.kind)

@@ -558,20 +558,21 @@ def test_both_export_paths_write_current_versions_only(tricky, tmp_path):
 # --- Every annotation file in one statement ---------------------------------------------------
 
 
-@pytest.mark.parametrize("chunk_rows", [4096, 2])
+@pytest.mark.parametrize("chunk_ids", [4096, 2])
 @pytest.mark.parametrize("fixture", ["tricky", "every_kind"])
 def test_one_statement_writes_each_file_byte_for_byte_as_its_own_copy(
-    request, fixture, chunk_rows, tmp_path, monkeypatch
+    request, fixture, chunk_ids, tmp_path, monkeypatch
 ):
-    """``copy_annotation_files`` (one statement, lines joined per chunk) writes
-    annotations.jsonl and annotations.csv byte for byte as the one-file COPYs do, whatever the
-    chunk size, and the Parquet rows are the JSONL rows (JSON columns parsed)."""
+    """``copy_annotation_files`` (one statement for the three files) writes annotations.jsonl
+    and annotations.csv byte for byte as the one-file COPYs do, whatever the chunks (a chunk of
+    two ids holds one or two rows), and the Parquet rows are the JSONL rows (JSON columns
+    parsed)."""
     from releases.parquet import read_parquet_rows
     from releases.services.rows import ANNOTATION_PARQUET
     from releases.sinks import ByteSink
 
     project = request.getfixturevalue(fixture)
-    monkeypatch.setattr(copy_export, "CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(copy_export, "CHUNK_IDS", chunk_ids)
     copy_annotations_jsonl(project, tmp_path / "one.jsonl", statuses=RELEASED_STATUSES)
     copy_annotations_csv(project, tmp_path / "one.csv", statuses=RELEASED_STATUSES,
                          columns=ANNOTATION_COLUMNS)  # fmt: skip

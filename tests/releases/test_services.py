@@ -224,10 +224,10 @@ def test_a_failed_build_keeps_its_reason_and_its_version_is_reused(
 ):
     project, _, _, admin = finished
 
-    def broken(project, path):
+    def broken(project, out_dir):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(release_building, "release_annotations_csv", broken)
+    monkeypatch.setattr(release_building, "release_annotation_files", broken)
     failed = publish(project, admin, django_capture_on_commit_callbacks)
     assert failed.status == Release.Status.FAILED and "disk full" in failed.message
     assert not failed.archive

@@ -1,5 +1,6 @@
 """A release is read from one snapshot of the database: annotation that goes on while it builds
-(items finishing, annotations arriving) lands in all of its files or in none. PostgreSQL: the build's reads run in one REPEATABLE READ, READ ONLY transaction."""
+(items finishing, annotations arriving) lands in all of its files or in none. PostgreSQL: the build's reads run in one REPEATABLE READ, READ ONLY transaction, whose snapshot a second
+connection imports to write the annotation files meanwhile."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import threading
 import zipfile
 
+import pyarrow.parquet as pq
 import pytest
 from django.db import connection
 
@@ -44,6 +46,14 @@ def _finish_one_more_item(item_pk: int, item_stage_pk: int) -> None:
     thread.join()
 
 
+def spy(function, calls: list):
+    def called(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    return called
+
+
 def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run through `make test` (scripts/with-services.sh)")
@@ -60,25 +70,31 @@ def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
     late_stage = ItemStage.objects.get(item=late)
     release = Release.objects.create(project=project, version=1, status=Release.Status.BUILDING)
 
-    # Between the first file (items.jsonl) and the next ones, the fourth item is finished.
-    original = release_building.write_csv
+    # Once the build's snapshot is taken (and the annotation files are being written on a
+    # second connection that reads the same snapshot), the fourth item is finished.
+    original = release_building.release_item_files
     fired = []
 
-    def write_csv_after_more_work(*args, **kwargs):
+    def item_files_after_more_work(*args, **kwargs):
         if not fired:
             fired.append(True)
             _finish_one_more_item(late.pk, late_stage.pk)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(release_building, "write_csv", write_csv_after_more_work)
+    monkeypatch.setattr(release_building, "release_item_files", item_files_after_more_work)
+    second_connection = []
+    monkeypatch.setattr(release_building, "_in_snapshot", spy(release_building._in_snapshot,
+                                                              second_connection))  # fmt: skip
     built = release_build(release_id=release.pk)
     assert fired and built.status == Release.Status.PUBLISHED, built.message
 
     with built.archive.open("rb") as raw, zipfile.ZipFile(raw) as archive:
 
+        def member(name):
+            return next(n for n in archive.namelist() if n.endswith("/" + name))
+
         def read(name):
-            member = next(n for n in archive.namelist() if n.endswith("/" + name))
-            return archive.read(member).decode("utf-8")
+            return archive.read(member(name)).decode("utf-8")
 
         jsonl_ids = {json.loads(line)["external_id"] for line in read("items.jsonl").splitlines()}
         csv_ids = {row["external_id"] for row in csv.DictReader(io.StringIO(read("items.csv")))}
@@ -88,7 +104,18 @@ def test_work_committed_during_a_build_is_in_every_file_or_in_none(monkeypatch):
         annotated_csv = {
             row["external_id"] for row in csv.DictReader(io.StringIO(read("annotations.csv")))
         }
+        parquet_ids = {
+            stem: {
+                row["external_id"]
+                for row in pq.read_table(io.BytesIO(archive.read(member(f"{stem}.parquet"))))
+                .select(["external_id"])
+                .to_pylist()
+            }
+            for stem in ("items", "annotations")
+        }
     first_three = {item.external_id for item in items[:3]}
     assert jsonl_ids == csv_ids == annotated == annotated_csv == first_three
+    assert parquet_ids == {"items": first_three, "annotations": first_three}
+    assert second_connection  # the annotation files were read on another connection
     assert built.stats["items"] == 3 and built.stats["annotations"] == 3
     assert sum(built.stats["items_by_status"].values()) == 3
