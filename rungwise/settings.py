@@ -220,6 +220,26 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 
+# --- Connection pooling (PgBouncer; docs/deployment.md, "Connection pooling") ---------------
+# RUNGWISE_DB_POOL_MODE says what DATABASE_URL points at. "session" (the default): PostgreSQL
+# itself, or PgBouncer in session mode, where a client keeps one server connection and
+# everything above holds. "transaction": PgBouncer in transaction mode, where consecutive
+# transactions of one client may run on different server connections, so nothing may outlive
+# a transaction on the server: no named prepared statements (psycopg prepares none with
+# prepare_threshold None; PgBouncer before 1.21 cannot track them) and no server-side cursors
+# (QuerySet.iterator() declares one). RUNGWISE_DB_CONN_MAX_AGE: seconds a web or worker process
+# keeps its connection (to the pooler or the server; 0 closes it after each request).
+DATABASE_POOL_MODE = os.environ.get("RUNGWISE_DB_POOL_MODE", "").strip().lower() or "session"
+if DATABASE_POOL_MODE not in {"session", "transaction"}:
+    raise ImproperlyConfigured(
+        f"RUNGWISE_DB_POOL_MODE must be session or transaction, not {DATABASE_POOL_MODE!r}."
+    )
+if DATABASE_URL and os.environ.get("RUNGWISE_DB_CONN_MAX_AGE", "").strip():
+    DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["RUNGWISE_DB_CONN_MAX_AGE"])
+if IS_POSTGRES and DATABASE_POOL_MODE == "transaction":
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

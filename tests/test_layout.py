@@ -29,6 +29,7 @@ BEHAVIOURS = {
     # Several hosts (docs/deployment.md): settings, storage and processes together.
     "hosts/test_object_storage.py": "files on an S3-compatible store: uploads, releases, reads",
     "hosts/test_queues.py": "interactive and bulk work on separate Celery queues",
+    "hosts/test_pgbouncer.py": "the engine through PgBouncer, session and transaction pooling",
     "hosts/test_multihost.py": "several hosts (network namespaces) under faults, end to end",
 }
 

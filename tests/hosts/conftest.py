@@ -19,6 +19,9 @@ import requests
 from tests.processes import free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
+#: A readiness wait, not a timing: a worker or web process imports Django and the scientific
+#: stack in about 7 s on a quiet machine, and took over 90 s with 2 CPUs at a load of 30.
+READY_SECONDS = 300
 
 
 def settings_for(**environ: str) -> dict:
@@ -108,13 +111,14 @@ def object_store(object_store_env, settings, tmp_path):
 
 
 def start_queue_worker(queue: str, **env: str) -> subprocess.Popen:
-    """A real Celery worker (solo pool) on the test database that consumes ``queue`` only, as
-    docker-compose.yml runs one per queue; returns once it answers a ping."""
+    """A real Celery worker (solo pool) on the test database that consumes ``queue`` only
+    (comma-separated: those), as docker-compose.yml runs one per queue; returns once it
+    answers a ping."""
     from rungwise.celery import app
-    from tests.conftest import WORKER_READY_SECONDS, _test_database_url
+    from tests.conftest import _test_database_url
     from tests.processes import worker_command
 
-    name = f"{queue}-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
+    name = f"{queue.replace(',', '-')}-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
     environment = dict(os.environ, DATABASE_URL=_test_database_url(), SWEEP_SECONDS="3600", **env)
     log_dir = REPO / "var"
     log = open(log_dir / "test-worker.log", "ab") if log_dir.is_dir() else subprocess.DEVNULL  # noqa: SIM115
@@ -132,7 +136,7 @@ def start_queue_worker(queue: str, **env: str) -> subprocess.Popen:
             raise RuntimeError(f"the {queue} worker exited during start-up")
         return bool(app.control.ping(destination=destination, timeout=0.5))
 
-    wait_until(ready, timeout=WORKER_READY_SECONDS, what=f"the {queue} worker answering a ping")
+    wait_until(ready, timeout=READY_SECONDS, what=f"the {queue} worker answering a ping")
     return process
 
 
@@ -144,3 +148,19 @@ def stop_worker(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def start_web_server(env: dict[str, str], port: int, log: Path, *, workers: int, threads: int):
+    """docker-compose.yml's web server (tests/processes.py) on ``port``, once /healthz answers."""
+    from tests.processes import wait_http, web_command
+
+    with open(log, "ab") as output:
+        process = subprocess.Popen(
+            web_command(port, workers=workers, threads=threads),
+            cwd=REPO,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    wait_http(f"http://127.0.0.1:{port}/healthz", timeout=READY_SECONDS, process=process)
+    return process

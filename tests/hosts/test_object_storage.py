@@ -15,16 +15,16 @@ from django.core.files.base import ContentFile
 from django.test import Client
 
 from annotation import services
-from annotation.models import Item, Role
+from annotation.models import Item, ItemStage, Role
 from imports.models import ImportBatch
 from imports.services import import_batch_create, import_batch_run
 from releases.models import Release
 from releases.services import release_publish
 from rungwise import storage as object_storage
 from rungwise.storage import ObjectStorage
-from tests.conftest import Workers, wait_for
+from tests.conftest import wait_for
 from tests.factories import make_items, make_member, make_project, make_verify_stage
-from tests.hosts.conftest import settings_for
+from tests.hosts.conftest import settings_for, start_queue_worker, stop_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -164,6 +164,7 @@ def test_a_missing_object_is_a_missing_file(object_store):
 
 @pytest.mark.postgres
 @pytest.mark.celery_worker
+@pytest.mark.timeout(900)  # process start-ups on a loaded machine (READY_SECONDS)
 def test_a_release_built_by_a_worker_host_downloads_from_a_web_host(
     object_store, object_store_env, transactional_db, postgres, tmp_path
 ):
@@ -175,8 +176,9 @@ def test_a_release_built_by_a_worker_host_downloads_from_a_web_host(
 
     app.conf.task_always_eager = False
     app.control.purge()
-    workers = Workers(prefix="s3worker")
-    workers.start(**object_store_env, MEDIA_ROOT=str(tmp_path / "worker-media"))
+    worker = start_queue_worker(
+        "interactive,bulk", **object_store_env, MEDIA_ROOT=str(tmp_path / "worker-media")
+    )
     try:
         project = make_project(slug="hosts")
         stage = make_verify_stage(project, overlap=1)
@@ -186,6 +188,14 @@ def test_a_release_built_by_a_worker_host_downloads_from_a_web_host(
             services.annotation_submit(
                 assignment_id=assignment.pk, annotator=person, payload={"value": "keep"}
             )
+        wait_for(  # resolved by the worker
+            lambda: (
+                not ItemStage.objects.filter(stage=stage)
+                .exclude(state=ItemStage.State.RESOLVED)
+                .exists()
+            ),
+            timeout=300,
+        )
         admin = make_member(project, Role.ADMIN)
         release = release_publish(project=project, user=admin)
 
@@ -193,7 +203,7 @@ def test_a_release_built_by_a_worker_host_downloads_from_a_web_host(
             release.refresh_from_db()
             return release.status != Release.Status.BUILDING
 
-        wait_for(published, timeout=120)
+        wait_for(published, timeout=300)
         assert release.status == Release.Status.PUBLISHED, release.message
         client = Client()
         client.force_login(admin)
@@ -204,4 +214,4 @@ def test_a_release_built_by_a_worker_host_downloads_from_a_web_host(
             (tmp_path / "worker-media").rglob("*")
         )
     finally:
-        workers.stop_all()
+        stop_worker(worker)

@@ -66,6 +66,7 @@ def test_a_worker_without_queue_options_serves_both():
 
 @pytest.mark.postgres
 @pytest.mark.celery_worker
+@pytest.mark.timeout(900)  # process start-ups on a loaded machine (READY_SECONDS)
 def test_a_bulk_task_that_cannot_finish_does_not_delay_a_resolution(transactional_db, postgres):
     """The bulk worker is held inside an import (its batch row locked here); an item completed
     meanwhile is resolved by the interactive worker; the import then finishes."""
@@ -86,15 +87,16 @@ def test_a_bulk_task_that_cannot_finish_does_not_delay_a_resolution(transactiona
     bulk = start_queue_worker("bulk")
     lock = psycopg.connect(_test_database_url())
     try:
-        lock.execute("SELECT id FROM imports_importbatch WHERE id = %s FOR UPDATE", [batch.pk])
+        table = ImportBatch._meta.db_table
+        lock.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [batch.pk])
         run_import.delay(batch.pk)
         waiting = (
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE '%%imports_importbatch%%' AND pid <> pg_backend_pid()"
+            f"AND query LIKE '%%{table}%%' AND pid <> pg_backend_pid()"
         )
         with psycopg.connect(_test_database_url(), autocommit=True) as watcher:
             # The bulk worker is inside run_import, waiting for the row.
-            wait_for(lambda: watcher.execute(waiting).fetchone()[0] == 1, timeout=60)
+            wait_for(lambda: watcher.execute(waiting).fetchone()[0] == 1, timeout=300)
             person = make_member(project, Role.ANNOTATOR)
             assignment = services.assignment_next(annotator=person, stage=stage)
             services.annotation_submit(
@@ -105,7 +107,7 @@ def test_a_bulk_task_that_cannot_finish_does_not_delay_a_resolution(transactiona
                 lambda: ItemStage.objects.filter(
                     pk=item_stage.pk, state=ItemStage.State.RESOLVED
                 ).exists(),
-                timeout=60,
+                timeout=300,
             )
             # Resolved while the bulk worker is still held.
             assert watcher.execute(waiting).fetchone()[0] == 1
@@ -114,7 +116,7 @@ def test_a_bulk_task_that_cannot_finish_does_not_delay_a_resolution(transactiona
         lock.rollback()
         wait_for(
             lambda: ImportBatch.objects.get(pk=batch.pk).status == ImportBatch.Status.SUCCEEDED,
-            timeout=60,
+            timeout=300,
         )
     finally:
         lock.close()
