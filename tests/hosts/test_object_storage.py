@@ -141,6 +141,25 @@ def test_a_read_fetches_the_ranges_it_needs_not_the_object(object_store):
     assert sum(lengths) == size and len(ranges) < 10
 
 
+def test_reading_a_large_object_holds_a_buffer_not_the_object(object_store):
+    """django-storages' own reader downloads the whole object into memory first; this one
+    holds its 1 MiB buffer and the chunk being read."""
+    import tracemalloc
+
+    data = os.urandom(1024 * 1024) * 32
+    name = object_store.save("checks/large.bin", ContentFile(data))
+    del data
+    tracemalloc.start()
+    try:
+        with object_store.open(name, "rb") as handle:
+            while handle.read(64 * 1024):
+                pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, peak
+
+
 def test_a_zip_member_is_read_without_fetching_the_archive(object_store):
     members = {f"data/part-{n}.bin": os.urandom(2 * 1024 * 1024) for n in range(6)}
     members["data/README.md"] = b"# A small member\n"
