@@ -573,7 +573,9 @@ class MultiHost(Soak):
         from_servers = sum(int(rows[name].get("hrsp_5xx") or 0) for name in ("web1", "web2")
                            if name in rows)  # fmt: skip
         own = int(rows.get("FRONTEND", {}).get("hrsp_5xx") or 0) - from_servers
-        print(f"the balancer: {answered}; {own} 5xx of its own (no web host to send to)")
+        print(
+            f"the balancer: {answered}; {own} 5xx of its own (a host gone mid-request, or none up)"
+        )
         total = Annotation.objects.filter(item_stage__item__project__slug="soak").count()
         grown = self.database_bytes() - self.database_bytes_before
         if total:
