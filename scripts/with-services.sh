@@ -22,13 +22,18 @@ if [ ${#need[@]} -gt 0 ]; then
   pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
 fi
 
-# --- PgBouncer (Debian's): tests/hosts/test_pgbouncer.py starts its own in front of the
-# PostgreSQL below, in session and in transaction mode (docs/deployment.md).
-if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ]; then
-  echo "with-services: installing pgbouncer (Debian package)" >&2
+# --- PgBouncer and HAProxy (Debian's): tests/hosts/test_pgbouncer.py starts its own PgBouncer
+# in front of the PostgreSQL below, in session and in transaction mode (docs/deployment.md);
+# tests/hosts/test_multihost.py puts HAProxy in front of two web hosts (it skips, saying why,
+# where network namespaces are not allowed).
+missing=()
+command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "with-services: installing ${missing[*]} (Debian packages)" >&2
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
