@@ -1,7 +1,8 @@
 """The bodies receivers get match the OpenAPI schema (webhooks/schema.py): each event kind is
 announced by the code that does the work — an import, decisions and a reviewer's, a completed
-stage, a release, a crowd participant screened out, a model run — recorded, delivered to the
-local receiver, and every body validated against ``/api/schema/``'s ``WebhookBody``."""
+stage, a release, a crowd participant screened out and one completed, a model run — recorded,
+delivered to the local receiver, and every body validated against ``/api/schema/``'s
+``WebhookBody``."""
 
 from __future__ import annotations
 
@@ -93,6 +94,12 @@ def test_every_event_kind_arrives_in_a_body_the_schema_describes(
     crowd.participant_screen_out(
         annotator_id=participant.user_id, project=study.project, reason="failed the checks"
     )
+    from tests.crowd.test_services import answer, enter, next_item, ready
+
+    finisher = ready(enter(study, 2))
+    while finisher.status == finisher.Status.ACTIVE:
+        finisher = answer(finisher, next_item(finisher))
+    assert finisher.status == finisher.Status.COMPLETED
     from llm.models import Run
     from llm.runs import _finish
 
@@ -108,7 +115,7 @@ def test_every_event_kind_arrives_in_a_body_the_schema_describes(
     for request in receiver.requests:
         jsonschema.validate(request.document, schema)
         seen += [event["type"] for event in request.document["events"]]
-    assert set(seen) >= set(events.PROJECT_EVENT_KINDS) - {"crowd.participant_completed"}
+    assert set(seen) >= set(events.PROJECT_EVENT_KINDS)
     assert "ping" in seen
 
 
