@@ -101,6 +101,8 @@ def test_no_file_of_any_demo_release_spells_a_missing_value_as_text(
         assert release.status == "published", (project.slug, release.message)
         with zipfile.ZipFile(release.archive.path) as archive:
             for name in archive.namelist():
+                if name.endswith(".parquet"):
+                    continue  # binary copies of the JSONL rows (tests/releases/test_parquet.py)
                 text = archive.read(name).decode("utf-8")
                 scanned += 1
                 found += [(project.slug, name, *hit) for hit in missing_values(name, text)]
