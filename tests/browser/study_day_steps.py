@@ -217,7 +217,11 @@ def publish(page, base: str, slug: str, *, notes: str, width: int) -> dict[str, 
 
 
 def rows_of(name: str, data: bytes) -> int:
-    """Data rows of a release file: CSV rows after the header, JSON Lines lines."""
+    """Data rows of a release file: CSV rows after the header, JSON Lines lines, Parquet rows."""
+    if name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
     text = data.decode("utf-8-sig")
     if name.endswith(".csv"):
         return len(list(csv.reader(io.StringIO(text)))) - 1
