@@ -11,3 +11,10 @@ class SsoConfig(AppConfig):
     name = "sso"
     verbose_name = "Single sign-on"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Its one Plugin (annotation/plugins.py), empty: sign-in adds no extension point of the
+        # engine; its pages are URLs and its memberships go through annotation.api.
+        from annotation.plugins import Plugin, register_plugin
+
+        register_plugin(Plugin(name=self.name))
