@@ -305,7 +305,13 @@ def broker_client(broker: str):
 
     previous = os.environ.get("CELERY_BROKER_URL")
     os.environ["CELERY_BROKER_URL"] = broker
+    from django.conf import settings
+
     app = Celery(broker=broker, set_as_current=False)
+    # The site's queues (rungwise/settings.py, "queues by kind"): a worker started as deployed
+    # consumes them, not Celery's default queue "celery".
+    app.conf.task_default_queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    app.conf.task_routes = settings.CELERY_TASK_ROUTES
     try:
         yield app
     finally:
