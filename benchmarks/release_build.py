@@ -26,11 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -38,6 +36,9 @@ HERE = Path(__file__).resolve().parents[1]
 REPO = Path(os.environ.get("RELEASE_BENCH_CODE", HERE))
 sys.path.insert(0, str(REPO))
 SLUG = "release-bench"
+
+sys.path.insert(1, str(Path(__file__).resolve().parent))
+from io_scale import PeakRss  # noqa: E402  (the one peak-memory sampler of the benchmarks)
 
 
 def django_setup() -> None:
@@ -49,31 +50,6 @@ def django_setup() -> None:
 
 def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-class PeakRss:
-    """Peak resident memory above the level at start, sampled every 10 ms from /proc."""
-
-    def __init__(self) -> None:
-        self.base = self.peak = self._now()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _now() -> float:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self._now())
-
-    def __call__(self) -> tuple[float, float]:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._now())
-        return self.peak - self.base, self.peak
 
 
 def process_cpu(pid: int) -> float:
@@ -204,7 +180,8 @@ def phase_build(with_diff: bool, profile: bool) -> None:
         release = release_build(release_id=release.pk)
         seconds = time.perf_counter() - started
         cpu, pg_cpu = time.process_time() - cpu_before, process_cpu(backend) - pg_before
-        grown, peak_mib = peak()
+        grown = peak()
+        peak_mib = peak.peak
         if profiler is not None:
             import io
             import pstats
