@@ -1,8 +1,10 @@
 """The Celery application. Broker and behaviour come from Django settings (CELERY_* names);
-without a broker, tasks sent by a request run after it in this process (OffTheRequestTask)."""
+without a broker, tasks sent by a request run after it in this process, at their countdown
+(OffTheRequestTask)."""
 
 import functools
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -18,7 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
 class OffTheRequestTask(Task):
     """Every task of the app. With a broker it is Celery's own. Without one (tasks eager, the
     embedded default) a task sent while a request is served runs after it, in this process's
-    background thread (rungwise/inprocess.py), never inside the request that sent it."""
+    background thread (rungwise/inprocess.py), never inside the request that sent it, and no
+    sooner than its countdown or ETA."""
 
     def apply_async(
         self,
@@ -31,9 +34,27 @@ class OffTheRequestTask(Task):
         if self.app.conf.task_always_eager and inprocess.should_defer():
             task_id = task_id or uuid()
             run = functools.partial(super().apply_async, args, kwargs, task_id, *further, **options)
-            inprocess.submit(run)
+            # As a worker would: not before its countdown / ETA, and one run for the same call
+            # sent again while it waits (the apps' debounce relies on both).
+            key = (self.name, repr(args), repr(sorted((kwargs or {}).items())))
+            inprocess.submit(run, delay=_delay(options), key=key)
             return self.AsyncResult(task_id)
         return super().apply_async(args, kwargs, task_id, *further, **options)
+
+
+def _delay(options: dict[str, Any]) -> float:
+    """Seconds until a task sent with these options may run: its ``countdown``, or its ``eta``
+    (a datetime or an ISO 8601 string; naive means UTC, as Celery reads it), else 0."""
+    if options.get("countdown") is not None:
+        return float(options["countdown"])
+    eta = options.get("eta")
+    if eta is None:
+        return 0.0
+    if isinstance(eta, str):
+        eta = datetime.fromisoformat(eta)
+    if eta.tzinfo is None:
+        eta = eta.replace(tzinfo=UTC)
+    return (eta - datetime.now(UTC)).total_seconds()
 
 
 app = Celery("rungwise", task_cls=OffTheRequestTask)

@@ -4,30 +4,53 @@ With no ``CELERY_BROKER_URL`` (the embedded default of ``make run``) Celery runs
 inside ``apply_async`` — for work enqueued on commit, inside the very request that committed (an
 item's resolution, then the agreement figures and a ratings analysis: seconds of a submit). The
 app's task class (``rungwise.celery.OffTheRequestTask``) asks :func:`should_defer` first: a task
-sent while this thread is serving a request is handed to :func:`submit` instead, and the one
-worker thread of this process runs it after the response, tasks one at a time, in the order
-they were sent. Outside a request (management commands, the shell, a task sending another from
-this thread) tasks still run at once, as before, so a command that imports and then reads what
-its tasks wrote keeps working.
+sent while this thread is serving a request, or by a task this thread runs, is handed to
+:func:`submit` instead, and the one worker thread of this process (one: SQLite has one writer)
+runs it after the response, tasks one at a time. Outside a request (management commands, the
+shell) tasks still run at once, as before, so a command that imports and then reads what its
+tasks wrote keeps working.
+
+What a broker and its worker would do, the queue does too:
+
+- **Countdown and ETA are honoured**: a job runs no sooner than ``delay`` seconds after it was
+  submitted; jobs due at the same moment run in the order sent. The apps' debounce
+  (``rungwise/debounce.py``: the first change of a burst sets a mark and sends one message with
+  a countdown; the task clears the mark when it starts) therefore coalesces a burst into one
+  run, as with Celery, instead of one run per change.
+- **Identical waiting jobs collapse** (``key``: the task's name and arguments): a second
+  ``refresh(7)`` sent while the first still waits is dropped, and the one kept runs at the
+  earlier of the two times. Tasks are safe to run twice (CONTRIBUTING.md, "Celery tasks"), and
+  the one kept has not started, so it sees every change the dropped one was sent for.
+- **Requests go first**: a due job waits to start while this process serves a request (at most
+  :data:`YIELD_LIMIT` seconds), so the one worker's computations share the CPU and the SQLite
+  write lock with an annotator's clicks as little as it can. A job that has started runs to its
+  end.
+- **Bounded**: at most :data:`MAX_WAITING` jobs wait; beyond that a job runs at once in the
+  caller (logged), as before this queue existed — slower, never lost.
+- A job's exception is logged and the worker goes on.
 
 The queue **survives nothing**: it lives in this process's memory. Tasks waiting when the process
 stops (a runserver reload, a crash) are lost, exactly as with a broker that loses its messages;
 what repairs those there repairs them here (the debounced computations' overdue takeover,
 ``rungwise/debounce.py``; the next change of an item). At a normal exit the queue is drained
-first (:func:`drain`, registered with ``atexit``). Deploy with a broker for anything else.
+first, jobs still counting down included (:func:`drain`, registered with ``atexit``). Deploy
+with a broker for anything else.
 
 Tests decide per test (``tests/conftest.py``): by default tasks run at once (:data:`MODE` =
-``INLINE``), and a test of the background path switches to ``BACKGROUND`` and calls
-:func:`drain` before it reads what the tasks wrote.
+``INLINE``), and a test of the background path switches to ``BACKGROUND`` (the
+``background_tasks`` fixture) and calls :func:`drain` before it reads what the tasks wrote.
 """
 
 from __future__ import annotations
 
 import atexit
+import heapq
+import itertools
 import logging
-import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 
 from django.core.signals import request_finished, request_started
 
@@ -39,19 +62,44 @@ BACKGROUND = "background"
 INLINE = "inline"
 #: How this process runs eager tasks sent during a request; tests switch it.
 MODE = BACKGROUND
+#: Jobs that may wait at once; more run in the caller (see the module docstring).
+MAX_WAITING = 10_000
+#: Seconds a due job waits for the requests in flight to finish before it starts anyway.
+YIELD_LIMIT = 2.0
+
+
+@dataclass(order=True)
+class _Job:
+    due: float
+    sequence: int
+    run: Callable[[], None] = field(compare=False)
+    key: Hashable | None = field(compare=False, default=None)
+    cancelled: bool = field(compare=False, default=False)
+
 
 _serving = threading.local()
-_jobs: queue.Queue[Callable[[], None]] = queue.Queue()
+_state = threading.Condition()  # guards everything below; notified on every change
+_waiting: list[_Job] = []  # a heap by (due, sequence); cancelled entries are skipped
+_by_key: dict[Hashable, _Job] = {}
+_unfinished = 0  # jobs submitted and not yet finished (waiting or running)
+_in_flight = 0  # requests this process is serving
+_sequence = itertools.count()
 _worker: threading.Thread | None = None
-_worker_lock = threading.Lock()
 
 
 def _request_started(**_: object) -> None:
+    global _in_flight
     _serving.active = True
+    with _state:
+        _in_flight += 1
 
 
 def _request_finished(**_: object) -> None:
+    global _in_flight
     _serving.active = False
+    with _state:
+        _in_flight = max(0, _in_flight - 1)
+        _state.notify_all()
 
 
 # Signals, not a middleware: they reach every request of this process (runserver, gunicorn,
@@ -62,60 +110,138 @@ request_finished.connect(_request_finished, dispatch_uid="rungwise.inprocess.fin
 
 def should_defer() -> bool:
     """Whether an eager task sent now goes to the background thread: in BACKGROUND mode, while
-    this thread serves a request (never from the worker thread itself)."""
-    return (
-        MODE == BACKGROUND
-        and getattr(_serving, "active", False)
-        and threading.current_thread() is not _worker
-    )
+    this thread serves a request, or from a job of the background thread itself (so a task's
+    follow-up keeps its countdown and runs after it, not inside it)."""
+    if MODE != BACKGROUND:
+        return False
+    return getattr(_serving, "active", False) or threading.current_thread() is _worker
 
 
-def submit(job: Callable[[], None]) -> None:
-    """Run ``job()`` in this process's background thread, after the jobs already waiting.
-    Its exceptions are logged, never raised to anyone."""
-    _ensure_worker()
-    _jobs.put(job)
+def submit(job: Callable[[], None], *, delay: float = 0.0, key: Hashable | None = None) -> None:
+    """Run ``job()`` in this process's background thread, no sooner than ``delay`` seconds from
+    now, after the jobs due before it. With ``key``, a job with the same key that is still
+    waiting absorbs this one (it runs at the earlier of the two times) instead. Exceptions of
+    ``job`` are logged, never raised to anyone; when :data:`MAX_WAITING` jobs already wait, it
+    runs at once, here."""
+    global _unfinished
+    due = time.monotonic() + max(0.0, delay)
+    with _state:
+        waiting = _by_key.get(key) if key is not None else None
+        if waiting is not None:
+            if due < waiting.due:
+                waiting.cancelled = True
+                _push(_Job(due, next(_sequence), waiting.run, key))
+                _state.notify_all()
+            return
+        full = _unfinished >= MAX_WAITING
+        if not full:
+            _push(_Job(due, next(_sequence), job, key))
+            _unfinished += 1
+            _ensure_worker()
+            _state.notify_all()
+    if full:
+        logger.warning("%d in-process tasks are waiting: this one runs at once", MAX_WAITING)
+        _run_one(job)
 
 
-def drain(timeout: float = 60.0) -> bool:
+def drain(timeout: float = 60.0, *, hurry: bool = True) -> bool:
     """Wait until every job submitted so far (and every job those submit) has run; True when
-    the queue is empty, False when ``timeout`` seconds passed first."""
-    finished = threading.Event()
+    none is left, False when ``timeout`` seconds passed first. ``hurry`` (the default): jobs
+    counting down are due at once, so a test or an exit need not wait out their delays; without
+    it they run at their time."""
+    deadline = time.monotonic() + timeout
+    with _state:
+        while _unfinished:
+            if hurry:
+                _hurry()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _state.wait(min(left, 0.5))
+        return True
 
-    def wait() -> None:
-        _jobs.join()
-        finished.set()
 
-    threading.Thread(target=wait, name="rungwise-inprocess-drain", daemon=True).start()
-    return finished.wait(timeout)
+def waiting() -> int:
+    """How many jobs are submitted and not finished (waiting, counting down or running)."""
+    with _state:
+        return _unfinished
+
+
+def _push(job: _Job) -> None:
+    heapq.heappush(_waiting, job)
+    if job.key is not None:
+        _by_key[job.key] = job
+
+
+def _hurry() -> None:
+    """Make every waiting job due now, in its order. Caller holds ``_state``."""
+    now = time.monotonic()
+    for job in _waiting:
+        job.due = min(job.due, now)
+    heapq.heapify(_waiting)
+    _state.notify_all()
 
 
 def _ensure_worker() -> None:
+    """Start the worker thread unless it runs. Caller holds ``_state``."""
     global _worker
-    with _worker_lock:
-        if _worker is None or not _worker.is_alive():
-            _worker = threading.Thread(target=_run, name="rungwise-inprocess-tasks", daemon=True)
-            _worker.start()
+    if _worker is None or not _worker.is_alive():
+        _worker = threading.Thread(target=_work, name="rungwise-inprocess-tasks", daemon=True)
+        _worker.start()
 
 
-def _run() -> None:
+def _next_job() -> _Job:
+    """The next job to run, once it is due and no request is in flight (or it has waited
+    :data:`YIELD_LIMIT` seconds past its time for them)."""
+    with _state:
+        while True:
+            while _waiting and _waiting[0].cancelled:
+                heapq.heappop(_waiting)
+            if not _waiting:
+                _state.wait()
+                continue
+            job = _waiting[0]
+            now = time.monotonic()
+            if job.due > now:
+                _state.wait(job.due - now)
+                continue
+            if _in_flight and now < job.due + YIELD_LIMIT:
+                _state.wait(job.due + YIELD_LIMIT - now)  # a finished request notifies
+                continue
+            heapq.heappop(_waiting)
+            if job.key is not None and _by_key.get(job.key) is job:
+                del _by_key[job.key]
+            return job
+
+
+def _work() -> None:
+    global _unfinished
+    while True:
+        job = _next_job()
+        try:
+            _run_one(job.run)
+        finally:
+            with _state:
+                _unfinished -= 1
+                _state.notify_all()
+
+
+def _run_one(job: Callable[[], None]) -> None:
     from django.db import connections
 
-    while True:
-        job = _jobs.get()
-        try:
-            job()
-        except Exception:
-            logger.exception("an in-process background task failed")
-        finally:
+    try:
+        job()
+    except Exception:
+        logger.exception("an in-process background task failed")
+    finally:
+        if threading.current_thread() is _worker:
             # This thread's connections are its own: give them back between tasks, so that a
             # SQLite file is not held open (and locked) while the queue is idle.
             connections.close_all()
-            _jobs.task_done()
 
 
 @atexit.register
 def _drain_at_exit() -> None:
-    if _worker is not None and _worker.is_alive() and _jobs.unfinished_tasks:
+    if _worker is not None and _worker.is_alive() and waiting():
         if not drain(timeout=120):
             logger.warning("in-process tasks still waiting at exit were dropped")

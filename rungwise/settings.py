@@ -222,6 +222,16 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 
+# --- Embedded default: SQLite's journal (benchmarks/embedded_submit.py) ----------------------
+# WAL: readers (a page, the in-process task thread) no longer block the writer nor it them, and
+# with synchronous=NORMAL a commit appends to the log without waiting for the disk (the log is
+# synced at checkpoints). A crash of the process loses nothing; a power cut may lose the last
+# commits but never corrupts the file. Measured: a submit's p50 on this shared disk 300 → ? ms.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
+    )
+
 # --- Connection pooling (PgBouncer; docs/deployment.md, "Connection pooling") ---------------
 # RUNGWISE_DB_POOL_MODE says what DATABASE_URL points at. "session" (the default): PostgreSQL
 # itself, or PgBouncer in session mode, where a client keeps one server connection and

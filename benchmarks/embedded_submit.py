@@ -1,0 +1,228 @@
+"""One annotator on the embedded default (`make run`: SQLite, tasks in-process): how long a submit
+that completes an item takes to answer, for a ratings item and for a choice item.
+
+    .venv/bin/python benchmarks/embedded_submit.py                        # this checkout
+    .venv/bin/python benchmarks/embedded_submit.py --before /work/main    # before, then after
+    .venv/bin/python benchmarks/embedded_submit.py --submits 60 --think 0.5
+
+For each checkout (``--before``'s first, then this one, back to back in one run): a fresh SQLite
+file is migrated and given a ratings project (one pair file, overlap 1) and a choice project (a
+label stage, overlap 1), both with one annotator; ``manage.py runserver --noreload`` serves it
+as ``make run`` does (DEBUG on, no ``CELERY_BROKER_URL``, so tasks run in-process); the
+annotator signs in and submits ``--submits`` answers in each project over HTTP, as the htmx item
+screen does (each submit's response carries the next item). With overlap 1 every submit
+completes its item: the item's resolution, the agreement refresh and, for ratings, the stored
+analyses follow it. ``--think`` seconds pass between submits (an annotator reads the next item);
+the background work that submits set off runs meanwhile, as it would.
+
+Prints per project and checkout the p50 / p95 / max of the submit request's wall time (the first
+``--warmup`` submits of each project are left out: the server's first requests import and
+compile), the server's CPU time over the run (``/proc``, the server process), and the load
+average beside every figure: the machine is shared, so compare the two checkouts of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+SUBMIT_URL = re.compile(r'hx-post="(/annotate/assignments/\d+/submit/)"')
+
+
+# --- The data (run in a subprocess, with the checkout's code) ----------------------------------
+
+
+def build(count: int) -> dict[str, object]:
+    """Migrate the SQLite file of SQLITE_PATH and fill it; the ids the client needs."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from annotation import services
+    from annotation.models import Role
+    from ratings import services as ratings_services
+    from ratings.models import RatingsSetup
+
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_user(username="rater", password="embedded-bench-pass")
+    ratings = ratings_services.ratings_project_create(
+        slug="bench-ratings", name="Bench ratings", overlap=1, seed=4242
+    )
+    lines = ["pair_id,sentence_a,sentence_b,subset,origin,flags"] + [
+        f"p{index},The storm {index} hit.,The power went out.,causal,hand-written,"
+        for index in range(count)
+    ]
+    ratings_services.pairs_import(
+        project=ratings, content="\n".join(lines) + "\n", filename="pairs.csv"
+    )
+    services.membership_add(project=ratings, user=user, role=Role.ANNOTATOR)
+    choice = services.project_create(slug="bench-choice", name="Bench choice", kind="generic")
+    label = services.stage_create(
+        project=choice,
+        kind="label",
+        overlap=1,
+        slug="label",
+        name="Label",
+        config={"choices": ["causal", "temporal", "none"]},
+    )
+    services.items_create(
+        project=choice,
+        rows=[
+            {"external_id": f"item-{index:05d}", "payload": {"text": f"Sentence {index}."}}
+            for index in range(count)
+        ],
+    )
+    services.membership_add(project=choice, user=user, role=Role.ANNOTATOR)
+    return {
+        "ratings": RatingsSetup.objects.get(project=ratings).rating_stage_id,
+        "choice": label.pk,
+    }
+
+
+# --- The run ------------------------------------------------------------------------------------
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of the process and of its children that exited (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
+    import requests
+
+    with tempfile.TemporaryDirectory(prefix="embedded-submit-") as folder:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
+        }
+        env.update(
+            SQLITE_PATH=str(Path(folder) / "db.sqlite3"),
+            DJANGO_SETTINGS_MODULE="rungwise.settings",
+            DEBUG="1",
+            RUNGWISE_BIND="127.0.0.1",
+            PYTHONPATH=str(checkout),
+        )
+        built = subprocess.run(
+            [sys.executable, __file__, "--build", str(args.submits + args.warmup + 5)],
+            cwd=checkout,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        stages = json.loads(built.stdout.strip().splitlines()[-1])
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            cwd=checkout,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            session = requests.Session()
+            for _ in range(300):
+                try:
+                    session.get(f"{base}/accounts/login/", timeout=2)
+                    break
+                except requests.ConnectionError:
+                    time.sleep(0.1)
+            session.post(
+                f"{base}/accounts/login/",
+                data={
+                    "username": "rater",
+                    "password": "embedded-bench-pass",
+                    "csrfmiddlewaretoken": session.cookies["csrftoken"],
+                },
+                headers={"Referer": f"{base}/accounts/login/"},
+            ).raise_for_status()
+            cpu_before = cpu_seconds(server.pid)
+            for kind, value in (("ratings", "7"), ("choice", "causal")):
+                headers = {
+                    "HX-Request": "true",
+                    "X-CSRFToken": session.cookies["csrftoken"],
+                    "Referer": base + "/",
+                }
+                page = session.post(f"{base}/annotate/{stages[kind]}/", headers=headers)
+                page.raise_for_status()
+                times: list[float] = []
+                for number in range(args.warmup + args.submits):
+                    found = SUBMIT_URL.search(page.text)
+                    if not found:
+                        raise SystemExit(f"{kind}: no item to submit after {number} submits")
+                    start = time.perf_counter()
+                    page = session.post(base + found[1], data={"value": value}, headers=headers)
+                    elapsed = time.perf_counter() - start
+                    page.raise_for_status()
+                    if number >= args.warmup:
+                        times.append(elapsed)
+                    time.sleep(args.think)
+                print(
+                    f"  {kind:<8} submit completing an item, n={len(times)}: "
+                    f"p50 {statistics.median(times) * 1000:7.1f} ms  "
+                    f"p95 {percentile(times, 0.95) * 1000:7.1f} ms  "
+                    f"max {max(times) * 1000:7.1f} ms   ({load()})",
+                    flush=True,
+                )
+            print(
+                f"  server CPU over both loops {cpu_seconds(server.pid) - cpu_before:.1f} s "
+                f"({load()})",
+                flush=True,
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", help="another checkout to measure first (e.g. /work/main)")
+    parser.add_argument("--submits", type=int, default=40, help="measured submits per project")
+    parser.add_argument("--warmup", type=int, default=3, help="submits left out per project")
+    parser.add_argument("--think", type=float, default=0.3, help="seconds between submits")
+    parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.build is not None:
+        print(json.dumps(build(args.build)))
+        return
+    checkouts = ([("before", Path(args.before).resolve())] if args.before else []) + [
+        ("after" if args.before else "this checkout", HERE)
+    ]
+    for label, checkout in checkouts:
+        print(f"{label}: {checkout}  ({load()})", flush=True)
+        run_checkout(checkout, args)
+
+
+if __name__ == "__main__":
+    main()
