@@ -91,6 +91,31 @@ def build(count: int) -> dict[str, object]:
     }
 
 
+def serve(port: int, log: str) -> None:
+    """``manage.py runserver --noreload`` (in the checkout, as ``make run``), with each request's
+    thread CPU and wall time appended to ``log``: the request thread's CPU is what a submit costs
+    whatever else shares the machine (waiting for the GIL or a core is not CPU)."""
+    import threading
+
+    from django.core.management import execute_from_command_line
+    from django.core.signals import request_finished, request_started
+
+    started = threading.local()
+
+    def begin(**_: object) -> None:
+        started.times = (time.thread_time(), time.perf_counter())
+
+    def end(**_: object) -> None:
+        cpu, wall = started.__dict__.pop("times", (None, None))
+        if cpu is not None:
+            with open(log, "a") as out:
+                out.write(f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f}\n")
+
+    request_started.connect(begin, weak=False)
+    request_finished.connect(end, weak=False)
+    execute_from_command_line(["manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"])
+
+
 # --- The run ------------------------------------------------------------------------------------
 
 
@@ -142,8 +167,9 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
         )
         stages = json.loads(built.stdout.strip().splitlines()[-1])
         port = free_port()
+        log = Path(folder) / "requests.log"
         server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            [sys.executable, __file__, "--serve", str(port), str(log)],
             cwd=checkout,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -152,12 +178,14 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
         try:
             base = f"http://127.0.0.1:{port}"
             session = requests.Session()
-            for _ in range(300):
+            deadline = time.monotonic() + 180  # a loaded machine starts runserver slowly
+            while "csrftoken" not in session.cookies:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the server of {checkout} did not start")
                 try:
-                    session.get(f"{base}/accounts/login/", timeout=2)
-                    break
+                    session.get(f"{base}/accounts/login/", timeout=10)
                 except requests.ConnectionError:
-                    time.sleep(0.1)
+                    time.sleep(0.2)
             session.post(
                 f"{base}/accounts/login/",
                 data={
@@ -171,28 +199,39 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
             for kind, value in (("ratings", "7"), ("choice", "causal")):
                 headers = {
                     "HX-Request": "true",
-                    "X-CSRFToken": session.cookies["csrftoken"],
+                    "X-CSRFToken": session.cookies["csrftoken"] or "",
                     "Referer": base + "/",
                 }
                 page = session.post(f"{base}/annotate/{stages[kind]}/", headers=headers)
                 page.raise_for_status()
                 times: list[float] = []
+                cpu: list[float] = []
                 for number in range(args.warmup + args.submits):
                     found = SUBMIT_URL.search(page.text)
                     if not found:
                         raise SystemExit(f"{kind}: no item to submit after {number} submits")
+                    logged = log.read_text().count("\n") if log.exists() else 0
                     start = time.perf_counter()
                     page = session.post(base + found[1], data={"value": value}, headers=headers)
                     elapsed = time.perf_counter() - start
                     page.raise_for_status()
                     if number >= args.warmup:
                         times.append(elapsed)
+                        # The request's own line (the server logs it when the response closes).
+                        for _ in range(100):
+                            lines = log.read_text().splitlines()
+                            if len(lines) > logged:
+                                break
+                            time.sleep(0.01)
+                        cpu.append(float(lines[logged].split()[0]))
                     time.sleep(args.think)
                 print(
-                    f"  {kind:<8} submit completing an item, n={len(times)}: "
-                    f"p50 {statistics.median(times) * 1000:7.1f} ms  "
-                    f"p95 {percentile(times, 0.95) * 1000:7.1f} ms  "
-                    f"max {max(times) * 1000:7.1f} ms   ({load()})",
+                    f"  {kind:<8} submit completing an item, n={len(times)}: wall "
+                    f"p50 {statistics.median(times) * 1000:6.1f} ms "
+                    f"p95 {percentile(times, 0.95) * 1000:6.1f} ms "
+                    f"max {max(times) * 1000:6.1f} ms; request thread CPU "
+                    f"p50 {statistics.median(cpu) * 1000:5.1f} ms "
+                    f"p95 {percentile(cpu, 0.95) * 1000:5.1f} ms   ({load()})",
                     flush=True,
                 )
             print(
@@ -212,9 +251,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3, help="submits left out per project")
     parser.add_argument("--think", type=float, default=0.3, help="seconds between submits")
     parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build is not None:
         print(json.dumps(build(args.build)))
+        return
+    if args.serve:
+        serve(int(args.serve[0]), args.serve[1])
         return
     checkouts = ([("before", Path(args.before).resolve())] if args.before else []) + [
         ("after" if args.before else "this checkout", HERE)

@@ -407,9 +407,9 @@ if CACHE_URL:
 # --- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 # With no broker the embedded default runs tasks in-process: one sent while a request is served
-# runs after the response, on one background thread per process, in the order sent; one sent
-# elsewhere (commands, seed_demo) at the moment it is enqueued — for on-commit enqueues, right
-# after the transaction commits (rungwise/inprocess.py).
+# (or by such a task) runs after the response, on one background thread per process, no sooner
+# than its countdown; one sent elsewhere (commands, seed_demo) at the moment it is enqueued —
+# for on-commit enqueues, right after the transaction commits (rungwise/inprocess.py).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"

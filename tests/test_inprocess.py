@@ -116,3 +116,125 @@ def test_a_ratings_submit_answers_before_the_item_is_resolved(client, held, back
     held.set()
     assert background_tasks.drain(timeout=60)
     assert ItemStage.objects.get(pk=lease.item_stage_id).state == ItemStage.State.RESOLVED
+
+
+# --- The queue as a worker: countdown, collapse, requests first, bounds (rungwise/inprocess.py)
+
+
+def ran_so_far(background_tasks) -> list[str]:
+    """What has run once every job due now has: a marker job, sent last with no delay, sets an
+    event when the worker reaches it (jobs due now run in the order sent)."""
+    reached = threading.Event()
+    background_tasks.submit(reached.set)
+    assert reached.wait(30), "the worker did not reach the marker"
+    return list(RAN)
+
+
+def test_a_countdown_is_honoured_and_drain_hurries_it(held, background_tasks):
+    serving_a_request()
+    try:
+        record.apply_async(("later",), countdown=3600)
+        record.delay("now")
+    finally:
+        done_serving()
+    held.set()
+    assert ran_so_far(background_tasks) == ["now"]  # "later" is still counting down
+    assert background_tasks.drain(timeout=30)  # hurries what counts down: a test need not wait
+    assert RAN == ["now", "later"]
+
+
+def test_a_short_countdown_runs_at_its_time_without_hurry(background_tasks):
+    RAN.clear()
+    serving_a_request()
+    try:
+        record.apply_async(("soon",), countdown=0.2)
+    finally:
+        done_serving()
+    assert background_tasks.drain(timeout=30, hurry=False)
+    assert RAN == ["soon"]
+
+
+def test_the_same_call_sent_again_while_it_waits_runs_once_at_the_earlier_time(
+    held, background_tasks
+):
+    serving_a_request()
+    try:
+        for _ in range(3):
+            record.apply_async(("burst",), countdown=3600)
+        record.apply_async(("other",), countdown=3600)  # other arguments: a job of its own
+        record.apply_async(("urgent",), countdown=3600)
+        record.apply_async(("urgent",))  # due now: the waiting one runs now
+    finally:
+        done_serving()
+    held.set()
+    assert ran_so_far(background_tasks) == ["urgent"]
+    assert background_tasks.drain(timeout=30)
+    assert RAN == ["urgent", "burst", "other"]
+
+
+@app.task(name="tests.test_inprocess.follow_up")
+def follow_up(word: str) -> None:
+    RAN.append(word)
+    record.apply_async((f"{word}, then later",), countdown=3600)
+
+
+def test_a_task_sent_by_a_background_task_keeps_its_countdown(held, background_tasks):
+    serving_a_request()
+    try:
+        follow_up.delay("first")
+    finally:
+        done_serving()
+    held.set()
+    assert ran_so_far(background_tasks) == ["first"]
+    assert background_tasks.drain(timeout=30)
+    assert RAN == ["first", "first, then later"]
+
+
+def test_a_due_job_waits_for_the_request_in_flight(background_tasks, monkeypatch):
+    monkeypatch.setattr(background_tasks, "YIELD_LIMIT", 3600)
+    RAN.clear()
+    serving_a_request()
+    try:
+        record.delay("after the response")
+        assert not background_tasks.drain(timeout=0.5)  # due, but a request is being served
+        assert RAN == []
+    finally:
+        done_serving()
+    assert background_tasks.drain(timeout=30)
+    assert RAN == ["after the response"]
+
+
+def test_beyond_the_bound_a_task_runs_in_the_caller(held, background_tasks, monkeypatch):
+    monkeypatch.setattr(background_tasks, "MAX_WAITING", 1)  # the held job fills the queue
+    serving_a_request()
+    try:
+        record.delay("overflow")
+        assert RAN == ["overflow"]  # at once, not lost
+    finally:
+        done_serving()
+
+
+def test_a_burst_of_ratings_changes_computes_the_analysis_once(
+    background_tasks, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The apps' debounce (rungwise/debounce.py) over the queue: the first change sends the
+    refresh with its countdown and the mark stays set while it counts down, so the changes that
+    follow send nothing; the eager tasks of before ran at once and cleared the mark each time."""
+    from ratings import tasks as ratings_tasks
+
+    computed: list[tuple] = []
+    monkeypatch.setattr(
+        ratings_tasks.services,
+        "analysis_refresh",
+        lambda **selection: computed.append(tuple(sorted(selection.items()))) or True,
+    )
+    project = make_ratings_project(overlap=1)
+    for _ in range(5):
+        serving_a_request()
+        try:
+            with django_capture_on_commit_callbacks(execute=True):  # the request commits
+                ratings_services.analysis_refresh_request(project_id=project.pk)
+        finally:
+            done_serving()
+    assert background_tasks.drain(timeout=30)
+    assert computed == [(("project_id", project.pk), ("run_id", None), ("source", "all"))]
