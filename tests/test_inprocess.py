@@ -1,11 +1,14 @@
 """Tasks without a broker run off the request (rungwise/inprocess.py, rungwise/celery.py): a
 task sent while a request is served waits for the background thread; one sent elsewhere runs at
 once; a failing task is logged and the thread goes on. Each test holds the thread with a job
-that waits for an event, so what "not yet" means does not depend on timing."""
+that waits for an event, so what "not yet" means does not depend on timing. The queue acts as
+a worker would: countdowns and ETAs honoured, the same call sent again while it waits run once,
+requests first, a bound beyond which tasks run in the caller."""
 
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.signals import request_finished, request_started
@@ -238,3 +241,37 @@ def test_a_burst_of_ratings_changes_computes_the_analysis_once(
             done_serving()
     assert background_tasks.drain(timeout=30)
     assert computed == [(("project_id", project.pk), ("run_id", None), ("source", "all"))]
+
+
+def test_an_eta_is_honoured_as_a_countdown(held, background_tasks):
+    serving_a_request()
+    try:
+        record.apply_async(("at its time",), eta=datetime.now(UTC) + timedelta(hours=1))
+        record.delay("now")
+    finally:
+        done_serving()
+    held.set()
+    assert ran_so_far(background_tasks) == ["now"]
+    assert background_tasks.drain(timeout=30)
+    assert RAN == ["now", "at its time"]
+
+
+def test_the_embedded_database_file_is_written_ahead(tmp_path):
+    """The settings' SQLite block: a file opened with the project's options is in WAL mode with
+    synchronous=NORMAL, so the background thread's reads and the request's writes do not block
+    each other and a commit does not wait for the disk (rungwise/settings.py)."""
+    from django.db import connections
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    if connections["default"].vendor != "sqlite":
+        pytest.skip("the embedded default's SQLite options")
+    wrapper = DatabaseWrapper(
+        {**connections["default"].settings_dict, "NAME": str(tmp_path / "embedded.sqlite3")},
+        alias="embedded-check",
+    )
+    try:
+        with wrapper.cursor() as cursor:
+            assert cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert cursor.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    finally:
+        wrapper.close()
