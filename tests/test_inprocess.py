@@ -217,9 +217,8 @@ def test_beyond_the_bound_a_task_runs_in_the_caller(held, background_tasks, monk
         done_serving()
 
 
-def test_a_burst_of_ratings_changes_computes_the_analysis_once(
-    background_tasks, monkeypatch, django_capture_on_commit_callbacks
-):
+@pytest.mark.django_db(transaction=True)  # each change commits, as a request's does
+def test_a_burst_of_ratings_changes_computes_the_analysis_once(background_tasks, monkeypatch):
     """The apps' debounce (rungwise/debounce.py) over the queue: the first change sends the
     refresh with its countdown and the mark stays set while it counts down, so the changes that
     follow send nothing; the eager tasks of before ran at once and cleared the mark each time."""
@@ -235,8 +234,7 @@ def test_a_burst_of_ratings_changes_computes_the_analysis_once(
     for _ in range(5):
         serving_a_request()
         try:
-            with django_capture_on_commit_callbacks(execute=True):  # the request commits
-                ratings_services.analysis_refresh_request(project_id=project.pk)
+            ratings_services.analysis_refresh_request(project_id=project.pk)
         finally:
             done_serving()
     assert background_tasks.drain(timeout=30)
