@@ -83,6 +83,7 @@ _waiting: list[_Job] = []  # a heap by (due, sequence); cancelled entries are sk
 _by_key: dict[Hashable, _Job] = {}
 _unfinished = 0  # jobs submitted and not yet finished (waiting or running)
 _in_flight = 0  # requests this process is serving
+_hurrying = 0  # drain(hurry=True) calls waiting: jobs start without waiting for requests
 _sequence = itertools.count()
 _worker: threading.Thread | None = None
 
@@ -148,17 +149,22 @@ def drain(timeout: float = 60.0, *, hurry: bool = True) -> bool:
     """Wait until every job submitted so far (and every job those submit) has run; True when
     none is left, False when ``timeout`` seconds passed first. ``hurry`` (the default): jobs
     counting down are due at once, so a test or an exit need not wait out their delays; without
-    it they run at their time."""
+    it they run at their time, and after the requests in flight."""
+    global _hurrying
     deadline = time.monotonic() + timeout
     with _state:
-        while _unfinished:
-            if hurry:
-                _hurry()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            _state.wait(min(left, 0.5))
-        return True
+        _hurrying += hurry
+        try:
+            while _unfinished:
+                if hurry:
+                    _hurry()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                _state.wait(min(left, 0.5))
+            return True
+        finally:
+            _hurrying -= hurry
 
 
 def waiting() -> int:
@@ -205,7 +211,7 @@ def _next_job() -> _Job:
             if job.due > now:
                 _state.wait(job.due - now)
                 continue
-            if _in_flight and now < job.due + YIELD_LIMIT:
+            if _in_flight and not _hurrying and now < job.due + YIELD_LIMIT:
                 _state.wait(job.due + YIELD_LIMIT - now)  # a finished request notifies
                 continue
             heapq.heappop(_waiting)
