@@ -30,6 +30,7 @@ import argparse
 import http.client
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -200,11 +201,21 @@ def main() -> None:
     primary, database_url = use_database(f"bench_pages_{scale.name}_{args.seed}", data_dir)
     standby = None
     try:
+        from django.core.management import call_command
+
         from annotation.models import Project
 
+        call_command("migrate", verbosity=0)  # a copied database may predate this checkout
         if not Project.objects.filter(slug=SLUG, description="complete").exists():
             sys.exit(f"No built pages_scale.py database in {data_dir}: build or copy one first.")
         cookie, paths = session_cookie(), research_pages(SLUG)
+        # As the image is built (Dockerfile): the pages name their static files by hash.
+        os.environ["STATIC_ROOT"] = str(data_dir / "static-replica")
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+            cwd=REPO,
+            check=True,
+        )
         print(f"making the replica (pg_basebackup; load average {load_average()})", flush=True)
         started = time.monotonic()
         standby = start_standby(primary, data_dir / "standby")
