@@ -97,9 +97,11 @@ def research_pages(slug: str) -> list[str]:
     ]
 
 
-def researcher(port: int, cookie: str, paths: list[str], deadline: float, out: dict) -> None:
+def researcher(
+    port: int, cookie: str, paths: list[str], deadline: float, out: dict, start: int
+) -> None:
     latencies, from_replica, errors = [], 0, 0
-    index = 0
+    index = start  # researchers start on different pages
     while time.monotonic() < deadline:
         path = paths[index % len(paths)]
         index += 1
@@ -139,8 +141,8 @@ def run(args, mode: str, primary, standby, database_url: str, cookie: str, paths
             threading.Thread(target=annotator, args=(port, token, stage.pk, deadline, out))
             for token, out in zip(tokens, annotators, strict=True)
         ] + [
-            threading.Thread(target=researcher, args=(port, cookie, paths, deadline, out))
-            for out in researchers
+            threading.Thread(target=researcher, args=(port, cookie, paths, deadline, out, number))
+            for number, out in enumerate(researchers)
         ]
         load_before = load_average()
         cpu_before = [tree_cpu(postmaster(primary)), tree_cpu(postmaster(standby))]
@@ -187,6 +189,7 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="pages_scale.py's --small database")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir", default="/var/tmp/bench-rp")
+    parser.add_argument("--only", default="", help="only the pages whose path contains this")
     args = parser.parse_args()
     args.server = "granian"
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
@@ -208,7 +211,8 @@ def main() -> None:
         call_command("migrate", verbosity=0)  # a copied database may predate this checkout
         if not Project.objects.filter(slug=SLUG, description="complete").exists():
             sys.exit(f"No built pages_scale.py database in {data_dir}: build or copy one first.")
-        cookie, paths = session_cookie(), research_pages(SLUG)
+        cookie = session_cookie()
+        paths = [path for path in research_pages(SLUG) if args.only in path]
         # As the image is built (Dockerfile): the pages name their static files by hash.
         os.environ["STATIC_ROOT"] = str(data_dir / "static-replica")
         subprocess.run(
