@@ -49,6 +49,7 @@ from annotation.errors import ApplicationError, NotFound
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
 from annotation.web import PageRequest, csv_response, page, page_of
+from rungwise.replica import reads_from_replica
 
 PAGE_SIZE = 50
 #: The figures and CSV tables a stage offers (``agreement.figures``, ``agreement.exports``).
@@ -82,6 +83,7 @@ def _order_form(request: PageRequest) -> AnnotatorOrderForm:
 
 @require_GET
 @research_page
+@reads_from_replica
 def dashboard(request: PageRequest, slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, MONITOR)
     project = access.project
@@ -100,6 +102,7 @@ def dashboard(request: PageRequest, slug: str) -> HttpResponseBase:
 
 @require_GET
 @research_page
+@reads_from_replica
 def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, MONITOR)
     project = access.project
@@ -166,6 +169,7 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
 
 @require_GET
 @research_page
+@reads_from_replica
 def stage_plot(request: PageRequest, slug: str, stage_slug: str, plot: str) -> HttpResponseBase:
     project = access_project(request.user, slug, MONITOR).project
     stage = access_stage(request.user, project, stage_slug)
@@ -202,6 +206,7 @@ def stage_csv(request: PageRequest, slug: str, stage_slug: str, table: str) -> H
 
 @require_GET
 @research_page
+@reads_from_replica
 def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, MONITOR)
     project = access.project

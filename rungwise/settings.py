@@ -253,6 +253,42 @@ if IS_POSTGRES and DATABASE_POOL_MODE == "transaction":
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 
+# --- Read replica (docs/deployment.md, "Reads off the primary"; rungwise/replica.py) ---------
+# RUNGWISE_REPLICA_URL: a PostgreSQL streaming replica of DATABASE_URL's database. Views marked
+# with rungwise.replica.reads_from_replica (researchers' dashboards, the data manager) read there
+# while it trails the primary by at most RUNGWISE_REPLICA_MAX_LAG seconds, else the primary;
+# writes never go there (rungwise/dbrouter.py). Unset: one database, no router.
+REPLICA_URL = os.environ.get("RUNGWISE_REPLICA_URL", "").strip()
+REPLICA_MAX_LAG = float(os.environ.get("RUNGWISE_REPLICA_MAX_LAG", "").strip() or 30)
+#: How long a process trusts its last look at the replica's lag; after the replica failed to
+#: answer, how long it reads the primary before asking again.
+REPLICA_LAG_CACHE_SECONDS = 1.0
+REPLICA_RETRY_SECONDS = 5.0
+if REPLICA_URL:
+    if not IS_POSTGRES:
+        raise ImproperlyConfigured("RUNGWISE_REPLICA_URL needs DATABASE_URL to name PostgreSQL.")
+    _replica = dj_database_url.parse(
+        REPLICA_URL,
+        conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
+        conn_health_checks=True,
+    )
+    _replica["ENGINE"] = DATABASES["default"]["ENGINE"]
+    # The primary's connection options (server-side binding, prepared statements as the pool
+    # mode allows), and a short connect timeout: a replica host that is down costs a page at
+    # most that long, once every REPLICA_RETRY_SECONDS, before the primary serves it.
+    _replica["OPTIONS"] = {
+        **DATABASES["default"]["OPTIONS"],
+        **_replica.get("OPTIONS", {}),
+        "connect_timeout": 2,
+    }
+    _replica["DISABLE_SERVER_SIDE_CURSORS"] = DATABASES["default"].get(
+        "DISABLE_SERVER_SIDE_CURSORS", False
+    )
+    # Tests create no database of its own: the alias reads the test database.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES["replica"] = _replica
+    DATABASE_ROUTERS = ["rungwise.dbrouter.ReplicaRouter"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

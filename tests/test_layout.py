@@ -31,6 +31,7 @@ BEHAVIOURS = {
     "hosts/test_queues.py": "interactive and bulk work on separate Celery queues",
     "hosts/test_pgbouncer.py": "the engine through PgBouncer, session and transaction pooling",
     "hosts/test_multihost.py": "several hosts (network namespaces) under faults, end to end",
+    "hosts/test_replica.py": "researchers' pages read from a real streaming replica, with fallback",
     "sso/test_sign_in.py": "the OpenID Connect sign-in flow against a local provider, end to end",
 }
 

@@ -26,6 +26,7 @@ from annotation.forms import form_error
 from annotation.models import Item, ItemStage, Project
 from annotation.navigation import project_tabs
 from annotation.web import PageRequest, csv_response, csv_timestamp, page
+from rungwise.replica import reads_from_replica
 from studio.access import access_project_items, access_project_setup
 from studio.data_manager import forms, selectors, services
 from studio.data_manager.columns import Column
@@ -40,6 +41,7 @@ def _items_url(slug: str, params: dict[str, str]) -> str:
 
 @require_GET
 @page
+@reads_from_replica
 def items(request: PageRequest, slug: str) -> HttpResponseBase:
     """The table of the project's items: the chosen columns, filters, a sort, 50 a page by
     keyset (``after``), the count matching, and (admins) the bulk-action form."""
