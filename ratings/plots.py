@@ -158,11 +158,6 @@ def mean_by_connective(
     groups += sorted(set(frame["subset"]) - set(groups))
     words = list(connective_set.words)
     relations = list(connective_set.relations)
-    # The rows of each (subset, connective) panel, in frame order (what a boolean mask per
-    # panel selects), grouped in one pass instead of a pass over every rating per panel.
-    ratings_of = frame["rating"].to_numpy(dtype=float)
-    panel_rows = frame.groupby(["subset", "connective"], sort=False).indices
-    no_rows = np.array([], dtype=np.intp)
     with plt.rc_context(_STYLE):
         figure, axis = plt.subplots(figsize=(1.2 + 1.9 * len(groups), 3.6))
         width = 0.8 / len(words)
