@@ -250,17 +250,18 @@ def progress(context: RatingsContext) -> dict[str, Any]:
         item_stage__stage_id=rating_stage_id, payload__cannot_judge=True
     ).count()
     result["live"] = live
-    result["items_total"] = Item.objects.filter(
-        project=context.project, purpose=Item.Purpose.REGULAR
-    ).count()
+    # Both purposes in one pass over the project's items.
+    item_counts = Item.objects.filter(project=context.project).aggregate(
+        regular=Count("pk", filter=Q(purpose=Item.Purpose.REGULAR)),
+        checks=Count("pk", filter=Q(purpose=Item.Purpose.ATTENTION_CHECK)),
+    )
+    result["items_total"] = item_counts["regular"]
     checks = Annotation.objects.filter(
         item_stage__stage_id=rating_stage_id,
         item_stage__item__purpose=Item.Purpose.ATTENTION_CHECK,
     )
     result["checks"] = {
-        "items": Item.objects.filter(
-            project=context.project, purpose=Item.Purpose.ATTENTION_CHECK
-        ).count(),
+        "items": item_counts["checks"],
         "answers": checks.count(),
     }
     if setup.practice_stage_id:
