@@ -22,6 +22,7 @@ import pandas as pd
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
 
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project
 from imports.models import ImportBatch
@@ -144,8 +145,10 @@ def ratings_frame(
     ).values_list(
         "item_stage__item_id",
         "item_stage__stage_id",
-        "payload__value",
-        "payload__cannot_judge",
+        # As text, not JSON: decoding two JSON values per rating in Python was most of the
+        # read's time at a million ratings; the numbers are parsed below in one pass.
+        KeyTextTransform("value", "payload"),
+        KeyTextTransform("cannot_judge", "payload"),
         "annotator_id",
         "external_rater",
         "seconds_spent",
@@ -171,7 +174,8 @@ def ratings_frame(
         frame["stage_id"] == context.setup.historic_stage_id, "historic", "live"
     )
     frame["rating"] = pd.to_numeric(frame["rating"], errors="coerce")
-    frame["cannot_judge"] = frame["cannot_judge"].fillna(False).astype(bool)
+    # JSON true arrives as "true" (PostgreSQL's ->>) or 1 (SQLite's).
+    frame["cannot_judge"] = frame["cannot_judge"].astype(str).str.lower().isin(["true", "1"])
     frame["seconds"] = pd.to_numeric(frame["seconds"], errors="coerce")
     meta = items.set_index("item_id")[["item_key", "pair_id", "order", "connective"]]
     frame = frame.join(meta, on="item_id")
