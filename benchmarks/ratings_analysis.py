@@ -57,6 +57,9 @@ def main() -> None:
 
     cluster, _ = use_database(f"bench_pages_full_{args.seed}", Path(args.data_dir))
     try:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)  # a cluster built by an older checkout
         from annotation.models import Project
         from ratings import plots, report, selectors, services
         from ratings.models import StoredAnalysis
