@@ -436,6 +436,14 @@ def spearman_brown(r: float | np.ndarray, factor: float = 2.0) -> float | np.nda
 def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r between the columns of x and y (items × splits), ignoring NaN rows per column."""
     valid = ~(np.isnan(x) | np.isnan(y))
+    if valid.all():
+        # The same sums as below without the masks (which then change nothing): at a million
+        # ratings the masked temporaries of items × splits cost seconds.
+        count = np.full(x.shape[1], x.shape[0])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dx = x - x.sum(axis=0) / count
+            dy = y - y.sum(axis=0) / count
+            return (dx * dy).sum(axis=0) / np.sqrt((dx * dx).sum(axis=0) * (dy * dy).sum(axis=0))
     count = valid.sum(axis=0)
     x = np.where(valid, x, 0.0)
     y = np.where(valid, y, 0.0)
@@ -484,14 +492,22 @@ def split_half_reliability(
         first_means = np.empty((len(matrix), n_splits))
         second_means = np.empty((len(matrix), n_splits))
         filled = np.where(np.isnan(matrix), 0.0, matrix)
+        missing = np.isnan(matrix)
+        rows = np.arange(len(matrix))
+        kth = first_size - 1
+        total = filled.sum(axis=1)
         for split in range(n_splits):
             keys = rng.random(matrix.shape)
-            keys[np.isnan(matrix)] = np.inf
-            ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
-            in_first = ranks < first_size[:, None]
+            keys[missing] = np.inf
+            # A rating is in the first half when its key is among its item's first_size
+            # smallest: one sort and a threshold instead of ranking every key (argsort of an
+            # argsort), the same halves (keys are distinct floats; missing ones are +inf and
+            # never among the smallest, since first_size is at most half the ratings).
+            threshold = np.sort(keys, axis=1)[rows, kth]
+            in_first = keys <= threshold[:, None]
             first_sum = np.where(in_first, filled, 0.0).sum(axis=1)
             first_means[:, split] = first_sum / first_size
-            second_means[:, split] = (filled.sum(axis=1) - first_sum) / (n_per_item - first_size)
+            second_means[:, split] = (total - first_sum) / (n_per_item - first_size)
         n_items = int(usable.sum())
     elif split_by == "rater":
         _require_columns(ratings, ["rater"], "Ratings")
@@ -552,12 +568,14 @@ def rater_consistency(
         raise ValueError("Per-rater consistency needs rater ids; these ratings are anonymous.")
     present = present.loc[present["rater"].notna()]
     present["rating"] = pd.to_numeric(present["rating"])
-    item_totals = present.groupby("item_key")["rating"].agg(["sum", "count"])
-    totals = item_totals.reindex(present["item_key"]).to_numpy()
+    # Per-item sum and count broadcast to the ratings (transform: no text reindex of every row).
+    per_item = present.groupby("item_key", sort=False)["rating"]
+    item_sum = per_item.transform("sum").to_numpy()
+    item_count = per_item.transform("count").to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         present["loo_mean"] = np.where(
-            totals[:, 1] > 1,
-            (totals[:, 0] - present["rating"].to_numpy()) / (totals[:, 1] - 1),
+            item_count > 1,
+            (item_sum - present["rating"].to_numpy()) / (item_count - 1),
             np.nan,
         )
     present = present.loc[present["loo_mean"].notna()]

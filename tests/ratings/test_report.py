@@ -267,3 +267,56 @@ def test_dollar_signs_in_a_model_name_are_shown_as_typed_not_as_math():
     # Drawn as plain text (mathtext would draw glyph paths and drop the dollar signs).
     assert ">llama $3$ vs $4$ rating</text>" in scatter
     assert ">llama $3$ vs $4$ · Spearman" in scatter
+
+
+def test_reliability_figures_are_exactly_those_of_the_text_keys():
+    """The report passes items to α as integer codes and picks the split-half's ratings by
+    count (fast at a million ratings); the figures are exactly those of the item keys
+    themselves, with items of a single rating left out of the split-half."""
+    from agreement.stats import krippendorff_alpha as alpha_with_ci
+
+    ratings = ratings_frame(seed=4)
+    lone = ratings["item_key"] == ratings["item_key"].iloc[0]
+    ratings = pd.concat([ratings.loc[~lone], ratings.loc[lone].head(1)], ignore_index=True)
+    built = build(ratings=ratings, seed=3)
+    long = pd.DataFrame({"item": ratings["item_key"], "value": ratings["rating"]})
+    for level in ("ordinal", "interval"):
+        expected = alpha_with_ci(
+            long,
+            level=level,
+            value_domain=list(range(1, 11)),
+            n_boot=report.ALPHA_BOOTSTRAP,
+            seed=3,
+        )
+        figure = built.figures[f"alpha_{level}"]
+        assert (figure.value, figure.low, figure.high) == (
+            expected.value,
+            expected.ci_low,
+            expected.ci_high,
+        )
+    counts = ratings["item_key"].map(ratings["item_key"].value_counts())
+    split = stats.split_half_reliability(ratings.loc[counts >= 2], n_splits=report.SPLITS, seed=3)
+    assert built.figures["split_half"].value == split.spearman_brown
+    row = built.tables["reliability"].iloc[2]
+    assert row["n_ratings"] == len(ratings) - 1 and row["n_items"] == split.n_items
+
+
+def test_distribution_panels_count_the_ratings_of_their_subset_and_connective():
+    """Each panel's "n = …" is the number of rated answers of its (expected subset, connective),
+    a missing or empty subset shown as "(none)", in the order subsets are listed."""
+    import re
+
+    ratings = ratings_frame(seed=5)
+    ratings.loc[ratings.index % 5 == 0, "rating"] = np.nan
+    items = items_frame()
+    subsets = items.set_index("item_key")["pair_id"].map({"c1": "causal", "t1": "", "u1": None})
+    svg = plots.rating_distributions(ratings, EXPLICA_CONNECTIVES, (1, 10), by_subset=subsets)
+    rated = ratings.loc[ratings["rating"].notna()]
+    subset_of = rated["item_key"].map(subsets).fillna("").replace("", "(none)")
+    expected = [
+        f"n = {int(((subset_of == subset) & (rated['connective'] == word)).sum()):,}"
+        for subset in ("causal", "(none)")
+        for word in EXPLICA_CONNECTIVES.words
+    ]
+    assert re.findall(r"n = [0-9,]+", svg) == expected
+    assert "(none) pairs" in svg

@@ -159,3 +159,71 @@ def test_the_analysis_flags_the_failed_check_and_is_cached_until_data_change(rat
     )
     selectors.analysis(context, source="live", run=None)
     assert len(calls) == 2
+
+
+def test_the_data_version_follows_imported_live_and_edited_ratings(rated):
+    """Imported ratings are read by their item stages' counters, live ones by their
+    annotations: an import of one more rating of an item already imported, a new live rating
+    and an edited one each give a new version; reading again without a change does not."""
+    from annotation.models import Annotation
+
+    context = selectors.ratings_context(rated)
+    first = selectors.data_version(context, None)
+    assert selectors.data_version(context, None) == first
+    services.historic_ratings_import(
+        project=rated,
+        content=csv_text(["pair_id", "order", "connective", "rating"], [["p2", "BA", "then", "4"]]),
+        filename="one-more.csv",
+    )
+    after_import = selectors.data_version(context, None)
+    assert after_import != first
+    # An edit: the engine keeps the old row (no longer current) and stores a new current one.
+    answer = Annotation.objects.filter(item_stage__stage_id=context.setup.rating_stage_id).first()
+    Annotation.objects.filter(pk=answer.pk).update(is_current=False)
+    answer.pk = None
+    answer.payload = {"value": 1}
+    answer.is_current = True
+    answer.save()
+    assert selectors.data_version(context, None) != after_import
+
+
+def test_progress_counts_named_historic_raters_again_after_an_import(rated):
+    context = selectors.ratings_context(rated)
+    assert selectors.progress(context)["historic"]["raters"] == 0
+    services.historic_ratings_import(
+        project=rated,
+        content=csv_text(
+            ["pair_id", "order", "connective", "rater", "rating"],
+            [["p1", "AB", "so", "r1", "5"], ["p1", "AB", "then", "r2", "6"]],
+        ),
+        filename="named.csv",
+    )
+    assert selectors.progress(context)["historic"] == {"items": 3, "ratings": 5, "raters": 2}
+
+
+def test_the_stored_analysis_is_read_and_unpickled_once_per_computation(
+    rated, django_assert_num_queries, monkeypatch
+):
+    import pickle
+
+    context = selectors.ratings_context(rated)
+    services.analysis_refresh(project_id=rated.pk, source="live", run_id=None)
+    loads = []
+    monkeypatch.setattr(pickle, "loads", lambda data: loads.append(1) or pickle.Unpickler(
+        __import__("io").BytesIO(data)).load())  # fmt: skip
+    first = selectors.stored_analysis(context, source="live", run=None)
+    assert first.fresh and first.analysis is not None and loads == [1]
+    # Again: the row's fields only (no content), the version's three aggregates, no unpickling.
+    with django_assert_num_queries(4):
+        again = selectors.stored_analysis(context, source="live", run=None)
+    assert loads == [1] and again.fresh
+    assert again.analysis.report.tables["raters"].equals(first.analysis.report.tables["raters"])
+    # A new computation (new data) is read again.
+    services.historic_ratings_import(
+        project=rated,
+        content=csv_text(["pair_id", "order", "connective", "rating"], [["p1", "AB", "so", "5"]]),
+        filename="more.csv",
+    )
+    services.analysis_refresh(project_id=rated.pk, source="live", run_id=None)
+    assert selectors.stored_analysis(context, source="live", run=None).fresh
+    assert loads == [1, 1]
