@@ -37,8 +37,8 @@ from django.utils import timezone
 from annotation import services
 from annotation.errors import ApplicationError
 from annotation.models import Item, ItemStage, Project
-from annotation.workflows import WORKFLOWS
 from annotation.tasks import item_search_index
+from annotation.workflows import WORKFLOWS
 from imports.core import (
     ImportRejected,
     ImportReport,
