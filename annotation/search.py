@@ -60,12 +60,14 @@ def items_containing(items: QuerySet[Item], text: str, *, project_id: int) -> Qu
     return items.filter(pk__in=indexed.union(waiting, all=True))
 
 
-def items_waiting_count(project_id: int) -> int:
+def items_waiting_count(project_id: int, *, limit: int | None = None) -> int:
     """How many of the project's items are queued for the search index (read directly by
-    the search until indexed)."""
-    return Item.objects.filter(
+    the search until indexed), counted up to ``limit`` + 1 when given (a count beyond it
+    reads the whole queue)."""
+    queued = Item.objects.filter(
         project_id=project_id, pk__in=ItemSearchPending.objects.values("item_id")
-    ).count()
+    ).order_by()
+    return (queued if limit is None else queued[: limit + 1]).count()
 
 
 def _index_chunk(size: int) -> int:

@@ -25,6 +25,7 @@ from annotation.api import (
     annotations_visible,
     item_stages_with_final_votes,
     items_containing,
+    items_waiting_count,
     votes_final,
 )
 from annotation.errors import ApplicationError, PermissionDenied
@@ -154,6 +155,16 @@ def items_count(
         return matching.count(), False
     found = matching[: COUNT_LIMIT + 1].count()
     return min(found, COUNT_LIMIT), found > COUNT_LIMIT
+
+
+def search_waiting(project: Project, query: ItemQuery) -> tuple[int, bool]:
+    """For a search: how many of the project's items are not in the search index yet (read
+    one by one by the search, annotation/search.py), up to ``COUNT_LIMIT`` (True beyond);
+    (0, False) without a search."""
+    if not query.q:
+        return 0, False
+    waiting = items_waiting_count(project.pk, limit=COUNT_LIMIT)
+    return min(waiting, COUNT_LIMIT), waiting > COUNT_LIMIT
 
 
 def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | None):
