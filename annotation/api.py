@@ -208,3 +208,9 @@ from annotation.services.batch import (  # noqa: E402
 )
 
 __all__ += ["ReadyAnswer", "StageForAnnotator", "annotations_submit_ready", "ready_path_open"]
+
+# The data manager's text search: complete from the moment items commit, indexed after
+# (annotation/search.py states the contract).
+from annotation.search import items_containing, items_waiting_count  # noqa: E402
+
+__all__ += ["items_containing", "items_waiting_count"]

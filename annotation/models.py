@@ -552,3 +552,36 @@ class ItemEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id}: {self.action}"
+
+
+# --- The data manager's text search (annotation/search.py) ---------------------------------
+
+
+class ItemSearch(models.Model):
+    """An item's id and content as text, for the data manager's search: the trigram indexes
+    that make ``icontains`` fast live here, off the items table's insert path. Filled after
+    the items commit by ``annotation.search.item_search_index`` (a Celery task); an item is
+    searched here only while it has no row in ``ItemSearchPending``. Plain integer columns,
+    no foreign keys: the search joins back to the items, so the row of a deleted item is
+    never shown (and is removed by the next indexing)."""
+
+    item_id = models.BigIntegerField(primary_key=True)
+    project_id = models.BigIntegerField()
+    external_id = models.TextField()
+    content = models.TextField()
+
+    def __str__(self) -> str:
+        return f"search row of item {self.item_id}"
+
+
+class ItemSearchPending(models.Model):
+    """Items whose ``ItemSearch`` row is missing or out of date: the search reads their own
+    columns instead. Written by the database itself (triggers of the migration
+    ``0015_item_search_table``) on every insert of an item and on every change of its
+    ``external_id`` or ``payload``, whichever code path writes them; emptied by the
+    indexing."""
+
+    item_id = models.BigIntegerField(primary_key=True)
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} waits for its search row"

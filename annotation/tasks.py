@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from annotation import events, services
+from annotation import events, search, services
 
 logger = logging.getLogger(__name__)
 
@@ -55,3 +55,11 @@ def repair_counters() -> int:
     """Recount slot counters that drifted from the rows (annotation.services.
     item_stage_counters_repair)."""
     return services.item_stage_counters_repair()
+
+
+@shared_task(name="annotation.tasks.item_search_index")
+def item_search_index() -> int:
+    """Index the items queued for the data manager's search (annotation/search.py), a chunk
+    per transaction, until the queue is empty. Sent when an import commits and every minute
+    by beat; safe to run twice or twice at once (queue rows are taken with SKIP LOCKED)."""
+    return search.item_search_index()

@@ -1,5 +1,5 @@
-"""The data manager (studio/data_manager) on 1,000,000 items: its pages before and after the
-indexes of annotation/migrations/*_data_manager_indexes.py, in one run.
+"""The data manager (studio/data_manager) on 1,000,000 items: its pages with every item in the
+search queue (right after an import) and after the indexing task (annotation/search.py).
 
 Usage (from the repository root; needs PostgreSQL through DATABASE_URL)::
 
@@ -20,8 +20,15 @@ and best), through the selectors the Items tab calls (``items_page`` and ``items
 5. a full-text filter (a word in 0.1 % of items) and one matching nothing;
 6. items whose votes were not unanimous;
 
-first with the data manager's indexes removed (its migration unapplied), then with them
-(migrated again), ANALYZE after each. ``--explain`` prints each query's plan.
+7. a search by id, and a search with a stage and state;
+
+first with every item in the search queue (the search reads them directly, as right after
+importing them all), then after ``item_search_index`` filled the trigram-indexed search table
+(timed), ANALYZE before each. ``--explain`` prints each query's plan.
+
+The figures below, up to "What they decided", were measured by the earlier form of this
+script, before and after migration ``0012_data_manager_indexes`` (trigram indexes then on the
+items table, since moved to ``ItemSearch`` by ``0015_item_search_table``).
 
 Figures (2026-11-27, the project's 2-CPU VM shared with other work, load average near 15, so
 noisy: median (best) of 3, in ms). 200,000 items (+ 40,000 in
@@ -116,9 +123,8 @@ def _copy_items(cursor, project_id: int, count: int, prefix: str, rng: random.Ra
             copy.write(block.getvalue())
 
 
-def load(items: int, others: int, seed: int, previous: str) -> None:
-    """Create both projects with COPY (skipped when already there), with the data manager's
-    indexes removed (annotation migrated back to ``previous``): they are built afterwards."""
+def load(items: int, others: int, seed: int) -> None:
+    """Create both projects with COPY (skipped when already there)."""
     from django.core.management import call_command
     from django.db import connection, transaction
 
@@ -126,7 +132,6 @@ def load(items: int, others: int, seed: int, previous: str) -> None:
     from annotation.models import Item, ItemStage, Project, Resolution
 
     call_command("migrate", verbosity=0)
-    call_command("migrate", "annotation", previous, verbosity=0)
     project = Project.objects.filter(slug=SLUG).first()
     if project is not None and Item.objects.filter(project=project).count() == items:
         print(f"reusing the {items:,} items of project {SLUG!r}")
@@ -221,6 +226,8 @@ def cases(project) -> dict:
         "full text (0.1 % match)": ItemQuery(q="quokka"),
         "full text (no match)": ItemQuery(q="platypus"),
         "not unanimous": ItemQuery(disagreement=True),
+        "search by id": ItemQuery(q="bench-0001234"),
+        "search + stage + state": ItemQuery(q="quokka", stage="verify", state="resolved"),
     }
 
 
@@ -264,43 +271,45 @@ def main() -> None:
     parser.add_argument("--explain", action="store_true")
     args = parser.parse_args()
     setup_django()
-    from django.core.management import call_command
     from django.db import connection
-    from django.db.migrations.loader import MigrationLoader
 
-    from annotation.models import Item, Project
+    from annotation.models import Item, ItemSearch, ItemSearchPending, Project
+    from annotation.search import item_search_index
 
-    mine = next(
-        name
-        for app, name in MigrationLoader(connection).disk_migrations
-        if app == "annotation" and name.endswith("_data_manager_indexes")
-    )
-    previous = next(
-        migration.dependencies[0][1]
-        for (app, name), migration in MigrationLoader(connection).disk_migrations.items()
-        if app == "annotation" and name == mine
-    )
-    load(args.items, args.others, args.seed, previous)
+    load(args.items, args.others, args.seed)
     project = Project.objects.get(slug=SLUG)
     queries = cases(project)
     figures = {}
-    for phase, target in (("before", previous), ("after", mine)):
-        call_command("migrate", "annotation", target, verbosity=0)
+    for phase in ("queued", "indexed"):
         with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {Item._meta.db_table}")
-        print(f"== {phase} the data manager's indexes (annotation {target})", flush=True)
+            if phase == "queued":
+                # Every item queued, as right after importing them all: the search reads
+                # them directly (annotation/search.py), the worst case it has.
+                cursor.execute(f"TRUNCATE {ItemSearch._meta.db_table}")
+                cursor.execute(
+                    f"INSERT INTO {ItemSearchPending._meta.db_table} (item_id) "
+                    f"SELECT id FROM {Item._meta.db_table} ON CONFLICT DO NOTHING"
+                )
+            else:
+                started, load_average = time.perf_counter(), os.getloadavg()[0]
+                indexed = item_search_index()
+                print(f"indexed {indexed:,} items in {time.perf_counter() - started:.1f} s "
+                      f"(load {load_average:.1f})", flush=True)  # fmt: skip
+            for table in (Item, ItemSearch, ItemSearchPending):
+                cursor.execute(f"ANALYZE {table._meta.db_table}")
+        print(f"== {phase}: items in the search queue, load {os.getloadavg()[0]:.1f}", flush=True)
         figures[phase] = measure(project, queries, args.repeat, args.explain)
-    call_command("migrate", verbosity=0)
     print(
         f"\n{args.items:,} items (+ {args.others:,} in another project), median (best) in ms "
         f"of {args.repeat} runs; count: the 'N items match' figure (items_count: capped at "
-        "10,000 when filtered)"
+        f"10,000 when filtered); load average {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"{'case':<30} {'page before':>16} {'page after':>16} {'count before':>14} {'count after':>14}"
+        f"{'case':<30} {'page queued':>16} {'page indexed':>16} {'count queued':>14} "
+        f"{'count indexed':>14}"
     )
     for name in queries:
-        b, a = figures["before"][name], figures["after"][name]
+        b, a = figures["queued"][name], figures["indexed"][name]
         print(
             f"{name:<30} {b[0]:>8.1f} ({b[1]:>5.1f}) {a[0]:>8.1f} ({a[1]:>5.1f}) "
             f"{b[2]:>14.1f} {a[2]:>14.1f}"

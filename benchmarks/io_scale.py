@@ -1,7 +1,7 @@
 """I/O at scale on PostgreSQL: import 100,000 items, export 1,000,000 annotations.
 
     scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
-        [--before-rows 100000] [--import-only]
+        [--before-rows 100000] [--import-only] [--index]
 
 Each measured phase runs in its own process so that its peak memory (resident memory above
 its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
@@ -13,7 +13,9 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
   backend, and the load average beside them (the machine may be shared). ``--before-rows N``
   first imports N rows through the two-pass pipeline PostgreSQL ran before (two passes over the
   file, ids looked up 1,000 at a time), into empty tables, then empties them again;
-  ``--import-only`` stops after the imports;
+  ``--import-only`` stops after the imports; ``--index`` then fills the data manager's
+  search index as its Celery task does after an import commits (annotation/search.py: the
+  trigram indexes are off the import's path), and prints its figures as a line "indexing";
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
   in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
@@ -152,6 +154,23 @@ def phase_import(slug: str, rows: int, workdir: Path, path_kind: str = "one-pass
     assert batch.status == "succeeded", batch.message
     report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=peak(),
            bytes=path.stat().st_size, load=os.getloadavg()[0], **cpu())  # fmt: skip
+
+
+def phase_index() -> None:
+    """The data manager's search index filled after the imports (annotation/search.py): the
+    work taken off the import's path, done here as the Celery task does it."""
+    django_setup()
+    from annotation.models import ItemSearchPending
+    from annotation.search import item_search_index
+
+    queued = ItemSearchPending.objects.count()
+    peak = PeakRss()
+    cpu = CpuSeconds()
+    started = time.perf_counter()
+    done = item_search_index()
+    seconds = time.perf_counter() - started
+    report(rows=done, queued=queued, seconds=seconds, rows_per_s=done / max(seconds, 1e-9),
+           peak_mib=peak(), load=os.getloadavg()[0], **cpu())  # fmt: skip
 
 
 def empty_item_tables() -> None:
@@ -293,12 +312,18 @@ def main() -> None:
         "the staging import), into empty tables; 0 skips it",
     )  # fmt: skip
     parser.add_argument("--import-only", action="store_true", help="stop after the imports")
+    parser.add_argument(
+        "--index", action="store_true",
+        help="after the imports, fill the data manager's search index as its Celery task does",
+    )  # fmt: skip
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         name, *rest = args.phase
         if name == "import":
             phase_import(rest[0], int(rest[1]), Path(rest[2]), rest[3])
+        elif name == "index":
+            phase_index()
         elif name == "export":
             phase_export(rest[0], Path(rest[1]), naive=rest[2] == "naive")
         else:
@@ -325,6 +350,9 @@ def main() -> None:
         for slug, rows in (("full", args.items), ("small", quarter)):
             result = child("import", slug, str(rows), str(work), "one-pass")
             print_import("one-pass", rows, result)
+        if args.index:
+            result = child("index")
+            print_import("indexing", result["rows"], {**result, "bytes": 0})
         if args.import_only:
             return
         counts = {slug: fill_annotations(slug, args.per_item) for slug in ("small", "full")}

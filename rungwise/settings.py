@@ -557,6 +557,7 @@ BULK_TASKS = (
     "crowd.tasks.sync_prolific_study",
     "crowd.tasks.sync_prolific_studies",
     "crowd.tasks.pay_bonus",
+    "annotation.tasks.item_search_index",
 )
 INTERACTIVE_TASKS = (
     "annotation.tasks.resolve_item_stage",
@@ -713,3 +714,11 @@ LOGGING = {
 # counted and drawn on each request.
 AGREEMENT_STORED_FROM = int(os.environ.get("AGREEMENT_STORED_FROM", "20000"))
 AGREEMENT_STORED_MAX_AGE = float(os.environ.get("AGREEMENT_STORED_MAX_AGE", "30"))
+
+# The data manager's search index (annotation/search.py): items written other than by an
+# import (which sends the task on commit) are indexed within a minute; until then the search
+# reads them directly.
+CELERY_BEAT_SCHEDULE["item-search-index"] = {
+    "task": "annotation.tasks.item_search_index",
+    "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
+}

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -482,14 +484,35 @@ _OPEN_VENDOR = {
 }
 
 
+_NAMED_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _positional(vendor: str, named: Mapping[str, Any], ids: QuerySet[Any]) -> tuple[str, list[Any]]:
+    """``_open_sql(vendor)`` with its id list replaced by the SQL of ``ids`` (a one-column
+    queryset) and every placeholder made positional, as the ORM's SQL spells them; the
+    parameters in their order. Raises ``EmptyResultSet`` when ``ids`` cannot match."""
+    subquery, subquery_params = ids.query.sql_with_params()
+    statement = _open_sql(vendor).replace(_OPEN_VENDOR[vendor]["ids"], "%(ids)s")
+    params: list[Any] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match.group(1) == "ids":
+            params.extend(subquery_params)
+            return subquery
+        params.append(named[match.group(1)])
+        return "%s"
+
+    return _NAMED_PLACEHOLDER.sub(placeholder, statement), params
+
+
 def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Stage) -> int:
     """Put items into a stage: the one way items enter a stage (imports, item creation,
-    routes). ``items``: a queryset of items (its ids read first) or items / item ids, opened by
-    one INSERT … SELECT whatever their number. Each new item stage gets a fixed random key, its group rank and size,
-    the first phase's slots as its target and its gold answer (``payload["gold"][stage.slug]``);
-    a silent gold item (``Item.Purpose.GOLD``, annotation/gold.py) gets every annotator's
-    slots (``EVERYONE``) and may give its answer as a plain ``payload["gold"]`` (for whichever
-    stage it opens in).
+    routes). ``items``: a queryset of items (its SQL read by the statement itself) or items /
+    item ids, opened by one INSERT … SELECT whatever their number. Each new item stage gets a
+    fixed random key, its group rank and size, the first phase's slots as its target and its
+    gold answer (``payload["gold"][stage.slug]``); a silent gold item (``Item.Purpose.GOLD``,
+    annotation/gold.py) gets every annotator's slots (``EVERYONE``) and may give its answer as
+    a plain ``payload["gold"]`` (for whichever stage it opens in).
     Items already in the stage are left as they are. Returns how many were opened."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
     params: dict[str, Any] = {
@@ -504,11 +527,16 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
         "everyone": EVERYONE,
     }
     if isinstance(items, QuerySet):
-        # The ids first (one query): the ORM's SQL has positional placeholders, which cannot
-        # be embedded in this statement's named ones without rewriting them.
-        ids = list(items.values_list("pk", flat=True))
-    else:
-        ids = [item if isinstance(item, int) else item.pk for item in items]
+        # The queryset's own SQL as the statement's id list: no id passes through Python, so
+        # opening a million imported items takes no more memory than opening ten.
+        try:
+            statement, positional = _positional(vendor, params, items.values("pk"))
+        except EmptyResultSet:  # e.g. ``.none()``
+            return 0
+        with connection.cursor() as cursor:
+            cursor.execute(statement, positional)
+            return cursor.rowcount
+    ids = [item if isinstance(item, int) else item.pk for item in items]
     if not ids:
         return 0
     params["ids"] = ids if vendor == "postgresql" else json.dumps(ids)

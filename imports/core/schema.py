@@ -121,7 +121,8 @@ def _stored_value_problem(value: Any) -> tuple[str, str] | None:
     every row, and the general walk costs several times more than these checks."""
     kind = type(value)
     if kind is str:
-        if _BAD_TEXT.search(value) is None:
+        # ``isascii`` reads a flag of the string (no scan): ASCII text can only hold a NUL.
+        if (value.isascii() and "\x00" not in value) or _BAD_TEXT.search(value) is None:
             return None
     elif kind is int:
         if value.bit_length() <= _MAX_INT_BITS:
@@ -829,7 +830,8 @@ class RowSchema:
                     continue
                 problem = (
                     value_problem({key: value})
-                    if type(key) is not str or _BAD_TEXT.search(key) is not None
+                    if type(key) is not str
+                    or ((not key.isascii() or "\x00" in key) and _BAD_TEXT.search(key))
                     else _stored_value_problem(value)
                 )
                 if problem is not None:

@@ -37,6 +37,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.errors import ApplicationError
 from annotation.models import Item, ItemStage, Project
+from annotation.tasks import item_search_index
 from annotation.workflows import WORKFLOWS
 from imports.core import (
     ImportRejected,
@@ -274,6 +275,10 @@ def _succeeded(
         ]
     )  # fmt: skip
     batch_finished_announce(batch)
+    if created or updated:
+        # The new and changed items wait in the search queue (read directly by the data
+        # manager's search) until this task indexes them (annotation/search.py).
+        services.enqueue_on_commit(item_search_index)
     return batch
 
 

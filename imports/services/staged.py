@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from django.db import connection, transaction
 from django.db.utils import IntegrityError
 from django.utils import timezone
@@ -152,8 +153,16 @@ def _stage_rows(
     table; return how many were staged."""
     options = batch.options or {}
     default_source = batch.filename[:200]
-    # The C encoder of the standard library; the same spelling as the two-pass path's COPY.
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    # PostgreSQL reads the text as jsonb, whatever its spelling: orjson, several times faster
+    # than the standard library's encoder, which takes the integers beyond 64 bits it refuses.
+    standard_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def dumps(payload: dict[str, Any]) -> str:
+        try:
+            return orjson.dumps(payload).decode()
+        except TypeError:
+            return standard_dumps(payload)
+
     columns = "n, line, idx, col, external_id, payload, grp, purpose, source"
     staged = 0
     with batch.file.open("rb") as handle:

@@ -18,11 +18,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import F, Q, QuerySet, TextField
+from django.db.models import F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
-from django.db.models.functions import Cast
 
-from annotation.api import annotations_visible, item_stages_with_final_votes, votes_final
+from annotation.api import (
+    annotations_visible,
+    item_stages_with_final_votes,
+    items_containing,
+    items_waiting_count,
+    votes_final,
+)
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from studio.data_manager.columns import (
@@ -121,9 +126,9 @@ def items_matching(
     if not named:  # silent gold items (annotation/gold.py) only for the roles that see gold
         items = items.exclude(purpose=Item.Purpose.GOLD)
     if query.q:
-        items = items.annotate(content=Cast("payload", TextField())).filter(
-            Q(external_id__icontains=query.q) | Q(content__icontains=query.q)
-        )
+        # Through the search table, queued items read directly: complete right after an
+        # import commits, fast once indexed (annotation/search.py).
+        items = items_containing(items, query.q, project_id=project.pk)
     if query.status:
         items = items.filter(status=query.status)
     if query.batch:
@@ -150,6 +155,16 @@ def items_count(
         return matching.count(), False
     found = matching[: COUNT_LIMIT + 1].count()
     return min(found, COUNT_LIMIT), found > COUNT_LIMIT
+
+
+def search_waiting(project: Project, query: ItemQuery) -> tuple[int, bool]:
+    """For a search: how many of the project's items are not in the search index yet (read
+    one by one by the search, annotation/search.py), up to ``COUNT_LIMIT`` (True beyond);
+    (0, False) without a search."""
+    if not query.q:
+        return 0, False
+    waiting = items_waiting_count(project.pk, limit=COUNT_LIMIT)
+    return min(waiting, COUNT_LIMIT), waiting > COUNT_LIMIT
 
 
 def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | None):

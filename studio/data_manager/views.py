@@ -67,6 +67,7 @@ def _items_page(
     columns = selectors.chosen_columns(project, request.user, stages, offered)
     found, next_cursor = selectors.items_page(project, query, viewer=request.user, named=named)
     matching, more = selectors.items_count(project, query, viewer=request.user, named=named)
+    waiting, waiting_more = selectors.search_waiting(project, query)
     rows = [
         (item, [selectors.display(value) for value in cells])
         for item, cells in selectors.item_rows(found, [column.key for column in columns])
@@ -87,6 +88,8 @@ def _items_page(
             "chosen_keys": {column.key for column in columns},
             "matching": matching,
             "more": more,
+            "search_waiting": waiting,
+            "search_waiting_more": waiting_more,
             "next_url": _items_url(slug, {**params, "after": next_cursor}) if next_cursor else "",
             "first_url": _items_url(slug, params) if query.after else "",
             "stages": stages,

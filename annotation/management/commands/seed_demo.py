@@ -79,6 +79,11 @@ class Command(BaseCommand):
                 user.save(update_fields=["password"])
             users[username] = (user, role)
         demo_projects_seed({name: user for name, (user, _) in users.items()})
+        # The demo items in the data manager's search index now (annotation/search.py), as
+        # the worker would index them a moment later.
+        from annotation.search import item_search_index
+
+        item_search_index()
         self.stdout.write(self.style.SUCCESS(f"Demo ready. Sign in at {url}"))
         self.stdout.write(f"  {'user':<12} {'role':<11} password")
         for username, (_, role) in users.items():

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Item, Role
+from annotation.search import item_search_index
 from studio.models import ItemColumns, ItemTag
 from tests.factories import annotate_stage, make_items, make_member, make_project, pipeline
 
@@ -220,3 +221,22 @@ def test_bulk_item_actions_go_through_the_engine_and_refusals_are_shown(client, 
     assert "1 item done" in done.content.decode()
     first.refresh_from_db()
     assert first.status == Item.Status.DISCARDED
+
+
+def test_a_search_finds_items_not_yet_indexed_and_says_how_many_wait(client):
+    """Items wait in the search queue until the indexing task runs (annotation/search.py):
+    the search lists them all the same and says how many are not indexed yet; once indexed,
+    the same search lists the same items and the note is gone."""
+    project = make_project()
+    make_items(project, 3)
+    services.items_create(project=project, rows=[{"external_id": "p-1", "payload": {"t": "Okapi"}}])
+    client.force_login(make_member(project, Role.RESEARCHER))
+    url = reverse("studio:items", args=[project.slug])
+    page = client.get(url, {"q": "okapi"}).content.decode()
+    assert "p-1" in page and "item-00000" not in page
+    assert "4 items added or changed recently are not in the search index yet" in page
+    assert 'id="q-waiting"' not in client.get(url).content.decode()  # no search, no note
+    item_search_index()
+    page = client.get(url, {"q": "okapi"}).content.decode()
+    assert "p-1" in page and "item-00000" not in page
+    assert 'id="q-waiting"' not in page

@@ -1,0 +1,101 @@
+"""The data manager's search (annotation/search.py): every item is queued or indexed, whatever
+writes it, so a search finds it before the indexing and after; a changed item is found by its
+new content only; a deleted one leaves nothing behind. Runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import services
+from annotation.models import Item, ItemSearch, ItemSearchPending
+from annotation.search import item_search_index, items_containing, items_waiting_count
+from annotation.tasks import item_search_index as item_search_index_task
+from tests.factories import make_items, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+def _found(project, text: str) -> set[str]:
+    items = Item.objects.filter(project=project)
+    return set(
+        items_containing(items, text, project_id=project.pk).values_list("external_id", flat=True)
+    )
+
+
+def _queued(project) -> set[str]:
+    return set(
+        Item.objects.filter(
+            project=project, pk__in=ItemSearchPending.objects.values("item_id")
+        ).values_list("external_id", flat=True)
+    )
+
+
+def test_items_are_queued_by_the_database_whatever_writes_them():
+    """The triggers (migration 0015_item_search_table) queue items written by a service, by a
+    bare ORM create and by a bulk create alike: if a migration drops them, this fails."""
+    project = make_project()
+    make_items(project, 3)
+    Item.objects.create(project=project, external_id="bare", payload={"text": "x"})
+    Item.objects.bulk_create([Item(project=project, external_id="bulk", payload={"t": 1})])
+    assert _queued(project) == {"item-00000", "item-00001", "item-00002", "bare", "bulk"}
+    assert items_waiting_count(project.pk) == 5
+    assert not ItemSearch.objects.filter(project_id=project.pk).exists()
+
+
+def test_search_finds_every_match_before_and_after_the_indexing():
+    project = make_project()
+    other = make_project()
+    make_items(project, 12)
+    Item.objects.create(project=project, external_id="odd-one", payload={"animal": "Quokka"})
+    make_items(other, 3, prefix="other")  # another project's items never match
+    Item.objects.create(project=other, external_id="quokka-elsewhere", payload={})
+    expectations = {
+        "quokka": {"odd-one"},
+        "ITEM-0001": {"item-00010", "item-00011"},
+        "river ROSE": {f"item-{index:05d}" for index in range(12)},
+        "nothing like this": set(),
+    }
+    before = {text: _found(project, text) for text in expectations}
+    assert item_search_index(chunk=5) == 12 + 1 + 3 + 1  # several chunks, every project
+    assert not ItemSearchPending.objects.exists()
+    assert ItemSearch.objects.filter(project_id=project.pk).count() == 13
+    after = {text: _found(project, text) for text in expectations}
+    assert before == after == expectations
+    assert item_search_index() == 0  # nothing left: running again changes nothing
+
+
+def test_partly_indexed_project_is_searched_whole():
+    """Indexed and queued items in one search: nothing is lost at the seam."""
+    project = make_project()
+    make_items(project, 10)
+    assert item_search_index(limit=4) == 4
+    assert len(_queued(project)) == 6
+    assert _found(project, "sentence") == {f"item-{index:05d}" for index in range(10)}
+
+
+def test_a_changed_item_is_found_by_its_new_content_only():
+    project = make_project()
+    [item] = make_items(project, 1)
+    item_search_index()
+    assert _found(project, "river") == {"item-00000"}
+    services.item_revise(item=item, payload={"text": "A heron waited."}, author=None, reason="t")
+    # Queued again by the database: its stale search row no longer answers for it.
+    assert _queued(project) == {"item-00000"}
+    assert _found(project, "river") == set()
+    assert _found(project, "heron") == {"item-00000"}
+    item_search_index_task.apply()  # the Celery task itself, run here
+    assert not ItemSearchPending.objects.exists()
+    assert _found(project, "river") == set()
+    assert _found(project, "HERON") == {"item-00000"}
+    # A status change is no content change: nothing is queued.
+    Item.objects.filter(pk=item.pk).update(status=Item.Status.ACCEPTED)
+    assert not ItemSearchPending.objects.exists()
+
+
+def test_a_deleted_item_leaves_no_search_or_queue_row():
+    project = make_project()
+    first, second = make_items(project, 2)
+    item_search_index(limit=1)
+    Item.objects.filter(pk__in=[first.pk, second.pk]).delete()
+    assert not ItemSearch.objects.exists()
+    assert not ItemSearchPending.objects.exists()
