@@ -61,4 +61,4 @@ check-deploy: venv
 	  ALLOWED_HOSTS=rungwise.example.org $(PY) manage.py check --deploy --fail-level WARNING
 
 clean:
-	rm -rf $(VENV) db.sqlite3 var staticfiles
+	rm -rf $(VENV) db.sqlite3 db.sqlite3-wal db.sqlite3-shm var staticfiles
