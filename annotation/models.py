@@ -324,6 +324,12 @@ class ItemStage(models.Model):
             models.Index(
                 fields=["stage", "id"], name="item_stage_open_idx", condition=Q(state="open")
             ),
+            # annotation/stranding.py: the most answers an open item stage of a stage may need.
+            models.Index(
+                fields=["stage", "target_count"],
+                name="item_stage_open_target_idx",
+                condition=Q(state="open"),
+            ),
         ]
 
     def __str__(self) -> str:
