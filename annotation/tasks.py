@@ -55,3 +55,11 @@ def repair_counters() -> int:
     """Recount slot counters that drifted from the rows (annotation.services.
     item_stage_counters_repair)."""
     return services.item_stage_counters_repair()
+
+
+@shared_task(name="annotation.tasks.store_pipeline_counts")
+def store_pipeline_counts(project_id: int) -> bool:
+    """Store a large project's pipeline counts (annotation/pipeline_counts.py)."""
+    from annotation.pipeline_counts import pipeline_counts_store
+
+    return pipeline_counts_store(project_id=project_id)
