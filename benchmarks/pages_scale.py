@@ -717,9 +717,15 @@ def _stored_pipeline(project) -> None:
         from annotation.pipeline_counts import pipeline_counts_store
     except ImportError:
         return
-    started = time.perf_counter()
-    pipeline_counts_store(project_id=project.pk)
-    print(f"  stored pipeline counts: {time.perf_counter() - started:.1f} s", flush=True)
+    from annotation.models import Project
+
+    for each in Project.objects.filter(slug__in=[project.slug, RATINGS_SLUG]).order_by("pk"):
+        started = time.perf_counter()
+        pipeline_counts_store(project_id=each.pk)
+        print(
+            f"  stored pipeline counts of {each.slug}: {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
 
 
 def _cpu_seconds(roots: set[int]) -> float:
