@@ -730,7 +730,8 @@ def _stored_pipeline(project) -> None:
 
 def _cpu_seconds(roots: set[int]) -> float:
     """User + system CPU of the processes ``roots`` and all their descendants (/proc, Linux):
-    the web server's workers and the database's backends."""
+    the web server's workers and the database's backends, with that of their children that
+    ended (cutime, cstime: PostgreSQL's parallel workers), so the sum only grows."""
     ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -743,7 +744,7 @@ def _cpu_seconds(roots: set[int]) -> float:
         except OSError:
             continue
         parents[int(entry)] = int(fields[1])
-        times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+        times[int(entry)] = sum(int(value) for value in fields[11:15]) / ticks
     total = 0.0
     for pid, seconds in times.items():
         walk = pid
