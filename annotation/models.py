@@ -324,6 +324,12 @@ class ItemStage(models.Model):
             models.Index(
                 fields=["stage", "id"], name="item_stage_open_idx", condition=Q(state="open")
             ),
+            # annotation/stranding.py: the most answers an open item stage of a stage may need.
+            models.Index(
+                fields=["stage", "target_count"],
+                name="item_stage_open_target_idx",
+                condition=Q(state="open"),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -585,3 +591,26 @@ class ItemSearchPending(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.item_id} waits for its search row"
+
+
+# --- Stored pipeline counts (annotation/pipeline_counts.py) -------------------------------------
+
+
+class StoredPipelineCounts(models.Model):
+    """A large project's pipeline counts (the items resolved per stage and outcome that the
+    project home's graph shows), stored by a Celery task and served with their age
+    (annotation/pipeline_counts.py). One row per project; written by the task only (and its
+    debounce mark, ``queued_at``, by ``rungwise/debounce.py``)."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="stored_pipeline"
+    )
+    #: [[stage slug, outcome, items], ...]
+    counts = models.JSONField(default=list, blank=True)
+    #: All the project's resolutions when counted (whether the project is large).
+    total = models.PositiveIntegerField(default=0)
+    stored_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"stored pipeline counts of project {self.project_id} ({self.stored_at})"

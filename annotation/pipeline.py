@@ -2,7 +2,8 @@
 items that took each edge, drawn as an inline SVG (no JavaScript, no CDN).
 
 The edges come from the stages' routes (annotation.routing.pipeline_edges); the counts from the
-stored resolutions (one query). Stages run left to right in pipeline order; where an edge ends
+stored resolutions (one query; a large project's stored by a Celery task and shown with their
+age: annotation/pipeline_counts.py). Stages run left to right in pipeline order; where an edge ends
 (finish, keep, discard, escalate) is a small terminal node in the last column; edges that go
 back (loops) arc above the boxes.
 """
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape
 
-from django.db.models import Count
-
-from annotation.models import Project, Resolution, Stage
+from annotation.models import Project, Stage
+from annotation.pipeline_counts import pipeline_counts, pipeline_counts_shown
 from annotation.policies import get_policy
 from annotation.routing import pipeline_edges
 
@@ -35,9 +36,12 @@ class Edge:
     items: int
 
 
-def project_pipeline(project: Project) -> tuple[list[Stage], list[Edge]]:
+def project_pipeline(
+    project: Project, *, counted: Counter[tuple[str, str]] | None = None
+) -> tuple[list[Stage], list[Edge]]:
     """The project's active stages in order and the pipeline's edges with item counts (the
-    items resolved in the source stage with the edge's outcome)."""
+    items resolved in the source stage with the edge's outcome): ``counted`` when given
+    ({(stage slug, outcome): items}), else counted now."""
     stages = list(project.stages.filter(is_active=True).order_by("position"))
     outcomes = {}
     for stage in stages:
@@ -45,14 +49,8 @@ def project_pipeline(project: Project) -> tuple[list[Stage], list[Edge]]:
             outcomes[stage.pk] = get_policy(stage.resolution_policy).outcomes
         except Exception:  # an unknown policy (its plug-in removed): show the plain outcomes
             outcomes[stage.pk] = ("accept", "reject")
-    counted = Counter(
-        {
-            (row["item_stage__stage__slug"], row["outcome"]): row["n"]
-            for row in Resolution.objects.filter(item_stage__stage__project=project)
-            .values("item_stage__stage__slug", "outcome")
-            .annotate(n=Count("pk"))
-        }
-    )
+    if counted is None:
+        counted = pipeline_counts(project.pk)
     # A route's later branches ("reject (last loop)", "accept (revised)") share their outcome's
     # count, which the resolutions do not split: only the outcome's first edge carries it.
     edges, seen = [], set()
@@ -61,6 +59,16 @@ def project_pipeline(project: Project) -> tuple[list[Stage], list[Edge]]:
         edges.append(Edge(source, outcome, target, -1 if key in seen else counted[key]))
         seen.add(key)
     return stages, edges
+
+
+def project_pipeline_shown(
+    project: Project,
+) -> tuple[list[Stage], list[Edge], datetime | None]:
+    """``project_pipeline`` as the project home shows it: a large project's stored counts and
+    when they were counted (annotation/pipeline_counts.py), else counted now (None)."""
+    counted, counted_at = pipeline_counts_shown(project)
+    stages, edges = project_pipeline(project, counted=counted)
+    return stages, edges, counted_at
 
 
 BOX_W, BOX_H, GAP, TERM_W, TERM_H = 150, 46, 80, 118, 26

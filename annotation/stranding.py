@@ -12,6 +12,15 @@ rule (annotation.phases) and annotator gates (annotation.gates), which may keep 
 people off: the count is an upper bound, so a stage named here is stranded for certain.
 Item stages open to every annotator (annotation.slots.EVERYONE: practice items, checks) never
 fill by design, so they are never stranded.
+
+A stage without eligibility rules is counted set-based, and only over the item stages that can
+be stranded at all (so the Agreement tab does not read every open item of a large stage): with
+P members and T the most answers any open item stage still needs (item_stage_open_target_idx),
+an item stage is stranded when fewer than its missing answers (at most T) of the P have not
+held it, so any T members include one who held it. The statement therefore starts from the
+assignments of the T members who hold the fewest in the stage (often none: nothing is stranded
+then) and counts, for those item stages alone, who held them. When P < T every open item stage
+is a candidate. A stage with rules counts member by member (``_stranded_sql``).
 """
 
 from __future__ import annotations
@@ -67,17 +76,10 @@ class StrandedStage:
         )
 
 
-def _stranded_sql(stage: Stage, *, only_ids: bool) -> tuple[str, dict[str, Any]]:
-    c, m = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m")
-    a = sql.quoted(Assignment, "a")
-    i = sql.quoted(Item, "i")
-    params: dict[str, Any] = {
-        "project": stage.project_id,
-        "stage": stage.pk,
-        "annotator_role": Role.ANNOTATOR.value,
-        "open": ItemStage.State.OPEN.value,
-        "everyone": EVERYONE,
-    }
+def _rules(stage: Stage, params: dict[str, Any]) -> list[str]:
+    """The stage's eligibility rules as SQL conditions on the candidate ``c`` and the member
+    ``m`` (their parameters added to ``params``)."""
+    m = sql.quoted(Membership, "m")
     rules = []
     for index, spec in enumerate(stage.eligibility or []):
         rule = RULES.get(str(spec.get("rule"))) if isinstance(spec, dict) else None
@@ -89,27 +91,129 @@ def _stranded_sql(stage: Stage, *, only_ids: bool) -> tuple[str, dict[str, Any]]
         )
         rules.append(f"({condition.sql})")
         params.update(condition.params)
-    eligible = (
-        f"(SELECT COUNT(*) FROM {sql.table(Membership)} m"
-        f" WHERE {m.project_id} = %(project)s AND {m.role} = %(annotator_role)s"
-        f" AND NOT {m.is_paused}"
-        f" AND NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a"
-        f" WHERE {a.item_stage_id} = {c.id} AND {a.annotator_id} = {m.user_id}"
-        f" AND {a.round} = {c.round} AND {a.phase} = {c.phase})"
-        + "".join(f" AND {rule}" for rule in rules)
-        + ")"
+    return rules
+
+
+def _stranded_sql(
+    stage: Stage, *, only_ids: bool, held_by: list[int] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """One statement: the stage's stranded item stages (id, item_id, external_id, missing,
+    eligible) in id order; with ``only_ids`` the text holds ``{c_id} IN ({ids})`` for the
+    caller to fill in; with ``held_by`` (a stage without rules) only the item stages these
+    members held in their round and phase are looked at (the module's docstring says when
+    that finds them all)."""
+    c, m = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m")
+    a = sql.quoted(Assignment, "a")
+    i = sql.quoted(Item, "i")
+    params: dict[str, Any] = {
+        "project": stage.project_id,
+        "stage": stage.pk,
+        "annotator_role": Role.ANNOTATOR.value,
+        "open": ItemStage.State.OPEN.value,
+        "everyone": EVERYONE,
+    }
+    rules = _rules(stage, params)
+    members = (
+        f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
     )
     missing = f"({c.target_count} - {c.submitted_count} - {c.leased_count})"
-    inner = (
-        f"SELECT {c.id} AS id, {c.item_id} AS item_id, {i.external_id} AS external_id,"
-        f" {missing} AS missing, {eligible} AS eligible"
-        f" FROM {sql.table(ItemStage)} c JOIN {sql.table(Item)} i ON {i.id} = {c.item_id}"
-        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s AND {missing} > 0"
-        f" AND {c.target_count} < %(everyone)s"
+    candidates = (
+        f"{c.stage_id} = %(stage)s AND {c.state} = %(open)s AND {missing} > 0"
+        f" AND {c.target_count} < %(everyone)s" + (" AND {c_id} IN ({ids})" if only_ids else "")
     )
-    if only_ids:
-        inner += " AND {c_id} IN ({ids})"
-    return f"SELECT * FROM ({inner}) x WHERE x.eligible < x.missing ORDER BY x.id", params
+    if rules:
+        # A rule is a condition on one member and one candidate: counted member by member.
+        eligible = (
+            f"(SELECT COUNT(*) FROM {sql.table(Membership)} m WHERE {members}"
+            f" AND NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a"
+            f" WHERE {a.item_stage_id} = {c.id} AND {a.annotator_id} = {m.user_id}"
+            f" AND {a.round} = {c.round} AND {a.phase} = {c.phase})"
+            + "".join(f" AND {rule}" for rule in rules)
+            + ")"
+        )
+        inner = (
+            f"SELECT {c.id} AS id, {c.item_id} AS item_id, {i.external_id} AS external_id,"
+            f" {missing} AS missing, {eligible} AS eligible"
+            f" FROM {sql.table(ItemStage)} c JOIN {sql.table(Item)} i ON {i.id} = {c.item_id}"
+            f" WHERE {candidates}"
+        )
+        return f"SELECT * FROM ({inner}) x WHERE x.eligible < x.missing ORDER BY x.id", params
+    # Without rules, set-based: eligible = the members, minus those who held the item stage
+    # in its round and phase (one assignment each at most: assignment_unique_per_annotator).
+    source = f"{sql.table(ItemStage)} c WHERE {candidates}"
+    if held_by is not None:
+        names = []
+        for index, pk in enumerate(held_by):
+            params[f"s{index}"] = pk
+            names.append(f"%(s{index})s")
+        source = (
+            f"{sql.table(Assignment)} a JOIN {sql.table(ItemStage)} c ON {c.id} = {a.item_stage_id}"
+            f" AND {c.round} = {a.round} AND {c.phase} = {a.phase}"
+            f" WHERE {a.annotator_id} IN ({', '.join(names) or 'NULL'})"
+            f" AND {a.stage_id} = %(stage)s AND {candidates}"
+        )
+    statement = (
+        f"WITH o AS (SELECT DISTINCT {c.id} AS id, {c.item_id} AS item_id, {c.round} AS rnd,"
+        f" {c.phase} AS phase, {missing} AS missing FROM {source}),"
+        f" n AS (SELECT COUNT(*) AS people FROM {sql.table(Membership)} m WHERE {members}),"
+        f" h AS (SELECT {a.item_stage_id} AS id, COUNT(*) AS held"
+        f" FROM {sql.table(Assignment)} a JOIN o ON o.id = {a.item_stage_id}"
+        f" AND {a.round} = o.rnd AND {a.phase} = o.phase"
+        f" WHERE {a.annotator_id} IN (SELECT {m.user_id} FROM {sql.table(Membership)} m"
+        f" WHERE {members}) GROUP BY {a.item_stage_id})"
+        f" SELECT o.id, o.item_id, {i.external_id}, o.missing,"
+        f" n.people - COALESCE(h.held, 0) AS eligible"
+        f" FROM o CROSS JOIN n LEFT JOIN h ON h.id = o.id"
+        f" JOIN {sql.table(Item)} i ON {i.id} = o.item_id"
+        f" WHERE n.people - COALESCE(h.held, 0) < o.missing ORDER BY o.id"
+    )
+    return statement, params
+
+
+#: How many of a member's assignments in the stage are counted when choosing the members who
+#: hold the fewest (the choice only changes how many item stages are looked at, never the answer).
+COUNT_CAP = 64
+
+
+def _fewest_holders(stage: Stage) -> list[int] | None:
+    """For a stage without rules: the T members (module docstring) who hold the fewest item
+    stages in it, where T is the most answers an open item stage still needs; [] when no open
+    item stage needs any; None when every open item stage must be looked at (fewer members
+    than T). Two statements, each reading a bounded part of an index."""
+    c, m, a = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
+    params: dict[str, Any] = {
+        "project": stage.project_id,
+        "stage": stage.pk,
+        "annotator_role": Role.ANNOTATOR.value,
+        "open": ItemStage.State.OPEN.value,
+        "everyone": EVERYONE,
+    }
+    members = (
+        f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
+    )
+    # The target bounds the missing answers (item_stage_slots_within_target).
+    found = sql.fetchone(
+        f"SELECT (SELECT MAX({c.target_count}) FROM {sql.table(ItemStage)} c"
+        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s"
+        f" AND {c.target_count} < %(everyone)s),"
+        f" (SELECT COUNT(*) FROM {sql.table(Membership)} m WHERE {members})",
+        params,
+    )
+    most, people = found or (None, 0)
+    if not most:
+        return []
+    if people < most:
+        return None
+    params["most"], params["cap"] = int(most), COUNT_CAP
+    with sql.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {m.user_id} FROM {sql.table(Membership)} m WHERE {members}"
+            f" ORDER BY (SELECT COUNT(*) FROM (SELECT 1 FROM {sql.table(Assignment)} a"
+            f" WHERE {a.annotator_id} = {m.user_id} AND {a.stage_id} = %(stage)s"
+            f" LIMIT %(cap)s) x), {m.user_id} LIMIT %(most)s",
+            params,
+        )
+        return [pk for (pk,) in cursor.fetchall()]
 
 
 def item_stages_stranded(
@@ -126,29 +230,37 @@ def item_stages_stranded(
         stages = stages.filter(pk__in=ItemStage.objects.filter(pk__in=ids).values("stage_id"))
     found: list[StrandedItem] = []
     for stage in stages:
-        found += _stranded(stage, ids=ids)
+        found += _stranded(stage, ids=ids)[0]
     return found
 
 
 def _stranded(
     stage: Stage, *, ids: list[int] | None, limit: int | None = None
-) -> list[StrandedItem]:
-    statement, params = _stranded_sql(stage, only_ids=ids is not None)
+) -> tuple[list[StrandedItem], int]:
+    """The stage's stranded item stages (the first ``limit`` of them) and how many there are
+    in all: one statement."""
+    held_by = None
+    if ids is None and not _rules(stage, {}):
+        held_by = _fewest_holders(stage)
+        if held_by == []:
+            return [], 0
+    statement, params = _stranded_sql(stage, only_ids=ids is not None, held_by=held_by)
     if ids is not None:
         if not ids:
-            return []
+            return [], 0
         c = sql.quoted(ItemStage, "c")
         names = []
         for index, pk in enumerate(ids):
             params[f"id{index}"] = pk
             names.append(f"%(id{index})s")
         statement = statement.replace("{c_id}", str(c.id)).replace("{ids}", ", ".join(names))
+    statement = f"SELECT y.*, COUNT(*) OVER () FROM ({statement}) y ORDER BY y.id"
     if limit is not None:
         statement += f" LIMIT {int(limit)}"
     with sql.cursor() as cursor:
         cursor.execute(statement, params)
         rows = cursor.fetchall()
-    return [
+    found = [
         StrandedItem(
             item_stage_id=pk,
             item_id=item_id,
@@ -157,23 +269,18 @@ def _stranded(
             missing=int(missing),
             eligible=int(eligible),
         )
-        for pk, item_id, external_id, missing, eligible in rows
+        for pk, item_id, external_id, missing, eligible, _ in rows
     ]
+    return found, (int(rows[0][-1]) if rows else 0)
 
 
 def stages_stranded(project: Project) -> list[StrandedStage]:
     """Per active stage of ``project`` with stranded items: how many and the first
-    ``EXAMPLES`` of them (what the Setup tab and the Agreement dashboard warn about)."""
+    ``EXAMPLES`` of them (what the Setup tab and the Agreement dashboard warn about); one
+    statement per stage."""
     warnings = []
     for stage in Stage.objects.filter(project=project, is_active=True).order_by("position"):
-        statement, params = _stranded_sql(stage, only_ids=False)
-        with sql.cursor() as cursor:
-            cursor.execute(f"SELECT COUNT(*) FROM ({statement}) y", params)
-            (count,) = cursor.fetchone()
+        items, count = _stranded(stage, ids=None, limit=EXAMPLES)
         if count:
-            warnings.append(
-                StrandedStage(
-                    stage=stage, count=count, items=_stranded(stage, ids=None, limit=EXAMPLES)
-                )
-            )
+            warnings.append(StrandedStage(stage=stage, count=count, items=items))
     return warnings

@@ -63,3 +63,11 @@ def item_search_index() -> int:
     per transaction, until the queue is empty. Sent when an import commits and every minute
     by beat; safe to run twice or twice at once (queue rows are taken with SKIP LOCKED)."""
     return search.item_search_index()
+
+
+@shared_task(name="annotation.tasks.store_pipeline_counts")
+def store_pipeline_counts(project_id: int) -> bool:
+    """Store a large project's pipeline counts (annotation/pipeline_counts.py)."""
+    from annotation.pipeline_counts import pipeline_counts_store
+
+    return pipeline_counts_store(project_id=project_id)

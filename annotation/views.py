@@ -37,7 +37,7 @@ from annotation.navigation import (
     work_pending,
 )
 from annotation.phases import phase_of
-from annotation.pipeline import pipeline_svg, project_pipeline
+from annotation.pipeline import pipeline_svg, project_pipeline_shown
 from annotation.practice import PracticeFeedback, practice_feedback
 from annotation.web import page
 
@@ -71,9 +71,10 @@ def project_detail(request, slug: str):
     access = access_project(request.user, slug)
     project = access.project
     stages = selectors.project_stages(request.user, access)
-    graph = None
+    graph = counted_at = None
     if access.holds({Role.RESEARCHER, Role.REVIEWER, Role.ADMIN}):
-        graph = pipeline_svg(*project_pipeline(project))
+        pipeline_stages, edges, counted_at = project_pipeline_shown(project)
+        graph = pipeline_svg(pipeline_stages, edges)
     return render(
         request,
         "annotation/project.html",
@@ -84,6 +85,7 @@ def project_detail(request, slug: str):
             "stages": stages,
             "is_annotator": any(row.progress is not None for row in stages),
             "pipeline_svg": graph,
+            "pipeline_counted_at": counted_at,
         },
     )
 

@@ -409,6 +409,7 @@ def _stored_pages(project, *, missing_only: bool = False) -> None:
         started = time.perf_counter()
         stored.stage_page_store(stage_id=stage.pk)
         print(f"  stored page of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
+    _stored_pipeline(project)  # PA's block: "Stored pipeline counts and CPU per request"
 
 
 def _derived(project) -> None:
@@ -651,6 +652,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", default="", help="measure only pages whose name contains this")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument(  # PA's block below
+        "--cpu", action="store_true", help="then the web and database CPU per request (/proc)"
+    )
     parser.add_argument(
         "--checkout",
         default=str(REPO),
@@ -691,6 +695,8 @@ def main() -> None:
         server, port = serve(database_url, args.workers, Path(args.checkout).resolve())
         try:
             measure(port, cookie, token, args.repeat, args.only)
+            if args.cpu:
+                measure_cpu(server.pid, cluster, port, cookie, token, args.repeat, args.only)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -699,6 +705,75 @@ def main() -> None:
 
         connection.close()
         cluster.stop()
+
+
+# --- Stored pipeline counts and CPU per request (PA) -------------------------------------------
+
+
+def _stored_pipeline(project) -> None:
+    """The project home's stored pipeline counts (annotation/pipeline_counts.py), as the worker
+    stores them once the page of a large project asked; skipped on a checkout without them."""
+    try:
+        from annotation.pipeline_counts import pipeline_counts_store
+    except ImportError:
+        return
+    from annotation.models import Project
+
+    for each in Project.objects.filter(slug__in=[project.slug, RATINGS_SLUG]).order_by("pk"):
+        started = time.perf_counter()
+        pipeline_counts_store(project_id=each.pk)
+        print(
+            f"  stored pipeline counts of {each.slug}: {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+
+
+def _cpu_seconds(roots: set[int]) -> float:
+    """User + system CPU of the processes ``roots`` and all their descendants (/proc, Linux):
+    the web server's workers and the database's backends, with that of their children that
+    ended (cutime, cstime: PostgreSQL's parallel workers), so the sum only grows."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15]) / ticks
+    total = 0.0
+    for pid, seconds in times.items():
+        walk = pid
+        while walk > 1 and walk not in roots:
+            walk = parents.get(walk, 0)
+        if walk in roots:
+            total += seconds
+    return total
+
+
+def measure_cpu(
+    server_pid: int, cluster, port: int, cookie: str, token: str, repeat: int, only: str
+) -> None:
+    """Per page: the CPU the web server and PostgreSQL spent per warm request (mean of
+    ``repeat``), measured apart from wall time, which the machine's load inflates."""
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    listed = [page for page in pages() if only.lower() in page[0].lower()]
+    print(f"\nCPU per request; load average before: {load_average()}")
+    print(f"{'page':<42} {'web+db ms':>10} {'SQL':>5}")
+    for name, path, extra in listed:
+        headers = {"Cookie": cookie, **extra}
+        if path.startswith("/api/"):
+            headers = {"Authorization": f"Token {token}", **extra}
+        fetch(port, path, headers)
+        before = _cpu_seconds({server_pid, postmaster})
+        timings = [fetch(port, path, headers) for _ in range(repeat)]
+        spent = (_cpu_seconds({server_pid, postmaster}) - before) / repeat
+        print(f"{name:<42} {spent * 1000:>10.0f} {timings[-1].statements:>5}", flush=True)
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -567,6 +567,7 @@ INTERACTIVE_TASKS = (
     "ratings.tasks.*",
     "quality.*",
     "crowd.tasks.time_out_participants",
+    "annotation.tasks.store_pipeline_counts",
 )
 CELERY_TASK_ROUTES = {
     **{pattern: {"queue": "bulk"} for pattern in BULK_TASKS},
@@ -722,3 +723,11 @@ CELERY_BEAT_SCHEDULE["item-search-index"] = {
     "task": "annotation.tasks.item_search_index",
     "schedule": float(os.environ.get("SWEEP_SECONDS", "60")),
 }
+
+
+# --- Stored pipeline counts (annotation/pipeline_counts.py) ------------------------------------
+# A project with at least PIPELINE_STORED_FROM resolutions shows the project home's pipeline
+# counts as a Celery task stored them, asked for again when older than PIPELINE_STORED_MAX_AGE
+# seconds; a smaller project is counted on each request.
+PIPELINE_STORED_FROM = int(os.environ.get("PIPELINE_STORED_FROM", "20000"))
+PIPELINE_STORED_MAX_AGE = float(os.environ.get("PIPELINE_STORED_MAX_AGE", "60"))
