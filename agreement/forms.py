@@ -75,6 +75,18 @@ class DisagreementFilterForm(forms.Form):
         return str(self.cleaned_data["show"])
 
 
+class KeysetForm(forms.Form):
+    """Where a keyset page starts (``annotation.keyset``): ``after`` or ``before``, the cursor
+    of the row next to it; a malformed cursor means the first page."""
+
+    after = RawTextField(required=False)
+    before = RawTextField(required=False)
+
+    def cursors(self) -> tuple[str | None, str | None]:
+        self.is_valid()
+        return self.cleaned_data.get("after") or None, self.cleaned_data.get("before") or None
+
+
 class AdjudicationForm(forms.Form):
     """A reviewer's decision on an item: ``value`` (one of the kind's choices, or a number when
     the kind has none: ``numeric``) and an optional ``reason``. ``cleaned_data["value"]`` is the

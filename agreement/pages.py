@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page
 
 from agreement import headlines, sections, selectors, spot_checks, stored
 from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
+from annotation import keyset
 from annotation.errors import ApplicationError
 from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
@@ -219,10 +219,19 @@ class DisagreementRow:
     decision: str
 
 
-def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
-    """The disagreement list: the rows of ``page`` (a page of
-    ``selectors.disagreement_items(stage, show=show)``) with every rater's vote."""
-    item_stages = list(page.object_list)
+def disagreement_page(
+    stage: Stage, *, show: str, after: str | None, before: str | None, per_page: int
+) -> dict[str, Any]:
+    """The disagreement list: the keyset page (``annotation.keyset``) of
+    ``selectors.disagreement_items(stage, show=show)`` next to cursor ``after`` / ``before``
+    (else the first), each row with every rater's vote, and how many items the list has
+    (stored with its age on a large stage: ``stored.disagreement_count_shown``)."""
+    listed = selectors.disagreement_items(stage, show=show)
+    page = keyset.keyset_page(
+        listed, key=selectors.DECIDED_AT, per_page=per_page, after=after, before=before
+    )
+    count, counted_at = stored.disagreement_count_shown(stage, show)
+    item_stages = list(page.rows)
     votes, raters = selectors.votes_by_item(item_stages, stage)
     kind = get_kind(stage.kind)
     rows = [
@@ -237,6 +246,8 @@ def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
     return {
         "stage": stage,
         "page": page,
+        "count": count,
+        "counted_at": counted_at,
         "rows": rows,
         "raters": raters,
         "show": show,
@@ -284,10 +295,24 @@ def queue_row(item_stage: ItemStage) -> QueueRow:
 SPOT_CHECKS_LISTED = 20
 
 
-def adjudication_queue_page(project: Project, *, page: Page, reviewer: Any) -> dict[str, Any]:
-    """The reviewer's queue: the rows of ``page`` (a page of ``selectors.adjudication_queue``),
-    how many items wait in all, the latest decisions, and beside them the spot checks drawn
-    for ``reviewer`` (``agreement.spot_checks``) with the latest verdicts."""
+def adjudication_queue_page(
+    project: Project, *, reviewer: Any, after: str | None, before: str | None, per_page: int
+) -> dict[str, Any]:
+    """The reviewer's queue: the keyset page (``annotation.keyset``) of
+    ``selectors.adjudication_queue`` next to cursor ``after`` / ``before`` (else the first),
+    how many items wait (``selectors.adjudication_waiting``), the latest decisions, and
+    beside them the spot checks drawn for ``reviewer`` (``agreement.spot_checks``) with the
+    latest verdicts."""
+    queue = selectors.adjudication_queue(project, reviewer=reviewer)
+    page = keyset.keyset_page(
+        queue,
+        key=selectors.WAITING_SINCE,
+        per_page=per_page,
+        after=after,
+        before=before,
+        descending=False,
+    )
+    waiting = selectors.adjudication_waiting(project, reviewer=reviewer)
     spot = spot_checks.spot_check_queue(project, reviewer=reviewer)
     return {
         "spot_rows": [queue_row(item_stage) for item_stage in spot[:SPOT_CHECKS_LISTED]],
@@ -299,8 +324,8 @@ def adjudication_queue_page(project: Project, *, page: Page, reviewer: Any) -> d
             if spot_checks.spot_check_rate(stage)
         ],
         "page": page,
-        "rows": [queue_row(item_stage) for item_stage in page.object_list],
-        "waiting": page.paginator.count,
+        "rows": [queue_row(item_stage) for item_stage in page.rows],
+        "waiting": waiting,
         "recent": [
             (resolution, decision_label(resolution))
             for resolution in selectors.adjudication_recent(project)

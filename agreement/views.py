@@ -41,6 +41,7 @@ from agreement.forms import (
     AnnotatorOrderForm,
     AnnotatorPauseForm,
     DisagreementFilterForm,
+    KeysetForm,
     SpotCheckForm,
 )
 from annotation import services
@@ -48,7 +49,7 @@ from annotation.access import ADJUDICATE, MONITOR, ProjectAccess, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
-from annotation.web import PageRequest, csv_response, page, page_of
+from annotation.web import PageRequest, csv_response, page
 
 PAGE_SIZE = 50
 #: The figures and CSV tables a stage offers (``agreement.figures``, ``agreement.exports``).
@@ -207,8 +208,10 @@ def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
     show = DisagreementFilterForm(request.GET).selected()
-    found = page_of(request, research_selectors.disagreement_items(stage, show=show), PAGE_SIZE)
-    context = pages.disagreement_page(stage, show=show, page=found)
+    after, before = KeysetForm(request.GET).cursors()
+    context = pages.disagreement_page(
+        stage, show=show, after=after, before=before, per_page=PAGE_SIZE
+    )
     return render(request, "agreement/disagreements.html", _base_context(access, **context))
 
 
@@ -220,9 +223,9 @@ def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
 def adjudication_queue(request: PageRequest, slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, ADJUDICATE)
     project = access.project
-    queue = research_selectors.adjudication_queue(project, reviewer=request.user)
+    after, before = KeysetForm(request.GET).cursors()
     context = pages.adjudication_queue_page(
-        project, page=page_of(request, queue, PAGE_SIZE), reviewer=request.user
+        project, reviewer=request.user, after=after, before=before, per_page=PAGE_SIZE
     )
     return render(request, "agreement/adjudication_queue.html", _base_context(access, **context))
 
