@@ -125,7 +125,7 @@ def annotator_columns(
 
 
 def stage_page(
-    project: Project, stage: Stage, *, sort: str, descending: bool | None
+    project: Project, stage: Stage, *, sort: str, descending: bool | None, every: bool = False
 ) -> dict[str, Any]:
     """The stage dashboard: its figures, progress, history, label distribution and the
     per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
@@ -140,7 +140,7 @@ def stage_page(
     ]
     refresh = AgreementRefresh.of_stage(stage.pk)
     return {
-        **annotators_part(stage, sort=sort, descending=descending, progress=progress),
+        **annotators_part(stage, sort=sort, descending=descending, progress=progress, every=every),
         "stages": list(project.stages.order_by("position")),
         "snapshots": snapshots,
         "headline": headline,
@@ -162,17 +162,25 @@ def stage_page(
     }
 
 
+#: Rows of the per-annotator table shown until the researcher asks for every one (sorting
+#: brings any annotator into them: flags, agreement, speed).
+ANNOTATORS_SHOWN = 25
+
+
 def annotators_part(
     stage: Stage,
     *,
     sort: str,
     descending: bool | None,
     progress: StageProgress | None = None,
+    every: bool = False,
 ) -> dict[str, Any]:
     """What the stage page's per-annotator table (its ``annotators`` partial, redrawn on its
-    own when sorted or after a pause) shows: the rows in the order ``sort``/``descending``,
-    the members who did nothing yet, and the version its figure's URL carries. ``progress``:
-    the stage's progress when the caller has it."""
+    own when sorted or after a pause) shows: the rows in the order ``sort``/``descending`` (the
+    first ``ANNOTATORS_SHOWN`` of them unless ``every``: a table of two hundred rows, each with
+    its pause form, is most of a large stage's page), how many there are, the members who did
+    nothing yet, and the version its figure's URL carries. ``progress``: the stage's progress
+    when the caller has it."""
     if progress is None:
         progress = stored.stage_progress_shown(stage).progress
     rows, annotator_snapshot = selectors.annotator_rows(stage, sort=sort, descending=descending)
@@ -190,7 +198,9 @@ def annotators_part(
         "stage": stage,
         "kind_label": kind.label,
         "numeric": not kind.agreement.categorical,
-        "annotators": annotators,
+        "annotators": annotators if every else annotators[:ANNOTATORS_SHOWN],
+        "annotators_total": len(annotators),
+        "every": every,
         "inactive": inactive,
         "has_gold": has_gold,
         "annotator_snapshot": annotator_snapshot,

@@ -646,10 +646,14 @@ def adjudication_waiting(project: Project, *, reviewer: Any = None) -> int:
     annotated nothing in the project (the usual case) waits for every item the project sends
     to a reviewer: counted from the item stages' state index alone, without looking for the
     reviewer's votes item by item."""
+    # The stages' ids, not a join on the project: with the join the planner walks every item
+    # stage of the project looking for the reviewer's votes (seconds at 300,000 items); with
+    # the ids it reads the reviewer's own votes from the annotator index.
+    stage_ids = list(project.stages.values_list("pk", flat=True))
     if (
         reviewer is not None
         and not Annotation.objects.filter(
-            annotator=reviewer, item_stage__stage__project=project
+            annotator=reviewer, item_stage__stage_id__in=stage_ids
         ).exists()
     ):
         reviewer = None

@@ -105,15 +105,18 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
     access = access_project(request.user, slug, MONITOR)
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
-    sort, descending = _order_form(request).order()
+    order = _order_form(request)
+    sort, descending = order.order()
+    every = order.every_row()
     part = request.GET.get("part")
     if request.htmx and part == "annotators":
         context = _base_context(
-            access, **pages.annotators_part(stage, sort=sort, descending=descending)
+            access,
+            **pages.annotators_part(stage, sort=sort, descending=descending, every=every),
         )
         return render(request, "agreement/stage.html#annotators", context)
     context = _base_context(
-        access, **pages.stage_page(project, stage, sort=sort, descending=descending)
+        access, **pages.stage_page(project, stage, sort=sort, descending=descending, every=every)
     )
     if request.htmx and part == "live":
         return render(request, "agreement/stage.html#live", context)
@@ -149,7 +152,9 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
     name = membership.user.get_username()
     if request.htmx and stage is not None:
         sort, descending = form.order()
-        context = pages.annotators_part(stage, sort=sort, descending=descending)
+        context = pages.annotators_part(
+            stage, sort=sort, descending=descending, every=form.every_row()
+        )
         return render(request, "agreement/stage.html#annotators", _base_context(access, **context))
     messages.success(
         request,

@@ -567,3 +567,23 @@ def test_the_adjudication_queue_pages_by_cursor_oldest_first(study, monkeypatch)
     # An annotator who reviews waits only for the items they did not annotate.
     assert selectors.adjudication_waiting(study.project, reviewer=study.annotators[0]) == 0
     assert selectors.adjudication_waiting(study.project, reviewer=study.reviewer) == 2
+
+
+def test_the_annotators_table_shows_its_first_rows_and_every_row_on_request(study, monkeypatch):
+    from agreement import pages
+
+    monkeypatch.setattr(pages, "ANNOTATORS_SHOWN", 2)
+    client = client_for(study.researcher)
+    url = reverse("agreement:stage", args=[study.project.slug, study.stage.slug])
+    names = [f'<th scope="row">ann{rank}' for rank in range(3)]
+    first = client.get(url, {"sort": "name", "dir": "asc"}).content.decode()
+    assert [name in first for name in names] == [True, True, False]
+    assert "The first 2 of 3 annotators" in first and "rows=all" in first
+    every = client.get(
+        url,
+        {"sort": "name", "dir": "asc", "rows": "all", "part": "annotators"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert all(name in every for name in names) and "The first 2" not in every
+    # A pause posted from the whole table re-renders the whole table.
+    assert 'name="rows" value="all"' in every
