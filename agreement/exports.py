@@ -17,9 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
-
 from agreement import sections, selectors
+from annotation import keyset
 from annotation.models import Stage
 
 #: The tables a stage offers, in the order its page lists them.
@@ -173,23 +172,19 @@ def disagreements_table(stage: Stage, *, show: str) -> CsvTable:
 
 
 def _disagreement_rows(stage: Stage, show: str) -> Iterator[list[Any]]:
-    # Keyset pages in the list's own order (newest resolution first, then the item stage's id,
-    # both descending): each chunk starts after the last row of the one before, so no chunk
-    # counts or skips rows (OFFSET re-reads every row before it), and a row that changes while
-    # the file streams is never written twice.
+    # Keyset pages in the list's own order (newest decision first, then the item stage's id,
+    # both descending; annotation/keyset.py): each chunk starts after the last row of the one
+    # before, walking the stage's index, so no chunk counts, sorts or skips rows (OFFSET
+    # re-reads every row before it).
     item_stages = selectors.disagreement_items(stage, show=show)
-    after: tuple[Any, int] | None = None
+    after: str | None = None
     while True:
-        page = item_stages
-        if after is not None:
-            page = page.filter(
-                Q(resolution__computed_at__lt=after[0])
-                | Q(resolution__computed_at=after[0], pk__lt=after[1])
-            )
-        chunk = list(page[:DISAGREEMENT_CHUNK])
+        page = keyset.keyset_page(
+            item_stages, key=selectors.DECIDED_AT, per_page=DISAGREEMENT_CHUNK, after=after
+        )
+        chunk = list(page.rows)
         if not chunk:
             return
-        after = (chunk[-1].resolution.computed_at, chunk[-1].pk)
         votes, raters = selectors.votes_by_item(chunk, stage)
         names = dict(raters)
         for item_stage in chunk:
@@ -211,6 +206,9 @@ def _disagreement_rows(stage: Stage, show: str) -> Iterator[list[Any]]:
                     vote["comment"],
                     vote["seconds"],
                 ]
+        if page.next_cursor is None:
+            return
+        after = page.next_cursor
 
 
 def offers(table: str) -> bool:

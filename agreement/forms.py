@@ -28,10 +28,13 @@ class RawTextField(forms.Field):
 
 class AnnotatorOrderForm(forms.Form):
     """The per-annotator table's order: ``sort`` (a key of ``ANNOTATOR_SORTS``, else
-    ``majority_agreement``) and ``dir`` (``asc`` or ``desc``, else the column's own order)."""
+    ``majority_agreement``) and ``dir`` (``asc`` or ``desc``, else the column's own order),
+    and ``rows`` (``all``, else the first rows only)."""
 
     sort = RawTextField(required=False)
     dir = RawTextField(required=False)
+    #: ``all``: every annotator's row, not the first ``pages.ANNOTATORS_SHOWN``.
+    rows = RawTextField(required=False)
 
     def clean_sort(self) -> str:
         sort = self.data.get("sort", DEFAULT_SORT)
@@ -45,6 +48,10 @@ class AnnotatorOrderForm(forms.Form):
         """(sort key, descending or None for the column's own order). Never invalid."""
         self.is_valid()
         return self.cleaned_data["sort"], self.cleaned_data["dir"]
+
+    def every_row(self) -> bool:
+        """Whether the table lists every annotator (``rows=all``) rather than the first few."""
+        return self.data.get("rows") == "all"
 
 
 class AnnotatorPauseForm(AnnotatorOrderForm):
@@ -73,6 +80,18 @@ class DisagreementFilterForm(forms.Form):
     def selected(self) -> str:
         self.is_valid()
         return str(self.cleaned_data["show"])
+
+
+class KeysetForm(forms.Form):
+    """Where a keyset page starts (``annotation.keyset``): ``after`` or ``before``, the cursor
+    of the row next to it; a malformed cursor means the first page."""
+
+    after = RawTextField(required=False)
+    before = RawTextField(required=False)
+
+    def cursors(self) -> tuple[str | None, str | None]:
+        self.is_valid()
+        return self.cleaned_data.get("after") or None, self.cleaned_data.get("before") or None
 
 
 class AdjudicationForm(forms.Form):

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page
 
 from agreement import headlines, sections, selectors, spot_checks, stored
 from agreement.decisions import decision_label
 from agreement.models import AgreementRefresh
 from agreement.selectors import AnnotatorRow, StageProgress
+from annotation import keyset
 from annotation.errors import ApplicationError
 from annotation.kinds import KindContext, get_kind
 from annotation.models import ItemStage, Project, Stage
@@ -125,7 +125,7 @@ def annotator_columns(
 
 
 def stage_page(
-    project: Project, stage: Stage, *, sort: str, descending: bool | None
+    project: Project, stage: Stage, *, sort: str, descending: bool | None, every: bool = False
 ) -> dict[str, Any]:
     """The stage dashboard: its figures, progress, history, label distribution and the
     per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
@@ -140,7 +140,7 @@ def stage_page(
     ]
     refresh = AgreementRefresh.of_stage(stage.pk)
     return {
-        **annotators_part(stage, sort=sort, descending=descending, progress=progress),
+        **annotators_part(stage, sort=sort, descending=descending, progress=progress, every=every),
         "stages": list(project.stages.order_by("position")),
         "snapshots": snapshots,
         "headline": headline,
@@ -162,17 +162,25 @@ def stage_page(
     }
 
 
+#: Rows of the per-annotator table shown until the researcher asks for every one (sorting
+#: brings any annotator into them: flags, agreement, speed).
+ANNOTATORS_SHOWN = 25
+
+
 def annotators_part(
     stage: Stage,
     *,
     sort: str,
     descending: bool | None,
     progress: StageProgress | None = None,
+    every: bool = False,
 ) -> dict[str, Any]:
     """What the stage page's per-annotator table (its ``annotators`` partial, redrawn on its
-    own when sorted or after a pause) shows: the rows in the order ``sort``/``descending``,
-    the members who did nothing yet, and the version its figure's URL carries. ``progress``:
-    the stage's progress when the caller has it."""
+    own when sorted or after a pause) shows: the rows in the order ``sort``/``descending`` (the
+    first ``ANNOTATORS_SHOWN`` of them unless ``every``: a table of two hundred rows, each with
+    its pause form, is most of a large stage's page), how many there are, the members who did
+    nothing yet, and the version its figure's URL carries. ``progress``: the stage's progress
+    when the caller has it."""
     if progress is None:
         progress = stored.stage_progress_shown(stage).progress
     rows, annotator_snapshot = selectors.annotator_rows(stage, sort=sort, descending=descending)
@@ -190,7 +198,9 @@ def annotators_part(
         "stage": stage,
         "kind_label": kind.label,
         "numeric": not kind.agreement.categorical,
-        "annotators": annotators,
+        "annotators": annotators if every else annotators[:ANNOTATORS_SHOWN],
+        "annotators_total": len(annotators),
+        "every": every,
         "inactive": inactive,
         "has_gold": has_gold,
         "annotator_snapshot": annotator_snapshot,
@@ -219,10 +229,19 @@ class DisagreementRow:
     decision: str
 
 
-def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
-    """The disagreement list: the rows of ``page`` (a page of
-    ``selectors.disagreement_items(stage, show=show)``) with every rater's vote."""
-    item_stages = list(page.object_list)
+def disagreement_page(
+    stage: Stage, *, show: str, after: str | None, before: str | None, per_page: int
+) -> dict[str, Any]:
+    """The disagreement list: the keyset page (``annotation.keyset``) of
+    ``selectors.disagreement_items(stage, show=show)`` next to cursor ``after`` / ``before``
+    (else the first), each row with every rater's vote, and how many items the list has
+    (stored with its age on a large stage: ``stored.disagreement_count_shown``)."""
+    listed = selectors.disagreement_items(stage, show=show)
+    page = keyset.keyset_page(
+        listed, key=selectors.DECIDED_AT, per_page=per_page, after=after, before=before
+    )
+    count, counted_at = stored.disagreement_count_shown(stage, show)
+    item_stages = list(page.rows)
     votes, raters = selectors.votes_by_item(item_stages, stage)
     kind = get_kind(stage.kind)
     rows = [
@@ -237,6 +256,8 @@ def disagreement_page(stage: Stage, *, show: str, page: Page) -> dict[str, Any]:
     return {
         "stage": stage,
         "page": page,
+        "count": count,
+        "counted_at": counted_at,
         "rows": rows,
         "raters": raters,
         "show": show,
@@ -284,10 +305,24 @@ def queue_row(item_stage: ItemStage) -> QueueRow:
 SPOT_CHECKS_LISTED = 20
 
 
-def adjudication_queue_page(project: Project, *, page: Page, reviewer: Any) -> dict[str, Any]:
-    """The reviewer's queue: the rows of ``page`` (a page of ``selectors.adjudication_queue``),
-    how many items wait in all, the latest decisions, and beside them the spot checks drawn
-    for ``reviewer`` (``agreement.spot_checks``) with the latest verdicts."""
+def adjudication_queue_page(
+    project: Project, *, reviewer: Any, after: str | None, before: str | None, per_page: int
+) -> dict[str, Any]:
+    """The reviewer's queue: the keyset page (``annotation.keyset``) of
+    ``selectors.adjudication_queue`` next to cursor ``after`` / ``before`` (else the first),
+    how many items wait (``selectors.adjudication_waiting``), the latest decisions, and
+    beside them the spot checks drawn for ``reviewer`` (``agreement.spot_checks``) with the
+    latest verdicts."""
+    queue = selectors.adjudication_queue(project, reviewer=reviewer)
+    page = keyset.keyset_page(
+        queue,
+        key=selectors.WAITING_SINCE,
+        per_page=per_page,
+        after=after,
+        before=before,
+        descending=False,
+    )
+    waiting = selectors.adjudication_waiting(project, reviewer=reviewer)
     spot = spot_checks.spot_check_queue(project, reviewer=reviewer)
     return {
         "spot_rows": [queue_row(item_stage) for item_stage in spot[:SPOT_CHECKS_LISTED]],
@@ -299,8 +334,8 @@ def adjudication_queue_page(project: Project, *, page: Page, reviewer: Any) -> d
             if spot_checks.spot_check_rate(stage)
         ],
         "page": page,
-        "rows": [queue_row(item_stage) for item_stage in page.object_list],
-        "waiting": page.paginator.count,
+        "rows": [queue_row(item_stage) for item_stage in page.rows],
+        "waiting": waiting,
         "recent": [
             (resolution, decision_label(resolution))
             for resolution in selectors.adjudication_recent(project)

@@ -18,7 +18,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Window
-from django.db.models.functions import RowNumber, Trunc
+from django.db.models.functions import Coalesce, RowNumber, Trunc
 
 from agreement.models import AgreementSnapshot
 
@@ -498,25 +498,64 @@ DISAGREEMENT_FILTERS = {
 }
 
 
+#: When an item stage's votes became final: decided (``resolved_at``), else the last vote
+#: (``completed_at``: waiting for a reviewer); never NULL. The disagreement list's order, walked
+#: by the index ``item_stage_decided_idx`` (annotation/models.py, which spells the same
+#: expression).
+DECIDED_AT = "decided_at"
+
+
 def disagreement_items(stage: Stage, *, show: str = "split") -> QuerySet[ItemStage]:
     """Item stages of the stage whose votes were not unanimous (or per ``show``), newest
-    resolution first, with item and resolution joined."""
+    decision first (``DECIDED_AT``, annotated, then the id), with item and resolution joined.
+    Page it with ``annotation.keyset.keyset_page(…, key=DECIDED_AT)``: the stage's index walks
+    that order, so a page never sorts or counts the stage's rows."""
     # Never work in progress: an item open again (one more vote asked, or a route sent it
     # back) is not listed until its votes are final, so no vote is read while others still
     # cast or change theirs (the engine's rule, item_stages_with_final_votes).
-    item_stages = item_stages_with_final_votes(
-        ItemStage.objects.filter(stage=stage, resolution__isnull=False)
-    ).select_related("item", "resolution", "resolution__decided_by")
-    if show == "ties":
-        item_stages = item_stages.filter(
-            Q(resolution__status__in=[Resolution.Status.TIE, Resolution.Status.NEEDS_ADJUDICATION])
-            | Q(state=ItemStage.State.ADJUDICATION)
+    item_stages = (
+        item_stages_with_final_votes(
+            ItemStage.objects.filter(stage=stage, resolution__isnull=False)
         )
-    elif show == "adjudicated":
-        item_stages = item_stages.filter(resolution__status=Resolution.Status.ADJUDICATED)
-    elif show != "all":
-        item_stages = item_stages.exclude(resolution__status=Resolution.Status.UNANIMOUS)
-    return item_stages.order_by("-resolution__computed_at", "-pk")
+        .select_related("item", "resolution", "resolution__decided_by")
+        .annotate(**{DECIDED_AT: Coalesce("resolved_at", "completed_at", "opened_at")})
+    )
+    chosen = disagreement_filter(show)
+    if chosen is not None:
+        item_stages = item_stages.filter(chosen)
+    return item_stages.order_by(f"-{DECIDED_AT}", "-pk")
+
+
+def disagreement_filter(show: str) -> Q | None:
+    """Which of a stage's listed item stages ``show`` keeps (``DISAGREEMENT_FILTERS``; an
+    unknown key is "split"), None for all of them: the one rule of the list, its CSV and
+    their counts (``disagreement_counts``)."""
+    if show == "all":
+        return None
+    if show == "ties":
+        return Q(
+            resolution__status__in=[Resolution.Status.TIE, Resolution.Status.NEEDS_ADJUDICATION]
+        ) | Q(state=ItemStage.State.ADJUDICATION)
+    if show == "adjudicated":
+        return Q(resolution__status=Resolution.Status.ADJUDICATED)
+    return ~Q(resolution__status=Resolution.Status.UNANIMOUS)
+
+
+def disagreement_counts(stage: Stage) -> dict[str, int]:
+    """How many item stages each disagreement filter lists ({show: count}, every key of
+    ``DISAGREEMENT_FILTERS``), in one aggregate over the stage's listed item stages."""
+    listed = item_stages_with_final_votes(
+        ItemStage.objects.filter(stage=stage, resolution__isnull=False)
+    )
+    counted = listed.aggregate(
+        **{
+            show: Count("pk", filter=chosen)
+            if (chosen := disagreement_filter(show))
+            else Count("pk")
+            for show in DISAGREEMENT_FILTERS
+        }
+    )
+    return {show: int(counted[show] or 0) for show in DISAGREEMENT_FILTERS}
 
 
 def votes_by_item(
@@ -581,13 +620,44 @@ def item_fields(item: Item) -> list[tuple[str, str]]:
 # --- Adjudication ---------------------------------------------------------------------------------
 
 
+#: Since when an item stage has waited for a reviewer (its last vote; never NULL): the
+#: adjudication queue's order, walked by the index ``item_stage_adjudication_idx``
+#: (annotation/models.py, which spells the same expression).
+WAITING_SINCE = "waiting_since"
+
+
 def adjudication_queue(project: Project, *, reviewer: Any = None) -> QuerySet[ItemStage]:
-    """Item stages of the project waiting for a reviewer, oldest first; with ``reviewer``,
-    without those the reviewer annotated (nobody judges their own work)."""
+    """Item stages of the project waiting for a reviewer, oldest first (``WAITING_SINCE``,
+    annotated, then the id); with ``reviewer``, without those the reviewer annotated (nobody
+    judges their own work). Page it with ``annotation.keyset.keyset_page(…,
+    key=WAITING_SINCE, descending=False)``."""
     queue = ItemStage.objects.filter(stage__project=project, state=ItemStage.State.ADJUDICATION)
     if reviewer is not None:
         queue = queue.exclude(annotations__annotator=reviewer)
-    return queue.select_related("item", "stage", "resolution").order_by("completed_at", "pk")
+    return (
+        queue.select_related("item", "stage", "resolution")
+        .annotate(**{WAITING_SINCE: Coalesce("completed_at", "opened_at")})
+        .order_by(WAITING_SINCE, "pk")
+    )
+
+
+def adjudication_waiting(project: Project, *, reviewer: Any = None) -> int:
+    """How many items ``adjudication_queue(project, reviewer=reviewer)`` holds. A reviewer who
+    annotated nothing in the project (the usual case) waits for every item the project sends
+    to a reviewer: counted from the item stages' state index alone, without looking for the
+    reviewer's votes item by item."""
+    # The stages' ids, not a join on the project: with the join the planner walks every item
+    # stage of the project looking for the reviewer's votes (seconds at 300,000 items); with
+    # the ids it reads the reviewer's own votes from the annotator index.
+    stage_ids = list(project.stages.values_list("pk", flat=True))
+    if (
+        reviewer is not None
+        and not Annotation.objects.filter(
+            annotator=reviewer, item_stage__stage_id__in=stage_ids
+        ).exists()
+    ):
+        reviewer = None
+    return adjudication_queue(project, reviewer=reviewer).order_by().count()
 
 
 def annotated_by(item_stage: ItemStage, user: Any) -> bool:

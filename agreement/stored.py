@@ -129,6 +129,22 @@ def stage_progress_series_shown(stage: Stage) -> ProgressSeries:
     return selectors.stage_progress_series(stage)
 
 
+def disagreement_count_shown(stage: Stage, show: str) -> tuple[int, datetime | None]:
+    """How many item stages the disagreement list ``show`` has, and when they were counted:
+    the stored count of a large stage (``selectors.disagreement_counts``, asking for a new one
+    when it is old or was stored without it), else counted now (None)."""
+    found = (
+        _row(stage.pk).values_list("counts__items", "counts__disagreements", "stored_at").first()
+    )
+    if found is not None and found[2] is not None and _large({"items": found[0] or 0}):
+        stored = found[1] if isinstance(found[1], dict) else None
+        if stored is None or _old(found[2]):
+            stage_page_store_request(stage_id=stage.pk)
+        if stored is not None and show in stored:
+            return int(stored[show]), found[2]
+    return selectors.disagreement_items(stage, show=show).order_by().count(), None
+
+
 def series_to_json(series: ProgressSeries) -> dict[str, Any]:
     return {
         "unit": series.unit,
@@ -189,6 +205,7 @@ def stage_page_store(*, stage_id: int, redraw: bool = False) -> bool:
         return False
     counts: dict[str, Any] = dict(selectors.stage_counts(stage))
     counts["resolved_values"] = selectors.resolved_values(stage)
+    counts["disagreements"] = selectors.disagreement_counts(stage)
     series = selectors.stage_progress_series(stage)
     have = set(StoredStageFigure.objects.filter(stage=stage).values_list("name", flat=True))
     names = [plot for plot in figures.PLOTS if redraw or plot in LIVE_FIGURES or plot not in have]

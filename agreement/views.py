@@ -41,6 +41,7 @@ from agreement.forms import (
     AnnotatorOrderForm,
     AnnotatorPauseForm,
     DisagreementFilterForm,
+    KeysetForm,
     SpotCheckForm,
 )
 from annotation import services
@@ -48,7 +49,7 @@ from annotation.access import ADJUDICATE, MONITOR, ProjectAccess, access_project
 from annotation.errors import ApplicationError, NotFound
 from annotation.forms import form_error
 from annotation.navigation import project_tabs
-from annotation.web import PageRequest, csv_response, page, page_of
+from annotation.web import PageRequest, csv_response, page
 from rungwise.replica import reads_from_replica
 
 PAGE_SIZE = 50
@@ -107,15 +108,18 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
     access = access_project(request.user, slug, MONITOR)
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
-    sort, descending = _order_form(request).order()
+    order = _order_form(request)
+    sort, descending = order.order()
+    every = order.every_row()
     part = request.GET.get("part")
     if request.htmx and part == "annotators":
         context = _base_context(
-            access, **pages.annotators_part(stage, sort=sort, descending=descending)
+            access,
+            **pages.annotators_part(stage, sort=sort, descending=descending, every=every),
         )
         return render(request, "agreement/stage.html#annotators", context)
     context = _base_context(
-        access, **pages.stage_page(project, stage, sort=sort, descending=descending)
+        access, **pages.stage_page(project, stage, sort=sort, descending=descending, every=every)
     )
     if request.htmx and part == "live":
         return render(request, "agreement/stage.html#live", context)
@@ -151,7 +155,9 @@ def annotator_pause(request: PageRequest, slug: str, user_id: int) -> HttpRespon
     name = membership.user.get_username()
     if request.htmx and stage is not None:
         sort, descending = form.order()
-        context = pages.annotators_part(stage, sort=sort, descending=descending)
+        context = pages.annotators_part(
+            stage, sort=sort, descending=descending, every=form.every_row()
+        )
         return render(request, "agreement/stage.html#annotators", _base_context(access, **context))
     messages.success(
         request,
@@ -212,8 +218,10 @@ def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
     project = access.project
     stage = access_stage(request.user, project, stage_slug)
     show = DisagreementFilterForm(request.GET).selected()
-    found = page_of(request, research_selectors.disagreement_items(stage, show=show), PAGE_SIZE)
-    context = pages.disagreement_page(stage, show=show, page=found)
+    after, before = KeysetForm(request.GET).cursors()
+    context = pages.disagreement_page(
+        stage, show=show, after=after, before=before, per_page=PAGE_SIZE
+    )
     return render(request, "agreement/disagreements.html", _base_context(access, **context))
 
 
@@ -225,9 +233,9 @@ def disagreements(request: PageRequest, slug: str, stage_slug: str) -> HttpRespo
 def adjudication_queue(request: PageRequest, slug: str) -> HttpResponseBase:
     access = access_project(request.user, slug, ADJUDICATE)
     project = access.project
-    queue = research_selectors.adjudication_queue(project, reviewer=request.user)
+    after, before = KeysetForm(request.GET).cursors()
     context = pages.adjudication_queue_page(
-        project, page=page_of(request, queue, PAGE_SIZE), reviewer=request.user
+        project, reviewer=request.user, after=after, before=before, per_page=PAGE_SIZE
     )
     return render(request, "agreement/adjudication_queue.html", _base_context(access, **context))
 

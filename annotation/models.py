@@ -330,6 +330,24 @@ class ItemStage(models.Model):
                 name="item_stage_open_target_idx",
                 condition=Q(state="open"),
             ),
+            # The disagreement list's and disagreements.csv's keyset order (agreement/selectors.py,
+            # disagreement_items): a stage's item stages, newest decision first (its rows still
+            # collecting votes are passed over by the walk; a partial index would need the
+            # query to repeat its predicate word for word).
+            models.Index(
+                F("stage"),
+                Coalesce("resolved_at", "completed_at", "opened_at").desc(),
+                F("id").desc(),
+                name="item_stage_decided_idx",
+            ),
+            # The adjudication queue's keyset order (agreement/selectors.py, adjudication_queue):
+            # items waiting for a reviewer, longest-waiting first.
+            models.Index(
+                Coalesce("completed_at", "opened_at"),
+                F("id"),
+                name="item_stage_adjudication_idx",
+                condition=Q(state="adjudication"),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -443,19 +443,26 @@ def item_stage_results(item: Item) -> list[dict[str, Any]]:
     return results
 
 
-def project_stages_with_counts(project: Project) -> QuerySet[Stage]:
-    """Stages with item counts by state (one query)."""
-    return (
-        Stage.objects.filter(project=project)
-        .annotate(
-            items_total=Count("item_stages"),
-            items_open=Count("item_stages", filter=Q(item_stages__state=ItemStage.State.OPEN)),
-            items_resolved=Count(
-                "item_stages", filter=Q(item_stages__state=ItemStage.State.RESOLVED)
-            ),
-        )
-        .order_by("position")
-    )
+def project_stages_with_counts(project: Project) -> list[Stage]:
+    """The project's stages by position, each with ``items_total``, ``items_open`` and
+    ``items_resolved``. Two queries: the stages, and the item stages counted by (stage, state)
+    straight from the ``(stage, state)`` index (joining the stages to their item stages and
+    grouping by stage read every item stage's row: seconds on a stage of 300,000 items)."""
+    stages = list(Stage.objects.filter(project=project).order_by("position"))
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for stage_id, state, number in (
+        ItemStage.objects.filter(stage__in=[stage.pk for stage in stages])
+        .values_list("stage_id", "state")
+        .annotate(number=Count("*"))
+        .order_by()
+    ):
+        counts[stage_id][state] = number
+    for stage in stages:
+        by_state = counts.get(stage.pk, {})
+        stage.items_total = sum(by_state.values())  # type: ignore[attr-defined]
+        stage.items_open = by_state.get(ItemStage.State.OPEN, 0)  # type: ignore[attr-defined]
+        stage.items_resolved = by_state.get(ItemStage.State.RESOLVED, 0)  # type: ignore[attr-defined]
+    return stages
 
 
 #: How many of their latest answers an annotator sees in a stage's "My recent answers".

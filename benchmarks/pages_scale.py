@@ -75,6 +75,40 @@ def load_average() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int | None) -> float:
+    """User + system CPU seconds of process ``root`` and every process below it, ended ones
+    reaped within the tree included (from ``/proc``): the web server's workers, or the
+    PostgreSQL cluster's backends. On a
+    machine shared with other work this is the fair figure; wall time measures the others."""
+    if root is None:
+        return 0.0
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        # utime + stime, and cutime + cstime: the children it reaped (PostgreSQL's postmaster
+        # reaps each backend that ends, so a connection closed after its request still counts).
+        times[int(entry)] = sum(int(value) for value in fields[11:15]) / _TICKS
+    total = 0.0
+    for pid, seconds in times.items():
+        ancestor = pid
+        while ancestor not in (root, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        if ancestor == root:
+            total += seconds
+    return total
+
+
 # --- The database -------------------------------------------------------------------------------
 
 
@@ -403,7 +437,9 @@ def _stored_pages(project, *, missing_only: bool = False) -> None:
     for stage in project.stages.order_by("position"):
         if (
             missing_only
-            and stored.StoredStagePage.objects.filter(pk=stage.pk, stored_at__isnull=False).exists()
+            and stored.StoredStagePage.objects.filter(
+                pk=stage.pk, stored_at__isnull=False, counts__has_key="disagreements"
+            ).exists()
         ):
             continue
         started = time.perf_counter()
@@ -609,12 +645,35 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def measure(port: int, cookie: str, token: str, repeat: int, only: str) -> None:
-    listed = [page for page in pages() if only.lower() in page[0].lower()]
+def measure(
+    port: int,
+    cookie: str,
+    token: str,
+    repeat: int,
+    only: str,
+    server_pid: int | None = None,
+    database_pid: int | None = None,
+    skip: str = "",
+) -> None:
+    """Request each page (``only`` / ``skip``: comma-separated parts of the names to keep /
+    to leave out) and print its figures; with the server's and the database's process ids,
+    also the CPU milliseconds a warm request cost each (mean over the warm requests, from
+    ``/proc``)."""
+
+    def parts(text: str) -> list[str]:
+        return [part.strip().lower() for part in text.split(",") if part.strip()]
+
+    wanted, unwanted = parts(only) or [""], parts(skip)
+    listed = [
+        page
+        for page in pages()
+        if any(part in page[0].lower() for part in wanted)
+        and not any(part in page[0].lower() for part in unwanted)
+    ]
     print(f"\nload average before: {load_average()}")
     header = (
         f"{'page':<42} {'cold':>7} {'p50':>7} {'p95':>7} {'1st B':>7} {'bytes':>10} "
-        f"{'SQL':>5}  status"
+        f"{'SQL':>5} {'web CPU':>7} {'db CPU':>6}  status"
     )
     print(header)
     over = 0
@@ -623,7 +682,10 @@ def measure(port: int, cookie: str, token: str, repeat: int, only: str) -> None:
         if path.startswith("/api/"):
             headers = {"Authorization": f"Token {token}", **extra}
         cold = fetch(port, path, headers)
+        web_before, db_before = tree_cpu_seconds(server_pid), tree_cpu_seconds(database_pid)
         warm = [fetch(port, path, headers) for _ in range(repeat)]
+        web_cpu = (tree_cpu_seconds(server_pid) - web_before) * 1000 / repeat
+        db_cpu = (tree_cpu_seconds(database_pid) - db_before) * 1000 / repeat
         times = [timing.seconds * 1000 for timing in warm]
         p50, p95 = statistics.median(times), percentile(times, 95)
         first = max(timing.first_byte for timing in warm) * 1000
@@ -635,7 +697,8 @@ def measure(port: int, cookie: str, token: str, repeat: int, only: str) -> None:
         )
         print(
             f"{name:<42} {cold.seconds * 1000:>7.0f} {p50:>7.0f} {p95:>7.0f} {first:>7.0f} "
-            f"{warm[-1].size:>10,} {warm[-1].statements:>5}  {status}{flag}",
+            f"{warm[-1].size:>10,} {warm[-1].statements:>5} {web_cpu:>7.0f} {db_cpu:>6.0f}  "
+            f"{status}{flag}",
             flush=True,
         )
     print(
@@ -650,7 +713,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only", default="", help="measure only pages whose name contains this")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="measure only pages whose name contains this (comma-separated: any of these)",
+    )
+    parser.add_argument(
+        "--skip", default="", help="leave out pages whose name contains this (comma-separated)"
+    )
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument(  # PA's block below
         "--cpu", action="store_true", help="then the web and database CPU per request (/proc)"
@@ -694,7 +764,16 @@ def main() -> None:
         connection.close()
         server, port = serve(database_url, args.workers, Path(args.checkout).resolve())
         try:
-            measure(port, cookie, token, args.repeat, args.only)
+            measure(
+                port,
+                cookie,
+                token,
+                args.repeat,
+                args.only,
+                server_pid=server.pid,
+                database_pid=cluster.pid,
+                skip=args.skip,
+            )
             if args.cpu:
                 measure_cpu(server.pid, cluster, port, cookie, token, args.repeat, args.only)
         finally:

@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 
 from agreement import selectors
-from annotation.models import Annotation, Resolution
+from annotation.models import Annotation, ItemStage, Resolution
 from annotation.web import spreadsheet_safe
 from tests.agreement import test_views
 from tests.agreement.test_views import HYPERLINK, client_for
@@ -190,12 +190,12 @@ def test_the_disagreement_table_is_unchanged_and_safe(hostile, show):
 
 
 def test_the_disagreement_table_streams_every_row_once_in_keyset_chunks(hostile, monkeypatch):
-    """Chunks of one item stage, every resolution at the same moment (the keyset's tie-break on
+    """Chunks of one item stage, every decision at the same moment (the keyset's tie-break on
     the id decides): the file is still the one above, each row once and in order."""
     from agreement import exports
 
     monkeypatch.setattr(exports, "DISAGREEMENT_CHUNK", 1)
-    Resolution.objects.filter(item_stage__stage=hostile.stage).update(
-        computed_at=datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    ItemStage.objects.filter(stage=hostile.stage).update(
+        resolved_at=datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
     )
     test_the_disagreement_table_is_unchanged_and_safe(hostile, "all")

@@ -38,6 +38,11 @@ def stored_counts(stage) -> dict:
     assert stored.stage_page_store(stage_id=stage.pk)
     counts = dict(StoredStagePage.objects.get(pk=stage.pk).counts)
     counts.pop("resolved_values")
+    # The disagreement list's counts, stored beside them, are what the list counts now.
+    assert counts.pop("disagreements") == {
+        show: selectors.disagreement_items(stage, show=show).count()
+        for show in selectors.DISAGREEMENT_FILTERS
+    }
     return counts
 
 

@@ -4,13 +4,16 @@ htmx partials, CSV and SVG downloads, pausing annotators, deciding items."""
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from dataclasses import dataclass
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agreement import selectors
 from agreement.models import AgreementSnapshot
 from annotation import services
 from annotation.access import access_stage_for_annotator
@@ -416,7 +419,7 @@ def test_the_disagreement_view_puts_each_items_votes_side_by_side(study):
         reverse("agreement:disagreements", args=[study.project.slug, study.stage.slug]),
         {"show": "ties"},
     )
-    assert ties.context["page"].paginator.count == 2
+    assert ties.context["count"] == 2 and ties.context["counted_at"] is None
 
 
 # --- Adjudication -------------------------------------------------------------------------------
@@ -495,3 +498,92 @@ def test_annotations_are_untouched_by_every_page(study):
     for url in research_urls(study):
         client.get(url)
     assert list(Annotation.objects.order_by("pk").values_list("pk", "payload")) == before
+
+
+# --- Keyset pages of the long lists ---------------------------------------------------------------
+
+
+def follow_next(client, url: str, query: dict[str, str], rel: str = "next") -> list[str]:
+    """The pages' HTML, from ``url`` by each page's rel="next" link (annotation/keyset.py)."""
+    pages = [client.get(url, query).content.decode()]
+    while (found := re.search(rf'href="\?([^"]*)" rel="{rel}"', pages[-1])) is not None:
+        pages.append(client.get(url + "?" + html.unescape(found.group(1))).content.decode())
+        assert len(pages) < 50
+    return pages
+
+
+def test_the_disagreement_list_pages_by_cursor_each_item_once(study, monkeypatch):
+    from agreement import views
+
+    monkeypatch.setattr(views, "PAGE_SIZE", 1)
+    client = client_for(study.researcher)
+    url = reverse("agreement:disagreements", args=[study.project.slug, study.stage.slug])
+    listed = list(selectors.disagreement_items(study.stage, show="all"))
+    assert len(listed) > 2
+    pages = follow_next(client, url, {"show": "all"})
+    assert len(pages) == len(listed)
+    for page, item_stage in zip(pages, listed, strict=True):
+        # Each page holds its one item (and the count of the whole list, counted now).
+        assert item_stage.item.external_id in page
+        assert f"All resolved items · {len(listed)} items" in page
+        others = [other for other in listed if other.pk != item_stage.pk]
+        assert not any(f">{other.item.external_id}</" in page for other in others)
+    assert 'rel="prev"' in pages[-1] and 'rel="prev"' not in pages[0]
+
+
+def test_a_large_stage_shows_its_stored_disagreement_count_with_its_age(study, settings):
+    from agreement import stored
+    from agreement.models import StoredStagePage
+
+    settings.AGREEMENT_STORED_FROM = 0
+    settings.AGREEMENT_STORED_MAX_AGE = 3600
+    stored.stage_page_store(stage_id=study.stage.pk)
+    row = StoredStagePage.objects.get(pk=study.stage.pk)
+    assert row.counts["disagreements"]["ties"] == 2
+    row.counts["disagreements"]["ties"] = 1234
+    StoredStagePage.objects.filter(pk=row.pk).update(counts=row.counts)
+    page = client_for(study.researcher).get(
+        reverse("agreement:disagreements", args=[study.project.slug, study.stage.slug]),
+        {"show": "ties"},
+    )
+    assert page.context["count"] == 1234 and page.context["counted_at"] is not None
+    assert "about 1,234 items" in page.content.decode()
+
+
+def test_the_adjudication_queue_pages_by_cursor_oldest_first(study, monkeypatch):
+    from agreement import views
+
+    monkeypatch.setattr(views, "PAGE_SIZE", 1)
+    queue = waiting(study)
+    assert len(queue) == 2
+    client = client_for(study.reviewer)
+    url = reverse("agreement:adjudication", args=[study.project.slug])
+    pages = follow_next(client, url, {})
+    oldest_first = sorted(queue, key=lambda item_stage: (item_stage.completed_at, item_stage.pk))
+    assert len(pages) == 2
+    for page, item_stage in zip(pages, oldest_first, strict=True):
+        assert "Waiting for a decision · 2<" in page
+        assert reverse("agreement:adjudicate", args=[study.project.slug, item_stage.pk]) in page
+    # An annotator who reviews waits only for the items they did not annotate.
+    assert selectors.adjudication_waiting(study.project, reviewer=study.annotators[0]) == 0
+    assert selectors.adjudication_waiting(study.project, reviewer=study.reviewer) == 2
+
+
+def test_the_annotators_table_shows_its_first_rows_and_every_row_on_request(study, monkeypatch):
+    from agreement import pages
+
+    monkeypatch.setattr(pages, "ANNOTATORS_SHOWN", 2)
+    client = client_for(study.researcher)
+    url = reverse("agreement:stage", args=[study.project.slug, study.stage.slug])
+    names = [f'<th scope="row">ann{rank}' for rank in range(3)]
+    first = client.get(url, {"sort": "name", "dir": "asc"}).content.decode()
+    assert [name in first for name in names] == [True, True, False]
+    assert "The first 2 of 3 annotators" in first and "rows=all" in first
+    every = client.get(
+        url,
+        {"sort": "name", "dir": "asc", "rows": "all", "part": "annotators"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert all(name in every for name in names) and "The first 2" not in every
+    # A pause posted from the whole table re-renders the whole table.
+    assert 'name="rows" value="all"' in every

@@ -188,3 +188,24 @@ def test_an_annotator_changes_their_answer_through_the_api_once_and_not_after_th
     )
     assert late.status_code == 409 and "decided" in late.json()["message"]
     assert Annotation.objects.filter(assignment=lease["id"]).get().pk == body["id"]
+
+
+def test_the_stage_list_counts_each_stages_items_by_state(django_capture_on_commit_callbacks):
+    from annotation.models import ItemStage, Role
+    from tests.factories import annotate_stage
+
+    project, verify, label, people = pipeline(items=5)
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, lambda person, item: "keep")
+    admin = make_member(project, Role.ADMIN)
+    with CaptureQueriesContext(connection) as queries:
+        listed = client_for(admin).get(f"/api/projects/{project.slug}/stages/").json()["results"]
+    assert [row["slug"] for row in listed] == ["verify", "label"]
+    for row, stage in zip(listed, (verify, label), strict=True):
+        item_stages = ItemStage.objects.filter(stage=stage)
+        assert row["items_total"] == item_stages.count()
+        assert row["items_open"] == item_stages.filter(state="open").count()
+        assert row["items_resolved"] == item_stages.filter(state="resolved").count()
+    assert listed[0]["items_resolved"] == 5 and listed[1]["items_total"] == 5
+    # One grouped count of the item stages for all the stages, not one per stage.
+    assert sum("annotation_itemstage" in query["sql"] for query in queries) == 1
