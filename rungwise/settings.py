@@ -666,3 +666,6 @@ LOGGING = {
 # counted and drawn on each request.
 AGREEMENT_STORED_FROM = int(os.environ.get("AGREEMENT_STORED_FROM", "20000"))
 AGREEMENT_STORED_MAX_AGE = float(os.environ.get("AGREEMENT_STORED_MAX_AGE", "30"))
+
+# --- Interop (interop/): Label Studio and Potato exports in, Label Studio tasks out -------------
+INSTALLED_APPS += ["interop"]
