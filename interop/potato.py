@@ -210,10 +210,15 @@ def potato_read(files: Mapping[str, bytes], *, name: str) -> SourceExport:
             continue
         if path.endswith(STATE_FILE):
             try:
-                entries = _entries_2x(json.loads(text))
+                state = json.loads(text)
             except json.JSONDecodeError as error:
                 problems.add(path, None, "", f"is not JSON ({error.msg}, line {error.lineno})")
                 continue
+            entries = _entries_2x(state)
+            spans = state.get("instance_id_to_span_to_value") if entries is not None else None
+            for found in (spans or {}).values():
+                if found:
+                    export.skip("span answers", len(found))
             if entries is None:
                 problems.add(path, None, "instance_id_to_label_to_value", "is missing")
                 continue
