@@ -48,7 +48,7 @@ class InteropImportResult:
 
 def result_summary(result: InteropImportResult) -> str:
     """What an import wrote, in a sentence (the page's message, the command's output)."""
-    skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(result.skipped.items()))
+    skipped = ", ".join(f"{reason} ({count})" for reason, count in sorted(result.skipped.items()))
     return (
         f"Imported {result.annotations} answer{'s' if result.annotations != 1 else ''} to "
         f"{result.field} by {result.raters} rater{'s' if result.raters != 1 else ''} on "

@@ -66,6 +66,7 @@ def test_only_the_projects_admins_reach_the_pages(client, world, name, role):
 def test_an_upload_imports_and_says_what_it_wrote(client, world):
     sign_in(client, world, "admin")
     url = reverse("interop:import", args=["interop"])
+    assert url.encode() in client.get(reverse("imports:imports", args=["interop"])).content
     page = client.get(url)
     assert b"Earlier labels (label)" in page.content
     assert b"Label the relation" not in page.content  # active stages are not offered
@@ -77,7 +78,7 @@ def test_an_upload_imports_and_says_what_it_wrote(client, world):
     )
     assert response.status_code == 200
     assert b"Imported 23 answers to relation by 3 raters on 8 tasks" in response.content
-    assert b"2 predictions" in response.content
+    assert b"predictions (2)" in response.content
     assert Annotation.objects.filter(item_stage__stage=world["earlier"]).count() == 23
 
 
