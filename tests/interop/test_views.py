@@ -68,7 +68,7 @@ def test_an_upload_imports_and_says_what_it_wrote(client, world):
     url = reverse("interop:import", args=["interop"])
     assert url.encode() in client.get(reverse("imports:imports", args=["interop"])).content
     page = client.get(url)
-    assert b"Earlier labels (label)" in page.content
+    assert "Earlier labels · label".encode() in page.content
     assert b"Label the relation" not in page.content  # active stages are not offered
     upload = SimpleUploadedFile("project-1.json", json.dumps(demo_export()).encode())
     response = client.post(
