@@ -731,3 +731,7 @@ CELERY_BEAT_SCHEDULE["item-search-index"] = {
 # seconds; a smaller project is counted on each request.
 PIPELINE_STORED_FROM = int(os.environ.get("PIPELINE_STORED_FROM", "20000"))
 PIPELINE_STORED_MAX_AGE = float(os.environ.get("PIPELINE_STORED_MAX_AGE", "60"))
+
+
+# --- Interop (interop/): Label Studio and Potato exports in, Label Studio tasks out -------------
+INSTALLED_APPS += ["interop"]

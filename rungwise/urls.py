@@ -37,4 +37,5 @@ urlpatterns = [
     path("", include("llm.urls")),
     path("", include("annotation.urls")),
     path("", include("webhooks.urls")),
+    path("", include("interop.urls")),
 ]
