@@ -666,3 +666,9 @@ LOGGING = {
 # counted and drawn on each request.
 AGREEMENT_STORED_FROM = int(os.environ.get("AGREEMENT_STORED_FROM", "20000"))
 AGREEMENT_STORED_MAX_AGE = float(os.environ.get("AGREEMENT_STORED_MAX_AGE", "30"))
+
+# --- The Hugging Face Hub (releases/hf_push.py) -----------------------------------------------
+# A release's dataset folder is pushed with the token HF_TOKEN (a write token of the user or
+# organisation that owns the repositories) to HF_ENDPOINT (the Hub, or a local test server).
+HF_TOKEN = os.environ.get("HF_TOKEN", "")
+HF_ENDPOINT = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
