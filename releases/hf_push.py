@@ -18,6 +18,7 @@ rungwise/settings.py); tests point the address at tests/releases/hub_server.py.
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -35,6 +36,7 @@ from annotation.errors import ApplicationError, Conflict
 from releases.hf_dataset import FOLDER
 from releases.models import Release
 
+logger = logging.getLogger(__name__)
 #: ``owner/name`` as the Hub accepts it.
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 CHUNK = 1 << 20
@@ -136,7 +138,8 @@ def hub_error_in_words(error: Exception, repo_id: str, endpoint: str) -> str:
         )
     if isinstance(error, ValueError):  # huggingface_hub's own checks, e.g. of the card's YAML
         return f"The push of {repo_id} was refused: {str(error)[:300]}"
-    raise error
+    logger.exception("push to %s failed", repo_id)
+    return f"The push stopped on an internal error ({type(error).__name__}: {str(error)[:300]})."
 
 
 def hub_push_folder(folder: Path, *, repo_id: str, message: str) -> str:
