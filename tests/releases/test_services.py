@@ -105,7 +105,7 @@ def readable_text(archive: zipfile.ZipFile, name: str) -> str:
 
 
 def member(archive: zipfile.ZipFile, name: str) -> bytes:
-    [path] = [entry for entry in archive.namelist() if entry.endswith("/" + name)]
+    [path] = [entry for entry in archive.namelist() if entry.split("/", 1)[1] == name]
     return archive.read(path)
 
 
