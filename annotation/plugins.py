@@ -35,7 +35,7 @@ the engine itself declare their contributions here too (``annotation/apps.py``).
   annotator gates, work gates, progress caps, pending-work hooks, the events) are applied at
   once by ``register_plugin``.
 * Extension points owned by the apps above the engine (import schemas and item mappers:
-  ``imports``; release layouts and identities: ``releases``; agreement headlines: ``agreement``; model
+  ``imports``; release layouts, identities and dataset configurations: ``releases``; agreement headlines: ``agreement``; model
   generators and release scorers: ``llm``)
   are applied by those apps: each declares, in its own ``ready()``, ``extension_point(field,
   register)``. Plug-ins registered before that declaration are applied when it comes, those
@@ -141,6 +141,9 @@ class Plugin:
     model_generators: Sequence[Any] = ()
     #: ``llm.evaluation.scoring.ReleaseScorer`` per workflow (llm/).
     release_scorers: Mapping[str, Any] = field(default_factory=dict)
+    #: ``releases.hf_dataset.DatasetLayout`` per workflow: the Hugging Face dataset configurations
+    #: of its releases (releases/; a workflow without one gets a ``default`` configuration).
+    release_datasets: Mapping[str, Any] = field(default_factory=dict)
     # -- the demo ---------------------------------------------------------------------------
     demo: DemoSeed | None = None
     # -- cloning a project's setup ----------------------------------------------------------
@@ -183,6 +186,7 @@ _OUTER_POINTS = (
     "stage_sections",
     "model_generators",
     "release_scorers",
+    "release_datasets",
 )
 #: ``register`` of each declared outer extension point: ``register(key, value)`` for a
 #: mapping field, ``register(value)`` for a sequence field.

@@ -20,7 +20,7 @@ class GraphsConfig(AppConfig):
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
         from graphs import carlgt, dsep, kinds, policies, services
-        from graphs.release_layout import carlgt_layout
+        from graphs.release_layout import CARLGT_DATASET, carlgt_layout
         from graphs.release_scorer import CarlGTScorer
 
         register_plugin(
@@ -43,6 +43,7 @@ class GraphsConfig(AppConfig):
                 # Import page's rows), an edge-list row (dsep.py).
                 import_schemas={**carlgt.SCHEMAS, dsep.EDGE_SCHEMA.name: dsep.EDGE_SCHEMA},
                 release_layouts={services.WORKFLOW: carlgt_layout},
+                release_datasets={services.WORKFLOW: CARLGT_DATASET},
                 release_scorers={services.WORKFLOW: CarlGTScorer()},
                 project_tabs=[
                     ProjectTab(

@@ -34,6 +34,7 @@ from statistics import fmean
 from typing import Any
 
 from graphs.carlgt import NUMBER_TASKS
+from releases.hf_dataset import DatasetConfig, DatasetLayout
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv
 
@@ -207,3 +208,40 @@ def carlgt_layout(context: LayoutContext) -> list[Path | FileEntry]:
         )  # fmt: skip
     )
     return files
+
+
+# -- the Hugging Face dataset (releases/hf_dataset.py) ----------------------------------------
+
+
+def carlgt_question(item: dict) -> list[dict]:
+    """A released CARL-GT question as a dataset row (items that are no question: none). The
+    ground truth is text (``yes`` / ``no`` or the number as written), one type for every task."""
+    payload = item.get("payload") or {}
+    if "task" not in payload or "question" not in payload:
+        return []
+    answer = payload.get("answer")
+    return [
+        {
+            "id": item["external_id"],
+            "task": str(payload["task"]),
+            "graph_id": str(payload.get("graph_id", "")),
+            "graph_size": payload.get("graph_size"),
+            "question": payload["question"],
+            "answer": None if answer is None else str(answer),
+            "line": _line(item),
+        }
+    ]
+
+
+CARLGT_DATASET = DatasetLayout(
+    configs=[
+        DatasetConfig(
+            "questions",
+            "items.jsonl",
+            split=lambda row: row["task"],
+            rows=carlgt_question,
+            description="The questions with their computed ground truth, a split per task.",
+        )
+    ],
+    task_categories=["question-answering"],
+)

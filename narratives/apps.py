@@ -21,7 +21,7 @@ class NarrativesConfig(AppConfig):
         from annotation.workflows import Workflow
         from narratives import kinds, policies, services
         from narratives.reader import NARRATIVE_SCHEMA
-        from narratives.release_layout import narratives_layout
+        from narratives.release_layout import NARRATIVES_DATASET, narratives_layout
         from narratives.release_scorer import NarrativesScorer
 
         register_plugin(
@@ -43,6 +43,7 @@ class NarrativesConfig(AppConfig):
                 # One line of a narratives file (narratives/reader.py).
                 import_schemas={NARRATIVE_SCHEMA.name: NARRATIVE_SCHEMA},
                 release_layouts={services.WORKFLOW: narratives_layout},
+                release_datasets={services.WORKFLOW: NARRATIVES_DATASET},
                 release_scorers={services.WORKFLOW: NarrativesScorer()},
                 project_tabs=[
                     ProjectTab(

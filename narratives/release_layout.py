@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from narratives import scoring
+from releases.hf_dataset import DatasetConfig, DatasetLayout
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv
 
@@ -124,3 +125,33 @@ def narratives_layout(context: LayoutContext) -> list[Path | FileEntry]:
         rows, context.out_dir / f"{PREFIX}_scores.csv", columns=SCORE_COLUMNS, extra="ignore"
     )
     return [*(context.out_dir / name for name in sorted(handles)), scores]
+
+
+# -- the Hugging Face dataset (releases/hf_dataset.py) ----------------------------------------
+
+
+def _with_length(record: dict) -> list[dict]:
+    return [{**record, "length": len(record.get("nodes") or [])}]
+
+
+NARRATIVES_DATASET = DatasetLayout(
+    configs=[
+        DatasetConfig(
+            "chains",
+            f"{PREFIX}_*_size=*.jsonl",
+            split=lambda row: (
+                f"{row.get('source') or 'narratives'}_{row.get('direction') or 'any'}"
+            ),
+            rows=lambda record: [] if "edges" in record else _with_length(record),
+            description="The causal chains with people's orderings; a split per source and "
+            "direction (the benchmark's folders), every length in one split.",
+        ),
+        DatasetConfig(
+            "graphs",
+            f"{PREFIX}_graphs_size=*.jsonl",
+            rows=_with_length,
+            description="The narrative graphs (nodes and edges) with people's answers.",
+        ),
+    ],
+    task_categories=["text-classification"],
+)

@@ -19,7 +19,7 @@ class RatingsConfig(AppConfig):
         from annotation.workflows import Workflow
         from ratings import import_schemas
         from ratings.kinds import RateKind
-        from ratings.release_layout import explica_layout
+        from ratings.release_layout import EXPLICA_DATASET, explica_layout
         from ratings.release_scorer import ExplicaScorer
         from ratings.selectors import stage_headlines
         from ratings.services import analyses_item_stages_resolved
@@ -42,6 +42,7 @@ class RatingsConfig(AppConfig):
                 # The rows of its pairs, ratings and model-answer files (ratings/importing.py).
                 import_schemas=import_schemas.SCHEMAS,
                 release_layouts={RATINGS_WORKFLOW: explica_layout},
+                release_datasets={RATINGS_WORKFLOW: EXPLICA_DATASET},
                 release_scorers={RATINGS_WORKFLOW: ExplicaScorer()},
                 # Tabs on every page of a ratings project, not only its own.
                 project_tabs=[

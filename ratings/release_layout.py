@@ -15,6 +15,7 @@ from annotation.errors import ApplicationError
 from ratings import selectors
 from ratings.models import SentencePair
 from ratings.stats import item_summary, pair_labels
+from releases.hf_dataset import DatasetConfig, DatasetLayout
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv
 
@@ -98,3 +99,27 @@ def _rounded(value):
     if isinstance(value, float):
         return "" if value != value else round(value, 4)
     return value
+
+
+# -- the Hugging Face dataset (releases/hf_dataset.py) ----------------------------------------
+
+EXPLICA_DATASET = DatasetLayout(
+    configs=[
+        DatasetConfig(
+            "ordered_pairs",
+            "explica_ordered_pairs.csv",
+            numbers=["mean_*"],
+            description="One ordered sentence pair per row: the mean rating of each connective, "
+            "the preferred connective and the derived label.",
+        ),
+        DatasetConfig(
+            "items",
+            "explica_item_means.csv",
+            numbers=["mean", "sd", "ci_low", "ci_high"],
+            integers=["n"],
+            description="One rated item (pair, order, connective) per row with its mean rating "
+            "and interval.",
+        ),
+    ],
+    task_categories=["text-classification"],
+)

@@ -37,6 +37,25 @@ class Release(models.Model):
         default=0, help_text="Build attempts started for this version (the sweep caps them)."
     )
 
+    # -- the Hugging Face Hub (releases/hf_push.py) --------------------------------------------
+    class HubStatus(models.TextChoices):
+        NONE = "", "Not pushed"
+        PUSHING = "pushing", "Pushing"
+        PUSHED = "pushed", "Pushed"
+        FAILED = "failed", "Push failed"
+
+    hub_repo_id = models.CharField(
+        max_length=200, blank=True, help_text="The Hub dataset repository it was pushed to."
+    )
+    hub_revision = models.CharField(
+        max_length=64, blank=True, help_text="The Hub commit the push made (its revision)."
+    )
+    hub_status = models.CharField(
+        max_length=10, choices=HubStatus.choices, default=HubStatus.NONE, blank=True
+    )
+    hub_message = models.TextField(blank=True, help_text="Why the last push failed, in words.")
+    hub_pushed_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         db_table = "annotation_release"
         ordering = ["project", "-version"]

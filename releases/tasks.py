@@ -24,3 +24,12 @@ def sweep_stuck_releases() -> int:
     return sweep_each(
         releases_stuck(), lambda pk: release_requeue(release_id=pk), "stuck release builds"
     )
+
+
+@shared_task(name="releases.tasks.push_release_to_hub")
+def push_release_to_hub(release_id: int) -> str:
+    """Push a release's dataset folder to the Hub (releases/hf_push.py); a release not marked
+    pushing is left alone."""
+    from releases.hf_push import release_push_hub
+
+    return release_push_hub(release_id=release_id).hub_status

@@ -16,4 +16,11 @@ urlpatterns = [
         views.release_download,
         name="release-download",
     ),
+    # The Hugging Face dataset folder (releases/hf_download.py, releases/hf_push.py).
+    path(
+        project + "releases/v<int:version>/dataset.zip",
+        views.release_dataset_download,
+        name="dataset-download",
+    ),
+    path(project + "releases/v<int:version>/push-hub/", views.release_push_hub, name="push-hub"),
 ]

@@ -17,6 +17,8 @@ from annotation.web import page, page_of, render_error
 from releases import selectors, services
 from releases.access import access_release
 from releases.downloads import release_download_response, release_file_response
+from releases.hf_download import release_dataset_zip_response
+from releases.hf_push import hub_dataset_url, release_push_request
 from releases.models import Release
 
 PAGE_SIZE = 25
@@ -98,6 +100,7 @@ def release_detail(request, slug: str, version: int):
         diff=diff,
         earlier=earlier,
         files=(release.manifest or {}).get("files", []),
+        hub_url=hub_dataset_url(release),
     )
     if request.htmx:
         return render(request, "releases/release.html#status", context)
@@ -136,3 +139,48 @@ def release_download(request, slug: str, version: int):
     if name:
         return release_file_response(release, name[:300])
     return release_download_response(release)
+
+
+# -- the Hugging Face dataset folder (releases/hf_download.py, releases/hf_push.py) ------------
+
+
+@require_GET
+@page
+def release_dataset_download(request, slug: str, version: int):
+    """The release's Hugging Face dataset folder as a zip."""
+    project = access_project(request.user, slug, MONITOR).project
+    release = access_release(request.user, project, version)
+    return release_dataset_zip_response(release)
+
+
+@require_POST
+@page
+def release_push_hub(request, slug: str, version: int):
+    """Push the release's dataset folder to a Hub repository (admins): a worker pushes it; the
+    page shows the status. A refused request is shown at the form, in words."""
+    access = access_project(request.user, slug, MANAGE)
+    project = access.project
+    release = access_release(request.user, project, version)
+    repo_id = request.POST.get("repo_id", "")[:200]
+    try:
+        release = release_push_request(release=release, repo_id=repo_id)
+    except ApplicationError as error:
+        context = _context(
+            request,
+            access,
+            release=release,
+            datasheet=services.release_datasheet(release),
+            diff=(release.stats or {}).get("diff"),
+            earlier=services.release_earlier_versions(release)
+            if release.status == Release.Status.PUBLISHED
+            else [],
+            files=(release.manifest or {}).get("files", []),
+            hub_url=hub_dataset_url(release),
+            hub_error=error,
+            hub_repo_id=repo_id,
+        )
+        return render(request, "releases/release.html", context, status=error.status)
+    messages.success(
+        request, f"v{release.version} is being pushed to {release.hub_repo_id}; this page updates."
+    )
+    return redirect("releases:release", slug=project.slug, version=release.version)

@@ -735,3 +735,10 @@ PIPELINE_STORED_MAX_AGE = float(os.environ.get("PIPELINE_STORED_MAX_AGE", "60"))
 
 # --- Interop (interop/): Label Studio and Potato exports in, Label Studio tasks out -------------
 INSTALLED_APPS += ["interop"]
+
+
+# --- The Hugging Face Hub (releases/hf_push.py) -----------------------------------------------
+# A release's dataset folder is pushed with the token HF_TOKEN (a write token of the user or
+# organisation that owns the repositories) to HF_ENDPOINT (the Hub, or a local test server).
+HF_TOKEN = os.environ.get("HF_TOKEN", "")
+HF_ENDPOINT = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"

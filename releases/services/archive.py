@@ -89,5 +89,7 @@ def release_datasheet(release: Release) -> str:
     if release.status != Release.Status.PUBLISHED or not release.archive:
         return ""
     with release.archive.open("rb") as raw, zipfile.ZipFile(raw) as archive:
-        member = next(name for name in archive.namelist() if name.endswith("/README.md"))
+        member = next(
+            name for name in archive.namelist() if name.split("/", 1)[-1] == "README.md"
+        )  # the datasheet, not the dataset folder's card (hf_dataset/README.md)
         return archive.read(member).decode("utf-8")

@@ -25,6 +25,8 @@ from annotation import events
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, Stage
 from releases.datasheet import render_datasheet
+from releases.hf_card import write_dataset_card
+from releases.hf_dataset import dataset_layout_for_kind, dataset_summary, write_dataset_folder
 from releases.layouts import STANDARD_FILES, LayoutContext, layout_for_kind
 from releases.models import Release
 from releases.services.archive import diff_summary, release_archive_rows
@@ -195,6 +197,10 @@ def _write_files(release: Release, workdir: Path, snapshot: str | None = None):
                 manifest.add(entry)
             else:
                 manifest.add_file(path, name=name)
+    # The Hugging Face dataset folder, from the files written so far (releases/hf_dataset.py).
+    dataset = write_dataset_folder(files, dataset_layout_for_kind(project.kind))
+    for entry in dataset.entries:
+        manifest.add(entry)
     diff = None
     previous = _previous(release)
     if previous is not None and previous.archive:
@@ -217,23 +223,24 @@ def _write_files(release: Release, workdir: Path, snapshot: str | None = None):
             f"\n\nChanges since v{diff['previous_version']}: {diff['added']:,} items added, "
             f"{diff['removed']:,} removed, {diff['changed']:,} changed."
         )
-    datasheet = render_datasheet(
-        {
-            "name": project.name,
-            "version": f"v{release.version}",
-            "description": description.strip(),
-            "created_at": now,
-            "license": project.license,
-            "citation": project.citation or default_citation(project, release.version, now.year),
-            "annotators_by_role": people_by_role(project),
-            "stages": figures,
-            "fields": datasheet_fields(project, stages),
-            "files": manifest.to_dict()["files"],
-            "items": items.rows,
-        }
-    )
+    sheet = {
+        "name": project.name,
+        "version": f"v{release.version}",
+        "description": description.strip(),
+        "created_at": now,
+        "license": project.license,
+        "citation": project.citation or default_citation(project, release.version, now.year),
+        "annotators_by_role": people_by_role(project),
+        "stages": figures,
+        "fields": datasheet_fields(project, stages),
+        "files": manifest.to_dict()["files"],
+        "items": items.rows,
+    }
+    datasheet = render_datasheet(sheet)
     (files / "README.md").write_text(datasheet, encoding="utf-8")
     manifest.add_file(files / "README.md")
+    if dataset.configs:
+        manifest.add(write_dataset_card(files, dataset, sheet, datasheet))
     sums = files / "SHA256SUMS"
     sums.write_text(manifest.sha256sums(), encoding="utf-8")
     manifest_entry = manifest.write(files / "manifest.json")
@@ -260,6 +267,7 @@ def _write_files(release: Release, workdir: Path, snapshot: str | None = None):
         "build_seconds": round(time.monotonic() - started, 3),
         "bytes": archive.bytes,
         "manifest_sha256": manifest_entry.sha256,
+        "dataset": dataset_summary(dataset),
     }
     return prefix, zip_path, archive, manifest, stats
 

@@ -76,6 +76,7 @@ class CausalT5kConfig(AppConfig):
                 },
                 item_mappers={services.WORKFLOW: services.case_item_mapper},
                 release_layouts={services.WORKFLOW: release_layout.causalt5k_layout},
+                release_datasets={services.WORKFLOW: release_layout.CAUSALT5K_DATASET},
                 model_generators=[expansion.CausalT5kExpansionGenerator()],
                 release_identities={services.WORKFLOW: release_layout.IDENTITIES},
                 release_scorers={services.WORKFLOW: CausalT5kScorer()},

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from releases.hf_dataset import DatasetConfig, DatasetLayout
 from releases.identities import IdentityRule
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv, write_jsonl
@@ -149,3 +150,32 @@ def causalt5k_layout(context: LayoutContext) -> list[Path | FileEntry]:
         write_csv(rows, context.out_dir / "causalt5k_normalisation.csv", columns=CSV_COLUMNS),
         path,
     ]
+
+
+# -- the Hugging Face dataset (releases/hf_dataset.py) ----------------------------------------
+
+
+def _rung(case: dict) -> str:
+    """A case's split: its Pearl level (``L1``–``L3``), ``unassigned`` when it has none."""
+    level = str(case.get("pearl_level") or "")
+    return level if level in {"L1", "L2", "L3"} else "unassigned"
+
+
+CAUSALT5K_DATASET = DatasetLayout(
+    configs=[
+        DatasetConfig(
+            "cases",
+            "causalt5k_cases.jsonl",
+            split=_rung,
+            description="The kept cases, a split per rung of Pearl's ladder (L1–L3), each with "
+            "its confirmed pressure variants.",
+        ),
+        DatasetConfig(
+            "pressure_pairs",
+            "causalt5k_pressure.jsonl",
+            description="One confirmed pressure pair per row: the case and its neutral, social "
+            "and epistemic variants.",
+        ),
+    ],
+    task_categories=["question-answering", "text-classification"],
+)

@@ -22,7 +22,7 @@ class MeterConfig(AppConfig):
         from annotation.plugins import Plugin, register_plugin
         from annotation.workflows import Workflow
         from review.meter import decontamination, generation, kinds, policies, services
-        from review.meter.release_layout import meter_layout
+        from review.meter.release_layout import METER_DATASET, meter_layout
         from review.meter.release_scorer import MeterScorer
 
         register_plugin(
@@ -49,6 +49,7 @@ class MeterConfig(AppConfig):
                 import_schemas={services.WORKFLOW: services.METER_PAIR_SCHEMA},
                 item_mappers={services.WORKFLOW: services.pair_item_mapper},
                 release_layouts={services.WORKFLOW: meter_layout},
+                release_datasets={services.WORKFLOW: METER_DATASET},
                 model_generators=[generation.MeterEntriesGenerator()],
                 release_scorers={services.WORKFLOW: MeterScorer()},
                 project_tabs=[

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from releases.hf_dataset import DatasetConfig, DatasetLayout
 from releases.layouts import LayoutContext
 from releases.writers import FileEntry, write_csv, write_jsonl
 from review.meter.entries import release_question
@@ -58,3 +59,36 @@ def meter_layout(context: LayoutContext) -> list[Path | FileEntry]:
             columns=["step", "count", "dropped"],
         ),
     ]
+
+
+# -- the Hugging Face dataset (releases/hf_dataset.py) ----------------------------------------
+
+
+def meter_questions(entry: dict) -> list[dict]:
+    """One dataset row per question of a ``meter.jsonl`` entry, with the entry's text."""
+    shared = {key: entry.get(key) for key in ("source", "context", "cause", "effect", "revision")}
+    return [
+        {"id": f"{entry['id']}-L{question.get('level')}", "entry_id": entry["id"], **shared}
+        | {key: value for key, value in question.items()}
+        for question in entry.get("questions") or []
+    ]
+
+
+METER_DATASET = DatasetLayout(
+    configs=[
+        DatasetConfig(
+            "questions",
+            "meter.jsonl",
+            split=lambda row: f"level_{row.get('level')}",
+            rows=meter_questions,
+            description="One multiple-choice question per row; a split per level (1–3).",
+        ),
+        DatasetConfig(
+            "entries",
+            "meter.jsonl",
+            description="meter.jsonl as it is: one kept entry per row, its three questions and "
+            "the evidence spans.",
+        ),
+    ],
+    task_categories=["question-answering", "multiple-choice"],
+)

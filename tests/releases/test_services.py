@@ -105,7 +105,7 @@ def readable_text(archive: zipfile.ZipFile, name: str) -> str:
 
 
 def member(archive: zipfile.ZipFile, name: str) -> bytes:
-    [path] = [entry for entry in archive.namelist() if entry.endswith("/" + name)]
+    [path] = [entry for entry in archive.namelist() if entry.split("/", 1)[1] == name]
     return archive.read(path)
 
 
@@ -122,7 +122,9 @@ def test_publish_builds_an_immutable_checksummed_release(
     names = sorted(entry.split("/", 1)[1] for entry in archive.namelist())
     assert names == sorted(
         ["items.jsonl", "items.csv", "annotations.jsonl", "annotations.csv", "items.parquet",
-         "annotations.parquet", "README.md", "manifest.json", "SHA256SUMS"]
+         "annotations.parquet", "README.md", "manifest.json", "SHA256SUMS",
+         # the Hugging Face dataset folder (releases/hf_dataset.py): the default configuration
+         "hf_dataset/README.md", "hf_dataset/data/default/train-00000-of-00001.parquet"]
     )  # fmt: skip
     assert {entry.split("/")[0] for entry in archive.namelist()} == {"pairs-v1"}
     # Every file the manifest lists has the recorded digest.
