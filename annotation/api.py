@@ -214,3 +214,12 @@ __all__ += ["ReadyAnswer", "StageForAnnotator", "annotations_submit_ready", "rea
 from annotation.search import items_containing, items_waiting_count  # noqa: E402
 
 __all__ += ["items_containing", "items_waiting_count"]
+
+# Historic answers in bulk on PostgreSQL: the historic import's contract kept by set-based
+# statements over a staging table (annotation/services/historic_bulk.py states the contract).
+from annotation.services.historic_bulk import (  # noqa: E402
+    historic_values_import,
+    staging_create,
+)
+
+__all__ += ["historic_values_import", "staging_create"]

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import api as engine
 from annotation.errors import Conflict
 from annotation.models import Annotation, Project
 from imports.models import ImportBatch
-from ratings import importing
+from ratings import historic_bulk, importing
 from ratings.connectives import (
     connective_set_from_json,
 )
@@ -70,6 +70,27 @@ def historic_ratings_import(
     sha256 = _sha256(content)
     if not allow_duplicate_file:
         _refuse_historic_repeat(project, sha256=sha256)
+    scale = scale_bounds(_rating_stage(setup).config)
+    staged = (
+        historic_bulk.ratings_file_stage(
+            content=content,
+            filename=filename,
+            project_id=project.pk,
+            historic_stage_id=setup.historic_stage_id,
+            scale=scale,
+        )  # fmt: skip
+        if _bulk_path()
+        else None
+    )
+    if staged is not None:
+        count, fingerprint = staged
+        if not allow_duplicate_file:
+            _refuse_historic_repeat(project, content_sha256=fingerprint)
+        _historic_store_staged(
+            project, source=filename, key=None if allow_duplicate_file else fingerprint
+        )
+        _import_recorded(project, user, filename, sha256, fingerprint, count)
+        return count
     connective_set = connective_set_from_json(setup.connective_set)
     known = _regular_item_ids(project)
     try:
@@ -77,7 +98,7 @@ def historic_ratings_import(
         ratings = importing.parse_ratings(
             rows,
             connective_set,
-            scale=scale_bounds(_rating_stage(setup).config),
+            scale=scale,
             known_items=set(known),
         )
         fingerprint = importing.ratings_fingerprint(ratings)
@@ -93,16 +114,28 @@ def historic_ratings_import(
         item_ids=known,
         key=None if allow_duplicate_file else fingerprint,
     )
+    _import_recorded(project, user, filename, sha256, fingerprint, stored)
+    return stored
+
+
+def _import_recorded(
+    project: Project,
+    user: AbstractBaseUser | None,
+    filename: str,
+    sha256: str,
+    fingerprint: str,
+    stored: int,
+) -> None:
+    """The ImportBatch of a historic import (its checksums guard against a second import)."""
     now = timezone.now()
     ImportBatch.objects.create(
         project=project, created_by=_as_user(user) if user is not None and user.is_authenticated else None,
         filename=filename[:255], format=Path(filename).suffix.lstrip(".").lower()[:16],
         sha256=sha256, content_sha256=fingerprint, options=HISTORIC_OPTIONS,
         status=ImportBatch.Status.SUCCEEDED,
-        rows_total=len(ratings), rows_done=len(ratings), rows_written=len(ratings),
+        rows_total=stored, rows_done=stored, rows_written=stored,
         started_at=now, finished_at=now, message=f"{stored:,} historic ratings.",
     )  # fmt: skip
-    return stored
 
 
 def _refuse_historic_repeat(
@@ -188,9 +221,13 @@ def historic_ratings_create(
     concurrent imports add up. ``key`` (the file's content fingerprint) makes a second import
     of the same ratings a ``Conflict``."""
     _setup_locked(project)
+    item_ids = item_ids if item_ids is not None else _regular_item_ids(project)
+    if _bulk_path():
+        historic_bulk.ratings_stage(ratings, item_ids)
+        _historic_store_staged(project, source=source, key=key)
+        return len(ratings)
     setup = _setup(project)
     stage = _historic_stage(setup)
-    item_ids = item_ids if item_ids is not None else _regular_item_ids(project)
     written = engine.historic_annotations_import(
         stage=stage,
         annotations=[
@@ -213,6 +250,32 @@ def historic_ratings_create(
 
     analyses_data_changed(project_id=project.pk)
     return len(ratings)
+
+
+def _bulk_path() -> bool:
+    """Whether writes go through ``ratings.historic_bulk`` (PostgreSQL); tests compare both."""
+    return connection.vendor == "postgresql"
+
+
+def _historic_store_staged(project: Project, *, source: str, key: str | None) -> None:
+    """``historic_ratings_create``'s writes for ratings staged by ``ratings.historic_bulk``
+    (PostgreSQL): the engine's bulk historic import, whose resolution is the mean rating
+    (policy "mean"), as ``_historic_mean``'s."""
+    setup = _setup(project)
+    written = engine.historic_values_import(
+        stage=_historic_stage(setup),
+        staging=historic_bulk.ENGINE_STAGING,
+        field="value",
+        policy="mean",
+        client_info={"via": "import", "source": source[:200]},
+        key=key,
+    )
+    engine.items_accept(
+        project=project, item_ids=written.item_stage_ids, unless_in_stage=setup.rating_stage
+    )
+    from ratings.services import analyses_data_changed  # services imports this module
+
+    analyses_data_changed(project_id=project.pk)
 
 
 def _historic_mean(payloads: Sequence[Mapping[str, Any]]) -> engine.HistoricResolution:
