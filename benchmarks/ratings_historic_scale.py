@@ -11,7 +11,8 @@ rater, rating) in memory and imports it once, printing: ratings/s (wall), CPU pe
 this process (rusage) and of the PostgreSQL backend (``/proc/<pg_backend_pid()>/stat``), the
 process's peak RSS, and the load average beside each figure (the machine may be shared).
 ``--profile`` prints the import's top functions by cumulative time. Each project is deleted
-afterwards.
+afterwards. ``--paths`` chooses the per-row path (the files of any form) and the bulk path
+(``ratings.historic_bulk``, PostgreSQL), both by default, one after the other.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from annotation.models import Annotation, Item, Project  # noqa: E402
-from ratings import services  # noqa: E402
+from ratings import historic, services  # noqa: E402
 
 RATERS = 10
 CLOCK = os.sysconf("SC_CLK_TCK")
@@ -107,20 +108,26 @@ def build(n_ratings: int) -> tuple[Project, bytes]:
     return project, out.getvalue().encode()
 
 
-def run(n_ratings: int, profile: bool) -> None:
+def run(n_ratings: int, profile: bool, path: str) -> None:
+    historic._bulk_path = lambda: path == "bulk" and connection.vendor == "postgresql"  # type: ignore[method-assign]
     project, content = build(n_ratings)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"-- {n_ratings:,} ratings ({len(content) / 1e6:.1f} MB CSV); peak RSS before the "
+        f"-- {path}: {n_ratings:,} ratings ({len(content) / 1e6:.1f} MB CSV); peak RSS before the "
         f"import {before:,.0f} MiB; load {load()}"
     )
     profiler = cProfile.Profile() if profile else None
     cpu, db_cpu, wall = own_cpu(), backend_cpu(), time.perf_counter()
     if profiler:
         profiler.enable()
-    stored = services.historic_ratings_import(
-        project=project, content=content, filename="historic.csv"
-    )
+    try:
+        stored = services.historic_ratings_import(
+            project=project, content=content, filename="historic.csv"
+        )
+    except Exception as error:  # the per-row path's limits are a result too
+        print(f"   failed after {time.perf_counter() - wall:.1f} s: {error!r}; load {load()}")
+        project.delete()
+        return
     if profiler:
         profiler.disable()
     wall = time.perf_counter() - wall
@@ -142,11 +149,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ratings", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--paths", nargs="+", choices=["per-row", "bulk"], default=["per-row", "bulk"],
+        help="the per-row path (ratings.importing, the engine's per-row historic import) and "
+        "the bulk path (ratings.historic_bulk), one after the other at each size",
+    )  # fmt: skip
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     print(f"database: {connection.vendor}")
     for n_ratings in options.ratings:
-        run(n_ratings, options.profile)
+        for path in options.paths:
+            run(n_ratings, options.profile, path)
 
 
 if __name__ == "__main__":

@@ -270,9 +270,14 @@ def _historic_store_staged(project: Project, *, source: str, key: str | None) ->
         client_info={"via": "import", "source": source[:200]},
         key=key,
     )
-    engine.items_accept(
-        project=project, item_ids=written.item_stage_ids, unless_in_stage=setup.rating_stage
-    )
+    # In slices: a statement holds at most 65,535 parameters (a million ratings of 100,000 items).
+    item_ids = list(written.item_stage_ids)
+    for start in range(0, len(item_ids), 50_000):
+        engine.items_accept(
+            project=project,
+            item_ids=item_ids[start : start + 50_000],
+            unless_in_stage=setup.rating_stage,
+        )
     from ratings.services import analyses_data_changed  # services imports this module
 
     analyses_data_changed(project_id=project.pk)
