@@ -120,10 +120,20 @@ def run(n_ratings: int, profile: bool, path: str) -> None:
     cpu, db_cpu, wall = own_cpu(), backend_cpu(), time.perf_counter()
     if profiler:
         profiler.enable()
+    slow: list[tuple[float, str]] = []
+
+    def timed_statement(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            slow.append((time.perf_counter() - start, " ".join(str(sql).split())[:150]))
+
     try:
-        stored = services.historic_ratings_import(
-            project=project, content=content, filename="historic.csv"
-        )
+        with connection.execute_wrapper(timed_statement):
+            stored = services.historic_ratings_import(
+                project=project, content=content, filename="historic.csv"
+            )
     except Exception as error:  # the per-row path's limits are a result too
         print(f"   failed after {time.perf_counter() - wall:.1f} s: {error!r}; load {load()}")
         project.delete()
@@ -140,6 +150,8 @@ def run(n_ratings: int, profile: bool, path: str) -> None:
         f"{cpu / n_ratings * 1e6:6.1f} µs, PostgreSQL {db_cpu / n_ratings * 1e6:6.1f} µs | "
         f"peak RSS {peak:,.0f} MiB | load {load()}"
     )
+    for seconds, sql in sorted(slow, reverse=True)[:8]:
+        print(f"      {seconds:6.2f} s  {sql}")
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     project.delete()
