@@ -211,9 +211,17 @@ def test_a_refused_lfs_upload_is_a_failed_push_said_on_the_command_and_the_page(
     assert "The push to causal-lab/meter failed." in shown
     assert "file storage refused data/" in shown
 
+    # A storage error (500): the client retries the PUT with back-off, then the push fails.
+    hub.refuse_uploads = 500
+    with pytest.raises(CommandError, match=r"file storage refused data/.+\.parquet \(500"):
+        call_command("release_push_hub", str(release.pk), "--repo", "causal-lab/meter")
+    assert Release.objects.get(pk=release.pk).hub_status == Release.HubStatus.FAILED
+    assert repo.commits == []
+
     hub.refuse_uploads = None  # pushed again once the storage takes the files
     call_command("release_push_hub", str(release.pk), "--repo", "causal-lab/meter")
     assert repo.files == _dataset_files(release)
+    assert Release.objects.get(pk=release.pk).hub_status == Release.HubStatus.PUSHED
 
 
 def test_with_hf_xet_the_client_asks_for_xet_and_a_hub_without_it_fails_in_words(
