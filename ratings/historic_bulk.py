@@ -128,6 +128,7 @@ def _stage(
             copy.write(rest)
             for chunk in chunks:
                 copy.write(chunk)
+        cursor.execute(f"ANALYZE {_RAW}")  # temporary tables are never analysed on their own
         staging = engine.staging_create(ENGINE_STAGING)
         rater = "coalesce(r.rater, '')" if "rater" in names else "''"
         key = "r.pair_id || ':' || r.\"order\" || ':' || r.connective"

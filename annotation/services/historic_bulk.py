@@ -74,6 +74,7 @@ def historic_values_import(
     annotation, resolution = q(Annotation._meta.db_table), q(Resolution._meta.db_table)
     now = timezone.now()
     with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {staging}")  # temporary tables are never analysed on their own
         cursor.execute(f"SELECT count(*) FROM {staging}")
         total = cursor.fetchone()[0]
         if not total:
