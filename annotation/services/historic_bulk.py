@@ -90,30 +90,33 @@ def historic_values_import(
             raise ApplicationError(
                 "Some items are not items of this stage's project.", {"items": foreign}
             )
-        # Lock the item stages already there (earlier imports), as the per-row path does.
+        # The touched item stages, from their own rows (statistics of just-written tables
+        # are stale): those already there (earlier imports), locked as the per-row path does,
+        # then those made here.
         cursor.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {item_stage} WHERE stage_id = %s AND item_id IN"
-            f" (SELECT item_id FROM {staging}) FOR UPDATE) locked",
+            "CREATE TEMPORARY TABLE historic_bulk_touched (item_id bigint PRIMARY KEY,"
+            " item_stage_id bigint NOT NULL) ON COMMIT DROP"
+        )
+        cursor.execute(
+            "INSERT INTO historic_bulk_touched SELECT x.item_id, x.id"
+            f" FROM {item_stage} x WHERE x.stage_id = %s AND x.item_id IN"
+            f" (SELECT item_id FROM {staging}) FOR UPDATE OF x",
             [stage.pk],
         )
-        updated = cursor.fetchone()[0]
+        updated = cursor.rowcount
         cursor.execute(
-            f"INSERT INTO {item_stage} (item_id, stage_id, state, target_count, submitted_count,"
-            " leased_count, random_key, spread_rank, group_size, phase, round, gold, opened_at,"
-            " completed_at, resolved_at)"
+            f"WITH made AS (INSERT INTO {item_stage} (item_id, stage_id, state, target_count,"
+            " submitted_count, leased_count, random_key, spread_rank, group_size, phase, round,"
+            " gold, opened_at, completed_at, resolved_at)"
             " SELECT s.item_id, %s, %s, count(*), count(*), 0, 0, 0, 1, 0, 0, NULL, %s, %s, %s"
-            f" FROM {staging} s WHERE NOT EXISTS (SELECT 1 FROM {item_stage} x"
-            " WHERE x.stage_id = %s AND x.item_id = s.item_id)"
-            " GROUP BY s.item_id ORDER BY min(s.ordinal)",
-            [stage.pk, ItemStage.State.RESOLVED, now, now, now, stage.pk],
+            f" FROM {staging} s WHERE NOT EXISTS (SELECT 1 FROM historic_bulk_touched t"
+            " WHERE t.item_id = s.item_id)"
+            " GROUP BY s.item_id ORDER BY min(s.ordinal) RETURNING item_id, id)"
+            " INSERT INTO historic_bulk_touched SELECT item_id, id FROM made",
+            [stage.pk, ItemStage.State.RESOLVED, now, now, now],
         )
         created = cursor.rowcount
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE historic_bulk_touched ON COMMIT DROP AS"
-            f" SELECT x.item_id, x.id AS item_stage_id FROM {item_stage} x"
-            f" WHERE x.stage_id = %s AND x.item_id IN (SELECT item_id FROM {staging})",
-            [stage.pk],
-        )
+        cursor.execute("ANALYZE historic_bulk_touched")
         cursor.execute(
             f"INSERT INTO {annotation} (item_stage_id, external_rater, payload, client_info,"
             " created_at) SELECT t.item_stage_id, s.external_rater,"
