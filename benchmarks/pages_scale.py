@@ -722,9 +722,6 @@ def main() -> None:
         "--skip", default="", help="leave out pages whose name contains this (comma-separated)"
     )
     parser.add_argument("--build-only", action="store_true")
-    parser.add_argument(  # PA's block below
-        "--cpu", action="store_true", help="then the web and database CPU per request (/proc)"
-    )
     parser.add_argument(
         "--checkout",
         default=str(REPO),
@@ -774,8 +771,6 @@ def main() -> None:
                 database_pid=cluster.pid,
                 skip=args.skip,
             )
-            if args.cpu:
-                measure_cpu(server.pid, cluster, port, cookie, token, args.repeat, args.only)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -805,54 +800,6 @@ def _stored_pipeline(project) -> None:
             f"  stored pipeline counts of {each.slug}: {time.perf_counter() - started:.1f} s",
             flush=True,
         )
-
-
-def _cpu_seconds(roots: set[int]) -> float:
-    """User + system CPU of the processes ``roots`` and all their descendants (/proc, Linux):
-    the web server's workers and the database's backends, with that of their children that
-    ended (cutime, cstime: PostgreSQL's parallel workers), so the sum only grows."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(value) for value in fields[11:15]) / ticks
-    total = 0.0
-    for pid, seconds in times.items():
-        walk = pid
-        while walk > 1 and walk not in roots:
-            walk = parents.get(walk, 0)
-        if walk in roots:
-            total += seconds
-    return total
-
-
-def measure_cpu(
-    server_pid: int, cluster, port: int, cookie: str, token: str, repeat: int, only: str
-) -> None:
-    """Per page: the CPU the web server and PostgreSQL spent per warm request (mean of
-    ``repeat``), measured apart from wall time, which the machine's load inflates."""
-    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
-    listed = [page for page in pages() if only.lower() in page[0].lower()]
-    print(f"\nCPU per request; load average before: {load_average()}")
-    print(f"{'page':<42} {'web+db ms':>10} {'SQL':>5}")
-    for name, path, extra in listed:
-        headers = {"Cookie": cookie, **extra}
-        if path.startswith("/api/"):
-            headers = {"Authorization": f"Token {token}", **extra}
-        fetch(port, path, headers)
-        before = _cpu_seconds({server_pid, postmaster})
-        timings = [fetch(port, path, headers) for _ in range(repeat)]
-        spent = (_cpu_seconds({server_pid, postmaster}) - before) / repeat
-        print(f"{name:<42} {spent * 1000:>10.0f} {timings[-1].statements:>5}", flush=True)
-    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":
