@@ -2,10 +2,15 @@
 ``release_push_hub`` command and the release page's button), against a local server that
 speaks the endpoints ``huggingface_hub`` calls (tests/releases/hub_server.py): the files stored
 on the server are byte-equal to the release's, the repository id and revision are recorded, and
-a refused token, another account's repository and an unreachable Hub are said in words."""
+a refused token, another account's repository and an unreachable Hub are said in words. The
+server answers the preupload as the Hub does (``lfs`` for the parquet shards), so the shards go
+through the basic Git LFS transfer (batch, PUT, verify, ``lfsFile`` commit lines) — the path the
+client takes with ``HF_HUB_DISABLE_XET`` set; ``hf_xet``'s own path is tested for what it does
+against a Hub that offers no Xet."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import socket
 import zipfile
@@ -14,6 +19,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
+from huggingface_hub import constants as hub_constants
+from huggingface_hub.utils._runtime import is_xet_available
 
 from annotation.fixtures.demo_users import DEMO_ROLES
 from annotation.models import Item, Project, Role
@@ -30,7 +37,11 @@ TOKEN = "hf_alice_write"
 
 
 @pytest.fixture
-def hub(settings, tmp_path):
+def hub(settings, tmp_path, monkeypatch):
+    # The local Hub offers the basic Git LFS transfer only, the default HF_TRANSFER; the push
+    # sets the client's Xet switch from it (monkeypatched so the test leaves it as it was).
+    monkeypatch.setattr(hub_constants, "HF_HUB_DISABLE_XET", hub_constants.HF_HUB_DISABLE_XET)
+    settings.HF_TRANSFER = "lfs"
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     server = HubServer.start(tokens={TOKEN: ("alice", ["causal-lab"]), "hf_bob": ("bob", [])})
@@ -88,9 +99,24 @@ def test_the_command_pushes_a_demo_release_byte_for_byte_and_records_the_revisio
     assert release.hub_repo_id == "causal-lab/meter"
     assert release.hub_revision == repo.commits[-1]
     assert release.hub_revision in out.getvalue()
-    # A second push of the same release reuses the repository and changes nothing.
+    # The parquet shards went through Git LFS (batch, PUT, verify), the card as a regular file.
+    shards = {name for name in expected if name.endswith(".parquet")}
+    assert shards and repo.lfs == shards and "README.md" not in repo.lfs
+    assert sorted(hub.lfs_uploads) == sorted(
+        {hashlib.sha256(expected[n]).hexdigest() for n in shards}
+    )
+    assert ("POST", "/datasets/causal-lab/meter.git/info/lfs/objects/batch") in hub.requests
+    assert sum(1 for method, _ in hub.requests if method == "PUT") == len(hub.lfs_uploads)
+    # A second push of the same release reuses the repository and changes nothing: the Hub
+    # already holds every object, so the batch answers without actions and nothing is PUT.
+    uploaded = list(hub.lfs_uploads)
+    hub.requests.clear()
     call_command("release_push_hub", str(release.pk), "--repo", "causal-lab/meter", stdout=out)
     assert hub.repos["causal-lab/meter"].files == expected
+    assert hub.lfs_uploads == uploaded
+    assert ("POST", "/datasets/causal-lab/meter.git/info/lfs/objects/batch") in hub.requests
+    assert not [path for method, path in hub.requests if method == "PUT"]
+    assert Release.objects.get(pk=release.pk).hub_status == Release.HubStatus.PUSHED
 
 
 def test_a_new_push_removes_data_files_the_release_no_longer_has(hub, meter_release):
@@ -166,3 +192,53 @@ def test_the_task_leaves_a_release_not_marked_pushing_alone(hub, meter_release):
     assert hub.requests == []
     with pytest.raises(Exception, match="owner/name"):
         release_push_request(release=meter_release, repo_id="x")
+
+
+def test_a_refused_lfs_upload_is_a_failed_push_said_on_the_command_and_the_page(hub, meter_release):
+    hub.refuse_uploads = 403  # the storage refuses the pre-signed PUT
+    with pytest.raises(CommandError, match=r"file storage refused data/.+\.parquet \(403"):
+        call_command("release_push_hub", str(meter_release.pk), "--repo", "causal-lab/meter")
+    release = Release.objects.get(pk=meter_release.pk)
+    assert release.hub_status == Release.HubStatus.FAILED and not release.hub_revision
+    assert "nothing was committed to causal-lab/meter" in release.hub_message
+    repo = hub.repos["causal-lab/meter"]
+    assert repo.files == {} and repo.commits == [] and hub.lfs_objects == {}
+
+    admin = make_member(release.project, Role.ADMIN, "hub-lfs-admin")
+    client = Client()
+    client.login(username=admin.username, password=PASSWORD)
+    page = client.get(reverse("releases:release", args=[release.project.slug, release.version]))
+    shown = page.content.decode()
+    assert "The push to causal-lab/meter failed." in shown
+    assert "file storage refused data/" in shown
+
+    # A storage error (500): the client retries the PUT with back-off, then the push fails.
+    hub.refuse_uploads = 500
+    with pytest.raises(CommandError, match=r"file storage refused data/.+\.parquet \(500"):
+        call_command("release_push_hub", str(release.pk), "--repo", "causal-lab/meter")
+    assert Release.objects.get(pk=release.pk).hub_status == Release.HubStatus.FAILED
+    assert repo.commits == []
+
+    hub.refuse_uploads = None  # pushed again once the storage takes the files
+    call_command("release_push_hub", str(release.pk), "--repo", "causal-lab/meter")
+    assert repo.files == _dataset_files(release)
+    assert Release.objects.get(pk=release.pk).hub_status == Release.HubStatus.PUSHED
+
+
+def test_with_hf_xet_the_client_asks_for_xet_and_a_hub_without_it_fails_in_words(
+    hub, meter_release, settings
+):
+    settings.HF_TRANSFER = "xet"
+    if not is_xet_available():  # without hf_xet the client takes Git LFS on its own
+        call_command("release_push_hub", str(meter_release.pk), "--repo", "causal-lab/meter")
+        assert hub.repos["causal-lab/meter"].lfs
+        return
+    with pytest.raises(CommandError, match="HF_TRANSFER=lfs"):
+        call_command("release_push_hub", str(meter_release.pk), "--repo", "causal-lab/meter")
+    release = Release.objects.get(pk=meter_release.pk)
+    assert release.hub_status == Release.HubStatus.FAILED
+    assert "did not give a Xet storage token" in release.hub_message
+    # It asked for a Xet token and never for the Git LFS batch, though the Hub offers only that.
+    assert any(path.endswith("/xet-write-token/main") for _, path in hub.requests)
+    assert not any(path.endswith("/info/lfs/objects/batch") for _, path in hub.requests)
+    assert hub.repos["causal-lab/meter"].files == {}
