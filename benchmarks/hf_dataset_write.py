@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
-from io_scale import PeakRss, report  # noqa: E402  (the one peak-memory sampler)
+from io_scale import PeakRss, report  # type: ignore[import-not-found]  # noqa: E402  (the one peak-memory sampler)
 
 ANSWERS = ("keep", "reject", "unsure")
 #: Rows per CSV block of the annotations, as PostgreSQL hands them (copy_export.CHUNK_IDS).
