@@ -3,7 +3,7 @@ files (``releases.parquet.ParquetSink``) and its Hugging Face dataset folder
 (``releases.hf_dataset.write_dataset_folder``), each measured at two sizes in a process of its
 own. No database: the script first writes a release's files as a build spells them.
 
-    .venv/bin/python benchmarks/hf_dataset_write.py                       # 1,000,002 and 100,002 annotations
+    .venv/bin/python benchmarks/hf_dataset_write.py                       # 1,000,002 and 99,999 annotations
     .venv/bin/python benchmarks/hf_dataset_write.py --items 100000 --per-item 3
 
 * ``parquet copies``: ``items.parquet`` from ``items.jsonl``'s rows one at a time
