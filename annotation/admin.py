@@ -24,11 +24,14 @@ from annotation.models import (
     Item,
     ItemEvent,
     ItemRevision,
+    ItemSearch,
+    ItemSearchPending,
     ItemStage,
     Membership,
     Project,
     Resolution,
     Stage,
+    StoredPipelineCounts,
 )
 from annotation.services import (
     STAGE_SETTINGS,
@@ -486,6 +489,52 @@ class ResolutionAdmin(EngineAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# --- Derived tables (written by tasks and triggers; read-only here) -----------------------------
+
+
+class PendingOfProjectFilter(admin.SimpleListFilter):
+    """The queued items of one project (the queue's rows name only the item)."""
+
+    title = "project"
+    parameter_name = "project"
+
+    def lookups(self, request, model_admin):
+        return [(project.pk, project.name) for project in Project.objects.order_by("name")]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        return queryset.filter(
+            item_id__in=Item.objects.filter(project_id=self.value()).values("pk")
+        )
+
+
+@admin.register(ItemSearch)
+class ItemSearchAdmin(ReadOnlyAdmin):
+    """The data manager's search rows (annotation/search.py), filled by the indexing task."""
+
+    list_display = ["item_id", "project_id", "external_id"]
+    list_filter = ["project_id"]
+    search_fields = ["external_id"]
+
+
+@admin.register(ItemSearchPending)
+class ItemSearchPendingAdmin(ReadOnlyAdmin):
+    """Items waiting for their search row (queued by the database's triggers)."""
+
+    list_display = ["item_id"]
+    list_filter = [PendingOfProjectFilter]
+
+
+@admin.register(StoredPipelineCounts)
+class StoredPipelineCountsAdmin(ReadOnlyAdmin):
+    """A large project's pipeline counts as the task stored them (annotation/pipeline_counts.py)."""
+
+    list_display = ["project", "total", "stored_at", "queued_at"]
+    list_filter = ["project"]
+    list_select_related = ["project"]
 
 
 # --- People ----------------------------------------------------------------------------------

@@ -13,12 +13,14 @@ words (``hub_message``) that say what to do: a refused token, a repository of an
 an unreachable Hub.
 
 Large files: the Hub answers the preupload with ``lfs`` for the ``.parquet`` shards (binary, its
-default ``.gitattributes``) and ``regular`` for ``README.md``. With ``hf_xet`` installed (a
-dependency of ``huggingface_hub`` on the usual platforms) the client sends them through Xet
-storage, always: ``upload_folder`` then takes its pipelined path (``huggingface_hub
+default ``.gitattributes``) and ``regular`` for ``README.md``. The transfer is chosen by
+``settings.HF_TRANSFER``: ``lfs`` (the default) turns the client's Xet path off for the push, so
+the shards go by the Git LFS transfer below, the path tests/releases/hub_server.py exercises.
+With ``xet`` (and ``hf_xet`` installed, a dependency of ``huggingface_hub`` on the usual
+platforms) the client sends them through Xet storage, always: ``upload_folder`` then takes its pipelined path (``huggingface_hub
 ._upload_pipeline``: commits of 250 files at first, so a dataset folder is one commit) and never
 asks the Git LFS batch API; a Hub that gives no Xet token fails the push, said in words naming
-``HF_HUB_DISABLE_XET=1``. With that variable set (or without ``hf_xet``) the client takes the
+``HF_TRANSFER=lfs``. With ``lfs`` (or without ``hf_xet``) the client takes the
 basic Git LFS transfer: the batch API, one PUT per object the Hub lacks, verify, then one commit
 naming the objects (``lfsFile``); objects the Hub already holds are not sent again, and a
 refused upload fails the push before any commit.
@@ -41,6 +43,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from huggingface_hub import HfApi
+from huggingface_hub import constants as hub_constants
 from huggingface_hub.errors import HfHubHTTPError
 
 from annotation.errors import ApplicationError, Conflict
@@ -140,8 +143,8 @@ def hub_error_in_words(error: Exception, repo_id: str, endpoint: str) -> str:
     if isinstance(error, OSError) and "xet" in str(error).lower():
         return (
             f"The Hub at {endpoint} did not give a Xet storage token ({str(error)[:200]}); "
-            "huggingface_hub sends large files through Xet whenever hf_xet is installed. Set "
-            "HF_HUB_DISABLE_XET=1 in the server's environment to send them through Git LFS, then "
+            "this server is set to send large files through Xet (HF_TRANSFER=xet). Set "
+            "HF_TRANSFER=lfs in the server's environment to send them through Git LFS, then "
             "push again."
         )
     if isinstance(error, HfHubHTTPError) and error.response is not None:
@@ -175,6 +178,9 @@ def hub_error_in_words(error: Exception, repo_id: str, endpoint: str) -> str:
 def hub_push_folder(folder: Path, *, repo_id: str, message: str) -> str:
     """Commit ``folder`` to the Hub dataset repository ``repo_id`` (created private when it
     does not exist) and return the commit's revision. Raises the client's errors."""
+    # huggingface_hub reads this module constant on each upload; only this module pushes, so
+    # setting it per push keeps every push of the process on the configured transfer.
+    hub_constants.HF_HUB_DISABLE_XET = settings.HF_TRANSFER != "xet"
     api = HfApi(endpoint=settings.HF_ENDPOINT, token=settings.HF_TOKEN)
     account = api.whoami()
     namespaces = {account.get("name")} | {org.get("name") for org in account.get("orgs") or []}

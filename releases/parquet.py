@@ -1,6 +1,7 @@
 """Parquet copies of a release's plain files (``items.parquet``, ``annotations.parquet``):
 the rows of the JSONL files, column for column, written in row groups while the rows stream
-(memory: one row group, whatever the row count).
+(memory: one row group as Arrow data plus ``PYTHON_ROWS`` rows as Python values, whatever the row
+count; ``benchmarks/hf_dataset_write.py`` measures it at two sizes).
 
 Columns: the JSONL row's keys, in its order. Text and numbers keep their type (``string``,
 ``int64``, ``double``); a value that is JSON of any shape (a payload, an item's stages, a vote,
@@ -34,6 +35,11 @@ from releases.writers import FileEntry, finite_or_none, sha256_of_file
 
 #: Rows per row group: about 10–40 MiB of Arrow data for a release's rows.
 ROW_GROUP = 65_536
+#: Rows given one by one (``ParquetSink.write``) held as Python values before they become Arrow
+#: arrays: a Python string costs several times its Arrow bytes, so a row group's worth of them
+#: was most of a build's Parquet memory. A multiple of Arrow's write batch (1,024 rows), so the
+#: pages are cut where they were.
+PYTHON_ROWS = 4_096
 COMPRESSION = "zstd"
 JSON = {b"encoding": b"json"}
 
@@ -100,8 +106,12 @@ class ParquetSink:
         self._pending = 0
         self.rows = 0
         self._convert = [_json_cell if column.json else None for column in self.columns]
+        # One thread: a block is a few thousand rows, and each of Arrow's CSV threads kept
+        # buffers of its own (16 MiB more at the peak, whatever the row count, for no speed).
         self._csv_options = (
-            pa_csv.ReadOptions(column_names=[column.name for column in self.columns]),
+            pa_csv.ReadOptions(
+                column_names=[column.name for column in self.columns], use_threads=False
+            ),
             pa_csv.ParseOptions(newlines_in_values=True),
             pa_csv.ConvertOptions(
                 column_types={column.name: column.type for column in self.columns},
@@ -119,6 +129,8 @@ class ParquetSink:
         self.rows += 1
         if self._pending >= self._row_group:
             self._flush()
+        elif self._values and len(self._values[0]) >= PYTHON_ROWS:
+            self._take_values()
 
     def write_csv_block(self, data: bytes) -> None:
         """Rows spelled as CSV (no header; the columns in order; an empty unquoted cell is

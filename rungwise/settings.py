@@ -742,3 +742,9 @@ INSTALLED_APPS += ["interop"]
 # organisation that owns the repositories) to HF_ENDPOINT (the Hub, or a local test server).
 HF_TOKEN = os.environ.get("HF_TOKEN", "")
 HF_ENDPOINT = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+# How the shards travel: "lfs" (the default: the Git LFS transfer, the path the tests exercise
+# against tests/releases/hub_server.py) or "xet" (huggingface_hub's Xet storage, which the Hub
+# also takes; faster for large folders, not exercised by the tests).
+HF_TRANSFER = os.environ.get("HF_TRANSFER", "lfs").strip().lower()
+if HF_TRANSFER not in ("lfs", "xet"):
+    raise ImproperlyConfigured(f"HF_TRANSFER must be lfs or xet, not {HF_TRANSFER!r}")

@@ -38,9 +38,10 @@ TOKEN = "hf_alice_write"
 
 @pytest.fixture
 def hub(settings, tmp_path, monkeypatch):
-    # The local Hub offers the basic Git LFS transfer only: the client's Xet path is off, as
-    # HF_HUB_DISABLE_XET=1 turns it off (huggingface_hub reads the variable once, at import).
-    monkeypatch.setattr(hub_constants, "HF_HUB_DISABLE_XET", True)
+    # The local Hub offers the basic Git LFS transfer only, the default HF_TRANSFER; the push
+    # sets the client's Xet switch from it (monkeypatched so the test leaves it as it was).
+    monkeypatch.setattr(hub_constants, "HF_HUB_DISABLE_XET", hub_constants.HF_HUB_DISABLE_XET)
+    settings.HF_TRANSFER = "lfs"
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     server = HubServer.start(tokens={TOKEN: ("alice", ["causal-lab"]), "hf_bob": ("bob", [])})
@@ -225,14 +226,14 @@ def test_a_refused_lfs_upload_is_a_failed_push_said_on_the_command_and_the_page(
 
 
 def test_with_hf_xet_the_client_asks_for_xet_and_a_hub_without_it_fails_in_words(
-    hub, meter_release, monkeypatch
+    hub, meter_release, settings
 ):
-    monkeypatch.setattr(hub_constants, "HF_HUB_DISABLE_XET", False)
+    settings.HF_TRANSFER = "xet"
     if not is_xet_available():  # without hf_xet the client takes Git LFS on its own
         call_command("release_push_hub", str(meter_release.pk), "--repo", "causal-lab/meter")
         assert hub.repos["causal-lab/meter"].lfs
         return
-    with pytest.raises(CommandError, match="HF_HUB_DISABLE_XET=1"):
+    with pytest.raises(CommandError, match="HF_TRANSFER=lfs"):
         call_command("release_push_hub", str(meter_release.pk), "--repo", "causal-lab/meter")
     release = Release.objects.get(pk=meter_release.pk)
     assert release.hub_status == Release.HubStatus.FAILED
