@@ -44,6 +44,15 @@ from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
 from annotation.services.common import planner_statistics_refresh
 
 BULK_BATCH = 5000
+#: Ids per ``IN`` list: PostgreSQL's protocol carries at most 65,535 parameters a statement.
+IDS_PER_STATEMENT = 50_000
+
+
+def _chunks(ids: list[int]) -> list[list[int]]:
+    """``ids`` in slices that one statement's parameters can carry."""
+    return [
+        ids[start : start + IDS_PER_STATEMENT] for start in range(0, len(ids), IDS_PER_STATEMENT)
+    ]
 
 
 @dataclass(frozen=True)
@@ -109,30 +118,36 @@ def historic_annotations_import(
         per_item[annotation.item_id].append(annotation.payload)
     if not per_item:
         return HistoricImportResult(0, 0, 0)
-    foreign = set(per_item) - set(
-        Item.objects.filter(project_id=stage.project_id, pk__in=list(per_item)).values_list(
+    item_ids = list(per_item)
+    foreign = set(per_item) - {
+        pk
+        for chunk in _chunks(item_ids)
+        for pk in Item.objects.filter(project_id=stage.project_id, pk__in=chunk).values_list(
             "pk", flat=True
         )
-    )
+    }
     if foreign:
         raise ApplicationError(
             f"{len(foreign)} item(s) are not items of this stage's project.",
             {"items": sorted(foreign)[:20]},
         )
     now = timezone.now()
-    existing = dict(
-        ItemStage.objects.select_for_update()
-        .filter(stage=stage, item_id__in=list(per_item))
+    existing = {
+        item_id: pk
+        for chunk in _chunks(item_ids)
+        for item_id, pk in ItemStage.objects.select_for_update()
+        .filter(stage=stage, item_id__in=chunk)
         .values_list("item_id", "pk")
-    )
+    }
     earlier: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     if existing:
-        for item_stage_id, payload in (
-            Annotation.objects.filter(item_stage_id__in=list(existing.values()))
-            .order_by("pk")
-            .values_list("item_stage_id", "payload")
-        ):
-            earlier[item_stage_id].append(payload)
+        for chunk in _chunks(list(existing.values())):
+            for item_stage_id, payload in (
+                Annotation.objects.filter(item_stage_id__in=chunk)
+                .order_by("pk")
+                .values_list("item_stage_id", "payload")
+            ):
+                earlier[item_stage_id].append(payload)
     new_stages = [
         ItemStage(
             item_id=item_id,

@@ -86,6 +86,39 @@ def test_historic_annotations_are_resolved_item_stages_whose_counters_equal_the_
     assert Resolution.objects.get(item_stage=first).n_annotations == 3
 
 
+def test_historic_imports_read_their_items_in_slices_a_statement_can_bind(monkeypatch):
+    """More items than one statement's parameters (65,535 on PostgreSQL) are read in slices:
+    here slices of 2, so every look-up takes several statements, and the result is the same."""
+    from annotation.services import historic
+
+    monkeypatch.setattr(historic, "IDS_PER_STATEMENT", 2)
+    project = make_project()
+    make_verify_stage(project)
+    items = make_items(project, 5)
+    stage = _historic_stage(project)
+    rows = [
+        api.HistoricAnnotation(item_id=item.pk, payload={"score": score}, external_rater=rater)
+        for item in items
+        for score, rater in ((8, "a"), (2, "b"))
+    ]
+    first = api.historic_annotations_import(stage=stage, annotations=rows, resolve=_mean, key="1")
+    assert (first.annotations, first.item_stages_created) == (10, 5)
+    again = api.historic_annotations_import(
+        stage=stage,
+        annotations=[
+            api.HistoricAnnotation(item_id=item.pk, payload={"score": 5}) for item in items
+        ],
+        resolve=_mean,
+        key="2",
+    )
+    assert (again.item_stages_created, again.item_stages_updated) == (0, 5)
+    values = Resolution.objects.filter(item_stage__stage=stage).values_list("value", flat=True)
+    assert sorted(values) == [5.0] * 5
+    assert set(ItemStage.objects.filter(stage=stage).values_list("submitted_count", flat=True)) == {
+        3
+    }
+
+
 def test_a_key_imported_before_is_refused_and_nothing_is_written():
     project = make_project()
     make_verify_stage(project)
