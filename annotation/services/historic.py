@@ -84,6 +84,28 @@ class HistoricImportResult:
     item_stage_ids: dict[int, int] = field(default_factory=dict)  # item id -> item stage id
 
 
+def historic_import_check(
+    *, stage: Stage, client_info: Mapping[str, Any] | None, key: str | None
+) -> dict[str, Any]:
+    """The checks every historic import makes before it writes: the stage is inactive and
+    ``key`` (when given) was not imported into it before. Returns the ``client_info`` to store
+    on each annotation (with ``import_key``). Raises ApplicationError / ``Conflict``."""
+    if stage.is_active:
+        raise ApplicationError(
+            f"Historic annotations go into an inactive stage; {stage.slug} is active.",
+            {"stage": stage.slug},
+        )
+    info: dict[str, Any] = dict(client_info or {})
+    if key is not None:
+        info["import_key"] = key
+        if Annotation.objects.filter(item_stage__stage=stage, client_info__import_key=key).exists():
+            raise Conflict(
+                f"These annotations were imported into {stage.slug} already.",
+                {"stage": stage.slug, "import_key": key},
+            )
+    return info
+
+
 @transaction.atomic
 def historic_annotations_import(
     *,
@@ -100,19 +122,7 @@ def historic_annotations_import(
     ``client_info`` is stored on every annotation (with ``import_key`` when ``key`` is given).
     Raises ApplicationError for an active stage or an item of another project, ``Conflict``
     for a key already imported; nothing is written then."""
-    if stage.is_active:
-        raise ApplicationError(
-            f"Historic annotations go into an inactive stage; {stage.slug} is active.",
-            {"stage": stage.slug},
-        )
-    info: dict[str, Any] = dict(client_info or {})
-    if key is not None:
-        info["import_key"] = key
-        if Annotation.objects.filter(item_stage__stage=stage, client_info__import_key=key).exists():
-            raise Conflict(
-                f"These annotations were imported into {stage.slug} already.",
-                {"stage": stage.slug, "import_key": key},
-            )
+    info = historic_import_check(stage=stage, client_info=client_info, key=key)
     per_item: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     for annotation in annotations:
         per_item[annotation.item_id].append(annotation.payload)

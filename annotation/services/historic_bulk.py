@@ -21,10 +21,10 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from annotation.errors import ApplicationError, Conflict
+from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
 from annotation.services.common import planner_statistics_refresh
-from annotation.services.historic import HistoricImportResult
+from annotation.services.historic import HistoricImportResult, historic_import_check
 
 
 def staging_create(name: str) -> str:
@@ -56,19 +56,7 @@ def historic_values_import(
     read (also at the end of the transaction, whatever happens)."""
     if connection.vendor != "postgresql" or not connection.in_atomic_block:
         raise ApplicationError("The bulk historic import runs on PostgreSQL, in a transaction.")
-    if stage.is_active:
-        raise ApplicationError(
-            f"Historic annotations go into an inactive stage; {stage.slug} is active.",
-            {"stage": stage.slug},
-        )
-    info: dict[str, Any] = dict(client_info or {})
-    if key is not None:
-        info["import_key"] = key
-        if Annotation.objects.filter(item_stage__stage=stage, client_info__import_key=key).exists():
-            raise Conflict(
-                f"These annotations were imported into {stage.slug} already.",
-                {"stage": stage.slug, "import_key": key},
-            )
+    info = historic_import_check(stage=stage, client_info=client_info, key=key)
     q = connection.ops.quote_name
     item, item_stage = q(Item._meta.db_table), q(ItemStage._meta.db_table)
     annotation, resolution = q(Annotation._meta.db_table), q(Resolution._meta.db_table)
