@@ -200,7 +200,9 @@ def publish(page, base: str, slug: str, *, notes: str, width: int) -> dict[str, 
     with page.expect_download() as download:
         page.get_by_role("link", name="Download zip").click()
     with zipfile.ZipFile(download.value.path()) as archive:
-        files = {Path(name).name: archive.read(name) for name in archive.namelist()}
+        # Keyed by the path inside the release's one top folder: the dataset folder's card
+        # (hf_dataset/README.md) and shards share base names with other files.
+        files = {name.split("/", 1)[1]: archive.read(name) for name in archive.namelist()}
     manifest = json.loads(files["manifest.json"])
     assert manifest["algorithm"] == "sha256"
     for entry in manifest["files"]:
