@@ -33,7 +33,10 @@ from agreement.stats import (
     AgreementResult,
     annotator_agreement,
     fleiss_kappa_codes,
+    fleiss_kappa_counts,
     krippendorff_alpha,
+    krippendorff_alpha_counts,
+    krippendorff_alphas,
     percent_agreement,
 )
 
@@ -148,11 +151,11 @@ def stage_agreement(
     raters = votes.raters[mask]
     if votes.numeric:
         frame = pd.DataFrame({"item": items, "rater": raters, "value": values})
-        return [
-            krippendorff_alpha(frame, level="interval", n_boot=n_boot, seed=seed),
-            krippendorff_alpha(frame, level="ordinal", n_boot=n_boot, seed=seed),
-            percent_agreement(frame[["item", "value"]]),
-        ]
+        # Both levels from one count matrix and one bootstrap draw (krippendorff_alphas).
+        interval, ordinal = krippendorff_alphas(
+            frame, levels=("interval", "ordinal"), n_boot=n_boot, seed=seed
+        )
+        return [interval, ordinal, percent_agreement(frame[["item", "value"]])]
     categories = list(votes.categories or ())
     kappa = fleiss_kappa_codes(items, values, categories=categories, rater_codes=raters)
     n_raters = kappa.n_raters
@@ -187,6 +190,106 @@ def _count_matrix(items: np.ndarray, codes: np.ndarray, n_categories: int) -> np
     n_items = int(dense.max()) + 1
     flat = np.bincount(dense * n_categories + codes, minlength=n_items * n_categories)
     return flat.reshape(n_items, n_categories)
+
+
+@dataclass(frozen=True)
+class VoteCounts:
+    """A stage's votes reduced to what its agreement figures need: how many votes each item got
+    in each value, as the distinct rows of that items × values matrix (``patterns``, columns in
+    the order of ``domain``) and how many items share each row (``frequency``), plus how many
+    distinct raters voted. Its size depends on the distinct rows, not on the items or votes.
+
+    ``categories`` is the stage's categories (``domain`` is then their codes 0…K−1) or None for a
+    numeric stage (``domain`` is then the distinct voted values, ascending). Only votes count:
+    an annotation that casts none is not in it.
+    """
+
+    patterns: np.ndarray
+    frequency: np.ndarray
+    domain: tuple[Any, ...]
+    categories: tuple[Any, ...] | None
+    n_raters: int
+
+    @classmethod
+    def from_votes(cls, votes: StageVotes) -> VoteCounts:
+        """The counts of a :class:`StageVotes` (the path without the database's counting)."""
+        mask = votes.voted
+        items, values = votes.items[mask], votes.values[mask]
+        if votes.numeric:
+            domain, codes = np.unique(values, return_inverse=True)
+            labels: tuple[Any, ...] = tuple(float(value) for value in domain)
+        else:
+            labels = tuple(range(len(votes.categories or ())))
+            codes = values
+        matrix = _count_matrix(items, codes.astype(np.int64, copy=False), len(labels))
+        return cls.from_matrix(
+            matrix,
+            domain=labels,
+            categories=votes.categories,
+            n_raters=len(np.unique(votes.raters[mask])),
+        )
+
+    @classmethod
+    def from_matrix(
+        cls,
+        matrix: np.ndarray,
+        *,
+        domain: tuple[Any, ...],
+        categories: tuple[Any, ...] | None,
+        n_raters: int,
+    ) -> VoteCounts:
+        if len(matrix):
+            patterns, frequency = np.unique(matrix, axis=0, return_counts=True)
+        else:
+            patterns = np.zeros((0, len(domain)), dtype=np.int64)
+            frequency = np.zeros(0, dtype=np.int64)
+        return cls(patterns.astype(np.int64), frequency.astype(np.int64), domain, categories,
+                   n_raters)  # fmt: skip
+
+    @property
+    def numeric(self) -> bool:
+        return self.categories is None
+
+    @property
+    def n_votes(self) -> int:
+        return int(self.frequency @ self.patterns.sum(axis=1)) if len(self.patterns) else 0
+
+    def matrix(self) -> np.ndarray:
+        """The items × values count matrix, items in the order of the patterns (the figures
+        do not depend on the order of items)."""
+        return np.repeat(self.patterns, self.frequency, axis=0)
+
+
+def stage_agreement_counts(
+    counts: VoteCounts, *, n_boot: int = ALPHA_BOOTSTRAP, seed: int = ALPHA_SEED
+) -> list[AgreementResult]:
+    """The figures :func:`stage_agreement` computes, from the per-item counts instead of every
+    vote: the same metrics, values equal up to the order of floating-point sums (the items come
+    in another order). For figures over many votes read by the database's counting
+    (``agreement.vote_counts.stage_vote_counts``): memory follows the items, not the votes."""
+    matrix = counts.matrix()
+    if counts.numeric:
+        interval, ordinal = krippendorff_alpha_counts(
+            matrix,
+            levels=("interval", "ordinal"),
+            value_domain=counts.domain,
+            n_boot=n_boot,
+            seed=seed,
+            n_raters=counts.n_raters,
+        )
+        return [interval, ordinal, percent_agreement(matrix)]
+    categories = list(counts.categories or ())
+    kappa = fleiss_kappa_counts(matrix, categories=categories, n_raters=counts.n_raters)
+    (alpha,) = krippendorff_alpha_counts(
+        matrix, levels=("nominal",), value_domain=range(len(categories)), n_boot=n_boot, seed=seed
+    )
+    alpha.details["value_domain"] = categories
+    percent = percent_agreement(matrix)
+    return [
+        _with_raters(kappa, counts.n_raters),
+        _with_raters(alpha, counts.n_raters),
+        _with_raters(percent, counts.n_raters),
+    ]
 
 
 def vote_distribution(votes: StageVotes) -> list[dict[str, Any]]:

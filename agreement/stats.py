@@ -1,6 +1,6 @@
 """Inter-annotator agreement: pure functions over numpy/pandas (no Django, no database).
 
-One module on purpose (about 1,200 lines): every statistic here shares the frame and count-matrix
+One module on purpose (about 1,400 lines): every statistic here shares the frame and count-matrix
 helpers, the bootstrap and the undefined-case conventions; split by metric they would be
 repeated or scattered.
 
@@ -950,99 +950,206 @@ def krippendorff_alpha(
     Undefined (``value=None`` with a note): no unit has two values, or all pairable values are
     identical (expected disagreement 0).
     """
-    if level not in KRIPPENDORFF_LEVELS:
-        raise ValueError(f"level must be one of {KRIPPENDORFF_LEVELS}")
+    return krippendorff_alphas(
+        annotations,
+        levels=(level,),
+        value_domain=value_domain,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+    )[0]
+
+
+def krippendorff_alphas(
+    annotations: pd.DataFrame,
+    *,
+    levels: Sequence[str],
+    value_domain: Sequence[Any] | None = None,
+    n_boot: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[AgreementResult]:
+    """Krippendorff's α of one long table at several levels, in the order of ``levels``: each
+    result equals :func:`krippendorff_alpha` at that level with the same arguments. Levels whose
+    values fall in the same ordered domain (interval and ordinal over numbers, or any levels with
+    ``value_domain``) share one count matrix and one bootstrap: the units are resampled once and
+    every level is evaluated on the same replicates, so a second level costs its evaluation only."""
+    for level in levels:
+        if level not in KRIPPENDORFF_LEVELS:
+            raise ValueError(f"level must be one of {KRIPPENDORFF_LEVELS}")
     _check_confidence(confidence)
     coded = code_annotations(annotations)
     labels = coded.value_labels
-    domain, order = _krippendorff_domain(labels, level, value_domain)
-    value_codes = order[coded.value_codes]
-    counts = _bincount_matrix(coded.item_codes, value_codes, len(coded.item_labels), len(domain))
+    # Levels sharing a domain (same order of the labels) share a count matrix and a bootstrap.
+    groups: dict[tuple[int, ...], tuple[list[Any], np.ndarray, list[str]]] = {}
+    for level in levels:
+        domain, order = _krippendorff_domain(labels, level, value_domain)
+        key = (len(domain), *order.tolist())
+        groups.setdefault(key, (domain, order, []))[2].append(level)
+    results: dict[str, AgreementResult] = {}
+    for domain, order, shared in groups.values():
+        counts = _bincount_matrix(
+            coded.item_codes, order[coded.value_codes], len(coded.item_labels), len(domain)
+        )
+        found = krippendorff_alpha_counts(
+            counts,
+            levels=shared,
+            value_domain=domain,
+            n_boot=n_boot,
+            seed=seed,
+            confidence=confidence,
+            n_raters=coded.n_raters,
+            n_dropped_missing=coded.n_dropped_missing,
+        )
+        results.update(zip(shared, found, strict=True))
+    return [results[level] for level in levels]
+
+
+def krippendorff_alpha_counts(
+    counts: np.ndarray,
+    *,
+    levels: Sequence[str],
+    value_domain: Sequence[Any],
+    n_boot: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_raters: int | None = None,
+    n_dropped_missing: int = 0,
+) -> list[AgreementResult]:
+    """Krippendorff's α at each of ``levels`` from a units × values count matrix whose columns
+    are ``value_domain`` in order (ordinal reads that order; interval and ratio need numbers).
+    What :func:`krippendorff_alpha` computes once it has counted a long table; callers that
+    already hold counts (e.g. counted by the database) skip the table. The bootstrap (``n_boot``)
+    resamples units once for all levels (see :func:`krippendorff_alphas`)."""
+    for level in levels:
+        if level not in KRIPPENDORFF_LEVELS:
+            raise ValueError(f"level must be one of {KRIPPENDORFF_LEVELS}")
+        if level in ("interval", "ratio"):
+            _require_numeric(list(value_domain), level)
+    _check_confidence(confidence)
+    domain = list(value_domain)
+    counts, _ = _as_count_matrix(counts)
+    if counts.shape[1] != len(domain):
+        raise ValueError(f"{len(domain)} values in the domain for {counts.shape[1]} count columns")
     values_per_unit = counts.sum(axis=1)
     pairable_counts = counts[values_per_unit >= 2]
     n_units = int((values_per_unit >= 1).sum())
-    details: dict[str, Any] = {
-        "level": level,
-        "value_domain": list(domain),
-        "units_pairable": len(pairable_counts),
-        "units_single_value": int((values_per_unit == 1).sum()),
-        "pairable_values": int(pairable_counts.sum()),
-        "annotations_dropped_missing": coded.n_dropped_missing,
-    }
-    base = {
-        "metric": f"krippendorff_alpha_{level}",
-        "n_items": n_units,
-        "n_raters": coded.n_raters,
-        "n_annotations": int(values_per_unit.sum()),
-        "confidence": confidence,
-    }
+
+    def base(level: str) -> dict[str, Any]:
+        return {
+            "metric": f"krippendorff_alpha_{level}",
+            "n_items": n_units,
+            "n_raters": n_raters,
+            "n_annotations": int(values_per_unit.sum()),
+            "confidence": confidence,
+        }
+
+    def details(level: str) -> dict[str, Any]:
+        return {
+            "level": level,
+            "value_domain": list(domain),
+            "units_pairable": len(pairable_counts),
+            "units_single_value": int((values_per_unit == 1).sum()),
+            "pairable_values": int(pairable_counts.sum()),
+            "annotations_dropped_missing": n_dropped_missing,
+        }
+
     if len(pairable_counts) == 0:
-        return AgreementResult(
-            value=None, details=details, note="No unit has two or more values.", **base
-        )
-    if np.count_nonzero(pairable_counts.sum(axis=0)) < 2:
-        return AgreementResult(
-            value=None,
-            details=details,
-            note="All pairable values are identical: expected disagreement is 0, so α is undefined.",
-            **base,
-        )
-    numeric_domain = (
-        np.asarray(domain, dtype=float)
-        if level in ("interval", "ratio")
-        else np.arange(len(domain), dtype=float)
-    )
-    if pairable_counts.size * len(domain) <= _KRIPPENDORFF_DENSE_LIMIT:
-        alpha = float(
-            krippendorff.alpha(
-                value_counts=pairable_counts,
-                value_domain=numeric_domain,
-                level_of_measurement=level,
+        return [
+            AgreementResult(
+                value=None,
+                details=details(level),
+                note="No unit has two or more values.",
+                **base(level),
             )
+            for level in levels
+        ]
+    if np.count_nonzero(pairable_counts.sum(axis=0)) < 2:
+        return [
+            AgreementResult(
+                value=None,
+                details=details(level),
+                note="All pairable values are identical: expected disagreement is 0, so α is "
+                "undefined.",
+                **base(level),
+            )
+            for level in levels
+        ]
+    numeric_domains = {
+        level: (
+            np.asarray(domain, dtype=float)
+            if level in ("interval", "ratio")
+            else np.arange(len(domain), dtype=float)
         )
-        details["computed_with"] = "krippendorff.alpha"
-    else:
-        patterns, frequency = _row_patterns(pairable_counts)
-        alpha = float(
-            _alpha_replicates(patterns, frequency[None, :].astype(float), numeric_domain, level)[0]
-        )
-        details["computed_with"] = "pattern-weighted coincidences (large input)"
-    se = ci_low = ci_high = None
-    ci_method = None
-    note = None
+        for level in levels
+    }
+    all_details = {level: details(level) for level in levels}
+    alphas: dict[str, float] = {}
+    for level in levels:
+        if pairable_counts.size * len(domain) <= _KRIPPENDORFF_DENSE_LIMIT:
+            alphas[level] = float(
+                krippendorff.alpha(
+                    value_counts=pairable_counts,
+                    value_domain=numeric_domains[level],
+                    level_of_measurement=level,
+                )
+            )
+            all_details[level]["computed_with"] = "krippendorff.alpha"
+        else:
+            patterns, frequency = _row_patterns(pairable_counts)
+            alphas[level] = float(
+                _alpha_replicates(
+                    patterns, frequency[None, :].astype(float), numeric_domains[level], level
+                )[0]
+            )
+            all_details[level]["computed_with"] = "pattern-weighted coincidences (large input)"
+    replicates: dict[str, np.ndarray] = {}
     if n_boot:
         if n_boot < 2:
             raise ValueError("n_boot must be 0 (no bootstrap) or at least 2")
         patterns, frequency = _row_patterns(pairable_counts)
-        replicates = np.concatenate(
-            [
-                _alpha_replicates(patterns, weights, numeric_domain, level)
-                for weights in _multinomial_chunks(frequency, n_boot, seed)
-            ]
-        )
-        replicates = replicates[np.isfinite(replicates)]
-        details.update(
-            n_boot=int(n_boot), boot_seed=int(seed), n_boot_degenerate=int(n_boot - len(replicates))
-        )
-        ci_method = "bootstrap_units_percentile"
-        if len(replicates) >= 2:
-            se = float(np.std(replicates, ddof=1))
-            ci_low, ci_high = (
-                float(q)
-                for q in np.quantile(replicates, [0.5 - confidence / 2, 0.5 + confidence / 2])
+        drawn: dict[str, list[np.ndarray]] = {level: [] for level in levels}
+        # One draw of resampled units, every level evaluated on it.
+        for weights in _multinomial_chunks(frequency, n_boot, seed):
+            for level in levels:
+                drawn[level].append(
+                    _alpha_replicates(patterns, weights, numeric_domains[level], level)
+                )
+        for level in levels:
+            found = np.concatenate(drawn[level])
+            replicates[level] = found[np.isfinite(found)]
+    results = []
+    for level in levels:
+        se = ci_low = ci_high = None
+        ci_method = None
+        note = None
+        if n_boot:
+            kept = replicates[level]
+            all_details[level].update(
+                n_boot=int(n_boot), boot_seed=int(seed), n_boot_degenerate=int(n_boot - len(kept))
             )
-        else:
-            note = "Too few bootstrap replicates had a defined α to form an interval."
-    return AgreementResult(
-        value=alpha,
-        se=se,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        ci_method=ci_method,
-        details=details,
-        note=note,
-        **base,
-    )
+            ci_method = "bootstrap_units_percentile"
+            if len(kept) >= 2:
+                se = float(np.std(kept, ddof=1))
+                ci_low, ci_high = (
+                    float(q)
+                    for q in np.quantile(kept, [0.5 - confidence / 2, 0.5 + confidence / 2])
+                )
+            else:
+                note = "Too few bootstrap replicates had a defined α to form an interval."
+        results.append(
+            AgreementResult(
+                value=alphas[level],
+                se=se,
+                ci_low=ci_low,
+                ci_high=ci_high,
+                ci_method=ci_method,
+                details=all_details[level],
+                note=note,
+                **base(level),
+            )
+        )
+    return results
 
 
 def _krippendorff_domain(

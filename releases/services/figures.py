@@ -58,27 +58,22 @@ def stage_figures(
 
 def _agreement(stage: Stage, *, computed_at: datetime) -> dict[str, Any] | None:
     """The stage's agreement over exactly the released items, computed now (inside the build's
-    snapshot): the stage's votes (``agreement.selectors.stage_votes``: completed item stages,
-    the last phase's annotations) restricted to the item stages of released items, through the
-    same figures the agreement app stores (``agreement.stage_statistics.stage_agreement``).
-    The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values, and when
-    and over what it was computed. None when the stage's kind has no agreement figures or no
-    released item has votes in it. Never a stored snapshot: those cover other items (open,
-    discarded) and another moment."""
-    import numpy as np
+    snapshot): the stage's votes (those ``agreement.votes.stage_votes`` reads: completed item
+    stages, the last phase's annotations) on released items, counted per item by the database
+    (``agreement.vote_counts.stage_vote_counts``), through the same figures the agreement app
+    stores (``agreement.stage_statistics.stage_agreement_counts``, equal to ``stage_agreement``
+    over those votes). Memory follows the distinct vote patterns and the items, never the
+    votes. The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values,
+    and when and over what it was computed. None when the stage's kind has no agreement
+    figures or no released item has votes in it. Never a stored snapshot: those cover other
+    items (open, discarded) and another moment."""
+    from agreement.stage_statistics import stage_agreement_counts
+    from agreement.vote_counts import stage_vote_counts
 
-    from agreement.selectors import stage_votes
-    from agreement.stage_statistics import stage_agreement
-
-    votes = stage_votes(stage)
-    if not len(votes):
+    counts = stage_vote_counts(stage, item_statuses=RELEASED_STATUSES)
+    if not counts.n_votes:
         return None
-    released = ItemStage.objects.filter(stage=stage, item__status__in=RELEASED_STATUSES)
-    ids = np.fromiter(released.values_list("pk", flat=True).iterator(), dtype=np.int64)
-    scoped = votes.only_items(ids)
-    if not scoped.voted.any():
-        return None
-    results = [result for result in stage_agreement(scoped) if result.defined]
+    results = [result for result in stage_agreement_counts(counts) if result.defined]
     if not results:
         return None
     ranked = sorted(

@@ -9,9 +9,11 @@ import pytest
 from agreement.stage_statistics import (
     MIN_COMPARED,
     StageVotes,
+    VoteCounts,
     annotator_quality,
     flag_annotators,
     stage_agreement,
+    stage_agreement_counts,
     vote_distribution,
 )
 from agreement.stats import fleiss_kappa, krippendorff_alpha, percent_agreement
@@ -200,3 +202,60 @@ def test_flags_compare_with_the_pooled_peers_not_an_average_including_oneself():
         )
     )
     assert not any(row.flags for row in rows)
+
+
+# --- The same figures from per-item counts (VoteCounts) -------------------------------------
+
+
+def random_votes(seed: int, *, numeric: bool) -> StageVotes:
+    """Votes of 1–6 raters per item on sparse item ids, some casting no vote, so items with a
+    single vote or none, varying raters per item and unused values all occur."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for item in rng.choice(10_000, size=int(rng.integers(40, 300)), replace=False):
+        truth = int(rng.integers(5))
+        for rater in rng.choice(12, size=int(rng.integers(1, 7)), replace=False):
+            value = truth if rng.random() < 0.6 else int(rng.integers(5))
+            if rng.random() < 0.05:
+                vote = None
+            elif numeric:
+                vote = float(value) * 1.5
+            else:
+                vote = LABELS[min(value, 2)]  # "unused" is a category nobody chose
+            rows.append((int(item), int(rater), vote, None))
+    categories = None if numeric else LABELS + ("unused",)
+    return StageVotes.from_rows(rows, categories=categories)
+
+
+FIGURES = ("value", "ci_low", "ci_high", "se", "se_null")
+COUNTS = ("metric", "n_items", "n_raters", "n_annotations", "defined")
+
+
+@pytest.mark.parametrize("numeric", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_figures_from_per_item_counts_equal_those_from_every_vote(seed, numeric):
+    votes = random_votes(seed, numeric=numeric)
+    from_votes = stage_agreement(votes, n_boot=200, seed=3)
+    from_counts = stage_agreement_counts(VoteCounts.from_votes(votes), n_boot=200, seed=3)
+    assert [r.metric for r in from_counts] == [r.metric for r in from_votes]
+    for expected, got in zip(from_votes, from_counts, strict=True):
+        for name in COUNTS:
+            assert getattr(got, name) == getattr(expected, name), (expected.metric, name)
+        for name in FIGURES:
+            want, have = getattr(expected, name), getattr(got, name)
+            # Only the order of floating-point sums differs (items come in pattern order).
+            assert (want is None) == (have is None), (expected.metric, name)
+            if want is not None:
+                assert have == pytest.approx(want, rel=1e-9, abs=1e-12), (expected.metric, name)
+
+
+def test_vote_counts_hold_one_row_per_distinct_pattern_not_per_item():
+    rows = [
+        (item, rater, "yes" if item % 2 else "no", None) for item in range(1000) for rater in (1, 2)
+    ]
+    rows.append((5000, 3, None, None))  # an annotation casting no vote is not counted
+    counts = VoteCounts.from_votes(StageVotes.from_rows(rows, categories=["yes", "no"]))
+    assert counts.patterns.tolist() == [[0, 2], [2, 0]]
+    assert counts.frequency.tolist() == [500, 500]
+    assert (counts.n_votes, counts.n_raters) == (2000, 2)
+    assert counts.matrix().shape == (1000, 2)

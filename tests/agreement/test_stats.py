@@ -22,6 +22,8 @@ from agreement.stats import (
     fleiss_kappa_codes,
     fleiss_kappa_counts,
     krippendorff_alpha,
+    krippendorff_alpha_counts,
+    krippendorff_alphas,
     percent_agreement,
 )
 
@@ -666,3 +668,46 @@ def test_icc_drops_incomplete_items_and_is_undefined_without_two_complete_ones()
         [{"item": i, "rater": r, "value": 5} for i in range(3) for r in range(2)]
     )
     assert agreement.icc(constant).value is None
+
+
+def test_alpha_at_two_levels_draws_its_bootstrap_once_and_equals_each_level_alone(monkeypatch):
+    rng = np.random.default_rng(4)
+    table = pd.DataFrame(
+        {
+            "item": np.repeat(np.arange(300), 3),
+            "rater": np.tile([1, 2, 3], 300),
+            "value": rng.integers(1, 8, size=900).astype(float),
+        }
+    )
+    alone = [
+        krippendorff_alpha(table, level=level, n_boot=300, seed=7).to_dict()
+        for level in ("interval", "ordinal")
+    ]
+    draws = []
+    original = agreement._multinomial_chunks
+
+    def counted(frequency, n_boot, seed):
+        draws.append(seed)
+        return original(frequency, n_boot, seed)
+
+    monkeypatch.setattr(agreement, "_multinomial_chunks", counted)
+    together = krippendorff_alphas(table, levels=("interval", "ordinal"), n_boot=300, seed=7)
+    assert len(draws) == 1  # one resampling of the units for both levels
+    assert [result.to_dict() for result in together] == alone  # identical, not merely close
+    assert together[0].ci_low != together[1].ci_low  # two levels, two intervals
+
+
+def test_alpha_from_a_count_matrix_equals_alpha_from_the_long_table():
+    table = long_from_reliability(KRIPPENDORFF_2011)
+    counts, labels = count_matrix(table)
+    for level in ("nominal", "interval", "ordinal"):
+        (from_counts,) = krippendorff_alpha_counts(
+            counts, levels=(level,), value_domain=labels, n_boot=50, seed=2, n_raters=4
+        )
+        expected = krippendorff_alpha(table, level=level, n_boot=50, seed=2).to_dict()
+        got = from_counts.to_dict()
+        expected["details"].pop("annotations_dropped_missing")
+        got["details"].pop("annotations_dropped_missing")
+        assert got == expected
+    with pytest.raises(ValueError, match="domain"):
+        krippendorff_alpha_counts(counts, levels=("nominal",), value_domain=labels[:-1])
