@@ -132,6 +132,19 @@ class ParquetSink:
         elif self._values and len(self._values[0]) >= PYTHON_ROWS:
             self._take_values()
 
+    def write_values(self, values: Sequence[Any]) -> None:
+        """One row as its values in column order, JSON columns already spelled as JSON text
+        (``_json_cell``'s spelling, None for null): for a writer that has encoded them for
+        another file too (``releases.services.rows.write_item_files``)."""
+        for column_values, value in zip(self._values, values, strict=True):
+            column_values.append(value)
+        self._pending += 1
+        self.rows += 1
+        if self._pending >= self._row_group:
+            self._flush()
+        elif self._values and len(self._values[0]) >= PYTHON_ROWS:
+            self._take_values()
+
     def write_csv_block(self, data: bytes) -> None:
         """Rows spelled as CSV (no header; the columns in order; an empty unquoted cell is
         null, ``""`` an empty string; JSON columns as JSON text)."""

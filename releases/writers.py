@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
 # The spreadsheet-safe cell rule is the one every CSV download uses too (annotation/web.py).
-from annotation.web import csv_timestamp, spreadsheet_safe
+from annotation.web import FORMULA_STARTS, csv_timestamp, spreadsheet_safe
 
 ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 ZIP_FILE_MODE = 0o644
@@ -235,8 +235,15 @@ class CsvLayout:
             else:
                 node[leaf] = True
         self._tree = tree
+        self._cells = _compiled_cells(self.columns)
 
     def cells(self, row: Mapping[str, Any]) -> list[str]:
+        """The row's cells, one per column (the rules in the module docstring)."""
+        return self._cells(row)
+
+    def cells_walked(self, row: Mapping[str, Any]) -> list[str]:
+        """:meth:`cells` spelled as a loop over the columns: the reference the compiled
+        function is tested against (tests/releases/test_writers.py)."""
         cells = []
         for column, path in zip(self.columns, self._paths, strict=True):
             value = row.get(column, _ABSENT)
@@ -273,7 +280,7 @@ class CsvLayout:
                 f"row has data in {self.uncovered(row)} that no CSV column covers; add the "
                 f"columns or pass extra='ignore'"
             )
-        return self.cells(row)
+        return self._cells(row)
 
     def _is_covered(self, row: Mapping[str, Any]) -> bool:
         covered = self._covered
@@ -284,6 +291,53 @@ class CsvLayout:
             if node is None or not _is_mapping(value) or not _tree_covers(node, value):
                 return False
         return True
+
+
+def _compiled_cells(columns: Sequence[str]) -> Any:
+    """One function per column list, ``row -> cells``: :meth:`CsvLayout.cells_walked` unrolled
+    into straight-line code, each dotted column's parents looked up once per row (the columns
+    ``stages.verify.*`` share ``row["stages"]["verify"]``) and a text cell's common case (no
+    formula start) decided inline. Generated with ``exec`` because the loop's per-cell dispatch
+    was half of a release's item CSV (benchmarks/README.md, "Release build"); the column names
+    enter the code only as ``repr`` literals."""
+    lines = ["def cells(row):", "    get = row.get"]
+    parents: dict[tuple[str, ...], str] = {(): "row"}
+
+    def parent(path: tuple[str, ...]) -> str:
+        if path not in parents:
+            above, name = parent(path[:-1]), f"p{len(parents)}"
+            lines.append(
+                f"    {name} = {above}[{path[-1]!r}] if {above} is not _ABSENT and "
+                f"(type({above}) is dict or isinstance({above}, Mapping)) and "
+                f"{path[-1]!r} in {above} else _ABSENT"
+            )
+            parents[path] = name
+        return parents[path]
+
+    cells = []
+    for number, column in enumerate(columns):
+        value = f"c{number}"
+        lines.append(f"    {value} = get({column!r}, _ABSENT)")
+        if "." in column:
+            *above, leaf = column.split(".")
+            holder = parent(tuple(above))
+            lines.append(
+                f"    if {value} is _ABSENT and {holder} is not _ABSENT and "
+                f"(type({holder}) is dict or isinstance({holder}, Mapping)) and {leaf!r} in {holder}:"
+                f"\n        {value} = {holder}[{leaf!r}]"
+            )
+        cells.append(
+            f"({value} if not {value} or {value}[0] not in _STARTS else _safe({value})) "
+            f"if type({value}) is str else '' if {value} is _ABSENT or {value} is None "
+            f"else _cell({value})"
+        )
+    lines.append("    return [" + ", ".join(cells) + "]")
+    scope: dict[str, Any] = {
+        "_ABSENT": _ABSENT, "Mapping": Mapping, "_STARTS": FORMULA_STARTS,
+        "_safe": spreadsheet_safe, "_cell": _cell,
+    }  # fmt: skip
+    exec("\n".join(lines), scope)  # the code above: column names only as repr literals
+    return scope["cells"]
 
 
 def _tree_covers(tree: dict[str, Any], mapping: Mapping[str, Any]) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ from releases.sinks import ByteSink, CsvSink, Deflated, JsonlSink, write_rows
 from releases.writers import (
     FileEntry,
     csv_timestamp,
+    finite_or_none,
     write_csv,
     write_jsonl,
 )
@@ -312,12 +313,64 @@ def _written(sinks: list[Any], entries: list[FileEntry]) -> WrittenFiles:
 def release_item_files(project: Project, stages: list[Stage], out_dir: Path) -> WrittenFiles:
     """items.jsonl, items.csv and items.parquet of ``project`` from ONE pass over
     ``release_item_rows``, the text files deflated as they are written."""
+    return write_item_files(release_item_rows(project), item_csv_columns(project, stages), out_dir)
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_ITEM_KEYS = (*ITEM_COLUMNS, "payload", "stages")
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return _dumps(value)
+    except ValueError:  # a NaN somewhere: null, as every file spells it (finite_or_none)
+        return _dumps(finite_or_none(value))
+
+
+def write_item_files(
+    rows: Iterable[Mapping[str, Any]], columns: list[str], out_dir: Path
+) -> WrittenFiles:
+    """items.jsonl, items.csv (``columns``) and items.parquet of ``rows`` (those of
+    ``release_item_rows``: the keys ``ITEM_COLUMNS``, payload, stages, in that order), in one
+    pass. Each row's payload and stages are encoded as JSON once, for the JSONL line and the
+    Parquet JSON columns alike; the bytes are those of ``JsonlSink`` and ``ParquetSink.write``
+    (tests/releases/test_services.py compares them)."""
+    jsonl = ByteSink(out_dir / "items.jsonl", deflate=True)
     sinks: list[Any] = [
-        JsonlSink(out_dir / "items.jsonl", deflate=True),
-        CsvSink(out_dir / "items.csv", columns=item_csv_columns(project, stages), deflate=True),
+        jsonl,
+        CsvSink(out_dir / "items.csv", columns=columns, deflate=True),
         ParquetSink(out_dir / "items.parquet", ITEM_PARQUET),
     ]
-    return _written(sinks, write_rows(release_item_rows(project), sinks))
+    table, parquet = sinks[1], sinks[2]
+    count = 0
+    try:
+        for row in rows:
+            if tuple(row) != _ITEM_KEYS:
+                raise ValueError(f"an item row has the keys {list(row)}, not {list(_ITEM_KEYS)}")
+            payload, stages = row["payload"], row["stages"]
+            payload_text, stages_text = _json_text(payload), _json_text(stages)
+            head = [row[key] for key in ITEM_COLUMNS]
+            scalars = _json_text(dict(zip(ITEM_COLUMNS, head, strict=True)))
+            line = f'{scalars[:-1]},"payload":{payload_text},"stages":{stages_text}}}\n'
+            jsonl.write(line.encode("utf-8"))
+            table.write(row)
+            parquet.write_values(
+                [*head, None if payload is None else payload_text,
+                 None if stages is None else stages_text]
+            )  # fmt: skip
+            count += 1
+    finally:
+        jsonl.rows = count
+        entries: list[FileEntry] = []
+        failure: BaseException | None = None
+        for sink in sinks:
+            try:
+                entries.append(sink.close())
+            except BaseException as error:
+                failure = failure or error
+    if failure is not None:
+        raise failure
+    return _written(sinks, entries)
 
 
 def release_annotation_files(project: Project, out_dir: Path) -> WrittenFiles:

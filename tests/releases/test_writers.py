@@ -434,3 +434,32 @@ def test_a_number_that_is_no_number_is_null_in_json_and_an_empty_cell_in_csv(tmp
     assert "NaN" not in text and "Infinity" not in text
     assert text.splitlines()[1] == 'a,,"{""x"":[1.5,null]}"'
     assert rows[0]["score"] != rows[0]["score"]  # the caller's row is untouched
+
+
+def test_the_compiled_csv_row_equals_the_cell_walk_on_every_kind_of_cell():
+    """CsvLayout's generated function (one per column list) against the loop it unrolls: literal
+    dotted keys win, parents that are no mapping or are missing give empty cells, a Mapping that
+    is no dict is walked, formulas are made inert, numbers and JSON spelled as before."""
+    from datetime import UTC, datetime
+    from types import MappingProxyType
+
+    from releases.writers import CsvLayout
+
+    class Text(str):
+        pass
+
+    columns = ["id", "a.b", "a.c", "a.b.x", "s.v.state", "s.v.value", "s.w.value", "payload", "n"]
+    layout = CsvLayout(columns)
+    rows = [
+        {"id": "=1+1", "a": {"b": "-2", "c": "+x"}, "s": {"v": {"state": "done", "value": 2.5}}},
+        {"id": 7, "a.b": "literal", "a": {"b": "nested"}, "s": {"v": None}, "payload": [1, "x"]},
+        {"id": True, "a": "not a mapping", "s": {"v": {"value": float("nan")}}, "n": None},
+        {"id": Text("@sum"), "a": MappingProxyType({"b": {"x": 1}}), "s": {}, "n": -0.25},
+        {"id": "", "a": {"b": {"x": "@"}, "c": False}, "s": {"w": {"value": {"k": [1.5]}}}},
+        {"id": datetime(2026, 11, 27, 15, tzinfo=UTC), "payload": {"nan": float("inf")}},
+        {},
+    ]
+    for row in rows:
+        assert layout.cells(row) == layout.cells_walked(row), row
+    assert layout.cells(rows[0])[:3] == ["'=1+1", "-2", "'+x"]
+    assert layout.cells(rows[1])[1] == "literal"
