@@ -192,6 +192,7 @@ def phase_build(with_diff: bool, profile: bool) -> None:
             print(text.getvalue(), file=sys.stderr)
         assert release.status == "published", release.message
         files = {entry["name"]: entry["bytes"] for entry in release.manifest["files"]}
+        digests = {entry["name"]: entry["sha256"] for entry in release.manifest["files"]}
         figures.append(
             {
                 "seconds": seconds,
@@ -204,6 +205,7 @@ def phase_build(with_diff: bool, profile: bool) -> None:
                 "annotations": release.stats["annotations"],
                 "diff": release.stats.get("diff") is not None,
                 "files": files,
+                "sha256": digests,
                 "load": f"{load_before} → {load()}",
             }  # fmt: skip
         )
@@ -293,6 +295,14 @@ def main() -> None:
                    min(b["cpu"] + b["pg_cpu"] for b in after))  # fmt: skip
             print(f"\n  best wall {best[0]:.1f} s → {best[1]:.1f} s ({best[0] / best[1]:.1f}×); "
                   f"CPU (build + PostgreSQL) {cpu[0]:.1f} s → {cpu[1]:.1f} s")  # fmt: skip
+            # The data files (not the datasheet, which states when it was built) must not change.
+            ours, theirs = after[-1].get("sha256", {}), before[-1].get("sha256", {})
+            data = sorted(name for name in ours if name.startswith(("items.", "annotations.")))
+            same = [name for name in data if theirs.get(name) == ours[name]]
+            print(
+                f"  data files byte-identical before/after: {len(same)} of {len(data)}"
+                + ("" if len(same) == len(data) else f" (differ: {sorted(set(data) - set(same))})")
+            )
         files = results["after"][-1]["files"]
         print("\n  files of the last build: " + ", ".join(
             f"{name} {size / 2**20:.1f} MiB" for name, size in sorted(files.items())))  # fmt: skip
