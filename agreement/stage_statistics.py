@@ -256,7 +256,7 @@ class VoteCounts:
 
     def matrix(self) -> np.ndarray:
         """The items × values count matrix, items in the order of the patterns (the figures
-        do not depend on the order of items)."""
+        do not depend on the order of items): for checks; the figures never build it."""
         return np.repeat(self.patterns, self.frequency, axis=0)
 
 
@@ -264,27 +264,36 @@ def stage_agreement_counts(
     counts: VoteCounts, *, n_boot: int = ALPHA_BOOTSTRAP, seed: int = ALPHA_SEED
 ) -> list[AgreementResult]:
     """The figures :func:`stage_agreement` computes, from the per-item counts instead of every
-    vote: the same metrics, values equal up to the order of floating-point sums (the items come
-    in another order). For figures over many votes read by the database's counting
-    (``agreement.vote_counts.stage_vote_counts``): memory follows the items, not the votes."""
-    matrix = counts.matrix()
+    vote: the same metrics and counts, values equal up to the order of floating-point sums, the
+    same bootstrap replicates. Every statistic takes the distinct patterns with their
+    frequencies (``frequency=`` in agreement.stats), so memory follows the distinct patterns:
+    flat in the items and votes (read by ``agreement.vote_counts.stage_vote_counts``)."""
+    patterns, frequency = counts.patterns, counts.frequency
     if counts.numeric:
         interval, ordinal = krippendorff_alpha_counts(
-            matrix,
+            patterns,
             levels=("interval", "ordinal"),
             value_domain=counts.domain,
             n_boot=n_boot,
             seed=seed,
             n_raters=counts.n_raters,
+            frequency=frequency,
         )
-        return [interval, ordinal, percent_agreement(matrix)]
+        return [interval, ordinal, percent_agreement(patterns, frequency=frequency)]
     categories = list(counts.categories or ())
-    kappa = fleiss_kappa_counts(matrix, categories=categories, n_raters=counts.n_raters)
+    kappa = fleiss_kappa_counts(
+        patterns, categories=categories, n_raters=counts.n_raters, frequency=frequency
+    )
     (alpha,) = krippendorff_alpha_counts(
-        matrix, levels=("nominal",), value_domain=range(len(categories)), n_boot=n_boot, seed=seed
+        patterns,
+        levels=("nominal",),
+        value_domain=range(len(categories)),
+        n_boot=n_boot,
+        seed=seed,
+        frequency=frequency,
     )
     alpha.details["value_domain"] = categories
-    percent = percent_agreement(matrix)
+    percent = percent_agreement(patterns, frequency=frequency)
     return [
         _with_raters(kappa, counts.n_raters),
         _with_raters(alpha, counts.n_raters),

@@ -430,8 +430,15 @@ def fleiss_kappa_counts(
     confidence: float = 0.95,
     n_raters: int | None = None,
     n_dropped_missing: int = 0,
+    frequency: np.ndarray | None = None,
 ) -> AgreementResult:
     """Fleiss' κ, its standard errors, CI and per-category κ from an items × categories matrix.
+
+    ``frequency``, when given, makes ``counts`` a matrix of distinct rows, row ``i`` standing
+    for ``frequency[i]`` items (``agreement.stage_statistics.VoteCounts``): the result is that
+    of the matrix with each row repeated, up to the order of floating-point sums (the κ of equal
+    raters per item then comes from the generalised formula, equal to statsmodels' there), and
+    memory follows the distinct rows, not the items.
 
     Statistics:
 
@@ -466,6 +473,7 @@ def fleiss_kappa_counts(
         raise ValueError(f"ci must be one of {CI_METHODS}")
     _check_confidence(confidence)
     matrix, frame_labels = _as_count_matrix(counts)
+    matrix, weights = _with_frequency(matrix, frequency)
     labels = list(categories) if categories is not None else frame_labels
     if labels is None:
         labels = list(range(matrix.shape[1]))
@@ -474,13 +482,14 @@ def fleiss_kappa_counts(
 
     ratings_per_item = matrix.sum(axis=1)
     rated = ratings_per_item >= 1
-    n_empty_rows = int((~rated).sum())
+    n_empty_rows = _count(~rated, weights)
     matrix = matrix[rated]
     ratings_per_item = ratings_per_item[rated]
-    n_items = len(matrix)
+    weights = None if weights is None else weights[rated]
+    n_items = _count(np.ones(len(matrix), dtype=bool), weights)
     pairable = ratings_per_item >= 2
-    n_pairable = int(pairable.sum())
-    n_annotations = int(ratings_per_item.sum())
+    n_pairable = _count(pairable, weights)
+    n_annotations = int(_total(ratings_per_item, weights))
 
     details: dict[str, Any] = {
         "categories": labels,
@@ -492,7 +501,7 @@ def fleiss_kappa_counts(
         details["raters_per_item"] = {
             "min": int(ratings_per_item.min()),
             "max": int(ratings_per_item.max()),
-            "mean": float(ratings_per_item.mean()),
+            "mean": float(_mean(ratings_per_item, weights)),
         }
 
     def undefined(note: str) -> AgreementResult:
@@ -510,10 +519,12 @@ def fleiss_kappa_counts(
     if n_pairable == 0:
         return undefined("No item has two or more ratings, so there is no agreement to measure.")
 
-    components = _fleiss_components(matrix, ratings_per_item, pairable)
+    components = _fleiss_components(matrix, ratings_per_item, pairable, weights)
     details["observed_agreement"] = components.observed
     details["expected_agreement"] = components.expected
-    details["per_category"] = _per_category_kappa(matrix, ratings_per_item, pairable, labels)
+    details["per_category"] = _per_category_kappa(
+        matrix, ratings_per_item, pairable, labels, weights
+    )
     if 1.0 - components.expected <= _EPSILON:
         return undefined(
             "Every rating falls in one category: expected agreement is 1, so κ (0/0) is "
@@ -522,8 +533,10 @@ def fleiss_kappa_counts(
 
     equal_raters = bool(ratings_per_item.min() == ratings_per_item.max())
     notes = []
-    if equal_raters:
+    if equal_raters and weights is None:
         kappa = float(inter_rater.fleiss_kappa(matrix, method="fleiss"))
+    elif equal_raters:
+        kappa = float(components.kappa)  # Fleiss (1971) exactly with equal raters per item
     else:
         kappa = components.kappa
         notes.append(
@@ -536,11 +549,11 @@ def fleiss_kappa_counts(
             "prevalence only."
         )
 
-    se_gwet = _gwet_se(matrix, ratings_per_item, pairable, components, kappa)
+    se_gwet = _gwet_se(matrix, ratings_per_item, pairable, components, kappa, weights)
     details["se_gwet"] = se_gwet
     se_null = None
     if equal_raters:
-        se_null = _fleiss_nee_landis_se_null(matrix, int(ratings_per_item[0]))
+        se_null = _fleiss_nee_landis_se_null(matrix, int(ratings_per_item[0]), weights)
         if se_null:
             z = kappa / se_null
             details["z"] = z
@@ -556,7 +569,9 @@ def fleiss_kappa_counts(
         ci_low, ci_high = max(-1.0, kappa - half_width), min(1.0, kappa + half_width)
         ci_method = "gwet_linearisation_t"
     elif ci == "bootstrap":
-        replicates = _fleiss_bootstrap(matrix, ratings_per_item, n_boot=n_boot, seed=seed)
+        replicates = _fleiss_bootstrap(
+            matrix, ratings_per_item, n_boot=n_boot, seed=seed, weights=weights
+        )
         details.update(
             n_boot=int(n_boot), boot_seed=int(seed), n_boot_degenerate=int(n_boot - len(replicates))
         )
@@ -598,14 +613,17 @@ class _FleissComponents:
 
 
 def _fleiss_components(
-    matrix: np.ndarray, ratings_per_item: np.ndarray, pairable: np.ndarray
+    matrix: np.ndarray,
+    ratings_per_item: np.ndarray,
+    pairable: np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> _FleissComponents:
     agreeing_pairs = (matrix * (matrix - 1)).sum(axis=1)
     possible_pairs = ratings_per_item * (ratings_per_item - 1)
     per_item = np.zeros(len(matrix))
     np.divide(agreeing_pairs, possible_pairs, out=per_item, where=pairable)
-    observed = float(per_item[pairable].mean())
-    prevalence = (matrix / ratings_per_item[:, None]).mean(axis=0)
+    observed = float(_mean(per_item[pairable], None if weights is None else weights[pairable]))
+    prevalence = _mean(matrix / ratings_per_item[:, None], weights)
     expected = float(np.dot(prevalence, prevalence))
     kappa = (observed - expected) / (1 - expected) if 1 - expected > _EPSILON else float("nan")
     return _FleissComponents(per_item, prevalence, observed, expected, kappa)
@@ -617,13 +635,14 @@ def _gwet_se(
     pairable: np.ndarray,
     components: _FleissComponents,
     kappa: float,
+    weights: np.ndarray | None = None,
 ) -> float | None:
     """Gwet (2008; 2014 §5) linearisation SE of (generalised) Fleiss' κ, as irrCAC computes it."""
-    n_items = len(matrix)
+    n_items = _count(np.ones(len(matrix), dtype=bool), weights)
     if n_items < 2:
         return None
     expected = components.expected
-    n_pairable = int(pairable.sum())
+    n_pairable = _count(pairable, weights)
     kappa_items = (
         (n_items / n_pairable)
         * (components.per_item_agreement - expected * pairable)
@@ -631,14 +650,16 @@ def _gwet_se(
     )
     chance_items = (matrix @ components.prevalence) / ratings_per_item
     linearised = kappa_items - 2 * (1 - kappa) * (chance_items - expected) / (1 - expected)
-    variance = float(np.sum((linearised - kappa) ** 2)) / (n_items * (n_items - 1))
+    variance = float(_total((linearised - kappa) ** 2, weights)) / (n_items * (n_items - 1))
     return math.sqrt(variance)
 
 
-def _fleiss_nee_landis_se_null(matrix: np.ndarray, raters: int) -> float | None:
+def _fleiss_nee_landis_se_null(
+    matrix: np.ndarray, raters: int, weights: np.ndarray | None = None
+) -> float | None:
     """SE of Fleiss' κ under H0 κ = 0 (Fleiss, Nee & Landis 1979); equal raters per item only."""
-    n_items = len(matrix)
-    proportion = matrix.sum(axis=0) / (n_items * raters)
+    n_items = _count(np.ones(len(matrix), dtype=bool), weights)
+    proportion = _total(matrix, weights) / (n_items * raters)
     spread = proportion * (1 - proportion)
     total = spread.sum()
     if total <= _EPSILON:
@@ -652,7 +673,11 @@ def _fleiss_nee_landis_se_null(matrix: np.ndarray, raters: int) -> float | None:
 
 
 def _per_category_kappa(
-    matrix: np.ndarray, ratings_per_item: np.ndarray, pairable: np.ndarray, labels: list[Any]
+    matrix: np.ndarray,
+    ratings_per_item: np.ndarray,
+    pairable: np.ndarray,
+    labels: list[Any],
+    weights: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """κ_j of Fleiss (1971): agreement on category j beyond its prevalence.
 
@@ -662,11 +687,13 @@ def _per_category_kappa(
     """
     pairable_matrix = matrix[pairable]
     n_i = ratings_per_item[pairable]
-    totals = pairable_matrix.sum(axis=0).astype(float)
+    kept = None if weights is None else weights[pairable]
+    totals = _total(pairable_matrix, kept).astype(float)
     proportion = totals / totals.sum()
-    same_pairs = (pairable_matrix * (pairable_matrix - 1) / (n_i - 1)[:, None]).sum(axis=0)
+    same_pairs = _total(pairable_matrix * (pairable_matrix - 1) / (n_i - 1)[:, None], kept)
     equal = bool(n_i.min() == n_i.max())
-    se_null = math.sqrt(2 / (len(n_i) * n_i[0] * (n_i[0] - 1))) if equal else None
+    n_pairable = _count(np.ones(len(n_i), dtype=bool), kept)
+    se_null = math.sqrt(2 / (n_pairable * n_i[0] * (n_i[0] - 1))) if equal else None
     rows = []
     for j, label in enumerate(labels):
         row: dict[str, Any] = {"category": label, "proportion": float(proportion[j])}
@@ -684,17 +711,64 @@ def _per_category_kappa(
     return rows
 
 
-def _row_patterns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of a count matrix and how often each occurs (fast 1-D key when it fits)."""
+def _row_patterns(
+    matrix: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a count matrix and how often each occurs (fast 1-D key when it fits);
+    with ``weights``, row ``i`` occurs ``weights[i]`` times (the same result as the matrix
+    with its rows repeated, in the same order)."""
     base = int(matrix.max()) + 1 if matrix.size else 1
     n_columns = matrix.shape[1]
     if n_columns and n_columns * math.log2(max(base, 2)) < 62:
-        weights = base ** np.arange(n_columns, dtype=np.int64)
-        keys = matrix @ weights
-        _, first, frequency = np.unique(keys, return_index=True, return_counts=True)
-        return matrix[first], frequency
-    patterns, frequency = np.unique(matrix, axis=0, return_counts=True)
-    return patterns, frequency
+        powers = base ** np.arange(n_columns, dtype=np.int64)
+        keys = matrix @ powers
+        if weights is None:
+            _, first, frequency = np.unique(keys, return_index=True, return_counts=True)
+            return matrix[first], frequency
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        return matrix[first], _weighted_counts(inverse, weights, len(first))
+    if weights is None:
+        patterns, frequency = np.unique(matrix, axis=0, return_counts=True)
+        return patterns, frequency
+    patterns, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    return patterns, _weighted_counts(np.ravel(inverse), weights, len(patterns))
+
+
+def _weighted_counts(inverse: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    totals = np.zeros(size, dtype=np.int64)
+    np.add.at(totals, inverse, weights)
+    return totals
+
+
+def _with_frequency(
+    matrix: np.ndarray, frequency: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A count matrix and its rows' frequencies (None: one item per row), rows standing for no
+    item left out."""
+    if frequency is None:
+        return matrix, None
+    weights = np.asarray(frequency)
+    if weights.shape != (len(matrix),) or not np.issubdtype(weights.dtype, np.integer):
+        raise ValueError("frequency must give a whole number of items for each row")
+    if len(weights) and weights.min() < 0:
+        raise ValueError("frequency cannot be negative")
+    kept = weights > 0
+    return matrix[kept], weights[kept].astype(np.int64)
+
+
+def _count(mask: np.ndarray, weights: np.ndarray | None) -> int:
+    """How many items ``mask`` selects (rows, or their frequencies)."""
+    return int(mask.sum()) if weights is None else int(weights[mask].sum())
+
+
+def _total(values: np.ndarray, weights: np.ndarray | None) -> Any:
+    """Σ over items of ``values`` (one entry or row per matrix row)."""
+    return values.sum(axis=0) if weights is None else weights @ values
+
+
+def _mean(values: np.ndarray, weights: np.ndarray | None) -> Any:
+    """Mean over items of ``values`` (one entry or row per matrix row)."""
+    return values.mean(axis=0) if weights is None else (weights @ values) / weights.sum()
 
 
 def _multinomial_chunks(frequency: np.ndarray, n_boot: int, seed: int):
@@ -711,11 +785,16 @@ def _multinomial_chunks(frequency: np.ndarray, n_boot: int, seed: int):
 
 
 def _fleiss_bootstrap(
-    matrix: np.ndarray, ratings_per_item: np.ndarray, *, n_boot: int, seed: int
+    matrix: np.ndarray,
+    ratings_per_item: np.ndarray,
+    *,
+    n_boot: int,
+    seed: int,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     if n_boot < 2:
         raise ValueError("n_boot must be at least 2")
-    patterns, frequency = _row_patterns(matrix)
+    patterns, frequency = _row_patterns(matrix, weights)
     n_pattern = patterns.sum(axis=1)
     pairable = (n_pattern >= 2).astype(float)
     agreement = np.zeros(len(patterns))
@@ -863,15 +942,23 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def percent_agreement(
-    data: pd.DataFrame | np.ndarray, *, confidence: float = 0.95
+    data: pd.DataFrame | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    frequency: np.ndarray | None = None,
 ) -> AgreementResult:
     """Pairwise percent agreement: the mean over items (with ≥ 2 ratings) of the share of agreeing
     rater pairs on the item. Not chance-corrected. SE and t interval as Gwet (2014) / irrCAC
-    ``pa.coeff.raw`` (clipped to [0, 1]); ``details["pooled"]`` is agreeing pairs / all pairs."""
+    ``pa.coeff.raw`` (clipped to [0, 1]); ``details["pooled"]`` is agreeing pairs / all pairs.
+    ``frequency`` (count-matrix input only): rows stand for that many items each (see
+    :func:`fleiss_kappa_counts`)."""
     _check_confidence(confidence)
     n_raters = None
     n_dropped = 0
+    weights = None
     if _is_long_table(data):
+        if frequency is not None:
+            raise ValueError("frequency weighs the rows of a count matrix, not a long table")
         coded = code_annotations(data)
         matrix = _bincount_matrix(
             coded.item_codes, coded.value_codes, len(coded.item_labels), len(coded.value_labels)
@@ -879,11 +966,15 @@ def percent_agreement(
         n_raters, n_dropped = coded.n_raters, coded.n_dropped_missing
     else:
         matrix, _ = _as_count_matrix(data)
+        matrix, weights = _with_frequency(matrix, frequency)
     ratings_per_item = matrix.sum(axis=1)
     matrix = matrix[ratings_per_item >= 1]
+    if weights is not None:
+        weights = weights[ratings_per_item >= 1]
     ratings_per_item = ratings_per_item[ratings_per_item >= 1]
     pairable = ratings_per_item >= 2
-    n_items, n_pairable = len(matrix), int(pairable.sum())
+    n_items = _count(np.ones(len(matrix), dtype=bool), weights)
+    n_pairable = _count(pairable, weights)
     details: dict[str, Any] = {
         "items_single_rating": int(n_items - n_pairable),
         "annotations_dropped_missing": n_dropped,
@@ -892,7 +983,7 @@ def percent_agreement(
         "metric": "percent_agreement",
         "n_items": n_items,
         "n_raters": n_raters,
-        "n_annotations": int(ratings_per_item.sum()),
+        "n_annotations": int(_total(ratings_per_item, weights)),
         "confidence": confidence,
     }
     if n_pairable == 0:
@@ -901,14 +992,16 @@ def percent_agreement(
         )
     agreeing = (matrix * (matrix - 1)).sum(axis=1)
     possible = ratings_per_item * (ratings_per_item - 1)
-    per_item = np.zeros(n_items)
+    per_item = np.zeros(len(matrix))
     np.divide(agreeing, possible, out=per_item, where=pairable)
-    value = float(per_item[pairable].mean())
-    details["pooled"] = float(agreeing.sum() / possible.sum())
+    value = float(_mean(per_item[pairable], None if weights is None else weights[pairable]))
+    details["pooled"] = float(_total(agreeing, weights) / _total(possible, weights))
     se = ci_low = ci_high = None
     if n_items >= 2:
         linearised = (n_items / n_pairable) * per_item
-        se = math.sqrt(float(np.sum((linearised - value) ** 2)) / (n_items * (n_items - 1)))
+        se = math.sqrt(
+            float(_total((linearised - value) ** 2, weights)) / (n_items * (n_items - 1))
+        )
         half_width = stats.t.ppf(0.5 + confidence / 2, n_items - 1) * se
         ci_low, ci_high = max(0.0, value - half_width), min(1.0, value + half_width)
     return AgreementResult(
@@ -1015,12 +1108,15 @@ def krippendorff_alpha_counts(
     confidence: float = 0.95,
     n_raters: int | None = None,
     n_dropped_missing: int = 0,
+    frequency: np.ndarray | None = None,
 ) -> list[AgreementResult]:
     """Krippendorff's α at each of ``levels`` from a units × values count matrix whose columns
     are ``value_domain`` in order (ordinal reads that order; interval and ratio need numbers).
     What :func:`krippendorff_alpha` computes once it has counted a long table; callers that
     already hold counts (e.g. counted by the database) skip the table. The bootstrap (``n_boot``)
-    resamples units once for all levels (see :func:`krippendorff_alphas`)."""
+    resamples units once for all levels (see :func:`krippendorff_alphas`). ``frequency``: rows
+    stand for that many units each (see :func:`fleiss_kappa_counts`); α then comes from the
+    pattern-weighted coincidences (tested equal to ``krippendorff.alpha``)."""
     for level in levels:
         if level not in KRIPPENDORFF_LEVELS:
             raise ValueError(f"level must be one of {KRIPPENDORFF_LEVELS}")
@@ -1029,18 +1125,20 @@ def krippendorff_alpha_counts(
     _check_confidence(confidence)
     domain = list(value_domain)
     counts, _ = _as_count_matrix(counts)
+    counts, weights = _with_frequency(counts, frequency)
     if counts.shape[1] != len(domain):
         raise ValueError(f"{len(domain)} values in the domain for {counts.shape[1]} count columns")
     values_per_unit = counts.sum(axis=1)
     pairable_counts = counts[values_per_unit >= 2]
-    n_units = int((values_per_unit >= 1).sum())
+    pairable_weights = None if weights is None else weights[values_per_unit >= 2]
+    n_units = _count(values_per_unit >= 1, weights)
 
     def base(level: str) -> dict[str, Any]:
         return {
             "metric": f"krippendorff_alpha_{level}",
             "n_items": n_units,
             "n_raters": n_raters,
-            "n_annotations": int(values_per_unit.sum()),
+            "n_annotations": int(_total(values_per_unit, weights)),
             "confidence": confidence,
         }
 
@@ -1048,9 +1146,9 @@ def krippendorff_alpha_counts(
         return {
             "level": level,
             "value_domain": list(domain),
-            "units_pairable": len(pairable_counts),
-            "units_single_value": int((values_per_unit == 1).sum()),
-            "pairable_values": int(pairable_counts.sum()),
+            "units_pairable": _count(np.ones(len(pairable_counts), dtype=bool), pairable_weights),
+            "units_single_value": _count(values_per_unit == 1, weights),
+            "pairable_values": int(_total(pairable_counts.sum(axis=1), pairable_weights)),
             "annotations_dropped_missing": n_dropped_missing,
         }
 
@@ -1086,7 +1184,15 @@ def krippendorff_alpha_counts(
     all_details = {level: details(level) for level in levels}
     alphas: dict[str, float] = {}
     for level in levels:
-        if pairable_counts.size * len(domain) <= _KRIPPENDORFF_DENSE_LIMIT:
+        if pairable_weights is not None:
+            rows, occurrences = _row_patterns(pairable_counts, pairable_weights)
+            alphas[level] = float(
+                _alpha_replicates(
+                    rows, occurrences[None, :].astype(float), numeric_domains[level], level
+                )[0]
+            )
+            all_details[level]["computed_with"] = "pattern-weighted coincidences (counted rows)"
+        elif pairable_counts.size * len(domain) <= _KRIPPENDORFF_DENSE_LIMIT:
             alphas[level] = float(
                 krippendorff.alpha(
                     value_counts=pairable_counts,
@@ -1107,7 +1213,7 @@ def krippendorff_alpha_counts(
     if n_boot:
         if n_boot < 2:
             raise ValueError("n_boot must be 0 (no bootstrap) or at least 2")
-        patterns, frequency = _row_patterns(pairable_counts)
+        patterns, frequency = _row_patterns(pairable_counts, pairable_weights)
         drawn: dict[str, list[np.ndarray]] = {level: [] for level in levels}
         # One draw of resampled units, every level evaluated on it.
         for weights in _multinomial_chunks(frequency, n_boot, seed):

@@ -62,8 +62,8 @@ def _agreement(stage: Stage, *, computed_at: datetime) -> dict[str, Any] | None:
     stages, the last phase's annotations) on released items, counted per item by the database
     (``agreement.vote_counts.stage_vote_counts``), through the same figures the agreement app
     stores (``agreement.stage_statistics.stage_agreement_counts``, equal to ``stage_agreement``
-    over those votes). Memory follows the distinct vote patterns and the items, never the
-    votes. The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values,
+    over those votes). Memory follows the distinct vote patterns, never the items or votes.
+    The preferred metric (METRIC_PREFERENCE) with its CI, the other metrics' values,
     and when and over what it was computed. None when the stage's kind has no agreement
     figures or no released item has votes in it. Never a stored snapshot: those cover other
     items (open, discarded) and another moment."""

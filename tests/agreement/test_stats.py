@@ -711,3 +711,57 @@ def test_alpha_from_a_count_matrix_equals_alpha_from_the_long_table():
         assert got == expected
     with pytest.raises(ValueError, match="domain"):
         krippendorff_alpha_counts(counts, levels=("nominal",), value_domain=labels[:-1])
+
+
+def _close(got, want):
+    if isinstance(want, dict):
+        assert set(got) == set(want)
+        for key in want:
+            _close(got[key], want[key])
+    elif isinstance(want, list):
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            _close(a, b)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_statistics_of_distinct_rows_with_frequencies_equal_those_of_the_repeated_rows(seed):
+    """``frequency=``: each distinct row stands for that many items; every figure (value, SEs,
+    CIs, bootstrap included, per-category κ, counts) is that of the matrix with the rows
+    repeated, up to float sums."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.integers(0, 4, size=(25, 3))
+    patterns[0] = 0  # a row with no rating
+    frequency = rng.integers(0, 40, size=25)
+    repeated = np.repeat(patterns, frequency, axis=0)
+    for ci in ("analytic", "bootstrap"):
+        _close(
+            fleiss_kappa_counts(patterns, frequency=frequency, ci=ci, n_boot=300).to_dict(),
+            fleiss_kappa_counts(repeated, ci=ci, n_boot=300).to_dict(),
+        )
+    equal = np.array([[3, 0, 0], [1, 2, 0], [0, 1, 2], [1, 1, 1]])
+    weights = np.array([5, 9, 2, 4])
+    _close(
+        fleiss_kappa_counts(equal, frequency=weights).to_dict(),
+        fleiss_kappa_counts(np.repeat(equal, weights, axis=0)).to_dict(),
+    )
+    _close(
+        percent_agreement(patterns, frequency=frequency).to_dict(),
+        percent_agreement(repeated).to_dict(),
+    )
+    for level in ("nominal", "ordinal", "interval"):
+        (weighted,) = krippendorff_alpha_counts(
+            patterns, levels=(level,), value_domain=[1, 2, 5], n_boot=200, frequency=frequency
+        )
+        (plain,) = krippendorff_alpha_counts(
+            repeated, levels=(level,), value_domain=[1, 2, 5], n_boot=200
+        )
+        got, want = weighted.to_dict(), plain.to_dict()
+        assert got["details"].pop("computed_with") != want["details"].pop("computed_with")
+        _close(got, want)
+    with pytest.raises(ValueError, match="frequency"):
+        fleiss_kappa_counts(patterns, frequency=frequency[:-1])
