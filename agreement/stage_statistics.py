@@ -4,7 +4,9 @@ The selector ``research_selectors.stage_votes`` reads a stage's annotations into
 :class:`StageVotes` (one row per annotation, integer ids and codes); the refresh service calls
 :func:`stage_agreement`, :func:`vote_distribution` and :func:`annotator_quality` and stores the
 results as AgreementSnapshots. Everything here is deterministic (bootstrap seeds are fixed), so
-the same annotations always give the same stored figures.
+the same annotations always give the same stored figures. :func:`stage_agreement_counts` gives
+the same figures from per-item vote counts (:class:`VoteCounts`, counted by the database in
+``agreement.vote_counts``) for figures over many votes (a release's datasheet).
 
 Which figures a stage gets depends on its kind:
 
