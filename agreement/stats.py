@@ -955,7 +955,7 @@ def percent_agreement(
     _check_confidence(confidence)
     n_raters = None
     n_dropped = 0
-    weights = None
+    weights: np.ndarray | None = None
     if _is_long_table(data):
         if frequency is not None:
             raise ValueError("frequency weighs the rows of a count matrix, not a long table")
