@@ -97,7 +97,7 @@ def _count_rows(
     params: dict[str, Any] = {
         "stage": stage.pk,
         "open": ItemStage.State.OPEN,
-        "statuses": list(item_statuses),
+        "statuses": [str(status) for status in item_statuses],
     }
     vote = agreement_vote_sql(kind, payload=a.payload, params=params, name="vote")
     if categories is None:
