@@ -807,12 +807,12 @@ def _fleiss_bootstrap(
     shares = patterns / n_pattern[:, None]
     total = float(frequency.sum())
     replicates = []
-    for weights in _multinomial_chunks(frequency, n_boot, seed):
-        n_pairable = weights @ pairable
-        prevalence = (weights @ shares) / total
+    for resampled in _multinomial_chunks(frequency, n_boot, seed):
+        n_pairable = resampled @ pairable
+        prevalence = (resampled @ shares) / total
         expected = np.einsum("bk,bk->b", prevalence, prevalence)
         with np.errstate(divide="ignore", invalid="ignore"):
-            observed = (weights @ agreement) / n_pairable
+            observed = (resampled @ agreement) / n_pairable
             kappa = (observed - expected) / (1 - expected)
         valid = (n_pairable > 0) & (1 - expected > _EPSILON)
         replicates.append(kappa[valid])
@@ -1216,10 +1216,10 @@ def krippendorff_alpha_counts(
         patterns, frequency = _row_patterns(pairable_counts, pairable_weights)
         drawn: dict[str, list[np.ndarray]] = {level: [] for level in levels}
         # One draw of resampled units, every level evaluated on it.
-        for weights in _multinomial_chunks(frequency, n_boot, seed):
+        for resampled in _multinomial_chunks(frequency, n_boot, seed):
             for level in levels:
                 drawn[level].append(
-                    _alpha_replicates(patterns, weights, numeric_domains[level], level)
+                    _alpha_replicates(patterns, resampled, numeric_domains[level], level)
                 )
         for level in levels:
             found = np.concatenate(drawn[level])

@@ -1,6 +1,6 @@
 """The item files written in one pass with each row's JSON encoded once
 (``releases.services.rows.write_item_files``) are byte for byte what the per-file sinks write
-(``JsonlSink``, ``CsvSink``, ``ParquetSink.write``) — NaN, a missing payload, non-ASCII text,
+(``JsonlSink``, ``CsvSink``, ``ParquetSink.write``) — NaN, an empty payload, non-ASCII text,
 formulas and nested values included. No database."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def item_rows(count: int):
             "group": "" if number % 2 else "g1",
             "source": "tests",
             "version": 1 + number % 3,
-            "payload": None if number % 11 == 3 else payload,
+            "payload": {} if number % 11 == 3 else payload,
             "stages": {
                 "verify": {"value": "keep", "votes": {"keep": 2, "reject": 1},
                            "agreement": 0.666667}
