@@ -53,9 +53,8 @@ def stage_vote_counts(stage: Stage, *, item_statuses: Sequence[str]) -> VoteCoun
         return VoteCounts.from_votes(votes.only_items(ids))
     rows, n_raters = _count_rows(stage, kind, categories, item_statuses)
     if categories is None:
-        domain = np.unique(
-            np.concatenate([np.asarray(row, dtype=np.float64) for row, _ in rows] or [[]])
-        )
+        voted = [np.asarray(row, dtype=np.float64) for row, _ in rows]
+        domain = np.unique(np.concatenate(voted)) if voted else np.zeros(0, dtype=np.float64)
         matrix = np.array(
             [
                 np.bincount(np.searchsorted(domain, np.asarray(row, dtype=np.float64)),
