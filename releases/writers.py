@@ -188,6 +188,8 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if kind is int:
         return str(value)
+    if kind is float:  # json's spelling of a finite float is its repr
+        return float.__repr__(value) if math.isfinite(value) else ""
     if isinstance(value, str):
         return spreadsheet_safe(str(value))
     if isinstance(value, datetime):
@@ -195,11 +197,15 @@ def _cell(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return ""
     if isinstance(value, (dict, list, tuple)):
-        return _compact_json(finite_or_none(value))
+        try:
+            return _strict_json(value)
+        except ValueError:  # a NaN somewhere: the rare cell pays for the walk
+            return _compact_json(finite_or_none(value))
     return _compact_json(value)
 
 
 _compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_strict_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _ABSENT = object()
 
 

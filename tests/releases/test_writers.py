@@ -463,3 +463,14 @@ def test_the_compiled_csv_row_equals_the_cell_walk_on_every_kind_of_cell():
         assert layout.cells(row) == layout.cells_walked(row), row
     assert layout.cells(rows[0])[:3] == ["'=1+1", "-2", "'+x"]
     assert layout.cells(rows[1])[1] == "literal"
+
+
+def test_float_and_json_cells_are_spelled_as_json_spells_them():
+    from releases.writers import _cell, finite_or_none
+
+    for number in (0.1, 1e16, -0.0, 2.5, 1e-7, 123456789.123, 5e-324, 1.7976931348623157e308):
+        assert _cell(number) == json.dumps(number)
+    assert _cell(float("nan")) == _cell(float("-inf")) == ""
+    for value in ({"a": [1.5, {"b": float("nan")}]}, [float("inf"), "x"], ("ü", 2), {"k": 1e16}):
+        expected = json.dumps(finite_or_none(value), ensure_ascii=False, separators=(",", ":"))
+        assert _cell(value) == expected
