@@ -218,8 +218,9 @@ __all__ += ["items_containing", "items_waiting_count"]
 # Historic answers in bulk on PostgreSQL: the historic import's contract kept by set-based
 # statements over a staging table (annotation/services/historic_bulk.py states the contract).
 from annotation.services.historic_bulk import (  # noqa: E402
+    bulk_work_mem,
     historic_values_import,
     staging_create,
 )
 
-__all__ += ["historic_values_import", "staging_create"]
+__all__ += ["bulk_work_mem", "historic_values_import", "staging_create"]

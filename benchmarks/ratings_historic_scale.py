@@ -9,7 +9,8 @@ each size it builds a ratings project with enough generated pairs (one item per 
 order) for ten named raters per item, writes the ratings as a CSV (pair_id, order, connective,
 rater, rating) in memory and imports it once, printing: ratings/s (wall), CPU per rating of
 this process (rusage) and of the PostgreSQL backend (``/proc/<pg_backend_pid()>/stat``), the
-process's peak RSS, and the load average beside each figure (the machine may be shared).
+process's peak RSS, and the load average beside each figure (the machine may be shared),
+then the import's slowest statements, its commit among them.
 ``--profile`` prints the import's top functions by cumulative time. Each project is deleted
 afterwards. ``--paths`` chooses the per-row path (the files of any form) and the bulk path
 (``ratings.historic_bulk``, PostgreSQL), both by default, one after the other.
@@ -39,7 +40,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 
 from annotation.models import Annotation, Item, Project  # noqa: E402
 from ratings import historic, services  # noqa: E402
@@ -130,10 +131,15 @@ def run(n_ratings: int, profile: bool, path: str) -> None:
             slow.append((time.perf_counter() - start, " ".join(str(sql).split())[:150]))
 
     try:
-        with connection.execute_wrapper(timed_statement):
-            stored = services.historic_ratings_import(
-                project=project, content=content, filename="historic.csv"
-            )
+        # The import's own transaction inside this one, so that its commit (where PostgreSQL
+        # runs the deferred foreign-key checks of every row written) is timed on its own.
+        with transaction.atomic():
+            with connection.execute_wrapper(timed_statement):
+                stored = services.historic_ratings_import(
+                    project=project, content=content, filename="historic.csv"
+                )
+            commit = time.perf_counter()
+        slow.append((time.perf_counter() - commit, "COMMIT (deferred foreign-key checks)"))
     except Exception as error:  # the per-row path's limits are a result too
         print(f"   failed after {time.perf_counter() - wall:.1f} s: {error!r}; load {load()}")
         project.delete()

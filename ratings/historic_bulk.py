@@ -34,11 +34,13 @@ _COLUMNS = ("pair_id", "order", "connective", "rater", "rating")
 _REQUIRED = {"pair_id", "order", "connective", "rating"}
 ENGINE_STAGING = "ratings_historic_bulk"
 _RAW = "ratings_historic_raw"
-# Text the per-row path reads unchanged and the fingerprint writes without JSON escapes:
-# printable ASCII, no quote or backslash, no leading, trailing or repeated spaces.
-_PLAIN = (
-    "{0} !~ '[^ -~]' AND strpos({0}, '\"') = 0 AND strpos({0}, chr(92)) = 0 AND {0} !~ '^ | $|  '"
-)
+# Text the per-row path reads unchanged and the fingerprint writes without JSON escapes, as one
+# regular expression per field: printable ASCII but the quote and the backslash
+# ([]!#-[^-~]: "]", "!", "#" to "[", "^" to "~"), words separated by single spaces, no leading
+# or trailing space; empty allowed (the join with the items refuses an empty key part).
+_WORD = "[]!#-[^-~]"
+_PLAIN = f"^({_WORD}+( {_WORD}+)*)?$"
+_NO_SPACE = f"^{_WORD}*$"
 
 
 class _GiveUp(Exception):
@@ -115,7 +117,8 @@ def _stage(
     delimiter, names = _columns(header, filename)
     q = connection.ops.quote_name
     raw_columns = ", ".join(q(name) for name in names)
-    with connection.cursor() as cursor:
+    with engine.bulk_work_mem(), connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {_RAW}")  # left by a file that gave up
         cursor.execute(
             f"CREATE TEMPORARY TABLE {_RAW} (ordinal bigint GENERATED ALWAYS AS IDENTITY, "
             + ", ".join(f"{q(name)} text" for name in names)
@@ -128,39 +131,32 @@ def _stage(
             copy.write(rest)
             for chunk in chunks:
                 copy.write(chunk)
+        rows = cursor.rowcount
+        if rows <= 0:
+            raise _GiveUp
         cursor.execute(f"ANALYZE {_RAW}")  # temporary tables are never analysed on their own
         staging = engine.staging_create(ENGINE_STAGING)
         rater = "coalesce(r.rater, '')" if "rater" in names else "''"
         key = "r.pair_id || ':' || r.\"order\" || ':' || r.connective"
         low, high = scale
-        checks = " AND ".join(
-            [
-                _PLAIN.format("r.pair_id"),
-                "r.pair_id !~ ' '",
-                "r.\"order\" IN ('AB', 'BA')",
-                _PLAIN.format("r.connective"),
-                "r.connective = lower(r.connective)",
-                _PLAIN.format(rater),
-                "r.rating ~ '^[0-9]{1,9}$'",
-            ]
+        checks = (
+            "r.pair_id ~ %(no_space)s AND r.\"order\" IN ('AB', 'BA')"
+            " AND r.connective ~ %(plain)s AND r.connective = lower(r.connective)"
+            f" AND {rater} ~ %(plain)s AND r.rating ~ '^[0-9]{{1,9}}$'"
         )
         cursor.execute(
             f"INSERT INTO {staging} (ordinal, item_id, external_rater, value)"
             f" SELECT r.ordinal, i.id, {rater}, r.rating::integer FROM {_RAW} r"
-            f" JOIN {q(Item._meta.db_table)} i ON i.project_id = %s AND i.purpose = %s"
-            f" AND i.external_id = {key}"
-            f" WHERE CASE WHEN {checks} THEN r.rating::integer BETWEEN %s AND %s ELSE false END",
-            [project_id, Item.Purpose.REGULAR, low, high],
-        )
-        staged = cursor.rowcount
-        cursor.execute(f"SELECT count(*) FROM {_RAW}")
-        if not staged or staged != cursor.fetchone()[0]:
-            raise _GiveUp
-        cursor.execute(
-            f"SELECT 1 FROM {staging} WHERE external_rater <> ''"
-            " GROUP BY item_id, external_rater HAVING count(*) > 1 LIMIT 1"
-        )
-        if cursor.fetchone():
+            f" JOIN {q(Item._meta.db_table)} i ON i.project_id = %(project)s"
+            f" AND i.purpose = %(purpose)s AND i.external_id = {key}"
+            f" WHERE CASE WHEN {checks} THEN r.rating::integer BETWEEN %(low)s AND %(high)s"
+            " ELSE false END",
+            {
+                "project": project_id, "purpose": Item.Purpose.REGULAR, "low": low,
+                "high": high, "plain": _PLAIN, "no_space": _NO_SPACE,
+            },
+        )  # fmt: skip
+        if cursor.rowcount != rows:
             raise _GiveUp
         if historic_stage_id is not None:
             cursor.execute(
@@ -172,23 +168,31 @@ def _stage(
             )
             if cursor.fetchone():
                 raise _GiveUp
-        fingerprint = _fingerprint(cursor, staging)
+        fingerprint = _fingerprint(cursor, key, rater)
         cursor.execute(f"DROP TABLE {_RAW}")
-    return staged, fingerprint
+    return rows, fingerprint
 
 
-def _fingerprint(cursor, staging: str) -> str:
-    """``importing.ratings_fingerprint`` computed by the database: for plain text (module
+def _fingerprint(cursor, key: str, rater: str) -> str:
+    """``importing.ratings_fingerprint`` computed by the database from the checked raw rows,
+    or ``_GiveUp`` when a named rater rates an item twice in the file: for plain text (module
     docstring) ``json.dumps([key, rater, rating])`` is the concatenation below, and byte order
-    (COLLATE "C") is Python's order of ASCII strings."""
-    item = connection.ops.quote_name(Item._meta.db_table)
+    (COLLATE "C") is Python's order of ASCII strings. One sort serves both: the window's
+    (a repeat is a row equal to the one before it in item key and rater); the aggregate's own
+    ORDER BY, over rows that come sorted, is checked in one pass."""
+    order = 'k COLLATE "C", rater COLLATE "C", v'
     cursor.execute(
-        "SELECT encode(sha256(convert_to(string_agg('[\"' || i.external_id || '\", \"'"
-        " || s.external_rater || '\", ' || s.value || E']\\n', '' ORDER BY"
-        " i.external_id COLLATE \"C\", s.external_rater COLLATE \"C\", s.value), 'UTF8')), 'hex')"
-        f" FROM {staging} s JOIN {item} i ON i.id = s.item_id"
+        "SELECT encode(sha256(convert_to(string_agg('[\"' || k || '\", \"' || rater"
+        f" || '\", ' || v || E']\\n', '' ORDER BY {order}), 'UTF8')), 'hex'),"
+        " coalesce(bool_or(repeat), false) FROM (SELECT k, rater, v, rater <> ''"
+        " AND k = lag(k) OVER w AND rater = lag(rater) OVER w AS repeat"
+        f" FROM (SELECT {key} AS k, {rater} AS rater, r.rating::integer AS v FROM {_RAW} r) c"
+        f" WINDOW w AS (ORDER BY {order}) ORDER BY {order}) lines"
     )
-    return cursor.fetchone()[0]
+    fingerprint, repeat = cursor.fetchone()
+    if repeat:
+        raise _GiveUp
+    return fingerprint
 
 
 def ratings_stage(ratings: Sequence[RatingRow], item_ids: Mapping[str, int]) -> str:

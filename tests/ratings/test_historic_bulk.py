@@ -10,7 +10,7 @@ import pytest
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Resolution
 from imports.models import ImportBatch
-from ratings import historic, importing, services
+from ratings import historic, historic_bulk, importing, services
 from tests.ratings.conftest import csv_text, explica_data_dir, make_ratings_project, pairs_csv
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -166,3 +166,37 @@ def test_explica_is_stored_identically_by_both_paths(monkeypatch, postgres):
         states.append(stored(project)[:4])
     assert len(states[0][0]) == 72_000
     assert states[0] == states[1]
+
+
+def _plain(text, spaces=True):
+    """The bulk path's plain-text rule in Python (ratings/historic_bulk.py, module docstring)."""
+    if not spaces and " " in text:
+        return False
+    return (
+        all(" " <= char <= "~" for char in text)
+        and '"' not in text
+        and "\\" not in text
+        and text == text.strip(" ")
+        and "  " not in text
+    )
+
+
+def test_the_plain_text_expressions_accept_exactly_plain_text(postgres):
+    from django.db import connection
+
+    texts = [chr(code) for code in range(1, 256)]
+    texts += [f"a{char}b" for char in texts] + [f"so{char}" for char in texts]
+    texts += ["", " ", "so", "as a result", "as  a result", " so", "so ", "a b c", "x\ty"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t, t ~ %s, t ~ %s FROM unnest(%s::text[]) AS t",
+            [historic_bulk._PLAIN, historic_bulk._NO_SPACE, texts],
+        )
+        answers = {text: (plain, no_space) for text, plain, no_space in cursor.fetchall()}
+    assert len(answers) == len(set(texts))
+    wrong = [
+        text
+        for text, (plain, no_space) in answers.items()
+        if (plain, no_space) != (_plain(text), _plain(text, spaces=False))
+    ]
+    assert wrong == []
