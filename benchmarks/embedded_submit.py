@@ -134,9 +134,9 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
         if profiler is not None:
             profiler.disable()
         cpu, wall = started.__dict__.pop("times", (None, None))
-        if cpu is not None:
-            with open(log, "a") as out:
-                out.write(f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f}\n")
+        if cpu is None:
+            return
+        figures = f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f}\n"
         if profiler is not None:
             project = started.project
             profiler.create_stats()
@@ -144,7 +144,11 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
                 profiled[project].add(profiler)
             else:
                 profiled[project] = pstats.Stats(profiler)
-            profiled[project].dump_stats(f"{log}.{project}.prof")
+            # Whole before the request's line is: the client reads it once it sees the line.
+            profiled[project].dump_stats(f"{log}.{project}.prof.part")
+            os.replace(f"{log}.{project}.prof.part", f"{log}.{project}.prof")
+        with open(log, "a") as out:
+            out.write(figures)
 
     # Connected after Django's own receivers (django.db, imported above), so that the figures
     # include what they do at a request's end: closing its database connection.
@@ -323,10 +327,12 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                     page.raise_for_status()
                     if number >= args.warmup:
                         times.append(elapsed)
-                        # The request's own line (the server logs it when the response closes).
-                        for _ in range(100):
+                        # The request's own line (the server logs it when the response closes;
+                        # with --profile, after saving the profile: on a loaded machine, seconds).
+                        waited_until = time.monotonic() + 60
+                        while True:
                             lines = log.read_text().splitlines()
-                            if len(lines) > logged:
+                            if len(lines) > logged or time.monotonic() > waited_until:
                                 break
                             time.sleep(0.01)
                         cpu.append(float(lines[logged].split()[0]))
@@ -341,7 +347,13 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                     flush=True,
                 )
                 if args.profile:
-                    print_profile(Path(f"{log}.{kind}.prof"), len(times) + args.warmup, args)
+                    profile = Path(f"{log}.{kind}.prof")
+                    print_profile(profile, len(times) + args.warmup, args)
+                    if args.keep_profiles and profile.exists():
+                        kept = Path(args.keep_profiles) / f"{checkout.name}-{kind}.prof"
+                        kept.parent.mkdir(parents=True, exist_ok=True)
+                        kept.write_bytes(profile.read_bytes())
+                        print(f"    kept: {kept}  (python -m pstats {kept})")
             print(
                 f"  server CPU over both loops {cpu_seconds(server.pid) - cpu_before:.1f} s "
                 f"({load()})",
@@ -366,6 +378,9 @@ def main() -> None:
         help="cProfile each submit's request thread, by its CPU (default) or elapsed time",
     )
     parser.add_argument("--top", type=int, default=15, help="functions listed with --profile")
+    parser.add_argument(
+        "--keep-profiles", metavar="DIR", help="with --profile: keep each project's stats here"
+    )
     parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
