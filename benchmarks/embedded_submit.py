@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
 SUBMIT_URL = re.compile(r'hx-post="(/annotate/assignments/\d+/submit/)"')
@@ -115,8 +116,24 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
     from django.core.management import execute_from_command_line
     from django.core.signals import request_finished, request_started
 
+    from rungwise import inprocess
+
     started = threading.local()
     profiled: dict[str, pstats.Stats] = {}
+    # Background jobs (rungwise/inprocess.py) started so far, and whether one runs now: a
+    # request during which one ran shared the process (the GIL, SQLite's write lock) with it.
+    jobs = {"started": 0, "running": False}
+    run_one = inprocess._run_one
+
+    def counted_run_one(job: Any) -> None:
+        jobs["started"] += 1
+        jobs["running"] = True
+        try:
+            run_one(job)
+        finally:
+            jobs["running"] = False
+
+    inprocess._run_one = counted_run_one  # type: ignore[assignment]
     clock = time.thread_time if profile == "cpu" else time.perf_counter
 
     def begin(environ: dict[str, str] | None = None, **_: object) -> None:
@@ -128,6 +145,7 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
             started.profiler = cProfile.Profile(clock)
             started.profiler.enable()
         started.times = (time.thread_time(), time.perf_counter())
+        started.jobs = (jobs["running"], jobs["started"])
 
     def end(**_: object) -> None:
         profiler = started.__dict__.pop("profiler", None)
@@ -136,7 +154,9 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
         cpu, wall = started.__dict__.pop("times", (None, None))
         if cpu is None:
             return
-        figures = f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f}\n"
+        running, count = started.__dict__.pop("jobs", (False, 0))
+        shared = int(running or jobs["running"] or jobs["started"] != count)
+        figures = f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f} {shared}\n"
         if profiler is not None:
             project = started.project
             profiler.create_stats()
@@ -316,6 +336,7 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                 page.raise_for_status()
                 times: list[float] = []
                 cpu: list[float] = []
+                shared: list[bool] = []
                 for number in range(args.warmup + args.submits):
                     found = SUBMIT_URL.search(page.text)
                     if not found:
@@ -336,6 +357,7 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                                 break
                             time.sleep(0.01)
                         cpu.append(float(lines[logged].split()[0]))
+                        shared.append(lines[logged].split()[2] == "1")
                     time.sleep(args.think)
                 print(
                     f"  {kind:<8} submit completing an item, n={len(times)}: wall "
@@ -344,6 +366,16 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                     f"max {max(times) * 1000:6.1f} ms; request thread CPU "
                     f"p50 {statistics.median(cpu) * 1000:5.1f} ms "
                     f"p95 {percentile(cpu, 0.95) * 1000:5.1f} ms   ({load()})",
+                    flush=True,
+                )
+                alone = [wall for wall, busy in zip(times, shared, strict=True) if not busy]
+                beside = [wall for wall, busy in zip(times, shared, strict=True) if busy]
+                print(
+                    f"           {len(beside)} of {len(times)} shared the process with a "
+                    "background job: wall p50 "
+                    + (f"{statistics.median(beside) * 1000:.1f} ms" if beside else "-")
+                    + "; the others: wall p50 "
+                    + (f"{statistics.median(alone) * 1000:.1f} ms" if alone else "-"),
                     flush=True,
                 )
                 if args.profile:

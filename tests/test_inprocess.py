@@ -275,3 +275,29 @@ def test_the_embedded_database_file_is_written_ahead(tmp_path):
             assert cursor.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     finally:
         wrapper.close()
+
+
+def test_a_request_thread_keeps_its_embedded_database_connection(tmp_path):
+    """The settings' SQLite block: at the end of a request Django keeps the connection (no new
+    connection, schema read and closing checkpoint per request; rungwise/settings.py)."""
+    from django.db import connections
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    if connections["default"].vendor != "sqlite":
+        pytest.skip("the embedded default's SQLite options")
+    wrapper = DatabaseWrapper(
+        {**connections["default"].settings_dict, "NAME": str(tmp_path / "embedded.sqlite3")},
+        alias="embedded-check",
+    )
+    try:
+        with wrapper.cursor() as cursor:
+            cursor.execute("CREATE TABLE kept (id INTEGER PRIMARY KEY)")
+        opened = wrapper.connection
+        # What Django runs on request_started / request_finished (django.db.close_old_connections).
+        wrapper.close_if_unusable_or_obsolete()
+        assert wrapper.connection is opened
+        with wrapper.cursor() as cursor:
+            cursor.execute("INSERT INTO kept DEFAULT VALUES")
+        assert wrapper.connection is opened
+    finally:
+        wrapper.close()
