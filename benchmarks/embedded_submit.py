@@ -18,7 +18,8 @@ the background work that submits set off runs meanwhile, as it would.
 
 Prints per project and checkout the p50 / p95 / max of the submit request's wall time (the first
 ``--warmup`` submits of each project are left out: the server's first requests import and
-compile), the server's CPU time over the run (``/proc``, the server process), and the load
+compile), how many of them shared the process with a running background job, the server's CPU
+time over the run (``/proc``, the server process), and the load
 average beside every figure: the machine is shared, so compare the two checkouts of one run.
 
 ``--profile`` (``cpu``, the default: the request thread's CPU; ``wall``: its elapsed time, which
@@ -133,7 +134,7 @@ def serve(port: int, log: str, profile: str | None = None) -> None:
         finally:
             jobs["running"] = False
 
-    inprocess._run_one = counted_run_one  # type: ignore[assignment]
+    inprocess._run_one = counted_run_one
     clock = time.thread_time if profile == "cpu" else time.perf_counter
 
     def begin(environ: dict[str, str] | None = None, **_: object) -> None:
