@@ -4,6 +4,7 @@ that completes an item takes to answer, for a ratings item and for a choice item
     .venv/bin/python benchmarks/embedded_submit.py                        # this checkout
     .venv/bin/python benchmarks/embedded_submit.py --before /work/main    # before, then after
     .venv/bin/python benchmarks/embedded_submit.py --submits 60 --think 0.5
+    .venv/bin/python benchmarks/embedded_submit.py --profile              # where a submit's time goes
 
 For each checkout (``--before``'s first, then this one, back to back in one run): a fresh SQLite
 file is migrated and given a ratings project (one pair file, overlap 1) and a choice project (a
@@ -17,15 +18,26 @@ the background work that submits set off runs meanwhile, as it would.
 
 Prints per project and checkout the p50 / p95 / max of the submit request's wall time (the first
 ``--warmup`` submits of each project are left out: the server's first requests import and
-compile), the server's CPU time over the run (``/proc``, the server process), and the load
+compile), how many of them shared the process with a running background job, the server's CPU
+time over the run (``/proc``, the server process), and the load
 average beside every figure: the machine is shared, so compare the two checkouts of one run.
+
+``--profile`` (``cpu``, the default: the request thread's CPU; ``wall``: its elapsed time, which
+adds waiting for the disk, the SQLite lock, the GIL and a core) runs cProfile inside each measured
+submit's request thread and prints, per project, where a submit's time goes: inside SQLite
+(statements, commits, opening and closing connections), the in-process hand-off of the tasks it
+sends, the submit service, choosing and rendering the next item; then the functions that cost
+most. Profiling slows every function call, so its totals exceed the unprofiled figures: compare
+the shares, and the two checkouts of one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import re
 import socket
 import statistics
@@ -34,6 +46,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
 SUBMIT_URL = re.compile(r'hx-post="(/annotate/assignments/\d+/submit/)"')
@@ -91,26 +104,75 @@ def build(count: int) -> dict[str, object]:
     }
 
 
-def serve(port: int, log: str) -> None:
+def serve(port: int, log: str, profile: str | None = None) -> None:
     """``manage.py runserver --noreload`` (in the checkout, as ``make run``), with each request's
     thread CPU and wall time appended to ``log``: the request thread's CPU is what a submit costs
-    whatever else shares the machine (waiting for the GIL or a core is not CPU)."""
+    whatever else shares the machine (waiting for the GIL or a core is not CPU). With ``profile``
+    (``cpu`` or ``wall``: the profiler's clock), each submit request runs under cProfile and the
+    stats of a project's submits so far (the client names it in ``X-Bench-Project``) are written
+    to ``log.<project>.prof`` after each."""
     import threading
 
+    import django.db  # noqa: F401  (its request receivers first: see below)
     from django.core.management import execute_from_command_line
     from django.core.signals import request_finished, request_started
 
-    started = threading.local()
+    from rungwise import inprocess
 
-    def begin(**_: object) -> None:
+    started = threading.local()
+    profiled: dict[str, pstats.Stats] = {}
+    # Background jobs (rungwise/inprocess.py) started so far, and whether one runs now: a
+    # request during which one ran shared the process (the GIL, SQLite's write lock) with it.
+    jobs = {"started": 0, "running": False}
+    run_one = inprocess._run_one
+
+    def counted_run_one(job: Any) -> None:
+        jobs["started"] += 1
+        jobs["running"] = True
+        try:
+            run_one(job)
+        finally:
+            jobs["running"] = False
+
+    inprocess._run_one = counted_run_one
+    clock = time.thread_time if profile == "cpu" else time.perf_counter
+
+    def begin(environ: dict[str, str] | None = None, **_: object) -> None:
+        environ = environ or {}
+        project = environ.get("HTTP_X_BENCH_PROJECT", "")
+        if profile and project and environ.get("PATH_INFO", "").endswith("/submit/"):
+            # Per thread: cProfile sees only the thread that enabled it (this request's).
+            started.project = project
+            started.profiler = cProfile.Profile(clock)
+            started.profiler.enable()
         started.times = (time.thread_time(), time.perf_counter())
+        started.jobs = (jobs["running"], jobs["started"])
 
     def end(**_: object) -> None:
+        profiler = started.__dict__.pop("profiler", None)
+        if profiler is not None:
+            profiler.disable()
         cpu, wall = started.__dict__.pop("times", (None, None))
-        if cpu is not None:
-            with open(log, "a") as out:
-                out.write(f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f}\n")
+        if cpu is None:
+            return
+        running, count = started.__dict__.pop("jobs", (False, 0))
+        shared = int(running or jobs["running"] or jobs["started"] != count)
+        figures = f"{time.thread_time() - cpu:.6f} {time.perf_counter() - wall:.6f} {shared}\n"
+        if profiler is not None:
+            project = started.project
+            profiler.create_stats()
+            if project in profiled:
+                profiled[project].add(profiler)
+            else:
+                profiled[project] = pstats.Stats(profiler)
+            # Whole before the request's line is: the client reads it once it sees the line.
+            profiled[project].dump_stats(f"{log}.{project}.prof.part")
+            os.replace(f"{log}.{project}.prof.part", f"{log}.{project}.prof")
+        with open(log, "a") as out:
+            out.write(figures)
 
+    # Connected after Django's own receivers (django.db, imported above), so that the figures
+    # include what they do at a request's end: closing its database connection.
     request_started.connect(begin, weak=False)
     request_finished.connect(end, weak=False)
     execute_from_command_line(["manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"])
@@ -141,6 +203,73 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
+#: What a submit's time is spent on: a name, and the functions (cProfile's keys: file, line,
+#: name; a file's path is matched by its end) whose cumulative time it is. Parts may nest (the
+#: SQLite calls of the submit service are in both): each is its own question.
+PARTS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "submit service (annotation_submit)",
+        [("annotation/services/submit.py", "annotation_submit")],
+    ),
+    ("next item + its page (_after_finishing)", [("annotation/views.py", "_after_finishing")]),
+    ("in-process hand-off (inprocess.submit)", [("rungwise/inprocess.py", "submit")]),
+    ("tasks sent (apply_async, hand-off incl.)", [("rungwise/celery.py", "apply_async")]),
+    ("DEBUG query log (last_executed_query)", [("sqlite3/operations.py", "last_executed_query")]),
+    ("connection opened (get_new_connection)", [("sqlite3/base.py", "get_new_connection")]),
+    (
+        "connection closed at the end (close_old_connections)",
+        [("django/db/__init__.py", "close_old_connections")],
+    ),
+]
+#: The sqlite3 module's calls into SQLite (C functions: cProfile's file is "~").
+SQLITE_CALLS = {
+    "<method 'execute' of 'sqlite3.Cursor' objects>": "statements",
+    "<method 'executemany' of 'sqlite3.Cursor' objects>": "statements",
+    "<method 'fetchone' of 'sqlite3.Cursor' objects>": "statements",
+    "<method 'fetchmany' of 'sqlite3.Cursor' objects>": "statements",
+    "<method 'fetchall' of 'sqlite3.Cursor' objects>": "statements",
+    "<method 'execute' of 'sqlite3.Connection' objects>": "statements",
+    "<method 'commit' of 'sqlite3.Connection' objects>": "commits",
+    "<method 'rollback' of 'sqlite3.Connection' objects>": "commits",
+    "<built-in method _sqlite3.connect>": "opening connections",
+    "<method 'create_function' of 'sqlite3.Connection' objects>": "opening connections",
+    "<method 'create_aggregate' of 'sqlite3.Connection' objects>": "opening connections",
+    "<method 'close' of 'sqlite3.Connection' objects>": "closing connections (checkpoint)",
+}
+
+
+def print_profile(path: Path, submits: int, args: argparse.Namespace) -> None:
+    """Where the profiled submits' time went, per submit (``--profile``)."""
+    if not path.exists():
+        print(f"    (no profile at {path})")
+        return
+    stats = pstats.Stats(str(path))
+    table = stats.stats  # type: ignore[attr-defined]  # {(file, line, name): (cc, nc, tt, ct, callers)}
+    total = sum(entry[2] for entry in table.values())
+    per = 1000 / submits
+    print(f"    profile ({args.profile} clock), per submit: {total * per:.1f} ms in all")
+    sqlite: dict[str, float] = {}
+    for (file, _, name), entry in table.items():
+        if file == "~" and name in SQLITE_CALLS:
+            sqlite[SQLITE_CALLS[name]] = sqlite.get(SQLITE_CALLS[name], 0.0) + entry[2]
+    print(
+        f"      inside SQLite {sum(sqlite.values()) * per:6.1f} ms: "
+        + ", ".join(f"{label} {seconds * per:.1f}" for label, seconds in sorted(sqlite.items()))
+    )
+    for label, functions in PARTS:
+        seconds = sum(
+            entry[3]
+            for (file, _, name), entry in table.items()
+            if any(file.endswith(end) and name == wanted for end, wanted in functions)
+        )
+        print(f"      {label:<55} {seconds * per:6.1f} ms")
+    print(f"      the {args.top} functions with most time of their own (ms per submit, calls):")
+    ranked = sorted(table.items(), key=lambda item: item[1][2], reverse=True)[: args.top]
+    for (file, line, name), entry in ranked:
+        where = name if file == "~" else f"{Path(file).parent.name}/{Path(file).name}:{line} {name}"
+        print(f"        {entry[2] * per:6.2f}  {entry[1] / submits:6.1f}  {where}")
+
+
 def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
     import requests
 
@@ -169,7 +298,8 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
         port = free_port()
         log = Path(folder) / "requests.log"
         server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(port), str(log)],
+            [sys.executable, __file__, "--serve", str(port), str(log)]
+            + (["--profile", args.profile] if args.profile else []),
             cwd=checkout,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -199,6 +329,7 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
             for kind, value in (("ratings", "7"), ("choice", "causal")):
                 headers = {
                     "HX-Request": "true",
+                    "X-Bench-Project": kind,
                     "X-CSRFToken": session.cookies["csrftoken"] or "",
                     "Referer": base + "/",
                 }
@@ -206,6 +337,7 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                 page.raise_for_status()
                 times: list[float] = []
                 cpu: list[float] = []
+                shared: list[bool] = []
                 for number in range(args.warmup + args.submits):
                     found = SUBMIT_URL.search(page.text)
                     if not found:
@@ -217,13 +349,16 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                     page.raise_for_status()
                     if number >= args.warmup:
                         times.append(elapsed)
-                        # The request's own line (the server logs it when the response closes).
-                        for _ in range(100):
+                        # The request's own line (the server logs it when the response closes;
+                        # with --profile, after saving the profile: on a loaded machine, seconds).
+                        waited_until = time.monotonic() + 60
+                        while True:
                             lines = log.read_text().splitlines()
-                            if len(lines) > logged:
+                            if len(lines) > logged or time.monotonic() > waited_until:
                                 break
                             time.sleep(0.01)
                         cpu.append(float(lines[logged].split()[0]))
+                        shared.append(lines[logged].split()[2] == "1")
                     time.sleep(args.think)
                 print(
                     f"  {kind:<8} submit completing an item, n={len(times)}: wall "
@@ -234,6 +369,24 @@ def run_checkout(checkout: Path, args: argparse.Namespace) -> None:
                     f"p95 {percentile(cpu, 0.95) * 1000:5.1f} ms   ({load()})",
                     flush=True,
                 )
+                alone = [wall for wall, busy in zip(times, shared, strict=True) if not busy]
+                beside = [wall for wall, busy in zip(times, shared, strict=True) if busy]
+                print(
+                    f"           {len(beside)} of {len(times)} shared the process with a "
+                    "background job: wall p50 "
+                    + (f"{statistics.median(beside) * 1000:.1f} ms" if beside else "-")
+                    + "; the others: wall p50 "
+                    + (f"{statistics.median(alone) * 1000:.1f} ms" if alone else "-"),
+                    flush=True,
+                )
+                if args.profile:
+                    profile = Path(f"{log}.{kind}.prof")
+                    print_profile(profile, len(times) + args.warmup, args)
+                    if args.keep_profiles and profile.exists():
+                        kept = Path(args.keep_profiles) / f"{checkout.name}-{kind}.prof"
+                        kept.parent.mkdir(parents=True, exist_ok=True)
+                        kept.write_bytes(profile.read_bytes())
+                        print(f"    kept: {kept}  (python -m pstats {kept})")
             print(
                 f"  server CPU over both loops {cpu_seconds(server.pid) - cpu_before:.1f} s "
                 f"({load()})",
@@ -250,6 +403,17 @@ def main() -> None:
     parser.add_argument("--submits", type=int, default=40, help="measured submits per project")
     parser.add_argument("--warmup", type=int, default=3, help="submits left out per project")
     parser.add_argument("--think", type=float, default=0.3, help="seconds between submits")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="cpu",
+        choices=["cpu", "wall"],
+        help="cProfile each submit's request thread, by its CPU (default) or elapsed time",
+    )
+    parser.add_argument("--top", type=int, default=15, help="functions listed with --profile")
+    parser.add_argument(
+        "--keep-profiles", metavar="DIR", help="with --profile: keep each project's stats here"
+    )
     parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -257,7 +421,7 @@ def main() -> None:
         print(json.dumps(build(args.build)))
         return
     if args.serve:
-        serve(int(args.serve[0]), args.serve[1])
+        serve(int(args.serve[0]), args.serve[1], args.profile)
         return
     checkouts = ([("before", Path(args.before).resolve())] if args.before else []) + [
         ("after" if args.before else "this checkout", HERE)

@@ -233,6 +233,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
     )
 
+# --- Embedded default: a request thread keeps its SQLite connection --------------------------
+# runserver serves a browser's keep-alive connection on one thread; closing the database
+# connection after each request made every request open a new one (SQLite re-reads the schema:
+# ~2 ms of CPU) and, when it was the file's last connection, close it with a checkpoint that
+# waits for the disk. Kept, it lives as long as the thread (runserver closes it with the
+# socket). Measured in the request thread (benchmarks/README.md, "Embedded default").
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = None
+
 # --- Connection pooling (PgBouncer; docs/deployment.md, "Connection pooling") ---------------
 # RUNGWISE_DB_POOL_MODE says what DATABASE_URL points at. "session" (the default): PostgreSQL
 # itself, or PgBouncer in session mode, where a client keeps one server connection and

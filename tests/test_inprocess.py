@@ -275,3 +275,103 @@ def test_the_embedded_database_file_is_written_ahead(tmp_path):
             assert cursor.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     finally:
         wrapper.close()
+
+
+def test_a_request_thread_keeps_its_embedded_database_connection(tmp_path):
+    """The settings' SQLite block: at the end of a request Django keeps the connection (no new
+    connection, schema read and closing checkpoint per request; rungwise/settings.py)."""
+    from django.db import connections
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    if connections["default"].vendor != "sqlite":
+        pytest.skip("the embedded default's SQLite options")
+    wrapper = DatabaseWrapper(
+        {**connections["default"].settings_dict, "NAME": str(tmp_path / "embedded.sqlite3")},
+        alias="embedded-check",
+    )
+    try:
+        with wrapper.cursor() as cursor:
+            cursor.execute("CREATE TABLE kept (id INTEGER PRIMARY KEY)")
+        opened = wrapper.connection
+        # What Django runs on request_started / request_finished (django.db.close_old_connections).
+        wrapper.close_if_unusable_or_obsolete()
+        assert wrapper.connection is opened
+        with wrapper.cursor() as cursor:
+            cursor.execute("INSERT INTO kept DEFAULT VALUES")
+        assert wrapper.connection is opened
+    finally:
+        wrapper.close()
+
+
+def _paused_in_give_way(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is waiting inside _GiveWay.wait_for_requests (its stack, not a clock)."""
+    import sys
+
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None:
+        if frame.f_code.co_name == "wait_for_requests":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_running_job_waits_before_a_statement_while_a_request_is_in_flight(background_tasks):
+    """A job that has run for a while pauses at its next statement outside a transaction until
+    the request in flight finishes; inside a transaction (the write lock held) it goes on."""
+    give_way = background_tasks._GiveWay()
+    give_way.started -= 60  # it has run 60 s: up to 60 s of pauses allowed
+    ran: list[str] = []
+
+    def statement(atomic: bool) -> None:
+        context = {"connection": type("Connection", (), {"in_atomic_block": atomic})()}
+        give_way(
+            lambda *_: ran.append("in a transaction" if atomic else "outside"),
+            "",
+            (),
+            False,
+            context,
+        )
+
+    serving_a_request()
+    try:
+        statement(atomic=True)
+        assert ran == ["in a transaction"]
+        job = threading.Thread(target=statement, args=(False,))
+        job.start()
+        for _ in range(3000):
+            if _paused_in_give_way(job) or not job.is_alive():
+                break
+            threading.Event().wait(0.01)
+        assert _paused_in_give_way(job), "the statement did not wait for the request"
+        assert ran == ["in a transaction"]
+    finally:
+        done_serving()
+    job.join(timeout=30)
+    assert ran == ["in a transaction", "outside"]
+    assert give_way.paused > 0
+
+
+def test_a_job_never_pauses_longer_than_it_has_run(background_tasks):
+    """A job that has paused as long as it has run has no pause left: its statement runs at
+    once even while a request is in flight (a site busy with requests never stops the queue)."""
+    give_way = background_tasks._GiveWay()
+    give_way.paused = 10.0  # it already paused for longer than it ran
+    serving_a_request()
+    try:
+        give_way.wait_for_requests()
+    finally:
+        done_serving()
+    assert give_way.paused == pytest.approx(10.0, abs=1.0)
+
+
+def test_a_background_job_runs_its_statements_through_the_give_way_wrapper(background_tasks):
+    from django.db import connection
+
+    seen: list[int] = []
+
+    def job() -> None:
+        seen.append(len(connection.execute_wrappers))
+
+    background_tasks.submit(job)
+    assert background_tasks.drain(timeout=30)
+    assert seen and seen[0] >= 1
