@@ -176,13 +176,20 @@ def _stranded_sql(
             + "".join(f" AND {rule}" for rule in rules)
             + ")"
         )
+        # The candidates first, as a materialised CTE: PostgreSQL would otherwise push the
+        # outer ``eligible < missing`` into the scan and count every open item stage member
+        # by member before the witnesses' filter (EXPLAIN ANALYZE; benchmarks/README.md).
+        fence = " MATERIALIZED" if read_connection(ItemStage).vendor == "postgresql" else ""
         inner = (
             f"SELECT {c.id} AS id, {c.item_id} AS item_id, {i.external_id} AS external_id,"
             f" {missing} AS missing, {eligible} AS eligible"
-            f" FROM {sql.table(ItemStage)} c JOIN {sql.table(Item)} i ON {i.id} = {c.item_id}"
-            f" WHERE {candidates}"
+            f" FROM o c JOIN {sql.table(Item)} i ON {i.id} = {c.item_id}"
         )
-        return f"SELECT * FROM ({inner}) x WHERE x.eligible < x.missing ORDER BY x.id", params
+        return (
+            f"WITH o AS{fence} (SELECT * FROM {sql.table(ItemStage)} c WHERE {candidates})"
+            f" SELECT * FROM ({inner}) x WHERE x.eligible < x.missing ORDER BY x.id",
+            params,
+        )
     # Without rules, set-based: eligible = the members, minus those who held the item stage
     # in its round and phase (one assignment each at most: assignment_unique_per_annotator).
     source = f"{sql.table(ItemStage)} c WHERE {candidates}"
