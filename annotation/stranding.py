@@ -47,6 +47,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
+
 from annotation import sql
 from annotation.eligibility import RULES, RuleSQL
 from annotation.models import Assignment, Item, ItemStage, Membership, Project, Role, Stage
@@ -104,8 +106,17 @@ def _fetchone(statement: str, params: dict[str, Any]) -> tuple | None:
         return cursor.fetchone()
 
 
-def _fetchall(statement: str, params: dict[str, Any]) -> list[tuple]:
-    with read_connection(ItemStage).cursor() as cursor:
+def _fetchall(statement: str, params: dict[str, Any], *, no_jit: bool = False) -> list[tuple]:
+    """The rows of a statement; ``no_jit``: with PostgreSQL's JIT compilation off for it (the
+    statement with rules is estimated costly enough to be compiled, which took 2 s of its 3.5
+    at 100,000 open item stages: benchmarks/README.md, "Pages at scale")."""
+    connection = read_connection(ItemStage)
+    if not no_jit or connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall()
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute(statement, params)
         return cursor.fetchall()
 
@@ -390,7 +401,7 @@ def _stranded(
     statement = f"SELECT y.*, COUNT(*) OVER () FROM ({statement}) y ORDER BY y.id"
     if limit is not None:
         statement += f" LIMIT {int(limit)}"
-    rows = _fetchall(statement, params)
+    rows = _fetchall(statement, params, no_jit=witnesses is not None)
     found = [
         StrandedItem(
             item_stage_id=pk,
