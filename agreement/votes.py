@@ -3,6 +3,10 @@ release export), the votes of a stage as arrays for the statistics (``stage_vote
 binary COPY when it can, the ORM otherwise, the same result either way), its gold answers and
 skips. Read by the agreement refresh (workers), the dashboards and the release datasheet; kept
 apart from the dashboards' selectors because it is the hot, SQL-heavy half of the app.
+
+The hand-written reads here run on ``rungwise.replica.read_connection``: on a page marked
+``@reads_from_replica`` (the Agreement tab) they read the replica as its querysets do, and the
+primary everywhere else (the refresh, the release build).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F
 
 from agreement.stage_statistics import StageVotes
@@ -28,6 +32,7 @@ from annotation.models import (
     ItemStage,
     Stage,
 )
+from rungwise.replica import read_connection
 
 _EXTERNAL_RATER_OFFSET = 2**31
 _ANONYMOUS_RATER_OFFSET = 2**32
@@ -152,7 +157,7 @@ def stage_votes(
     if kind.agreement.scale is None:
         return StageVotes.from_rows([], categories=None)
     categories = stage_categories(stage)
-    if fast and connection.vendor == "postgresql":
+    if fast and read_connection(Annotation).vendor == "postgresql":
         votes = _votes_by_copy(stage, kind, categories, as_of)
     else:
         votes = _votes_by_iteration(stage, kind, categories, as_of)
@@ -215,6 +220,7 @@ def anonymous_rater_key(annotation_id: int) -> int:
 def external_rater_key(name: str) -> int:
     """The negative rater key of an imported rater name (PostgreSQL's hashtext, as the COPY
     query computes it), so both reading paths agree."""
+    connection = read_connection(Annotation)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT hashtext(%(name)s)::bigint", {"name": name})
@@ -340,11 +346,16 @@ def _votes_by_copy(
             WHERE {s.stage_id} = %(stage)s AND {s.state} <> %(open)s AND {a.is_current}{filters}
         ) TO STDOUT (FORMAT binary)
     """
-    with transaction.atomic(), connection.cursor() as cursor:
+    # The replica on a marked page (chosen before the transaction: one open on the primary
+    # would keep the reads there).
+    connection = read_connection(Annotation)
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         # The join's hash table of item stages (16 bytes a row) spills to temporary files
         # with the default 4 MB; give this one read enough to keep it in memory.
         cursor.execute("SET LOCAL work_mem = '64MB'")
-        with cursor.cursor.copy(query, params) as copy:
+        # psycopg's own COPY, past Django's cursor: its errors are made Django's (and mark a
+        # failing replica's connection, so the page runs again on the primary) here.
+        with connection.wrap_database_errors, cursor.cursor.copy(query, params) as copy:
             columns = read_binary_copy(
                 copy, {"item": ">i8", "rater": ">i8", "value": value_type, "seconds": ">f8"}
             )

@@ -23,7 +23,10 @@ Contract:
   view runs again on the primary: the decorated views only read, so running one twice is safe.
 
 Raw SQL written against ``django.db.connection`` is not routed (Django routes querysets only);
-it reads the primary.
+it reads the primary. Hand-written reads that belong to a marked page ask for
+:func:`read_connection` instead (the Agreement tab's vote COPY in agreement/votes.py, the
+stranded-items check in annotation/stranding.py): the connection the router picks for a model's
+reads there, so they follow the page to the replica and back to the primary on the same rules.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
 from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
@@ -97,6 +102,16 @@ def replica_configured() -> bool:
 def current_read_alias() -> str | None:
     """The alias querysets read from here: ``REPLICA`` inside :func:`reading_from_replica`."""
     return _read_alias.get()
+
+
+def read_connection(model: type[Model]) -> BaseDatabaseWrapper:
+    """The connection a queryset of ``model`` reads from here: the replica inside a marked
+    view (unless the router keeps ``model`` or an open transaction on the primary), else the
+    primary. For hand-written SQL that reads what such a queryset would; an error on it marks
+    the replica's connection (``errors_occurred``) when it runs through Django's cursor or
+    ``wrap_database_errors``, so :func:`reads_from_replica` runs the view again on the
+    primary."""
+    return connections[router.db_for_read(model)]
 
 
 def forget_replica_state() -> None:

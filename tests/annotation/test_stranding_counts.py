@@ -1,8 +1,10 @@
 """Stranded items counted set-based (annotation/stranding.py, a stage without eligibility
 rules) against the same count made member by member in Python, and against the rule-by-rule
 statement: who held an item stage in its round and phase (any assignment status), paused
-members, members without the annotator role, earlier rounds and phases. On SQLite and
-PostgreSQL."""
+members, members without the annotator role, earlier rounds and phases. A stage with rules
+(counted over the item stages its witnesses may not take) against the rules applied member by
+member in Python, and against the statement that counts every open item stage member by
+member. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,10 +14,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation import api, services
-from annotation.models import Assignment, ItemStage, Membership, Role
+from annotation import api, services, stranding
+from annotation.models import Assignment, Item, ItemStage, Membership, Role
 from annotation.stranding import EXAMPLES
-from tests.factories import make_items, make_member, make_project, make_verify_stage
+from tests.factories import (
+    make_items,
+    make_label_stage,
+    make_member,
+    make_project,
+    make_verify_stage,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +40,9 @@ def _hold(item_stage, user, status, *, round_=None, phase=None):
     )
 
 
-def _by_hand(project, stage):
-    """Member by member, as the module's docstring defines it (no rules)."""
+def _by_hand(project, stage, may_take=None):
+    """Member by member, as the module's docstring defines it; ``may_take(user_id, row)`` the
+    stage's rules in Python (none: everyone)."""
     people = set(
         Membership.objects.filter(
             project=project, role=Role.ANNOTATOR, is_paused=False
@@ -49,7 +58,7 @@ def _by_hand(project, stage):
                 "annotator_id", flat=True
             )
         )
-        eligible = len(people - held)
+        eligible = len([pk for pk in people - held if may_take is None or may_take(pk, row)])
         if eligible < missing:
             found.append((row.pk, missing, eligible))
     return found
@@ -146,3 +155,105 @@ def test_looking_only_at_what_the_fewest_holders_held_finds_every_stranded_item(
     assert len(expected) < len(rows)
     warnings = api.stages_stranded(project)
     assert [w.count for w in warnings] == [len(expected)]
+
+
+def _every_item_stage_member_by_member(stage):
+    """The statement that counts every open item stage of a stage with rules member by member
+    (no witnesses): the reference the witnesses' shortcut must agree with, for any rule."""
+    statement, params = stranding._stranded_sql(stage, only_ids=False)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return [(pk, int(missing), int(eligible)) for pk, _, _, missing, eligible in cursor]
+
+
+def _random_holdings(chooser, stage, people):
+    rows = list(ItemStage.objects.filter(stage=stage).order_by("pk"))
+    for row in rows:
+        ItemStage.objects.filter(pk=row.pk).update(target_count=chooser.choice([2, 2, 3, 5]))
+        for user in chooser.sample(people, chooser.randint(0, 3)):
+            _hold(row, user, chooser.choice(list(Assignment.Status)[1:]))
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_witnesses_find_every_stranded_item_of_a_stage_with_rules(seed):
+    """Skill tags and authors drawn at random, with random holdings: the stage's stranded
+    items found through the witnesses are exactly those counted member by member in Python,
+    and those of the statement over every open item stage."""
+    chooser = random.Random(seed)
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2)
+    make_items(project, 30)
+    people = [make_member(project) for _ in range(7)]
+    services.membership_set_paused(project=project, user_id=people[-1].pk, paused=True)
+    # Three with the tag at least, so that some items can be answered.
+    skilled = {user.pk for user in people[:3]} | {
+        user.pk for user in people[3:] if chooser.random() < 0.5
+    }
+    for user in people:
+        Membership.objects.filter(project=project, user=user).update(
+            skills="medicine law" if user.pk in skilled else "law"
+        )
+    authors = {}
+    for item in Item.objects.filter(project=project):
+        author = chooser.choice([None, *people])
+        Item.objects.filter(pk=item.pk).update(author=author)
+        authors[item.pk] = author.pk if author else None
+    stage.eligibility = [{"rule": "not_author"}, {"rule": "skill", "tag": "medicine"}]
+    stage.save(update_fields=["eligibility"])
+    rows = _random_holdings(chooser, stage, people)
+
+    def may_take(user_id, row):
+        return user_id in skilled and authors[row.item_id] != user_id
+
+    expected = _by_hand(project, stage, may_take)
+    found = api.item_stages_stranded(project)
+    assert [(r.item_stage_id, r.missing, r.eligible) for r in found] == expected
+    assert expected == _every_item_stage_member_by_member(stage)
+    assert 0 < len(expected) < len(rows)  # the draw strands some, and leaves some
+    (warning,) = api.stages_stranded(project)
+    assert warning.count == len(expected)
+    assert [item.item_stage_id for item in warning.items] == [pk for pk, _, _ in expected][
+        :EXAMPLES
+    ]
+
+
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_witnesses_with_a_blind_rule_agree_with_the_statement_over_every_item(seed):
+    """A blind stage after another one that random members worked in: the shortcut and the
+    statement over every open item stage agree (the rule's own SQL, whatever it says)."""
+    chooser = random.Random(seed)
+    project = make_project()
+    first = make_verify_stage(project, overlap=3)
+    blind = make_label_stage(project, overlap=2, eligibility=[{"rule": "blind"}])
+    make_items(project, 24)
+    people = [make_member(project) for _ in range(6)]
+    items = Item.objects.filter(project=project)
+    services.item_stages_open(items=items, stage=blind)
+    for earlier in ItemStage.objects.filter(stage=first).order_by("pk"):
+        for user in chooser.sample(people, chooser.randint(0, 4)):
+            _hold(earlier, user, Assignment.Status.SUBMITTED)
+    _random_holdings(chooser, blind, people)
+    expected = _every_item_stage_member_by_member(blind)
+    found = [(r.item_stage_id, r.missing, r.eligible) for r in api.item_stages_stranded(project)]
+    in_blind = set(ItemStage.objects.filter(stage=blind).values_list("pk", flat=True))
+    assert [row for row in found if row[0] in in_blind] == expected
+    assert expected  # the draw strands some
+
+
+def test_a_skill_nobody_has_strands_every_item_and_few_members_make_every_item_a_candidate():
+    project = make_project()
+    stage = make_verify_stage(project, overlap=3, eligibility=[{"rule": "skill", "tag": "x"}])
+    make_items(project, 5)
+    first = make_member(project)
+    (warning,) = api.stages_stranded(project)
+    assert warning.count == 5 and {item.eligible for item in warning.items} == {0}
+    # A member with the skill: still one too few for three answers (P < T: W = P, the one
+    # eligible for most of the sample first).
+    someone = make_member(project)
+    Membership.objects.filter(project=project, user=someone).update(skills="x")
+    stranded = api.item_stages_stranded(project)
+    assert [(r.missing, r.eligible) for r in stranded] == [(3, 1)] * 5
+    assert stranding._witnesses(stage) == [someone.pk, first.pk]

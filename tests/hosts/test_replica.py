@@ -350,3 +350,60 @@ def test_a_replica_failing_during_a_request_hands_the_page_to_the_primary(
         assert not state.usable and "during a request" in state.reason
     finally:
         standby.start()
+
+
+@pytest.mark.postgres
+@on_both
+def test_the_agreement_tabs_hand_written_reads_come_from_the_replica(site_with_replica, client):
+    """The vote COPY (agreement/votes.py) and the stranded-items check (annotation/stranding.py,
+    a stage with a rule) are raw SQL: on a marked page they read the replica the router picks,
+    so the paused replica's older rows show, with the note; elsewhere they read the primary."""
+    from agreement.votes import stage_votes
+    from annotation.api import stages_stranded
+    from annotation.models import ItemStage
+    from tests.factories import annotate_stage, make_verify_stage
+
+    standby = site_with_replica
+    project = make_project()
+    stage = make_verify_stage(project, overlap=2, eligibility=[{"rule": "not_author"}])
+    make_items(project, 3, prefix="early")
+    first, second = make_member(project), make_member(project)
+    assert annotate_stage(stage, [first, second], lambda person, item: "keep") == 6
+    # Only the first may take an item the second wrote: two answers needed, one person left.
+    make_items(project, 1, prefix="stuck")
+    Item.objects.filter(project=project, external_id__startswith="stuck").update(author=second)
+    # Replayed in commit order: once the author is there, the answers before it are too.
+    wait_until(
+        lambda: _replica_has(
+            standby,
+            "SELECT 1 FROM annotation_item WHERE external_id = 'stuck-00000'"
+            " AND author_id IS NOT NULL",
+        ),
+        timeout=60,
+        what="the replica holding the stuck item's author",
+    )
+    _paused_after(standby, project)
+
+    # After the pause: one more item answered by both, another stuck one.
+    make_items(project, 1, prefix="late")
+    annotate_stage(stage, [first, second], lambda person, item: "keep")
+    make_items(project, 1, prefix="stuck-late")
+    Item.objects.filter(project=project, external_id="stuck-late-00000").update(author=second)
+    client.force_login(make_member(project, Role.RESEARCHER))
+
+    assert len(stage_votes(stage).items) == 8  # the primary, outside a marked view
+    with replica.reading_from_replica():
+        assert len(stage_votes(stage).items) == 6  # the replica, paused before the late ones
+
+    with CaptureQueriesContext(connections["replica"]) as on_replica:
+        response = client.get(reverse("agreement:dashboard", args=[project.slug]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'id="replica-note"' in page and 'id="stranded"' in page
+    assert "Verify: 1 item needs more people" in page
+    assert "stuck-00000" in page and "stuck-late-00000" not in page
+    assert any(ItemStage._meta.db_table in query["sql"] for query in on_replica.captured_queries)
+
+    # Outside a marked page (the Setup tab, the item page) the same check reads the primary.
+    (warning,) = stages_stranded(project)
+    assert [item.external_id for item in warning.items] == ["stuck-00000", "stuck-late-00000"]
