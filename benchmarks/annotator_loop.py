@@ -477,11 +477,19 @@ def drive_threads(args, port: int, tokens: list[str], stage_id: int, deadline: f
     """One thread per token in this process, each an annotator (annotator()); returns their
     results once every one has stopped at ``deadline``."""
     results: list[dict] = [dict() for _ in tokens]
+
+    def run(token: str, out: dict) -> None:
+        try:
+            annotator(port, token, stage_id, deadline, out, args.think_ms / 1000, args.loop)
+        except Exception as error:  # a connection the server dropped: counted, not fatal
+            out.setdefault("latencies", [])
+            out.setdefault("statements", [])
+            out.setdefault("submitted", 0)
+            out["errors"] = out.get("errors", 0) + 1
+            print(f"annotator stopped: {error!r}", file=sys.stderr)
+
     threads = [
-        threading.Thread(
-            target=annotator,
-            args=(port, token, stage_id, deadline, result, args.think_ms / 1000, args.loop),
-        )
+        threading.Thread(target=run, args=(token, result))
         for token, result in zip(tokens, results, strict=True)
     ]
     for thread in threads:

@@ -34,7 +34,6 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_header_parameters
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
-from rest_framework.utils.headers import split_header_value
 
 from api.auth import TokenAuthentication
 from api.errors import exception_handler
@@ -59,7 +58,7 @@ class _LeanPath:
                 response = self._lean_response(request, key, args, kwargs)
                 if response is not None:
                     return response
-        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        return super().dispatch(request, *args, **kwargs)
 
     def lean_body(self, request: HttpRequest) -> Any:
         """The request's body for lean_handle, or None to hand it to DRF (nothing stored)."""
@@ -130,7 +129,10 @@ class _LeanPath:
         headers = dict(self.default_response_headers)  # type: ignore[attr-defined]
         vary = headers.pop("Vary", None)
         if vary is not None:
-            patch_vary_headers(response, list(split_header_value(vary)))
+            patch_vary_headers(response, [part.strip() for part in vary.split(",")])
+        # DRF's session authentication looks at the session (absent here), so the session
+        # middleware adds Cookie to Vary: the answer would differ with a session cookie.
+        patch_vary_headers(response, ["Cookie"])
         for name, value in headers.items():
             response[name] = value
         return response

@@ -105,7 +105,7 @@ def batching(settings, monkeypatch):
     from rungwise.celery import app
 
     settings.RESOLVE_PUBLISH_WINDOW_SECONDS = 3600
-    monkeypatch.setattr(app.conf, "task_always_eager", False)
+    app.conf.task_always_eager = False  # restored by tests/conftest.py's _celery_eager_by_default
     record = Recorder()
     monkeypatch.setattr(
         resolution_publish, "_buffer", ResolutionBuffer(record, window=3600, size=1000)
