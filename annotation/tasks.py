@@ -71,3 +71,22 @@ def store_pipeline_counts(project_id: int) -> bool:
     from annotation.pipeline_counts import pipeline_counts_store
 
     return pipeline_counts_store(project_id=project_id)
+
+
+@shared_task(name="annotation.tasks.resolve_item_stages")
+def resolve_item_stages(item_stage_ids: list[int]) -> int:
+    """Resolve a batch of completed item stages (annotation.services.resolution_publish sends
+    one message for many), then tell the listeners once. Safe to run twice, as
+    resolve_item_stage is; one item stage that fails is logged and left RESOLVING for the sweep,
+    and the rest of the batch is resolved. Returns how many were resolved."""
+    resolved = []
+    for item_stage_id in item_stage_ids:
+        try:
+            services.item_stage_resolve(item_stage_id=item_stage_id)
+        except Exception:
+            logger.exception("could not resolve item stage %s; the sweep will", item_stage_id)
+        else:
+            resolved.append(item_stage_id)
+    if resolved:
+        events.item_stages_resolved(resolved)
+    return len(resolved)

@@ -1,6 +1,7 @@
 from django.urls import include, path, re_path
 
 from api import views as api
+from api.views import annotate_lean
 
 app_name = "api"
 
@@ -8,8 +9,11 @@ project = "projects/<slug:slug>/"
 
 urlpatterns = [
     # The annotator loop first: URLs are tried in order, and these are most of the API's traffic.
-    path("stages/<int:stage_id>/next/", api.NextItemView.as_view(), name="next"),
-    path("assignments/<int:assignment_id>/submit/", api.SubmitView.as_view(), name="submit"),
+    # Their lean request path: api/views/annotate_lean.py (the same contract as the DRF views).
+    path("stages/<int:stage_id>/next/", annotate_lean.NextItemView.as_view(), name="next"),
+    path(
+        "assignments/<int:assignment_id>/submit/", annotate_lean.SubmitView.as_view(), name="submit"
+    ),
     path("assignments/<int:assignment_id>/skip/", api.SkipView.as_view(), name="skip"),
     path("annotations/<int:annotation_id>/revise/", api.ReviseView.as_view(), name="revise"),
     path("auth/token/", api.TokenView.as_view(), name="token"),

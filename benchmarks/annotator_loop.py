@@ -5,7 +5,7 @@ statements per next+submit and the CPU each annotation cost in the web server, P
 and the load generator (from /proc) for each K, then checks the engine's invariants.
 
     .venv/bin/python benchmarks/annotator_loop.py [--seconds 15] [--annotators 1,8,32]
-        [--fast] [--reuse] [--explain-ms 20] [--repeat 3]
+        [--fast] [--reuse] [--explain-ms 20] [--repeat 3] [--client-processes N]
 
 Each run is what a real study meets on its first minute: a **freshly created database** (migrated),
 the items loaded **through the import path** users use (a JSON Lines file, imports.services), and
@@ -16,6 +16,12 @@ during the run (PostgreSQL backends, web workers): a parent's ``cutime``/``cstim
 reaped children's CPU. ``--explain-ms N`` logs, through auto_explain, the plan of every statement
 slower than N ms and prints them after each run.
 
+The annotators are threads of this process up to 64 of them; more (``--annotators 256``) are
+spread over several client processes (``--client-processes``, default one per 64 annotators),
+because one Python process's threads share one core's worth of interpreter time and would become
+the limit before the server. Their latencies are merged (the percentiles are over every sample of
+every process) and the load generator's CPU is this process's plus its client processes'.
+
 Run without DATABASE_URL it re-runs itself under scripts/with-services.sh. Not a test: it
 prints figures; the invariants it checks are also asserted by tests/annotation/test_concurrency.py.
 """
@@ -25,6 +31,8 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -251,6 +259,8 @@ def _submit_next_loop(conn, headers, stage_id, deadline, think, latencies, state
 
 
 def cpu_split(before: dict[str, float], after: dict[str, float], annotations: int) -> str:
+    """CPU ms per annotation of each part, from two cpu_by_part readings (``after`` may carry
+    the client processes' CPU already added to its ``client``)."""
     if not annotations:
         return "-"
     parts = {name: (after[name] - before[name]) * 1000 / annotations for name in before}
@@ -408,24 +418,17 @@ def run_once(args, k: int, run_name: str) -> dict:
     server, port = start_server(args, database_url)
     log_path = Path(os.environ.get("RUNGWISE_SERVICES_DIR", "/nonexistent")) / "pg/server.log"
     log_offset = log_path.stat().st_size if log_path.exists() else 0
+    processes = client_processes(args, k)
+    if processes > 1:
+        connection.close()  # not carried into the forked clients (reopened after the run)
     try:
-        results = [dict() for _ in tokens]
-        deadline = time.monotonic() + args.seconds
-        started = time.monotonic()
-        threads = [
-            threading.Thread(
-                target=annotator,
-                args=(port, token, stage.pk, deadline, result, args.think_ms / 1000, args.loop),
-            )
-            for token, result in zip(tokens, results, strict=True)
-        ]
         cpu_before, ticks_before = cpu_by_part(server.pid), machine_ticks()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        started = time.monotonic()
+        deadline = started + args.seconds
+        results, clients_cpu = drive(args, port, tokens, stage.pk, deadline, processes)
         elapsed = time.monotonic() - started
         cpu_after, ticks_after = cpu_by_part(server.pid), machine_ticks()
+        cpu_after["client"] += clients_cpu
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -459,7 +462,89 @@ def run_once(args, k: int, run_name: str) -> dict:
         ),
         "invariants": invariants,
         "plans": plans,
+        "client_processes": processes,
     }
+
+
+def client_processes(args, k: int) -> int:
+    """How many processes drive K annotators: ``--client-processes``, or one per 64."""
+    if args.client_processes:
+        return max(1, min(args.client_processes, k))
+    return max(1, math.ceil(k / 64))
+
+
+def drive_threads(args, port: int, tokens: list[str], stage_id: int, deadline: float) -> list:
+    """One thread per token in this process, each an annotator (annotator()); returns their
+    results once every one has stopped at ``deadline``."""
+    results: list[dict] = [dict() for _ in tokens]
+
+    def run(token: str, out: dict) -> None:
+        try:
+            annotator(port, token, stage_id, deadline, out, args.think_ms / 1000, args.loop)
+        except Exception as error:  # a connection the server dropped: counted, not fatal
+            out.setdefault("latencies", [])
+            out.setdefault("statements", [])
+            out.setdefault("submitted", 0)
+            out["errors"] = out.get("errors", 0) + 1
+            print(f"annotator stopped: {error!r}", file=sys.stderr)
+
+    threads = [
+        threading.Thread(target=run, args=(token, result))
+        for token, result in zip(tokens, results, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _client_process(args, port, tokens, stage_id, deadline, outbox) -> None:
+    """A forked client process: its share of the annotators as threads, then its results and
+    the CPU it used (a forked process's clock starts at zero) sent to the parent."""
+    try:
+        results = drive_threads(args, port, tokens, stage_id, deadline)
+        outbox.send((results, time.process_time(), None))
+    except BaseException as error:  # the parent reports it instead of waiting forever
+        outbox.send(([], time.process_time(), repr(error)))
+    finally:
+        outbox.close()
+
+
+def drive(
+    args, port: int, tokens: list[str], stage_id: int, deadline: float, processes: int
+) -> tuple[list[dict], float]:
+    """Run the annotators until ``deadline``: as threads of this process, or spread round-robin
+    over ``processes`` forked client processes. Returns every annotator's results and the CPU
+    seconds the client processes used (0 when there were none: this process's own CPU is in
+    cpu_by_part)."""
+    if processes == 1:
+        return drive_threads(args, port, tokens, stage_id, deadline), 0.0
+    context = multiprocessing.get_context("fork")
+    pipes, workers = [], []
+    for index in range(processes):
+        receiver, sender = context.Pipe(duplex=False)
+        worker = context.Process(
+            target=_client_process,
+            args=(args, port, tokens[index::processes], stage_id, deadline, sender),
+        )
+        worker.start()
+        sender.close()
+        pipes.append(receiver)
+        workers.append(worker)
+    results: list[dict] = []
+    used, failures = 0.0, []
+    for receiver in pipes:
+        found, seconds, failure = receiver.recv()
+        results.extend(found)
+        used += seconds
+        if failure:
+            failures.append(failure)
+    for worker in workers:
+        worker.join()
+    if failures:
+        raise RuntimeError(f"client processes failed: {failures}")
+    return results, used
 
 
 def main() -> None:
@@ -512,6 +597,13 @@ def main() -> None:
     parser.add_argument(
         "--explain-ms", type=float, default=None, help="log plans of statements slower than this"
     )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=0,
+        help="processes the annotators are spread over (default: one per 64 annotators; 1: "
+        "threads of this process only)",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL"):
         env = dict(os.environ, RUNGWISE_PG_DURABLE="0" if args.fast else "1")
@@ -539,7 +631,8 @@ def main() -> None:
         f"{connection.pg_version // 10000} (fsync {fsync}, synchronous_commit {sync}); "
         f"{os.cpu_count()} cores; {args.seconds:.0f} s per run; think time {args.think_ms:.0f} ms; "
         + ("one database reused" if args.reuse else "a fresh database per run")
-        + f", items loaded via {args.items_via}; loop {args.loop}"
+        + f", items loaded via {args.items_via}; loop {args.loop}; "
+        + "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
     )
     print(
         f"{'K':>3} {'annotations/s':>14} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
@@ -554,7 +647,9 @@ def main() -> None:
                 f"{row['k']:>3} {row['rate']:>14.1f} {row['p50']:>8.1f} {row['p95']:>8.1f} "
                 f"{row['p99']:>8.1f} {row['statements']:>16} {row['errors']:>7}  "
                 f"{row['cpu']:<30} {row['busy']:>4.0f}% "
-                f"{row['spread'][0]:>4}–{row['spread'][1]:<4} {row['invariants']}",
+                f"{row['spread'][0]:>4}–{row['spread'][1]:<4} {row['invariants']}"
+                f"  (clients in {row['client_processes']} process(es); load average "
+                + f"{os.getloadavg()[0]:.1f})",
                 flush=True,
             )
             if args.record:

@@ -3,8 +3,8 @@ next + submit pairs through Django's WSGI handler (as benchmarks/profile_loop.py
 PostgreSQL, in alternating chunks with the lever off and on, and prints the CPU per pair in
 this process and in its PostgreSQL backend for each side, chunk by chunk.
 
-    .venv/bin/python benchmarks/levers.py [--levers prepare,health,lease,submit,publish]
-        [--chunks 10] [--pairs 400]
+    .venv/bin/python benchmarks/levers.py
+        [--levers prepare,health,lease,submit,publish,lean,batch] [--chunks 10] [--pairs 400]
 
 Why chunks in one process: on a shared VM the CPU a request costs drifts by 15-30 % between
 runs minutes apart (benchmarks/README.md), more than most levers move it; alternating the two
@@ -20,7 +20,11 @@ The levers (off = as before the change, on = as now):
 - ``submit``: the submit in a transaction with row locks vs one read and one conditional write
   (annotation.services.submit._annotation_submit_at_once);
 - ``publish``: not a lever but a price: the Celery message sent when an item stage completes,
-  off (not sent) vs on.
+  off (not sent) vs on;
+- ``lean``: next and submit through DRF's request machinery vs their lean request path
+  (api/views/annotate_lean.py);
+- ``batch``: one resolve message per completed item stage vs one per batch
+  (annotation/services/resolution_publish.py; its flusher thread's CPU is this process's).
 
 Not a test and not a throughput figure (benchmarks/annotator_loop.py is). Run without
 DATABASE_URL it re-runs itself under scripts/with-services.sh with durable PostgreSQL settings.
@@ -29,6 +33,7 @@ DATABASE_URL it re-runs itself under scripts/with-services.sh with durable Postg
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -38,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-LEVERS = ("prepare", "health", "lease", "submit", "publish")
+LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch")
 
 
 def toggles():
@@ -46,15 +51,20 @@ def toggles():
     from django.db import connection, connections
     from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 
-    from annotation.services import next_item
+    from annotation.services import next_item, resolution_publish
     from annotation.services import submit as submitting
-    from annotation.tasks import resolve_item_stage
+    from annotation.tasks import resolve_item_stage, resolve_item_stages
+    from api.views import annotate_lean
     from rungwise.db.postgresql.base import DatabaseWrapper as OurWrapper
 
     wrapper = type(connections["default"])
     lease_at_once = next_item._assignment_next
     submit_at_once = submitting._annotation_submit_at_once
-    task = getattr(resolve_item_stage, "_get_current_object", lambda: resolve_item_stage)()
+    tasks = [
+        getattr(task, "_get_current_object", lambda task=task: task)()
+        for task in (resolve_item_stage, resolve_item_stages)
+    ]
+    batching = resolution_publish.batching
 
     def prepare(on: bool) -> None:
         connection.connection.prepare_threshold = 0 if on else None
@@ -71,13 +81,22 @@ def toggles():
         submitting._annotation_submit_at_once = submit_at_once if on else (lambda *args: None)
 
     def publish(on: bool) -> None:
-        if on:
-            task.__dict__.pop("delay", None)
-        else:
-            task.delay = lambda *args: None
+        for task in tasks:
+            if on:
+                task.__dict__.pop("delay", None)
+            else:
+                task.delay = lambda *args: None
+
+    def lean(on: bool) -> None:
+        annotate_lean.NextItemView.lean = annotate_lean.SubmitView.lean = on
+
+    def batch(on: bool) -> None:
+        resolution_publish.batching = batching if on else (lambda: False)
+        if not on:
+            resolution_publish.resolution_buffer().flush()  # nothing of the other side left
 
     return {"prepare": prepare, "health": health, "lease": lease, "submit": submit,
-            "publish": publish}  # fmt: skip
+            "publish": publish, "lean": lean, "batch": batch}  # fmt: skip
 
 
 def main() -> None:
@@ -101,7 +120,8 @@ def main() -> None:
     setters = toggles()
     print(
         f"CPU per next + submit pair (ms), this process / its PostgreSQL backend; "
-        f"{args.chunks} chunks of {args.pairs} pairs per lever, off and on alternating"
+        f"{args.chunks} chunks of {args.pairs} pairs per lever, off and on alternating; "
+        + "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
     )
     for name in chosen:
         figures: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
@@ -125,7 +145,8 @@ def main() -> None:
                 f"[{min(web):.2f}–{max(web):.2f}] PostgreSQL {statistics.mean(database):.2f} "
                 f"[{min(database):.2f}–{max(database):.2f}]"
             )
-        print("  ".join(line))
+        line.append(f"(load {os.getloadavg()[0]:.1f})")
+        print("  ".join(line), flush=True)
 
 
 if __name__ == "__main__":

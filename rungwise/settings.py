@@ -577,6 +577,7 @@ INTERACTIVE_TASKS = (
     "quality.*",
     "crowd.tasks.time_out_participants",
     "annotation.tasks.store_pipeline_counts",
+    "annotation.tasks.resolve_item_stages",
 )
 CELERY_TASK_ROUTES = {
     **{pattern: {"queue": "bulk"} for pattern in BULK_TASKS},
@@ -757,3 +758,10 @@ HF_ENDPOINT = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.
 HF_TRANSFER = os.environ.get("HF_TRANSFER", "lfs").strip().lower()
 if HF_TRANSFER not in ("lfs", "xet"):
     raise ImproperlyConfigured(f"HF_TRANSFER must be lfs or xet, not {HF_TRANSFER!r}")
+
+# --- Resolution messages batched (annotation/services/resolution_publish.py) -----------------
+# A submit that fills an item stage queues its id; one message per RESOLVE_PUBLISH_WINDOW_SECONDS
+# (or per RESOLVE_PUBLISH_BATCH ids) resolves them all. 0 sends one message per item stage. A
+# lost batch waits for the sweep (SWEEP_GRACE_SECONDS), as a lost single message does.
+RESOLVE_PUBLISH_WINDOW_SECONDS = float(os.environ.get("RESOLVE_PUBLISH_WINDOW_SECONDS", "0.1"))
+RESOLVE_PUBLISH_BATCH = int(os.environ.get("RESOLVE_PUBLISH_BATCH", "100"))

@@ -43,6 +43,9 @@ def _fast_test_settings(settings):
     }
     # Test users need no slow, secure hashing: PBKDF2 made each sign-in cost ~0.3 s here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # One resolve message per completed item stage, sent on commit, as the tests of resolution
+    # expect; tests/annotation/test_services_resolution_publish.py turns it on.
+    settings.RESOLVE_PUBLISH_WINDOW_SECONDS = 0
 
 
 @pytest.fixture(autouse=True)

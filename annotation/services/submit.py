@@ -25,6 +25,7 @@ from annotation.errors import ApplicationError, Conflict, PermissionDenied
 from annotation.inputs import check_payload, clean_client_info
 from annotation.kinds import KindContext, get_kind
 from annotation.models import Annotation, Assignment, ItemStage
+from annotation.services import resolution_publish
 from annotation.services.common import enqueue_on_commit
 from annotation.services.leases import _gate_assignment, _locked_assignment
 
@@ -53,9 +54,9 @@ def annotation_submit(
     Idempotent: a retried submit for the same assignment returns the stored annotation and
     `created=False`, whatever payload it carries. A lease that expired is still accepted while
     its slot is free; otherwise 409. When the item stage reaches its target, resolution is
-    enqueued after commit (and the beat sweep repairs a lost message). After commit, the
-    listeners of stored answers are told (annotation.events.on_answers_stored); a retry that
-    stored nothing tells no one.
+    enqueued after commit, batched with others (annotation.services.resolution_publish; the beat
+    sweep repairs a lost message). After commit, the listeners of stored answers are told
+    (annotation.events.on_answers_stored); a retry that stored nothing tells no one.
     """
     payload = check_payload(payload)
     client_info = clean_client_info(client_info)
@@ -155,11 +156,20 @@ def _submit_statement(
     annotation = _first_version(assignment, annotator, clean, seconds_spent, client_info, now)
     annotation.pk, annotation._state.adding = annotation_id, False
     if complete:
-        from annotation.tasks import resolve_item_stage
-
-        enqueue_on_commit(resolve_item_stage, assignment.item_stage_id)
+        _resolve_on_commit(assignment.item_stage_id)
     _announce_on_commit(assignment)
     return annotation
+
+
+def _resolve_on_commit(item_stage_id: int) -> None:
+    """Have a completed item stage resolved after commit: in the next batched message when this
+    process batches them (annotation.services.resolution_publish), else in a message of its own."""
+    if resolution_publish.batching():
+        resolution_publish.resolution_batch_on_commit(item_stage_id)
+        return
+    from annotation.tasks import resolve_item_stage
+
+    enqueue_on_commit(resolve_item_stage, item_stage_id)
 
 
 def _announce_on_commit(assignment: Assignment) -> None:
@@ -282,9 +292,7 @@ def _annotation_submit(
     if read.governed:
         gates.after_submit(annotator_id=annotator.pk, stage=assignment.stage)
     if complete:
-        from annotation.tasks import resolve_item_stage
-
-        enqueue_on_commit(resolve_item_stage, item_stage.pk)
+        _resolve_on_commit(item_stage.pk)
     _announce_on_commit(assignment)
     return annotation, True
 

@@ -4,7 +4,8 @@ API (its outputs are built by ``api.serializers.assignment_out`` and ``annotatio
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Mapping
+from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -37,11 +38,10 @@ class NextItemView(APIView):
         tags=["annotate"],
     )
     def post(self, request, stage_id: int):
-        stage = access_stage_for_annotator(user=request.user, stage_id=stage_id)
-        assignment = services.assignment_next(annotator=request.user, stage=stage)
-        if assignment is None:
+        answer = next_item(request.user, stage_id)
+        if answer is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(assignment_out(assignment))
+        return Response(answer)
 
 
 class SubmitView(APIView):
@@ -63,21 +63,38 @@ class SubmitView(APIView):
     def post(self, request, assignment_id: int):
         body = SubmitNextInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        annotation, created = services.annotation_submit(
-            assignment_id=assignment_id,
-            annotator=request.user,
-            payload=body.validated_data["payload"],
-            seconds_spent=body.validated_data.get("seconds_spent"),
-            client_info=body.validated_data.get("client_info") or {},
-        )
-        answer = annotation_out(annotation)
-        if body.validated_data["next"]:
-            # A submit always stores the assignment it answers (only imported history has none).
-            assignment = cast(Assignment, annotation.assignment)
-            stage = access_stage_for_annotator(user=request.user, stage_id=assignment.stage_id)
-            following = services.assignment_next(annotator=request.user, stage=stage)
-            answer["next"] = assignment_out(following) if following is not None else None
+        answer, created = submitted(request.user, assignment_id, body.validated_data)
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def next_item(user, stage_id: int) -> dict | None:
+    """What ``POST /api/stages/<id>/next/`` answers for `user`: the lease (200) or None (204).
+    Shared by NextItemView and its lean path (api/views/annotate_lean.py)."""
+    stage = access_stage_for_annotator(user=user, stage_id=stage_id)
+    assignment = services.assignment_next(annotator=user, stage=stage)
+    return None if assignment is None else assignment_out(assignment)
+
+
+def submitted(user, assignment_id: int, body: Mapping[str, Any]) -> tuple[dict, bool]:
+    """Store `user`'s answer to the assignment from a validated submit body (SubmitNextInSerializer's
+    validated_data: ``payload``, ``seconds_spent``, ``client_info``, ``next``); returns the answer
+    and whether it was created (201) or a retry (200). Shared by SubmitView and its lean path
+    (api/views/annotate_lean.py)."""
+    annotation, created = services.annotation_submit(
+        assignment_id=assignment_id,
+        annotator=user,
+        payload=body["payload"],
+        seconds_spent=body.get("seconds_spent"),
+        client_info=body.get("client_info") or {},
+    )
+    answer = annotation_out(annotation)
+    if body["next"]:
+        # A submit always stores the assignment it answers (only imported history has none).
+        assignment = cast(Assignment, annotation.assignment)
+        stage = access_stage_for_annotator(user=user, stage_id=assignment.stage_id)
+        following = services.assignment_next(annotator=user, stage=stage)
+        answer["next"] = assignment_out(following) if following is not None else None
+    return answer, created
 
 
 class ReviseView(APIView):
