@@ -51,7 +51,9 @@ def test_cursor_pages_hold_every_item_once_in_id_order_without_a_count(monkeypat
     numbered = _walk(client, url)
     cursor = _walk(client, url + "?cursor=")
 
-    expected = list(Item.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    expected = list(
+        Item.objects.filter(project=project).order_by("pk").values_list("pk", flat=True)
+    )
     assert [row["id"] for page in cursor for row in page["results"]] == expected
     assert [row["id"] for page in numbered for row in page["results"]] == expected
     assert [len(page["results"]) for page in cursor] == [4, 4, 2]
@@ -78,7 +80,9 @@ def test_a_cursor_page_does_not_count_the_list():
     item_table = Item._meta.db_table
 
     def counts(queries):
-        return [q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and item_table in q["sql"]]
+        return [
+            q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and item_table in q["sql"]
+        ]
 
     assert counts(numbered.captured_queries)
     assert not counts(cursor.captured_queries)
