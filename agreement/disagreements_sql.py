@@ -190,8 +190,13 @@ def _sql_literal(text: str) -> str:
 
 def disagreement_csv_lines(stage: Stage, show: str) -> Iterator[str]:
     """The lines of the stage's ``disagreements.csv`` after its header, in blocks, as
-    PostgreSQL spells them (read as the response streams: one statement, rows by binary COPY)."""
+    PostgreSQL spells them. The statement is built now (a bad stage fails here, before the
+    response starts); it runs as the blocks are read (one ``COPY … TO STDOUT``, binary rows)."""
     statement, params, using = disagreement_csv_statement(stage, show)
+    return _copied(statement, params, using)
+
+
+def _copied(statement: str, params: dict[str, Any], using: str) -> Iterator[str]:
     with connections[using].cursor() as cursor:
         with cursor.cursor.copy(f"COPY ({statement}) TO STDOUT (FORMAT binary)", params) as copy:
             copy.set_types(["text"])
