@@ -25,10 +25,11 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import F
 
-from agreement import selectors
+from agreement import selectors, stored
 from agreement.votes import _EXTERNAL_RATER_OFFSET, vote_sql
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Stage
@@ -122,7 +123,13 @@ def _named(sql: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str,
 def disagreement_csv_statement(stage: Stage, show: str) -> tuple[str, dict[str, Any], str]:
     """The statement (its rows: one text of ``BLOCK_LINES`` lines each, in the file's order),
     its parameters and the database alias to run it on."""
-    listed = selectors.disagreement_items(stage, show=show).order_by().values("pk")
+    # A sparse filter with few rows reads its candidates first, as the list's page does
+    # (agreement/pages.py): the stage's item stages are then never walked.
+    few = (
+        show in selectors.SPARSE_STATUSES
+        and stored.disagreement_count_shown(stage, show)[0] <= selectors.FEW_LISTED
+    )
+    listed = selectors.disagreement_items(stage, show=show, few=few).order_by().values("pk")
     parts = (
         annotations_visible(Annotation.objects.filter(item_stage__in=listed), None)
         .order_by()
@@ -192,7 +199,10 @@ def disagreement_csv_lines(stage: Stage, show: str) -> Iterator[str]:
     """The lines of the stage's ``disagreements.csv`` after its header, in blocks, as
     PostgreSQL spells them. The statement is built now (a bad stage fails here, before the
     response starts); it runs as the blocks are read (one ``COPY … TO STDOUT``, binary rows)."""
-    statement, params, using = disagreement_csv_statement(stage, show)
+    try:
+        statement, params, using = disagreement_csv_statement(stage, show)
+    except EmptyResultSet:  # a sparse filter without a candidate: nothing to read
+        return iter(())
     return _copied(statement, params, using)
 
 

@@ -158,7 +158,10 @@ def test_the_download_is_one_statement_on_postgresql(awkward):
     assert not any("annotation_annotation" in query["sql"] for query in captured.captured_queries)
 
 
-def test_an_empty_list_is_the_header_alone(awkward):
+@pytest.mark.parametrize("show", ["split", "ties", "adjudicated"])
+def test_an_empty_list_is_the_header_alone(awkward, show):
+    """Nothing listed; for the sparse filters, not even a candidate (no statement runs)."""
     Resolution.objects.filter(item_stage__stage=awkward.stage).update(status="unanimous")
-    assert _sql_file(awkward.stage, "split") == _python_file(awkward.stage, "split")
-    assert _sql_file(awkward.stage, "split").count(b"\r\n") == 1
+    ItemStage.objects.filter(stage=awkward.stage).update(state=ItemStage.State.RESOLVED)
+    assert _sql_file(awkward.stage, show) == _python_file(awkward.stage, show)
+    assert _sql_file(awkward.stage, show).count(b"\r\n") == 1
