@@ -12,10 +12,11 @@ and say so in the README's "Agreement, adjudication and dashboards".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from django.db import connection
 
 from agreement import sections, selectors
 from annotation import keyset
@@ -85,6 +86,9 @@ class CsvTable:
 
     header: Sequence[str]
     rows: Iterable[Sequence[Any]]
+    #: Or the lines after the header, already spelled by PostgreSQL (``annotation.web``'s
+    #: ``csv_response(…, lines=…)``): then ``rows`` is empty.
+    lines: Iterable[str] | None = None
 
 
 def agreement_table(stage: Stage) -> CsvTable:
@@ -167,7 +171,13 @@ def progress_table(stage: Stage) -> CsvTable:
 
 def disagreements_table(stage: Stage, *, show: str) -> CsvTable:
     """One row per (item, annotator) of the items ``show`` selects
-    (``selectors.DISAGREEMENT_FILTERS``): the long format analysis scripts expect."""
+    (``selectors.DISAGREEMENT_FILTERS``): the long format analysis scripts expect. On
+    PostgreSQL the database spells the whole file in one statement
+    (``agreement.disagreements_sql``: the same bytes); elsewhere Python writes it here."""
+    if connection.vendor == "postgresql":
+        from agreement.disagreements_sql import disagreement_csv_lines
+
+        return CsvTable(DISAGREEMENT_COLUMNS, (), lines=disagreement_csv_lines(stage, show))
     return CsvTable(DISAGREEMENT_COLUMNS, _disagreement_rows(stage, show))
 
 
@@ -191,19 +201,18 @@ def _disagreement_rows(stage: Stage, show: str) -> Iterator[list[Any]]:
             resolution = item_stage.resolution
             decided_by = resolution.decided_by.get_username() if resolution.decided_by else ""
             for rater, vote in votes.get(item_stage.pk, {}).items():
+                comment = vote["comment"]
                 yield [
                     item_stage.pk,
                     item_stage.item.external_id,
                     selectors.item_summary(item_stage.item),
                     resolution.status,
-                    json.dumps(resolution.value, ensure_ascii=False)
-                    if not isinstance(resolution.value, str)
-                    else resolution.value,
+                    selectors.json_text(resolution.value),
                     decided_by,
                     resolution.reason,
                     names.get(rater, rater),
-                    vote["value"] if isinstance(vote["value"], str) else json.dumps(vote["value"]),
-                    vote["comment"],
+                    selectors.json_text(vote["value"]),
+                    selectors.json_text(comment) if comment else "",
                     vote["seconds"],
                 ]
         if page.next_cursor is None:

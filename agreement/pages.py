@@ -236,11 +236,13 @@ def disagreement_page(
     ``selectors.disagreement_items(stage, show=show)`` next to cursor ``after`` / ``before``
     (else the first), each row with every rater's vote, and how many items the list has
     (stored with its age on a large stage: ``stored.disagreement_count_shown``)."""
-    listed = selectors.disagreement_items(stage, show=show)
+    count, counted_at = stored.disagreement_count_shown(stage, show)
+    # A sparse filter with few rows (by the count, stored or live) reads its candidates first:
+    # walking the stage's index would pass every item stage that does not match.
+    listed = selectors.disagreement_items(stage, show=show, few=count <= selectors.FEW_LISTED)
     page = keyset.keyset_page(
         listed, key=selectors.DECIDED_AT, per_page=per_page, after=after, before=before
     )
-    count, counted_at = stored.disagreement_count_shown(stage, show)
     item_stages = list(page.rows)
     votes, raters = selectors.votes_by_item(item_stages, stage)
     kind = get_kind(stage.kind)

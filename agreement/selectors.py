@@ -505,11 +505,27 @@ DISAGREEMENT_FILTERS = {
 DECIDED_AT = "decided_at"
 
 
-def disagreement_items(stage: Stage, *, show: str = "split") -> QuerySet[ItemStage]:
+def decided_at(item_stage: str = "") -> Coalesce:
+    """The expression of ``DECIDED_AT`` on the item stage the path ``item_stage`` leads to
+    (``"item_stage__"`` from an annotation; empty on the item stage itself)."""
+    return Coalesce(
+        f"{item_stage}resolved_at", f"{item_stage}completed_at", f"{item_stage}opened_at"
+    )
+
+
+def disagreement_items(
+    stage: Stage, *, show: str = "split", few: bool = False
+) -> QuerySet[ItemStage]:
     """Item stages of the stage whose votes were not unanimous (or per ``show``), newest
     decision first (``DECIDED_AT``, annotated, then the id), with item and resolution joined.
     Page it with ``annotation.keyset.keyset_page(…, key=DECIDED_AT)``: the stage's index walks
-    that order, so a page never sorts or counts the stage's rows."""
+    that order, so a page never sorts or counts the stage's rows.
+
+    ``few``: the caller expects few rows (at most ``FEW_LISTED``, by their count) of a sparse
+    filter (``SPARSE_STATUSES``): the candidates' ids are read first from the resolutions'
+    partial index (``disagreement_candidates``) and the page sorts those, instead of walking
+    the stage's index past every item stage that does not match (all of them, when none
+    does). The rows are the same either way (the filter's rule still applies)."""
     # Never work in progress: an item open again (one more vote asked, or a route sent it
     # back) is not listed until its votes are final, so no vote is read while others still
     # cast or change theirs (the engine's rule, item_stages_with_final_votes).
@@ -518,12 +534,44 @@ def disagreement_items(stage: Stage, *, show: str = "split") -> QuerySet[ItemSta
             ItemStage.objects.filter(stage=stage, resolution__isnull=False)
         )
         .select_related("item", "resolution", "resolution__decided_by")
-        .annotate(**{DECIDED_AT: Coalesce("resolved_at", "completed_at", "opened_at")})
+        .annotate(**{DECIDED_AT: decided_at()})
     )
     chosen = disagreement_filter(show)
     if chosen is not None:
         item_stages = item_stages.filter(chosen)
+    if few and show in SPARSE_STATUSES:
+        item_stages = item_stages.filter(pk__in=disagreement_candidates(stage, show))
     return item_stages.order_by(f"-{DECIDED_AT}", "-pk")
+
+
+#: The filters that list few of a stage's item stages, by the resolution statuses they read
+#: (``disagreement_filter``); the partial index ``resolution_rare_status_idx``
+#: (annotation/models.py) holds exactly these resolutions.
+SPARSE_STATUSES = {
+    "ties": [Resolution.Status.TIE, Resolution.Status.NEEDS_ADJUDICATION],
+    "adjudicated": [Resolution.Status.ADJUDICATED],
+}
+#: Up to how many listed item stages a sparse filter reads its candidates' ids first.
+FEW_LISTED = 5000
+
+
+def disagreement_candidates(stage: Stage, show: str) -> list[int]:
+    """Ids of the stage's item stages that the sparse filter ``show`` (``SPARSE_STATUSES``)
+    may list: a superset, which ``disagreement_filter`` narrows. Read from the resolutions'
+    partial index (and, for ties, the item stages waiting for a reviewer, by the (stage,
+    state) index), never by walking the stage's item stages."""
+    ids = set(
+        Resolution.objects.filter(
+            status__in=SPARSE_STATUSES[show], item_stage__stage=stage
+        ).values_list("item_stage_id", flat=True)
+    )
+    if show == "ties":
+        ids.update(
+            ItemStage.objects.filter(stage=stage, state=ItemStage.State.ADJUDICATION).values_list(
+                "pk", flat=True
+            )
+        )
+    return sorted(ids)
 
 
 def disagreement_filter(show: str) -> Q | None:
@@ -591,15 +639,47 @@ def votes_by_item(
     return dict(votes), raters
 
 
+#: The payload fields ``item_summary`` shows, the first that holds text (after a sentence pair).
+SUMMARY_FIELDS = ("text", "sentence", "question", "context", "scenario")
+#: How much of a payload's JSON ``item_summary`` shows when no field of it is text.
+SUMMARY_JSON_LENGTH = 300
+
+
 def item_summary(item: Item) -> str:
-    """A one-line rendering of an item's payload for tables."""
+    """A one-line rendering of an item's payload for tables: "a → b" of a sentence pair
+    (``sentence_a``, ``sentence_b``), else the first of ``SUMMARY_FIELDS`` that is text, else
+    the payload's JSON cut at ``SUMMARY_JSON_LENGTH`` characters; values as ``json_text``
+    spells them. ``agreement.disagreements_sql`` spells the same in SQL."""
     payload = item.payload or {}
     if "sentence_a" in payload and "sentence_b" in payload:
-        return f"{payload['sentence_a']} → {payload['sentence_b']}"
-    for key in ("text", "sentence", "question", "context", "scenario"):
+        return f"{json_text(payload['sentence_a'])} → {json_text(payload['sentence_b'])}"
+    for key in SUMMARY_FIELDS:
         if isinstance(payload.get(key), str):
             return payload[key]
-    return json.dumps(payload, ensure_ascii=False)[:300]
+    return json_text(payload)[:SUMMARY_JSON_LENGTH]
+
+
+def json_text(value: Any) -> str:
+    """A JSON value as a table cell shows it: a string as it is, anything else as JSON text as
+    PostgreSQL spells jsonb (``", "`` and ``": "`` between parts, keys of an object shorter
+    first and then by their UTF-8 bytes, text unescaped but for what JSON must escape), so the
+    cells Python writes equal those PostgreSQL writes (``agreement.disagreements_sql``). Numbers
+    are Python's spelling (``1.5``); PostgreSQL keeps a number's own digits (``1.50``)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(_jsonb_ordered(value), ensure_ascii=False)
+
+
+def _jsonb_ordered(value: Any) -> Any:
+    # jsonb keeps an object's keys shorter first, then by their bytes (PostgreSQL's
+    # jsonb ordering); objects read from jsonb columns already are, those built in Python
+    # (a kind's structured vote) may not be.
+    if isinstance(value, dict):
+        ordered = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _jsonb_ordered(value[key]) for key in ordered}
+    if isinstance(value, list):
+        return [_jsonb_ordered(part) for part in value]
+    return value
 
 
 def item_fields(item: Item) -> list[tuple[str, str]]:

@@ -204,7 +204,9 @@ def stage_csv(request: PageRequest, slug: str, stage_slug: str, table: str) -> H
     sort, descending = _order_form(request).order()
     show = DisagreementFilterForm(request.GET).selected()
     found = exports.stage_table(stage, table, sort=sort, descending=descending, show=show)
-    return csv_response(f"{project.slug}-{stage.slug}-{table}.csv", found.header, found.rows)
+    return csv_response(
+        f"{project.slug}-{stage.slug}-{table}.csv", found.header, found.rows, lines=found.lines
+    )
 
 
 # --- Disagreements ------------------------------------------------------------------------------

@@ -536,6 +536,18 @@ class Resolution(models.Model):
     reason = models.TextField(blank=True)
     computed_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        indexes = [
+            # The disagreement list's sparse filters (agreement/selectors.py,
+            # disagreement_candidates): the few item stages decided by a tie, sent to a
+            # reviewer or decided by one, found without walking a stage's decided ones.
+            models.Index(
+                fields=["status", "item_stage"],
+                name="resolution_rare_status_idx",
+                condition=Q(status__in=["tie", "needs_adjudication", "adjudicated"]),
+            ),
+        ]
+
     def __str__(self) -> str:
         return f"{self.item_stage_id}: {self.status} {self.value!r}"
 

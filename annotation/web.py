@@ -7,7 +7,8 @@ One place for what each page of every app does alike:
   error page (or the error fragment for htmx) with its status; ``render_error`` renders one.
 * the spreadsheet-safe cell rule, the one spelling of a cell in every CSV the project writes
   (downloads here, release files in ``releases/writers.py``): ``spreadsheet_safe`` (the
-  formula-injection guard), ``csv_timestamp`` (ISO 8601 in UTC with its offset), ``csv_cell``;
+  formula-injection guard; ``spreadsheet_safe_sql`` its SQL spelling), ``csv_timestamp`` (ISO
+  8601 in UTC with its offset), ``csv_cell``;
 * ``csv_response``: a streamed CSV download (a BOM, the header, the rows, every cell made safe);
 * ``page_of``: one page of a long list, numbered by the ``page`` query parameter.
 
@@ -99,8 +100,7 @@ def page_of(request: HttpRequest, items: Sequence[_T] | Any, per_page: int) -> P
 #: injection: "=", "+", "-", "@", tab and carriage return).
 FORMULA_STARTS = frozenset("=+-@\t\r")
 #: A plain decimal number ("-0.25", "+3", "1e-5"): a spreadsheet reads it as a number, never a
-#: formula, so it stays as it is. ``releases.copy_export.spreadsheet_safe_sql`` tests the same
-#: pattern in SQL.
+#: formula, so it stays as it is. ``spreadsheet_safe_sql`` tests the same pattern in SQL.
 PLAIN_NUMBER = r"[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?"
 _plain_number = re.compile(PLAIN_NUMBER).fullmatch
 
@@ -113,6 +113,18 @@ def spreadsheet_safe(text: str) -> str:
     if text and text[0] in FORMULA_STARTS and not _plain_number(text):
         return "'" + text
     return text
+
+
+def spreadsheet_safe_sql(text: str) -> str:
+    """SQL text of ``spreadsheet_safe`` applied to the SQL text expression ``text`` (a column
+    reference: it is read up to four times), for files PostgreSQL writes itself (release
+    files, ``releases/copy_export.py``; the disagreements CSV, ``agreement/disagreements_sql.py``).
+    tests/releases/test_copy_export.py holds the two spellings together."""
+    starts = ", ".join(f"chr({ord(character)})" for character in sorted(FORMULA_STARTS))
+    return (
+        f"CASE WHEN left({text}, 1) IN ({starts}) AND {text} !~ '^(?:{PLAIN_NUMBER})$' "
+        f"THEN '''' || {text} ELSE {text} END"
+    )
 
 
 def csv_timestamp(value: datetime) -> str:
@@ -141,6 +153,24 @@ def csv_cell(value: Any) -> Any:
 # --- CSV downloads ----------------------------------------------------------------------------
 
 
+def csv_text_sql(text: str) -> str:
+    """SQL text of the CSV cell ``csv.writer`` (``csv_response``'s writer: minimal quoting)
+    writes for the text expression ``text`` (a column reference: it is read several times):
+    quoted, its quotes doubled, when it holds a comma, a double quote, CR or LF; bare
+    otherwise; NULL as an empty cell, as ``csv_cell`` spells None. Apply the cell rule first
+    (``spreadsheet_safe_sql``)."""
+    return (
+        f"CASE WHEN {text} IS NULL THEN '' "
+        f"WHEN {text} ~ '[,\"\\r\\n]' THEN '\"' || replace({text}, '\"', '\"\"') || '\"' "
+        f"ELSE {text} END"
+    )
+
+
+#: How ``csv_response``'s writer ends a line (``csv.writer``'s default); lines spelled in SQL
+#: end the same way.
+CSV_LINE_END = "\r\n"
+
+
 class _Echo:
     """A file-like object whose ``write`` returns the line: ``csv.writer`` then yields text."""
 
@@ -149,18 +179,27 @@ class _Echo:
 
 
 def csv_response(
-    filename: str, header: Sequence[str], rows: Iterable[Sequence[Any]]
+    filename: str,
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    lines: Iterable[str] | None = None,
 ) -> StreamingHttpResponse:
     """A streamed CSV download: a BOM (spreadsheet programs then read UTF-8), the header, then
     the rows, every cell spelled by ``csv_cell``. Rows are read one at a time, as the response
-    is sent."""
+    is sent. ``lines``, when given, replaces ``rows``: blocks of whole lines already spelled
+    (by PostgreSQL: each cell through ``spreadsheet_safe_sql`` then ``csv_text_sql``, lines
+    ending in ``CSV_LINE_END``), sent as they come."""
     writer = csv.writer(_Echo())
 
-    def lines() -> Iterable[str]:
+    def body() -> Iterable[str]:
         yield "\ufeff" + writer.writerow(header)
+        if lines is not None:
+            yield from lines
+            return
         for row in rows:
             yield writer.writerow([csv_cell(value) for value in row])
 
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(body(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -586,6 +586,7 @@ def pages() -> list[tuple[str, str, dict[str, str]]]:
         ("API: releases", f"{api}{SLUG}/releases/", {}),
         ("API: ratings items", f"{api}{ratings.slug}/items/", {}),
     ]
+    found += _disagreement_filter_and_cursor_pages(project)
     return found
 
 
@@ -800,6 +801,37 @@ def _stored_pipeline(project) -> None:
             f"  stored pipeline counts of {each.slug}: {time.perf_counter() - started:.1f} s",
             flush=True,
         )
+
+
+# --- The disagreement list's filters and the API's cursor pages (PC) ----------------------------
+
+
+def _disagreement_filter_and_cursor_pages(project) -> list[tuple[str, str, dict[str, str]]]:
+    """Each stage's disagreement list (and its CSV) with the sparse filters (ties, decided by
+    a reviewer), and the API's item list deep in it: numbered (counted, ``OFFSET``) and by
+    cursor (``api/pagination.py``; on a checkout without it the parameter is ignored)."""
+    from base64 import b64encode
+
+    from annotation.models import Item
+
+    found: list[tuple[str, str, dict[str, str]]] = []
+    for stage in project.stages.order_by("position"):
+        base = f"/projects/{SLUG}/agreement/{stage.slug}/"
+        for show in ("ties", "adjudicated"):
+            found += [
+                (f"{stage.slug}: disagreements {show}", base + f"disagreements/?show={show}", {}),
+                (f"{stage.slug}: disagreements.csv {show}", base + f"tables/disagreements.csv?show={show}", {}),
+            ]  # fmt: skip
+    api = f"/api/projects/{SLUG}/items/"
+    items = Item.objects.filter(project=project).order_by("pk")
+    middle = items[items.count() // 2 :].values_list("pk", flat=True).first()
+    deep = b64encode(f"p={middle}".encode()).decode()
+    found += [
+        ("API: items page 3000", api + "?page=3000", {}),
+        ("API: items cursor", api + "?cursor=", {}),
+        ("API: items cursor deep", api + "?" + urlencode({"cursor": deep}), {}),
+    ]
+    return found
 
 
 if __name__ == "__main__":

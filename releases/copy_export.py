@@ -40,7 +40,7 @@ from agreement.selectors import vote_sql
 from annotation.kinds import KINDS
 from annotation.models import Annotation, Item, ItemStage, Project, Stage
 from annotation.sql import quoted, table
-from annotation.web import FORMULA_STARTS, PLAIN_NUMBER
+from annotation.web import spreadsheet_safe_sql  # the cell rule's SQL spelling, shared
 from releases.identities import identity_rule, salt_for
 from releases.pseudonyms import pseudonym_sql
 from releases.writers import FileEntry, write_blocks
@@ -64,16 +64,6 @@ COPY_SETTINGS = {
     "jit": "off",
     "enable_mergejoin": "off",
 }
-
-
-def spreadsheet_safe_sql(text: str) -> str:
-    """SQL text of ``releases.writers.spreadsheet_safe`` applied to the SQL text expression
-    ``text`` (a column reference: it is read up to four times)."""
-    starts = ", ".join(f"chr({ord(character)})" for character in sorted(FORMULA_STARTS))
-    return (
-        f"CASE WHEN left({text}, 1) IN ({starts}) AND {text} !~ '^(?:{PLAIN_NUMBER})$' "
-        f"THEN '''' || {text} ELSE {text} END"
-    )
 
 
 #: SQL text of each annotations.csv cell, by column name (``x``: the row's parts, see _select).

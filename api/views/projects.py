@@ -16,6 +16,7 @@ from annotation.errors import ApplicationError
 from annotation.models import Item
 from annotation.selectors import projects_for_user
 from api.access import access_item
+from api.pagination import CountOrCursorPagination
 from api.serializers import (
     AgreementSerializer,
     ItemDetailSerializer,
@@ -64,6 +65,8 @@ class StageListView(generics.ListAPIView):
 )
 class ItemListView(generics.ListAPIView):
     serializer_class = ItemSerializer
+    # Numbered pages count every item; ?cursor= walks them by id without a count.
+    pagination_class = CountOrCursorPagination
 
     def get_queryset(self):
         project = access_project(self.request.user, self.kwargs["slug"], MANAGE).project

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from datetime import UTC, datetime
 
 import pytest
@@ -167,13 +166,11 @@ def test_the_disagreement_table_is_unchanged_and_safe(hostile, show):
                     item_stage.item.external_id,
                     selectors.item_summary(item_stage.item),
                     resolution.status,
-                    resolution.value
-                    if isinstance(resolution.value, str)
-                    else json.dumps(resolution.value, ensure_ascii=False),
+                    selectors.json_text(resolution.value),
                     resolution.decided_by.get_username() if resolution.decided_by else "",
                     resolution.reason,
                     names.get(rater, rater),
-                    vote["value"] if isinstance(vote["value"], str) else json.dumps(vote["value"]),
+                    selectors.json_text(vote["value"]),
                     vote["comment"],
                     vote["seconds"],
                 ]

@@ -11,9 +11,12 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from django.test import RequestFactory
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from annotation.web import csv_response, page_of, spreadsheet_safe
+from annotation.web import CSV_LINE_END, csv_response, csv_text_sql, page_of, spreadsheet_safe
 
 
 def read_csv(response) -> list[dict[str, str]]:
@@ -75,3 +78,32 @@ def test_the_release_writers_import_the_cell_rule_without_django_set_up():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "'=x"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")))
+@example("")
+@example('a,b "c"')
+@example("line\nbreak")
+@example("carriage\rreturn")
+@example(" leading space")
+@example('"')
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_sql_csv_cell_is_the_one_csv_writer_writes(postgres, text):
+    """``csv_text_sql`` quotes as ``csv_response``'s writer does (lines PostgreSQL spells for
+    a download equal those Python would write)."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {csv_text_sql('x.t')}, {csv_text_sql('NULL::text')} "
+            "FROM (SELECT %s::text AS t) x",
+            [text],
+        )
+        cell, empty = cursor.fetchone()
+    out = io.StringIO()
+    csv.writer(out).writerow([text, "", None])
+    assert f"{cell},{empty},{empty}{CSV_LINE_END}" == out.getvalue()

@@ -1,0 +1,123 @@
+"""The API's item list: numbered pages with a count by default, cursor pages without one on
+request (api/pagination.py)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import Item, Role
+from tests.factories import make_items, make_member, make_project
+
+pytestmark = pytest.mark.django_db
+
+PAGE = 4
+
+
+def _admin_client(project):
+    admin = make_member(project, Role.ADMIN)
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=admin)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def _walk(client, url):
+    """Every page from ``url`` on, following ``next``; the pages' bodies."""
+    pages = []
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200, response.json()
+        pages.append(response.json())
+        url = pages[-1]["next"]
+    return pages
+
+
+def test_cursor_pages_hold_every_item_once_in_id_order_without_a_count(monkeypatch):
+    from api import pagination
+
+    monkeypatch.setattr(pagination._ByPrimaryKey, "page_size", PAGE)
+    monkeypatch.setattr(pagination.CountOrCursorPagination, "page_size", PAGE)
+    project = make_project()
+    make_items(project, 10)
+    client = _admin_client(project)
+    url = f"/api/projects/{project.slug}/items/"
+
+    numbered = _walk(client, url)
+    cursor = _walk(client, url + "?cursor=")
+
+    expected = list(
+        Item.objects.filter(project=project).order_by("pk").values_list("pk", flat=True)
+    )
+    assert [row["id"] for page in cursor for row in page["results"]] == expected
+    assert [row["id"] for page in numbered for row in page["results"]] == expected
+    assert [len(page["results"]) for page in cursor] == [4, 4, 2]
+    # Numbered pages keep their shape; cursor pages never carry a count.
+    assert all(set(page) == {"count", "next", "previous", "results"} for page in numbered)
+    assert numbered[0]["count"] == 10
+    assert all(set(page) == {"next", "previous", "results"} for page in cursor)
+    # next carries the cursor (the walk stays in cursor mode); previous leads back.
+    assert "cursor" in parse_qs(urlparse(cursor[0]["next"]).query)
+    assert cursor[0]["previous"] is None and cursor[1]["previous"] is not None
+    back = client.get(cursor[1]["previous"]).json()
+    assert [row["id"] for row in back["results"]] == expected[:PAGE]
+
+
+def test_a_cursor_page_does_not_count_the_list():
+    project = make_project()
+    make_items(project, 3)
+    client = _admin_client(project)
+    url = f"/api/projects/{project.slug}/items/"
+    with CaptureQueriesContext(connection) as numbered:
+        assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as cursor:
+        assert client.get(url + "?cursor=&status=active").status_code == 200
+    item_table = Item._meta.db_table
+
+    def counts(queries):
+        return [
+            q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and item_table in q["sql"]
+        ]
+
+    assert counts(numbered.captured_queries)
+    assert not counts(cursor.captured_queries)
+
+
+def test_the_status_filter_holds_on_cursor_pages():
+    project = make_project()
+    make_items(project, 3)
+    discarded = Item.objects.filter(project=project).order_by("pk").first()
+    Item.objects.filter(pk=discarded.pk).update(status=Item.Status.DISCARDED)
+    client = _admin_client(project)
+    body = client.get(f"/api/projects/{project.slug}/items/?cursor=&status=active").json()
+    assert discarded.pk not in [row["id"] for row in body["results"]]
+    assert len(body["results"]) == 2 and body["next"] is None
+
+
+@pytest.mark.parametrize("cursor", ["not base64!", "cD1hYmM"])  # the second: "p=abc"
+def test_a_malformed_cursor_is_a_404_in_the_api_format(cursor):
+    project = make_project()
+    make_items(project, 2)
+    response = _admin_client(project).get(
+        f"/api/projects/{project.slug}/items/", {"cursor": cursor}
+    )
+    assert response.status_code == 404
+    assert response.json() == {"message": "Invalid cursor", "extra": {}}
+
+
+def test_the_schema_documents_both_shapes():
+    from drf_spectacular.generators import SchemaGenerator
+
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    operation = document["paths"]["/api/projects/{slug}/items/"]["get"]
+    names = {parameter["name"] for parameter in operation["parameters"]}
+    assert {"page", "cursor", "status"} <= names
+    reference = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    body = document["components"]["schemas"][reference.rsplit("/", 1)[1]]
+    assert "count" in body["properties"] and "count" not in body["required"]
+    assert "cursor" in body["properties"]["count"]["description"]
