@@ -1,0 +1,32 @@
+"""A project's items by id (the data manager's newest-first page and its sample of payload
+paths, annotation/models.py ``item_project_id_idx``), replacing the single-column index of the
+foreign key on project: the new index serves every lookup by project the old one did."""
+
+import django.db.models.deletion
+from django.conf import settings
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("annotation", "0018_item_stage_keyset_indexes"),
+        ("imports", "0004_import_batch_content_sha256"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+
+    operations = [
+        migrations.AddIndex(
+            model_name="item",
+            index=models.Index(fields=["project", "id"], name="item_project_id_idx"),
+        ),
+        migrations.AlterField(
+            model_name="item",
+            name="project",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="items",
+                to="annotation.project",
+            ),
+        ),
+    ]
