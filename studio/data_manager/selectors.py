@@ -225,6 +225,18 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
     return items.order_by(*order)
 
 
+def _first_rows(ordered: QuerySet[Item], size: int) -> list[Item]:
+    """The first ``size`` rows of ``ordered`` (``_ordered_after``), read in two steps: their
+    ids, which an index on (project, sort field, id) serves without reading a row, then those
+    rows, in the same order, with their import batches (prefetched: a join to them made the
+    planner leave the sort index on deep pages, benchmarks/data_manager.py). Read in one
+    step, the planner walked the primary key backwards past every newer item of the other
+    projects, filtering each (benchmarks/README.md, "Pages at scale")."""
+    ids = ordered.values("pk")[:size]
+    rows = Item.objects.filter(pk__in=ids).order_by(*ordered.query.order_by)
+    return list(rows.prefetch_related("import_batch"))
+
+
 def _sort_value(item: Item, sort: str) -> Any:
     field, _ = SORTS[sort]
     return item.pk if field == "pk" else getattr(item, field)
@@ -234,13 +246,12 @@ def items_page(
     project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = PAGE_SIZE
 ) -> tuple[list[Item], str | None]:
     """One page of the matching items from ``query.after``, with the cursor of the next page
-    (None on the last). One query (``size`` + 1 rows tell whether there is a next page), and
-    one for the page's import batches (prefetched: a join to them made the planner leave the
-    sort index on deep pages, benchmarks/data_manager.py)."""
+    (None on the last). One query (``size`` + 1 rows tell whether there is a next page;
+    ``_first_rows``), and one for the page's import batches."""
     items = _ordered_after(
         items_matching(project, query, viewer=viewer, named=named), query.sort, query.after
     )
-    found = list(items.prefetch_related("import_batch")[: size + 1])
+    found = _first_rows(items, size + 1)
     if len(found) <= size:
         return found, None
     last = found[size - 1]
@@ -289,9 +300,7 @@ def items_in_batches(
     def batches() -> Iterator[list[Item]]:
         after = None
         while True:
-            batch = list(
-                _ordered_after(matching, query.sort, after).prefetch_related("import_batch")[:size]
-            )
+            batch = _first_rows(_ordered_after(matching, query.sort, after), size)
             if not batch:
                 return
             yield batch
@@ -356,11 +365,9 @@ def project_columns(project: Project, *, named: bool) -> tuple[list[Stage], list
     """The project's stages in pipeline order and every column it offers (payload paths from
     the newest ``PATH_SAMPLE`` items)."""
     stages = list(Stage.objects.filter(project=project).order_by("position"))
-    sample = (
-        Item.objects.filter(project=project)
-        .order_by("-pk")
-        .values_list("payload", flat=True)[:PATH_SAMPLE]
-    )
+    # The newest ids first, from the (project, id) index alone (as ``_first_rows``).
+    newest = Item.objects.filter(project=project).order_by("-pk").values("pk")[:PATH_SAMPLE]
+    sample = Item.objects.filter(pk__in=newest).values_list("payload", flat=True)
     return stages, available_columns(stages, payload_paths(sample, named=named))
 
 
