@@ -803,7 +803,6 @@ def _stored_pipeline(project) -> None:
         )
 
 
-
 # --- The data manager's search index (DM) ------------------------------------------------------
 
 
