@@ -91,8 +91,7 @@ def profile(name: str, cookie: str, token: str, top: int) -> None:
     import rungwise.wsgi  # noqa: F401 (what a worker imports before its first request)
 
     [(_, path, extra)] = [page for page in pages_scale.pages() if page[0] == name]
-    client = Client(**{f"HTTP_{key.upper().replace('-', '_')}": value for key, value in
-                       _headers(path, cookie, token, extra).items()})  # fmt: skip
+    client = Client(headers=_headers(path, cookie, token, extra))
     profiler = cProfile.Profile()
     started = time.perf_counter()
     profiler.enable()

@@ -29,7 +29,7 @@ def _own_template_dirs(engine: DjangoTemplates) -> list[Path]:
     """The template directories of the repository's apps and its ``templates/`` (not those of
     installed packages: the admin's pages are rarely the first a worker serves)."""
     base = Path(settings.BASE_DIR).resolve()
-    dirs = [Path(path) for path in (*engine.engine.dirs, *get_app_template_dirs("templates"))]
+    dirs = [Path(str(path)) for path in (*engine.engine.dirs, *get_app_template_dirs("templates"))]
     return [
         path for path in dirs if path.resolve().is_relative_to(base) and ".venv" not in path.parts
     ]
