@@ -446,6 +446,7 @@ def _stored_pages(project, *, missing_only: bool = False) -> None:
         stored.stage_page_store(stage_id=stage.pk)
         print(f"  stored page of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
     _stored_pipeline(project)  # PA's block: "Stored pipeline counts and CPU per request"
+    _search_indexed()  # DM's block: "The data manager's search index"
 
 
 def _derived(project) -> None:
@@ -832,6 +833,26 @@ def _disagreement_filter_and_cursor_pages(project) -> list[tuple[str, str, dict[
         ("API: items cursor deep", api + "?" + urlencode({"cursor": deep}), {}),
     ]
     return found
+
+
+# --- The data manager's search index (DM) ------------------------------------------------------
+
+
+def _search_indexed() -> None:
+    """Index the items queued for the data manager's search (annotation/search.py), as the
+    worker's task does within a minute of an import (beat sends it every minute): the items
+    this script writes with SQL are all queued by the database's triggers, and a search reads
+    queued items one by one. Skipped on a checkout without the search table."""
+    try:
+        from annotation.search import item_search_index
+    except ImportError:
+        return
+    started = time.perf_counter()
+    indexed = item_search_index()
+    if indexed:
+        print(
+            f"  search index: {indexed:,} items ({time.perf_counter() - started:.1f} s)", flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, *
         "stage_forms": stage_forms,
         "kinds": sorted((key, kind.label) for key, kind in KINDS.items()),
         "tie_policies": TIE_POLICIES,
-        "members": selectors.project_members(project),
+        **_members_shown(request, project),
         "roles": Role.choices,
         "invites": selectors.project_invites(project),
         "licences": LICENCES,
@@ -64,6 +64,23 @@ def _setup_context(request, access: ProjectAccess, *, error=None, posted=None, *
         "error": error,
         "posted": posted or {},
         **extra,
+    }
+
+
+#: Members listed on the setup page before "Show all" (each row holds two forms: 200 rows were
+#: 300 kB of HTML, most of the page's time; benchmarks/README.md, "Pages at scale").
+MEMBERS_SHOWN = 25
+
+
+def _members_shown(request, project) -> dict:
+    """The setup page's members table: the first ``MEMBERS_SHOWN`` by role then name, or all
+    of them with ``?members=all``; and how many there are."""
+    members = selectors.project_members(project)
+    total = members.count()
+    every = request.GET.get("members") == "all"
+    return {
+        "members": list(members if every else members[:MEMBERS_SHOWN]),
+        "members_total": total,
     }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -72,12 +73,10 @@ def _decision_values(text: str) -> list[Any]:
     return values
 
 
-def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
-    """The item stages the stage-level filters select, or None when none is set."""
-    if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
-        return None
-    # The project's stage ids, read first: a list of a few ids lets the planner estimate the
-    # item stages it reads, where a join to the stage table does not.
+def _stage_ids(project: Project, query: ItemQuery) -> list[int]:
+    """The ids of the project's stages ``query`` looks in: the one it names, else all. Read
+    first: a list of a few ids lets the planner estimate the item stages it reads, where a
+    join to the stage table does not."""
     stages = Stage.objects.filter(project=project)
     if query.stage:
         stages = stages.filter(slug=query.stage)
@@ -86,6 +85,14 @@ def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: b
         raise ApplicationError(
             f"There is no stage {query.stage!r} in this project.", {"field": "stage"}
         )
+    return stage_ids
+
+
+def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
+    """The item stages the stage-level filters select, or None when none is set."""
+    if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
+        return None
+    stage_ids = _stage_ids(project, query)
     item_stages = ItemStage.objects.filter(stage_id__in=stage_ids)
     if query.state:
         item_stages = item_stages.filter(state=query.state)
@@ -145,11 +152,41 @@ def items_matching(
     return items
 
 
+def _stage_state_count(project: Project, query: ItemQuery) -> tuple[int, bool]:
+    """``items_count`` of a view filtered by stage and state alone, from the item stages'
+    ``(stage, state)`` index without reading an item: an item has one item stage per stage
+    (``item_stage_unique``), so a stage's item stages count its items. Each stage's are
+    counted up to ``COUNT_LIMIT`` + 1 (a few thousand index entries, however large the stage);
+    over several stages, an item counted in two is counted once (a distinct count, read only
+    when no stage alone passes the limit: then at most a few times ``COUNT_LIMIT`` rows)."""
+    item_stages = ItemStage.objects.order_by()
+    if query.state:
+        item_stages = item_stages.filter(state=query.state)
+    stage_ids = _stage_ids(project, query)
+    largest = 0
+    for stage_id in stage_ids:
+        largest = max(largest, item_stages.filter(stage_id=stage_id)[: COUNT_LIMIT + 1].count())
+        if largest > COUNT_LIMIT:
+            return COUNT_LIMIT, True
+    if len(stage_ids) > 1:
+        items = item_stages.filter(stage_id__in=stage_ids).values("item_id").distinct()
+        largest = items.count()
+    return min(largest, COUNT_LIMIT), largest > COUNT_LIMIT
+
+
 def items_count(
     project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
 ) -> tuple[int, bool]:
     """How many items ``query`` matches, and whether there are more: the exact number of an
-    unfiltered view (an index count), at most ``COUNT_LIMIT`` (True beyond) of a filtered one."""
+    unfiltered view (an index count), at most ``COUNT_LIMIT`` (True beyond) of a filtered one.
+    A view filtered by stage and state alone is counted from the item stages' index
+    (``_stage_state_count``), for the roles that see every item (gold included)."""
+    stage_state_only = (query.stage or query.state) and not any(
+        (query.q, query.status, query.batch, query.tag, query.decision)
+        + (query.disagreement, query.annotator)
+    )
+    if named and stage_state_only:
+        return _stage_state_count(project, query)
     matching = items_matching(project, query, viewer=viewer, named=named).order_by()
     if not query.filtered:
         return matching.count(), False
@@ -188,6 +225,18 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
     return items.order_by(*order)
 
 
+def _first_rows(ordered: QuerySet[Item], size: int) -> list[Item]:
+    """The first ``size`` rows of ``ordered`` (``_ordered_after``), read in two steps: their
+    ids, which an index on (project, sort field, id) serves without reading a row, then those
+    rows, in the same order, with their import batches (prefetched: a join to them made the
+    planner leave the sort index on deep pages, benchmarks/data_manager.py). Read in one
+    step, the planner walked the primary key backwards past every newer item of the other
+    projects, filtering each (benchmarks/README.md, "Pages at scale")."""
+    ids = ordered.values("pk")[:size]
+    rows = Item.objects.filter(pk__in=ids).order_by(*ordered.query.order_by)
+    return list(rows.prefetch_related("import_batch"))
+
+
 def _sort_value(item: Item, sort: str) -> Any:
     field, _ = SORTS[sort]
     return item.pk if field == "pk" else getattr(item, field)
@@ -197,17 +246,46 @@ def items_page(
     project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = PAGE_SIZE
 ) -> tuple[list[Item], str | None]:
     """One page of the matching items from ``query.after``, with the cursor of the next page
-    (None on the last). One query (``size`` + 1 rows tell whether there is a next page), and
-    one for the page's import batches (prefetched: a join to them made the planner leave the
-    sort index on deep pages, benchmarks/data_manager.py)."""
+    (None on the last). One query (``size`` + 1 rows tell whether there is a next page;
+    ``_first_rows``), and one for the page's import batches."""
     items = _ordered_after(
         items_matching(project, query, viewer=viewer, named=named), query.sort, query.after
     )
-    found = list(items.prefetch_related("import_batch")[: size + 1])
+    found = _first_rows(items, size + 1)
     if len(found) <= size:
         return found, None
     last = found[size - 1]
     return found[:size], cursor_encode(_sort_value(last, query.sort), last.pk)
+
+
+@dataclass(frozen=True)
+class ItemsShown:
+    """One page of the Items tab and the count above it."""
+
+    items: list[Item]
+    #: The ``after`` cursor of the next page; None on the last.
+    next_cursor: str | None
+    #: How many items match (``items_count``), and whether that is a lower bound ("10,000+").
+    matching: int
+    more: bool
+    #: For a search: the project's items not in the search index yet (``search_waiting``).
+    search_waiting: int
+    search_waiting_more: bool
+
+
+def items_shown(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool, size: int = PAGE_SIZE
+) -> ItemsShown:
+    """The page ``query`` asks for (``items_page``) and how many items match. A first page
+    that holds every match is its own count: no counting query runs (a search by id, a filter
+    matching a few items), where the count would repeat the page's whole search."""
+    found, next_cursor = items_page(project, query, viewer=viewer, named=named, size=size)
+    if query.after is None and next_cursor is None:
+        matching, more = len(found), False
+    else:
+        matching, more = items_count(project, query, viewer=viewer, named=named)
+    waiting, waiting_more = search_waiting(project, query)
+    return ItemsShown(found, next_cursor, matching, more, waiting, waiting_more)
 
 
 def items_in_batches(
@@ -222,9 +300,7 @@ def items_in_batches(
     def batches() -> Iterator[list[Item]]:
         after = None
         while True:
-            batch = list(
-                _ordered_after(matching, query.sort, after).prefetch_related("import_batch")[:size]
-            )
+            batch = _first_rows(_ordered_after(matching, query.sort, after), size)
             if not batch:
                 return
             yield batch
@@ -289,11 +365,9 @@ def project_columns(project: Project, *, named: bool) -> tuple[list[Stage], list
     """The project's stages in pipeline order and every column it offers (payload paths from
     the newest ``PATH_SAMPLE`` items)."""
     stages = list(Stage.objects.filter(project=project).order_by("position"))
-    sample = (
-        Item.objects.filter(project=project)
-        .order_by("-pk")
-        .values_list("payload", flat=True)[:PATH_SAMPLE]
-    )
+    # The newest ids first, from the (project, id) index alone (as ``_first_rows``).
+    newest = Item.objects.filter(project=project).order_by("-pk").values("pk")[:PATH_SAMPLE]
+    sample = Item.objects.filter(pk__in=newest).values_list("payload", flat=True)
     return stages, available_columns(stages, payload_paths(sample, named=named))
 
 

@@ -65,12 +65,11 @@ def _items_page(
     named = access.sees_annotators
     stages, offered = selectors.project_columns(project, named=named)
     columns = selectors.chosen_columns(project, request.user, stages, offered)
-    found, next_cursor = selectors.items_page(project, query, viewer=request.user, named=named)
-    matching, more = selectors.items_count(project, query, viewer=request.user, named=named)
-    waiting, waiting_more = selectors.search_waiting(project, query)
+    shown = selectors.items_shown(project, query, viewer=request.user, named=named)
+    next_cursor = shown.next_cursor
     rows = [
         (item, [selectors.display(value) for value in cells])
-        for item, cells in selectors.item_rows(found, [column.key for column in columns])
+        for item, cells in selectors.item_rows(shown.items, [column.key for column in columns])
     ]
     params = query.params()
     return render(
@@ -86,10 +85,10 @@ def _items_page(
             "columns": columns,
             "offered": offered,
             "chosen_keys": {column.key for column in columns},
-            "matching": matching,
-            "more": more,
-            "search_waiting": waiting,
-            "search_waiting_more": waiting_more,
+            "matching": shown.matching,
+            "more": shown.more,
+            "search_waiting": shown.search_waiting,
+            "search_waiting_more": shown.search_waiting_more,
             "next_url": _items_url(slug, {**params, "after": next_cursor}) if next_cursor else "",
             "first_url": _items_url(slug, params) if query.after else "",
             "stages": stages,

@@ -605,3 +605,21 @@ def test_the_spot_check_rate_is_a_field_of_the_stage_form_checked_from_0_to_1(cl
     assert client.post(edit, stage_form_data(verify, spot_check_rate="")).status_code == 302
     verify.refresh_from_db()
     assert "spot_check_rate" not in verify.config
+
+
+def test_the_members_table_lists_the_first_rows_and_all_on_request(client, project, monkeypatch):
+    from studio import views
+
+    monkeypatch.setattr(views, "MEMBERS_SHOWN", 3)
+    for _ in range(4):
+        make_member(project, Role.ANNOTATOR)
+    total = Membership.objects.filter(project=project).count()
+    url = reverse("studio:setup", args=[project.slug])
+
+    def rows(page: str) -> int:
+        return page.count('name="new_role"')
+
+    first = client.get(url).content.decode()
+    assert rows(first) == 3 and f"Show all {total}" in first and f"{total} roles" in first
+    every = client.get(url, {"members": "all"}).content.decode()
+    assert rows(every) == total and "Show all" not in every

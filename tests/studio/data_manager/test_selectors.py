@@ -4,6 +4,8 @@ repeating a row (ties broken by id), and decisions shown only once votes are fin
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation import services
 from annotation.errors import ApplicationError, PermissionDenied
@@ -175,3 +177,55 @@ def test_a_filtered_count_stops_at_its_limit_and_says_there_are_more(monkeypatch
     )
     # The unfiltered view is counted exactly.
     assert selectors.items_count(project, ItemQuery(), viewer=None, named=True) == (7, False)
+
+
+def _counted(project, **filters):
+    return selectors.items_count(project, ItemQuery(**filters), viewer=None, named=True)
+
+
+def test_stage_and_state_counts_from_item_stages_equal_the_matching_items(
+    django_capture_on_commit_callbacks, monkeypatch
+):
+    project, verify, label, people = pipeline(overlap=3, items=4, annotators=3)
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, lambda person, item: "keep")
+        annotate_stage(label, people, lambda person, item: "causal")
+    make_items(project, 2, prefix="later")  # open in verify, not yet in label
+    filters = [
+        {"stage": "verify"},
+        {"stage": "label"},
+        {"stage": "verify", "state": "open"},
+        {"stage": "label", "state": "resolved"},
+        {"state": "resolved"},  # four items resolved in both stages: four, not eight
+        {"state": "open"},
+    ]
+    for limit in (100, 5, 3):
+        monkeypatch.setattr(selectors, "COUNT_LIMIT", limit)
+        for each in filters:
+            found = len(_matching(project, **each))
+            with CaptureQueriesContext(connection) as statements:
+                assert _counted(project, **each) == (min(found, limit), found > limit), each
+            # Read from the item stages alone: no statement reads the items table.
+            assert not any('FROM "annotation_item"' in q["sql"] for q in statements), each
+    assert len(_matching(project, state="resolved")) == 4
+
+
+def test_a_first_page_holding_every_match_is_its_own_count():
+    project = make_project()
+    make_items(project, 7)
+
+    def shown_and_counts(query, size):
+        with CaptureQueriesContext(connection) as statements:
+            shown = selectors.items_shown(project, query, viewer=None, named=True, size=size)
+        return shown, [q["sql"] for q in statements if "COUNT(" in q["sql"].upper()]
+
+    shown, counts = shown_and_counts(ItemQuery(status="active"), size=50)
+    assert (len(shown.items), shown.matching, shown.more, shown.next_cursor) == (7, 7, False, None)
+    assert counts == []
+    shown, counts = shown_and_counts(ItemQuery(status="active"), size=5)
+    assert (len(shown.items), shown.matching, shown.more) == (5, 7, False)
+    assert shown.next_cursor and counts
+    # The last page holds only the rest: the count still says every match.
+    after = item_query({"status": "active", "after": shown.next_cursor})
+    shown, _ = shown_and_counts(after, size=5)
+    assert (len(shown.items), shown.matching, shown.next_cursor) == (2, 7, None)
