@@ -469,19 +469,25 @@ _DECODER = decoder(parse_constant=_reject_constant)
 #: A run of 19 digits: a number orjson might read otherwise than the standard decoder (beyond
 #: 64 bits it gives a float where the standard decoder gives an int or ``InvalidNumber``).
 _LONG_DIGITS = re.compile(r"\d{19}")
+#: Values of a record that may come from such a number (a float) or hold one (nesting).
+_MAYBE_LONG = frozenset({float, dict, list})
 
 
 def _decode_line(text: str) -> Any:
     """One JSON Lines record, as ``_DECODER.decode`` reads it. orjson (several times faster)
-    reads the records it reads identically; a line it refuses, or one with a number of 19
-    digits or more, goes to the standard decoder, whose errors and number hooks are the
-    contract (``_read_jsonl`` reports them)."""
-    if _LONG_DIGITS.search(text) is None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return _DECODER.decode(text)
+    reads the records it reads identically; a line it refuses, or one that may hold a number
+    beyond 64 bits (a run of 19 digits, in a record with a float or nesting), goes to the
+    standard decoder, whose errors and number hooks are the contract (``_read_jsonl`` reports
+    them)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _DECODER.decode(text)
+    # orjson reads an integer beyond 64 bits as a float: a flat record without floats holds
+    # none, and needs no search of its text (the search costs more than the decoding).
+    if type(value) is dict and not any(type(item) in _MAYBE_LONG for item in value.values()):
+        return value
+    return value if _LONG_DIGITS.search(text) is None else _DECODER.decode(text)
 
 
 _TOO_DEEP = (

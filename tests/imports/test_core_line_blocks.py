@@ -95,3 +95,21 @@ def test_csv_with_quoted_line_breaks_across_blocks(monkeypatch):
     records, fatal, _, _ = both_ways(data, "csv", monkeypatch)
     assert fatal is None and len(records) == 20_000
     assert records[-1][0] == 2 + 2 * 19_999 and records[-1][1]["text"] == "two\nlines 19999"
+
+
+def test_numbers_beyond_64_bits_read_as_the_standard_decoder_reads_them(monkeypatch):
+    data = (
+        b'{"id": "a", "n": 123456789012345678901234}\n'
+        b'{"id": "b", "n": -9223372036854775809, "x": 1.5}\n'
+        b'{"id": "c", "s": "12345678901234567890123", "n": 18446744073709551615}\n'
+        b'{"id": "d", "nested": {"n": 99999999999999999999999}}\n'
+    )
+    records, fatal, _, _ = both_ways(data, "jsonl", monkeypatch)
+    assert fatal is None
+    assert [record[1] for record in records] == [
+        {"id": "a", "n": 123456789012345678901234},
+        {"id": "b", "n": -9223372036854775809, "x": 1.5},
+        {"id": "c", "s": "12345678901234567890123", "n": 18446744073709551615},
+        {"id": "d", "nested": {"n": 99999999999999999999999}},
+    ]
+    assert type(records[0][1]["n"]) is int and type(records[3][1]["nested"]["n"]) is int

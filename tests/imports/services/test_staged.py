@@ -229,3 +229,38 @@ def test_items_of_a_big_file_get_ids_in_file_order():
     )
     assert stored == order
     assert ItemStage.objects.filter(item__project=project).count() == 30_000
+
+
+def test_an_import_writes_no_index_a_longer_one_makes_redundant_and_deleting_its_batch_unlinks():
+    """Migration 0019_import_write_lean: the items' and item stages' foreign keys have no
+    single-column indexes of their own (longer indexes start with them), the import batch
+    link has no database constraint; deleting a batch still empties its items' link."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT tablename, indexdef FROM pg_indexes
+               WHERE tablename IN ('annotation_item', 'annotation_itemstage')"""
+        )
+        definitions = cursor.fetchall()
+        cursor.execute(
+            """SELECT count(*) FROM pg_constraint
+               WHERE conrelid = 'annotation_item'::regclass AND contype = 'f'
+                 AND conkey = ARRAY[(SELECT attnum FROM pg_attribute
+                                     WHERE attrelid = 'annotation_item'::regclass
+                                       AND attname = 'import_batch_id')]"""
+        )
+        batch_constraints = cursor.fetchone()[0]
+    single = {(table, d.split("USING btree ")[1]) for table, d in definitions if "USING btree" in d}
+    assert ("annotation_item", "(project_id)") not in single
+    assert ("annotation_itemstage", "(item_id)") not in single
+    assert ("annotation_itemstage", "(stage_id)") not in single
+    assert ("annotation_item", "(import_batch_id)") in single
+    assert batch_constraints == 0
+    project = make_project()
+    batch = upload(project, line({"id": "a", "text": "x"}).encode())
+    assert batch.status == "succeeded", batch.message
+    batch.delete()
+    assert list(Item.objects.filter(project=project).values_list("import_batch", flat=True)) == [
+        None
+    ]
