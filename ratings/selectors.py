@@ -495,11 +495,16 @@ class AnalysisState:
     queued: bool = False
 
 
-def stored_analysis(context: RatingsContext, *, source: str, run: ModelRun | None) -> AnalysisState:
+def stored_analysis(
+    context: RatingsContext, *, source: str, run: ModelRun | None, version: str | None = None
+) -> AnalysisState:
     """The stored analysis of a source and model run and whether it is fresh (its data version
     is the current one). Never computes; ratings.services.analysis_refresh_request asks for a
-    computation when it is missing or stale."""
-    version = data_version(context, run)
+    computation when it is missing or stale. ``version``: ``data_version(context, run)`` when
+    the caller has just read it (the page does: each reading is several aggregates over the
+    project's items and item stages)."""
+    if version is None:
+        version = data_version(context, run)
     # The row without its content (megabytes at a million ratings): the content is read and
     # unpickled once per stored computation and process, then kept here.
     row = (

@@ -70,7 +70,8 @@ def dashboard(request, slug: str):
         "sources": selectors.SOURCES,
         "progress": progress,
     }
-    page_context["version"] = selectors.data_version(context, None)
+    version = selectors.data_version(context, None)
+    page_context["version"] = version
     if request.htmx and part == "progress":
         response = render(request, "ratings/dashboard.html#progress", page_context)
         if request.GET.get("version") not in (None, "", page_context["version"]):
@@ -82,7 +83,9 @@ def dashboard(request, slug: str):
     # that is missing or stale, says so and polls; its analysis section asks the worker for a
     # new one with a POST (analysis_request: sent by htmx when the section loads, or by its
     # button without JavaScript).
-    state = selectors.stored_analysis(context, source=source, run=run)
+    state = selectors.stored_analysis(
+        context, source=source, run=run, version=version if run is None else None
+    )
     page_context.update(
         run=run,
         runs=selectors.model_runs(context.project),
