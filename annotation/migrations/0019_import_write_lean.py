@@ -42,9 +42,10 @@ def backwards(apps, schema_editor):
         schema_editor.execute(
             f'CREATE INDEX IF NOT EXISTS "{table}_{column}_fk_idx" ON "{table}" ("{column}")'
         )
+    batches = apps.get_model("imports", "importbatch")._meta.db_table  # its name has changed
     schema_editor.execute(
         'ALTER TABLE "annotation_item" ADD CONSTRAINT "annotation_item_import_batch_id_fk" '
-        'FOREIGN KEY ("import_batch_id") REFERENCES "imports_importbatch" ("id") '
+        f'FOREIGN KEY ("import_batch_id") REFERENCES "{batches}" ("id") '
         "DEFERRABLE INITIALLY DEFERRED NOT VALID"
     )
 
