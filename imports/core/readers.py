@@ -98,7 +98,7 @@ _TEXT_LINE_END = re.compile(r"\r\n?|\n")
 #: What ``str.splitlines`` breaks lines at besides LF and CR (not line ends in an import file).
 _OTHER_LINE_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 #: Bytes of whole lines read and decoded at a time (``_text_lines``).
-LINES_BLOCK = 1 << 18
+LINES_BLOCK = 1 << 15
 
 
 def count_line_ends(text: str, start: int = 0, end: int | None = None) -> int:
