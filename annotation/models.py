@@ -86,7 +86,8 @@ class Item(models.Model):
         #: ``gold_every`` rate, never counted as work, left out of agreement and releases.
         GOLD = "gold", "Silent gold"
 
-    # Indexed by item_project_id_idx (project, id), below, not by a single-column index.
+    # No index of its own: item_project_id_idx (project, id), below, and every other index of
+    # the table start with the project (migrations 0020_import_write_lean, 0021_item_project_id_idx).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="items", db_index=False
     )
@@ -108,12 +109,15 @@ class Item(models.Model):
         related_name="authored_items",
         help_text="Who wrote the item, if a member did: stages can keep authors off their own items.",
     )
+    # Provenance, kept without a database constraint (SET_NULL is Django's, in Python): the
+    # constraint's check ran once per imported item (migration 0020_import_write_lean).
     import_batch = models.ForeignKey(
         "imports.ImportBatch",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="items",
+        db_constraint=False,
     )
 
     class Status(models.TextChoices):
@@ -276,8 +280,14 @@ class ItemStage(models.Model):
         RESOLVED = "resolved", "Resolved"
         DISCARDED = "discarded", "Discarded"
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="item_stages")
-    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="item_stages")
+    # No indexes of their own: item_stage_unique starts with the item, several indexes with
+    # the stage (migration 0020_import_write_lean).
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="item_stages", db_index=False
+    )
+    stage = models.ForeignKey(
+        Stage, on_delete=models.CASCADE, related_name="item_stages", db_index=False
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     target_count = models.PositiveIntegerField()
     submitted_count = models.PositiveIntegerField(default=0)

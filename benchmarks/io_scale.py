@@ -1,7 +1,7 @@
 """I/O at scale on PostgreSQL: import 100,000 items, export 1,000,000 annotations.
 
     scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
-        [--before-rows 100000] [--import-only] [--index]
+        [--before-rows 100000] [--import-only] [--index] [--steps]
 
 Each measured phase runs in its own process so that its peak memory (resident memory above
 its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
@@ -16,6 +16,10 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
   ``--import-only`` stops after the imports; ``--index`` then fills the data manager's
   search index as its Celery task does after an import commits (annotation/search.py: the
   trigram indexes are off the import's path), and prints its figures as a line "indexing";
+  ``--steps`` prints, under each one-pass import, the CPU a row (process + PostgreSQL) of each
+  of its steps: reading, checking and COPYing the rows, the id checks, the INSERT of the items,
+  opening them in their stage, the ANALYZE, and the whole write with its COMMIT (whose
+  difference from the steps is mostly the deferred foreign-key checks);
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
   in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
@@ -119,7 +123,53 @@ class CpuSeconds:
         }  # fmt: skip
 
 
-def phase_import(slug: str, rows: int, workdir: Path, path_kind: str = "one-pass") -> None:
+#: The steps of the staging import (imports/services/staged.py) ``--steps`` times apart.
+STAGED_STEPS = ("_stage_rows", "_check_ids", "_insert_new", "_revise_changed", "_open_created")
+
+
+def time_staged_steps(cpu: CpuSeconds) -> list[dict]:
+    """Wrap the staging import's steps (and its ANALYZE of the item tables) so that each
+    records the CPU seconds of this process and of its PostgreSQL backend, and the wall time,
+    it took; return the list they are appended to (the whole import's rest is the COMMIT and
+    the bookkeeping around it)."""
+    from imports.services import staged
+
+    steps: list[dict] = []
+
+    def timed(name: str, function):
+        def step(*args, **kwargs):
+            process, backend = cpu._now()
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                process_after, backend_after = cpu._now()
+                steps.append({
+                    "step": name, "wall_s": time.perf_counter() - started,
+                    "cpu_process_s": process_after - process,
+                    "cpu_backend_s": None if backend is None or backend_after is None
+                    else backend_after - backend,
+                })  # fmt: skip
+
+        return step
+
+    for name in STAGED_STEPS:
+        setattr(staged, name, timed(name, getattr(staged, name)))
+    # staged calls it through the package (``services.planner_statistics_refresh``).
+    services = staged.services
+    services.planner_statistics_refresh = timed(
+        "ANALYZE items", services.planner_statistics_refresh
+    )
+    # The whole write, its transaction's COMMIT (the deferred foreign-key checks) included.
+    from imports.services import run as import_run
+
+    import_run.staged_write = timed("whole write + COMMIT", import_run.staged_write)
+    return steps
+
+
+def phase_import(
+    slug: str, rows: int, workdir: Path, path_kind: str = "one-pass", steps: bool = False
+) -> None:
     django_setup()
     from annotation import services
     from annotation.models import Project
@@ -146,6 +196,7 @@ def phase_import(slug: str, rows: int, workdir: Path, path_kind: str = "one-pass
             }) + "\n")  # fmt: skip
     peak = PeakRss()
     cpu = CpuSeconds()
+    timed_steps = time_staged_steps(cpu) if steps and path_kind == "one-pass" else []
     started = time.perf_counter()
     with open(path, "rb") as handle:
         batch = import_batch_create(project=project, user=None, fileobj=handle, filename=path.name)
@@ -153,7 +204,8 @@ def phase_import(slug: str, rows: int, workdir: Path, path_kind: str = "one-pass
     seconds = time.perf_counter() - started
     assert batch.status == "succeeded", batch.message
     report(rows=rows, seconds=seconds, rows_per_s=rows / seconds, peak_mib=peak(),
-           bytes=path.stat().st_size, load=os.getloadavg()[0], **cpu())  # fmt: skip
+           bytes=path.stat().st_size, load=os.getloadavg()[0], steps=timed_steps,
+           **cpu())  # fmt: skip
 
 
 def phase_index() -> None:
@@ -191,6 +243,11 @@ def print_import(label: str, rows: int, result: dict) -> None:
           f"peak +{result['peak_mib']:6.1f} MiB  CPU {result['cpu_process_s']:6.1f} s + "
           + ("?" if backend is None else f"{backend:.1f}") + " s PostgreSQL  "
           f"(load {result['load']:.2f})", flush=True)  # fmt: skip
+    for step in result.get("steps", []):
+        step_backend = step["cpu_backend_s"]
+        print(f"      {step['step']:22} CPU {step['cpu_process_s'] / rows * 1e6:6.1f} + "
+              + ("?" if step_backend is None else f"{step_backend / rows * 1e6:6.1f}")
+              + f" µs a row (process + PostgreSQL), {step['wall_s']:7.2f} s", flush=True)  # fmt: skip
 
 
 def phase_export(slug: str, workdir: Path, naive: bool) -> None:
@@ -316,12 +373,17 @@ def main() -> None:
         "--index", action="store_true",
         help="after the imports, fill the data manager's search index as its Celery task does",
     )  # fmt: skip
+    parser.add_argument(
+        "--steps", action="store_true",
+        help="print each step of the one-pass imports apart: CPU a row of the process and of "
+        "PostgreSQL (read and COPY, id checks, INSERT, opening, ANALYZE, the whole with COMMIT)",
+    )  # fmt: skip
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         name, *rest = args.phase
         if name == "import":
-            phase_import(rest[0], int(rest[1]), Path(rest[2]), rest[3])
+            phase_import(rest[0], int(rest[1]), Path(rest[2]), rest[3], rest[4:] == ["steps"])
         elif name == "index":
             phase_index()
         elif name == "export":
@@ -348,7 +410,9 @@ def main() -> None:
             empty_item_tables()
         # The full size first: the first import into empty tables, the case that was slowest.
         for slug, rows in (("full", args.items), ("small", quarter)):
-            result = child("import", slug, str(rows), str(work), "one-pass")
+            result = child(
+                "import", slug, str(rows), str(work), "one-pass", *(["steps"] if args.steps else [])
+            )
             print_import("one-pass", rows, result)
         if args.index:
             result = child("index")

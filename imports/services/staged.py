@@ -3,11 +3,13 @@ checked set-based, then one INSERT … SELECT.
 
 ``staged_write`` runs inside ONE transaction:
 
-1. The file is read once (``imports.core.pipeline.iter_checked_rows``): each record is checked
-   by the schema and the kind's item mapper in Python (what only Python can check: types,
-   choices, a kind's rules), and every row that passes is written by ``COPY`` into a temporary
-   staging table (no WAL, dropped with the transaction) as the item it will become. The
-   errors of single records go to the report in line order as they are found.
+1. The file is read once (``imports.core.pipeline.iter_checked_rows``, whole lines decoded a
+   block at a time): each record is checked by the schema and the kind's item mapper in
+   Python (what only Python can check: types, choices, a kind's rules; the simplest records
+   by the schema's compiled check, imports/core/fast_rows.py), and every row that passes is
+   written by ``COPY`` into a temporary staging table (no WAL, dropped with the transaction)
+   as the item it will become. The errors of single records go to the report in line order
+   as they are found.
 2. Checks across rows run as SQL on the staging table, after an ``ANALYZE`` so that the
    planner knows its size: an id used twice in the file (``duplicate_in_file``, every repeat
    named with its first line) and, with the duplicate policy "reject", an id already in the
@@ -132,7 +134,7 @@ def staged_write(
         force=True, status=batch.status, validated_at=batch.validated_at,
         rows_total=batch.rows_total, rows_done=batch.rows_done, bytes_done=batch.bytes_done,
     )  # fmt: skip
-    created = _insert_new(batch) if report.rows_create else 0
+    created = _insert_new(batch, known=report.rows_update > 0) if report.rows_create else 0
     if created != report.rows_create:
         # Another import added some of these ids after the check above (the INSERT's own
         # snapshot skips them): never drop a row of the file in silence.
@@ -273,10 +275,21 @@ def _merge_errors(report: ImportReport, errors: list[RowError], count: int) -> N
     report.error_count += count
 
 
-def _insert_new(batch: ImportBatch) -> int:
-    """Step 4: the staged rows whose ids are new to the project, as items, in file order."""
+def _insert_new(batch: ImportBatch, *, known: bool) -> int:
+    """Step 4: the staged rows whose ids are new to the project, as items, in file order.
+    ``known``: some staged ids are already in the project (policy "update"); when none are,
+    the statement does not look each id up again: an id another import added meanwhile breaks
+    the unique constraint, and the import is refused, keeping nothing."""
     table = _quote(Item._meta.db_table)
     columns = ", ".join(_item_column(name) for name in _ITEM_COLUMNS)
+    new_only = (
+        f"""AND NOT EXISTS (
+            SELECT 1 FROM {table} i
+            WHERE i.{_item_column("project")} = %(project)s
+              AND i.{_item_column("external_id")} = s.external_id)"""
+        if known
+        else ""
+    )
     with connection.cursor() as cursor:
         try:
             cursor.execute(
@@ -284,10 +297,7 @@ def _insert_new(batch: ImportBatch) -> int:
                     SELECT %(project)s, s.external_id, s.payload, s.source, s.grp, s.purpose,
                            %(batch)s, %(status)s, 1, %(now)s
                     FROM {_quote(STAGING_TABLE)} s
-                    WHERE NOT s.repeated AND NOT EXISTS (
-                        SELECT 1 FROM {table} i
-                        WHERE i.{_item_column("project")} = %(project)s
-                          AND i.{_item_column("external_id")} = s.external_id)
+                    WHERE NOT s.repeated {new_only}
                     ORDER BY s.n""",
                 {"project": batch.project_id, "batch": batch.pk,
                  "status": Item.Status.ACTIVE.value, "now": timezone.now()},

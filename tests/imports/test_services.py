@@ -180,9 +180,9 @@ def test_second_pass_problem_rolls_everything_back(monkeypatch):
         # the import's transaction, so it goes too when the INSERT's conflict rolls it back.
         real_insert = staged._insert_new
 
-        def racing_insert(batch):
+        def racing_insert(batch, **kwargs):
             Item.objects.create(project=project, external_id="r2400", payload={})
-            return real_insert(batch)
+            return real_insert(batch, **kwargs)
 
         monkeypatch.setattr(staged, "_insert_new", racing_insert)
         batch = upload(project, jsonl(*rows), "race.jsonl")
