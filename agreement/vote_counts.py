@@ -12,7 +12,6 @@ test_vote_counts.py). Off PostgreSQL, ``stage_votes`` is read and counted in num
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,12 +20,11 @@ from django.db import connection, transaction
 
 from agreement.stage_statistics import VoteCounts
 from agreement.votes import (
-    _ANONYMOUS_RATER_OFFSET,
-    _EXTERNAL_RATER_OFFSET,
-    agreement_vote_sql,
-    last_phase,
+    rater_key_sql,
     stage_categories,
     stage_votes,
+    vote_filters_sql,
+    vote_value_sql,
 )
 from annotation import sql
 from annotation.advisory import advisory_annotators
@@ -98,25 +96,9 @@ def _count_rows(
         "open": ItemStage.State.OPEN,
         "statuses": [str(status) for status in item_statuses],
     }
-    vote = agreement_vote_sql(kind, payload=a.payload, params=params, name="vote")
-    if categories is None:
-        value_sql = (
-            f"CASE WHEN jsonb_typeof({vote}) = 'number' "
-            f"THEN ({vote} #>> '{{}}')::float8 ELSE 'NaN'::float8 END"
-        )
-        voted = "value <> 'NaN'::float8"
-    else:
-        # #>> '{}' renders strings bare and numbers/booleans as JSON text; match categories alike.
-        params["categories"] = [c if isinstance(c, str) else json.dumps(c) for c in categories]
-        value_sql = (
-            f"COALESCE(array_position(%(categories)s::text[], {vote} #>> '{{}}') - 1, -1)::int8"
-        )
-        voted = "value >= 0"
-    filters = f" AND {a.round} = {s.round}"
-    phase = last_phase(stage)
-    if phase is not None:
-        filters += f" AND {a.phase} = %(phase)s"
-        params["phase"] = phase
+    value_sql = vote_value_sql(kind, categories, a, params)
+    voted = "value <> 'NaN'::float8" if categories is None else "value >= 0"
+    filters = vote_filters_sql(stage, a, s, params)
     advisory = advisory_annotators(stage)
     if advisory:
         filters += f" AND ({a.annotator_id} IS NULL OR NOT {a.annotator_id} = ANY(%(advisory)s))"
@@ -124,11 +106,7 @@ def _count_rows(
     query = f"""
         WITH votes AS MATERIALIZED (
             SELECT {a.item_stage_id}::int8 AS item,
-                   COALESCE({a.annotator_id}::int8,
-                            CASE WHEN {a.external_rater} = ''
-                                 THEN -1 - {_ANONYMOUS_RATER_OFFSET} - {a.id}::int8
-                                 ELSE -1 - (hashtext({a.external_rater})::int8
-                                            + {_EXTERNAL_RATER_OFFSET}) END) AS rater,
+                   {rater_key_sql(a)} AS rater,
                    {value_sql} AS value
             FROM {sql.table(Annotation)} a
                 JOIN {sql.table(ItemStage)} s ON {s.id} = {a.item_stage_id}

@@ -302,6 +302,46 @@ def read_binary_copy(copy: Any, columns: dict[str, str]) -> dict[str, np.ndarray
     }
 
 
+def vote_value_sql(
+    kind: TaskKind, categories: list[Any] | None, a: Any, params: dict[str, Any]
+) -> str:
+    """SQL for an annotation's vote (``a``: the annotations' quoted columns): a float8 (NaN when
+    the vote is no number) for a numeric stage (``categories`` None), else the int8 position of
+    the vote among ``categories`` (-1 when it is none of them). Adds its parameters to
+    ``params``. The one spelling of a vote for every statement that reads them."""
+    vote = agreement_vote_sql(kind, payload=a.payload, params=params, name="vote")
+    if categories is None:
+        return (
+            f"CASE WHEN jsonb_typeof({vote}) = 'number' "
+            f"THEN ({vote} #>> '{{}}')::float8 ELSE 'NaN'::float8 END"
+        )
+    # #>> '{}' renders strings bare and numbers/booleans as JSON text; match categories alike.
+    params["categories"] = [c if isinstance(c, str) else json.dumps(c) for c in categories]
+    return f"COALESCE(array_position(%(categories)s::text[], {vote} #>> '{{}}') - 1, -1)::int8"
+
+
+def rater_key_sql(a: Any) -> str:
+    """SQL for a vote's rater key: the annotator's id; an imported named rater's negative key
+    (from a hash of the name, so one name is one rater); an anonymous imported vote's own
+    negative key (each its own rater)."""
+    return f"""COALESCE({a.annotator_id}::int8,
+                            CASE WHEN {a.external_rater} = ''
+                                 THEN -1 - {_ANONYMOUS_RATER_OFFSET} - {a.id}::int8
+                                 ELSE -1 - (hashtext({a.external_rater})::int8
+                                            + {_EXTERNAL_RATER_OFFSET}) END)"""
+
+
+def vote_filters_sql(stage: Stage, a: Any, s: Any, params: dict[str, Any]) -> str:
+    """SQL conditions (each after " AND ") that keep the votes agreement reads: the item
+    stage's current round and, for a phased stage, its last phase. Adds its parameters."""
+    filters = f" AND {a.round} = {s.round}"
+    phase = last_phase(stage)
+    if phase is not None:
+        filters += f" AND {a.phase} = %(phase)s"
+        params["phase"] = phase
+    return filters
+
+
 def _votes_by_copy(
     stage: Stage, kind: TaskKind, categories: list[Any] | None, as_of: datetime | None
 ) -> StageVotes:
@@ -309,36 +349,16 @@ def _votes_by_copy(
     # read straight into arrays, which the ORM cannot produce.
     a, s = sql.quoted(Annotation, "a"), sql.quoted(ItemStage, "s")
     params: dict[str, Any] = {"stage": stage.pk, "open": ItemStage.State.OPEN}
-    vote = agreement_vote_sql(kind, payload=a.payload, params=params, name="vote")
-    if categories is None:
-        value_sql = (
-            f"CASE WHEN jsonb_typeof({vote}) = 'number' "
-            f"THEN ({vote} #>> '{{}}')::float8 ELSE 'NaN'::float8 END"
-        )
-        value_type = ">f8"
-    else:
-        # #>> '{}' renders strings bare and numbers/booleans as JSON text; match categories alike.
-        params["categories"] = [c if isinstance(c, str) else json.dumps(c) for c in categories]
-        value_sql = (
-            f"COALESCE(array_position(%(categories)s::text[], {vote} #>> '{{}}') - 1, -1)::int8"
-        )
-        value_type = ">i8"
-    filters = f" AND {a.round} = {s.round}"
-    phase = last_phase(stage)
-    if phase is not None:
-        filters += f" AND {a.phase} = %(phase)s"
-        params["phase"] = phase
+    value_sql = vote_value_sql(kind, categories, a, params)
+    value_type = ">f8" if categories is None else ">i8"
+    filters = vote_filters_sql(stage, a, s, params)
     if as_of is not None:
         filters += f" AND {s.completed_at} <= %(as_of)s"
         params["as_of"] = as_of
     query = f"""
         COPY (
             SELECT {a.item_stage_id}::int8,
-                   COALESCE({a.annotator_id}::int8,
-                            CASE WHEN {a.external_rater} = ''
-                                 THEN -1 - {_ANONYMOUS_RATER_OFFSET} - {a.id}::int8
-                                 ELSE -1 - (hashtext({a.external_rater})::int8
-                                            + {_EXTERNAL_RATER_OFFSET}) END),
+                   {rater_key_sql(a)},
                    {value_sql},
                    COALESCE({a.seconds_spent}, 'NaN'::float8)
             FROM {sql.table(Annotation)} a JOIN {sql.table(ItemStage)} s
