@@ -34,18 +34,8 @@ def sweep_unresolved(older_than_seconds: float | None = None) -> int:
     if older_than_seconds is None:
         older_than_seconds = settings.SWEEP_GRACE_SECONDS
     ids = services.item_stages_unresolved(older_than_seconds=older_than_seconds)
-    resolved = []
-    for item_stage_id in ids:
-        # One bad row (a stage saved with a setting its plug-in no longer knows, say) must not
-        # stop the repair of every other item: log it and go on; it stays for the next run.
-        try:
-            services.item_stage_resolve(item_stage_id=item_stage_id)
-        except Exception:
-            logger.exception("sweep: could not resolve item stage %s", item_stage_id)
-        else:
-            resolved.append(item_stage_id)
+    resolved = _resolve_each(ids, failed="sweep: could not resolve item stage %s")
     if resolved:
-        events.item_stages_resolved(resolved)
         logger.warning("sweep resolved %d item stages whose message was lost", len(resolved))
     return len(resolved)
 
@@ -79,14 +69,23 @@ def resolve_item_stages(item_stage_ids: list[int]) -> int:
     one message for many), then tell the listeners once. Safe to run twice, as
     resolve_item_stage is; one item stage that fails is logged and left RESOLVING for the sweep,
     and the rest of the batch is resolved. Returns how many were resolved."""
+    return len(
+        _resolve_each(item_stage_ids, failed="could not resolve item stage %s; the sweep will")
+    )
+
+
+def _resolve_each(item_stage_ids: list[int], *, failed: str) -> list[int]:
+    """Resolve each item stage, then tell the listeners once about those resolved. One bad
+    row (a stage saved with a setting its plug-in no longer knows, say) must not stop the rest:
+    it is logged with ``failed`` (% its id) and stays RESOLVING for the next sweep."""
     resolved = []
     for item_stage_id in item_stage_ids:
         try:
             services.item_stage_resolve(item_stage_id=item_stage_id)
         except Exception:
-            logger.exception("could not resolve item stage %s; the sweep will", item_stage_id)
+            logger.exception(failed, item_stage_id)
         else:
             resolved.append(item_stage_id)
     if resolved:
         events.item_stages_resolved(resolved)
-    return len(resolved)
+    return resolved
