@@ -195,14 +195,23 @@ def write_rows(rows: Iterable[Mapping[str, Any]], sinks: Sequence[RowSink]) -> l
         for row in rows:
             for sink in sinks:
                 sink.write(row)
-    finally:
-        entries: list[FileEntry] = []
-        failure: BaseException | None = None
-        for sink in sinks:
-            try:
-                entries.append(sink.close())
-            except BaseException as error:
-                failure = failure or error
-    if failure is not None:
+    except BaseException:
+        close_all(sinks, raise_failure=False)
+        raise
+    return close_all(sinks)
+
+
+def close_all(sinks: Sequence[Any], *, raise_failure: bool = True) -> list[FileEntry]:
+    """Close every sink, each even when another failed, and return their entries in order.
+    The first failure to close is raised once all are closed, unless ``raise_failure`` is off
+    (the pass that fed them failed, and its error is the one to raise)."""
+    entries: list[FileEntry] = []
+    failure: BaseException | None = None
+    for sink in sinks:
+        try:
+            entries.append(sink.close())
+        except BaseException as error:
+            failure = failure or error
+    if failure is not None and raise_failure:
         raise failure
     return entries

@@ -34,7 +34,7 @@ from releases.parquet import (
     text_column,
 )
 from releases.pseudonyms import RaterPseudonyms
-from releases.sinks import ByteSink, CsvSink, Deflated, JsonlSink, write_rows
+from releases.sinks import ByteSink, CsvSink, Deflated, JsonlSink, close_all, write_rows
 from releases.writers import (
     FileEntry,
     csv_timestamp,
@@ -359,18 +359,12 @@ def write_item_files(
                  None if stages is None else stages_text]
             )  # fmt: skip
             count += 1
-    finally:
+    except BaseException:
         jsonl.rows = count
-        entries: list[FileEntry] = []
-        failure: BaseException | None = None
-        for sink in sinks:
-            try:
-                entries.append(sink.close())
-            except BaseException as error:
-                failure = failure or error
-    if failure is not None:
-        raise failure
-    return _written(sinks, entries)
+        close_all(sinks, raise_failure=False)
+        raise
+    jsonl.rows = count
+    return _written(sinks, close_all(sinks))
 
 
 def release_annotation_files(project: Project, out_dir: Path) -> WrittenFiles:
