@@ -167,9 +167,7 @@ def _stranded_sql(
         "everyone": EVERYONE,
     }
     rules = _rules(stage, params)
-    members = (
-        f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
-    )
+    members = _members_sql(m)
     missing = f"({c.target_count} - {c.submitted_count} - {c.leased_count})"
     candidates = (
         f"{c.stage_id} = %(stage)s AND {c.state} = %(open)s AND {missing} > 0"
@@ -271,17 +269,8 @@ def _witnesses(stage: Stage) -> list[int] | None:
         "sample": SAMPLE,
         "cap": COUNT_CAP,
     }
-    members = (
-        f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
-    )
-    found = _fetchone(
-        f"SELECT (SELECT MAX({c.target_count}) FROM {sql.table(ItemStage)} c"
-        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s"
-        f" AND {c.target_count} < %(everyone)s),"
-        f" (SELECT COUNT(*) FROM {sql.table(Membership)} m WHERE {members})",
-        params,
-    )
-    most, people = found or (None, 0)
+    members = _members_sql(m)
+    most, people = _most_needed_and_people(c, m, params)
     if not most:
         return None
     if not people:
@@ -309,6 +298,26 @@ def _witnesses(stage: Stage) -> list[int] | None:
     return [pk for (pk,) in rows]
 
 
+def _members_sql(m: Any) -> str:
+    """The condition on memberships ``m`` of the stage's annotators who can take work."""
+    return f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
+
+
+def _most_needed_and_people(c: Any, m: Any, params: dict[str, Any]) -> tuple[int | None, int]:
+    """(the largest target of the stage's open item stages — it bounds the answers any of them
+    still needs, item_stage_slots_within_target — or None when none is open; how many members
+    can take work). One statement; ``params`` names the project, stage, role and states."""
+    found = _fetchone(
+        f"SELECT (SELECT MAX({c.target_count}) FROM {sql.table(ItemStage)} c"
+        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s"
+        f" AND {c.target_count} < %(everyone)s),"
+        f" (SELECT COUNT(*) FROM {sql.table(Membership)} m WHERE {_members_sql(m)})",
+        params,
+    )
+    most, people = found or (None, 0)
+    return most, people
+
+
 #: How many of a member's assignments in the stage are counted when choosing the members who
 #: hold the fewest (the choice only changes how many item stages are looked at, never the answer).
 COUNT_CAP = 64
@@ -327,18 +336,8 @@ def _fewest_holders(stage: Stage) -> list[int] | None:
         "open": ItemStage.State.OPEN.value,
         "everyone": EVERYONE,
     }
-    members = (
-        f"{m.project_id} = %(project)s AND {m.role} = %(annotator_role)s AND NOT {m.is_paused}"
-    )
-    # The target bounds the missing answers (item_stage_slots_within_target).
-    found = _fetchone(
-        f"SELECT (SELECT MAX({c.target_count}) FROM {sql.table(ItemStage)} c"
-        f" WHERE {c.stage_id} = %(stage)s AND {c.state} = %(open)s"
-        f" AND {c.target_count} < %(everyone)s),"
-        f" (SELECT COUNT(*) FROM {sql.table(Membership)} m WHERE {members})",
-        params,
-    )
-    most, people = found or (None, 0)
+    members = _members_sql(m)
+    most, people = _most_needed_and_people(c, m, params)
     if not most:
         return []
     if people < most:
