@@ -421,7 +421,8 @@ def _text_lines(source: HashingReader) -> Iterator[str]:
         # Whole LF-ended lines are decoded a block at a time (a large file's lines nearly all
         # are): one decode and one split for hundreds of lines, instead of one regex search
         # and one incremental decode per line. Anything else goes line by line below.
-        block = source.whole_lines()
+        # Never more than LINE_LIMIT bytes a block, so no line taken here is over the limit.
+        block = source.whole_lines(min(LINES_BLOCK, LINE_LIMIT))
         text = decoder.decode_lines(block) if block else None
         if text is not None:
             source.skip(decoder.bytes_used)
