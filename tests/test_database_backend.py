@@ -15,6 +15,10 @@ from tests.factories import make_project
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 
+# Alone it takes about 40 s (the cascade's deletes, 21,845 ids a statement, over every table
+# that refers to items); late in a whole run it has outlasted the 300 s default, for a reason not
+# yet found.
+@pytest.mark.timeout(900)
 def test_a_project_with_more_rows_than_a_statement_can_bind_is_created_and_deleted(postgres):
     assert connection.features.uses_server_side_binding
     project = make_project()

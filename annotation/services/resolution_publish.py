@@ -138,6 +138,8 @@ def resolution_buffer() -> ResolutionBuffer:
                     size=settings.RESOLVE_PUBLISH_BATCH,
                 )
                 atexit.register(_buffer.flush)
+                # A child forked after this (a prefork worker, a forking server) starts empty.
+                os.register_at_fork(after_in_child=_forget_in_child)
     return _buffer
 
 
@@ -147,10 +149,6 @@ def _forget_in_child() -> None:
     _buffer_lock = threading.Lock()
     if _buffer is not None:
         _buffer._reset()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def batching() -> bool:
