@@ -105,6 +105,8 @@ def batching(settings, monkeypatch):
     from rungwise.celery import app
 
     settings.RESOLVE_PUBLISH_WINDOW_SECONDS = 3600
+    # As with a broker, also under `make test-fast` (no broker: the setting says eager).
+    settings.CELERY_TASK_ALWAYS_EAGER = False
     app.conf.task_always_eager = False  # restored by tests/conftest.py's _celery_eager_by_default
     record = Recorder()
     monkeypatch.setattr(
