@@ -159,13 +159,7 @@ def _stranded_sql(
     c, m = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m")
     a = sql.quoted(Assignment, "a")
     i = sql.quoted(Item, "i")
-    params: dict[str, Any] = {
-        "project": stage.project_id,
-        "stage": stage.pk,
-        "annotator_role": Role.ANNOTATOR.value,
-        "open": ItemStage.State.OPEN.value,
-        "everyone": EVERYONE,
-    }
+    params = _base_params(stage)
     rules = _rules(stage, params)
     members = _members_sql(m)
     missing = f"({c.target_count} - {c.submitted_count} - {c.leased_count})"
@@ -260,15 +254,7 @@ def _witnesses(stage: Stage) -> list[int] | None:
     of members (one probe each), then the members ranked on a sample of ``SAMPLE`` open item
     stages (each member's rules run ``SAMPLE`` times)."""
     c, m, a = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
-    params: dict[str, Any] = {
-        "project": stage.project_id,
-        "stage": stage.pk,
-        "annotator_role": Role.ANNOTATOR.value,
-        "open": ItemStage.State.OPEN.value,
-        "everyone": EVERYONE,
-        "sample": SAMPLE,
-        "cap": COUNT_CAP,
-    }
+    params = _base_params(stage, sample=SAMPLE, cap=COUNT_CAP)
     members = _members_sql(m)
     most, people = _most_needed_and_people(c, m, params)
     if not most:
@@ -296,6 +282,19 @@ def _witnesses(stage: Stage) -> list[int] | None:
         params,
     )
     return [pk for (pk,) in rows]
+
+
+def _base_params(stage: Stage, **extra: Any) -> dict[str, Any]:
+    """The parameters every statement of the check names: the stage's project, the stage, the
+    annotator role, the open state and the "everyone" target; ``extra`` adds a statement's own."""
+    return {
+        "project": stage.project_id,
+        "stage": stage.pk,
+        "annotator_role": Role.ANNOTATOR.value,
+        "open": ItemStage.State.OPEN.value,
+        "everyone": EVERYONE,
+        **extra,
+    }
 
 
 def _members_sql(m: Any) -> str:
@@ -329,13 +328,7 @@ def _fewest_holders(stage: Stage) -> list[int] | None:
     item stage needs any; None when every open item stage must be looked at (fewer members
     than T). Two statements, each reading a bounded part of an index."""
     c, m, a = sql.quoted(ItemStage, "c"), sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
-    params: dict[str, Any] = {
-        "project": stage.project_id,
-        "stage": stage.pk,
-        "annotator_role": Role.ANNOTATOR.value,
-        "open": ItemStage.State.OPEN.value,
-        "everyone": EVERYONE,
-    }
+    params = _base_params(stage)
     members = _members_sql(m)
     most, people = _most_needed_and_people(c, m, params)
     if not most:
