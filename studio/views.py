@@ -74,13 +74,16 @@ MEMBERS_SHOWN = 25
 
 def _members_shown(request, project) -> dict:
     """The setup page's members table: the first ``MEMBERS_SHOWN`` by role then name, or all
-    of them with ``?members=all``; and how many there are."""
+    of them with ``?members=all`` (the caption then links back to the first ones); and how
+    many there are."""
     members = selectors.project_members(project)
     total = members.count()
     every = request.GET.get("members") == "all"
     return {
         "members": list(members if every else members[:MEMBERS_SHOWN]),
         "members_total": total,
+        "members_every": every,
+        "members_first": MEMBERS_SHOWN,
     }
 
 

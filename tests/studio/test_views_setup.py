@@ -623,3 +623,4 @@ def test_the_members_table_lists_the_first_rows_and_all_on_request(client, proje
     assert rows(first) == 3 and f"Show all {total}" in first and f"{total} roles" in first
     every = client.get(url, {"members": "all"}).content.decode()
     assert rows(every) == total and "Show all" not in every
+    assert f"All {total} roles" in every and "Show the first 3" in every
