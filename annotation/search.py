@@ -11,7 +11,12 @@ index, so an import writes only the items and their queue rows. The contract:
   transaction;
 * ``items_containing`` therefore finds every matching item, indexed or not: the indexed
   ones through ``ItemSearch`` (leaving out queued items, whose row may be stale), the queued
-  ones by their own columns (a scan bounded by the queue, not by the table).
+  ones by their own columns (a scan bounded by the queue, not by the table), read first and
+  named by id when there are few (``QUEUED_BY_ID``; the usual case: the queue is emptied within
+  a minute), so the search is one plain condition on ``ItemSearch`` whose size the planner
+  estimates from the trigram indexes' statistics. A union of the two halves, which
+  PostgreSQL estimates at 200 rows whatever it holds, made it compute every match of a
+  common word before the page's first 50 (benchmarks/README.md, "Pages at scale").
 
 Why a queue written by triggers and a Celery task (``annotation.tasks.item_search_index``)
 rather than the trigram indexes on the items: they cost about 80 % of PostgreSQL's work per
@@ -31,6 +36,9 @@ from annotation.models import Item, ItemSearch, ItemSearchPending
 
 #: Queued items indexed per transaction.
 INDEX_CHUNK = 5000
+#: At most this many queued items matching a search are named by id in its condition; beyond,
+#: the search reads the queue in SQL (a union: correct, slower for common words).
+QUEUED_BY_ID = 1000
 
 
 def _text_match(text: str) -> Q:
@@ -41,7 +49,9 @@ def _text_match(text: str) -> Q:
 def items_containing(items: QuerySet[Item], text: str, *, project_id: int) -> QuerySet[Item]:
     """``items`` (of the project ``project_id``) whose external id or content (the payload as
     JSON text) contains ``text``, ignoring case: indexed items through ``ItemSearch``, queued
-    ones read directly (module docstring)."""
+    ones read directly (module docstring). The queued matches are read when this is called
+    (one statement, bounded by the queue) and named by id when at most ``QUEUED_BY_ID``: a
+    queryset evaluated later (a long export) sees the queue as it was then."""
     queued = ItemSearchPending.objects.filter(item_id=OuterRef("item_id"))
     indexed = (
         ItemSearch.objects.filter(project_id=project_id)
@@ -56,7 +66,13 @@ def items_containing(items: QuerySet[Item], text: str, *, project_id: int) -> Qu
         .annotate(content=Cast("payload", TextField()))
         .filter(_text_match(text))
         .values("pk")
+        .order_by()
     )
+    waiting_ids = list(waiting.values_list("pk", flat=True)[: QUEUED_BY_ID + 1])
+    if not waiting_ids:
+        return items.filter(pk__in=indexed)
+    if len(waiting_ids) <= QUEUED_BY_ID:
+        return items.filter(Q(pk__in=indexed) | Q(pk__in=waiting_ids))
     return items.filter(pk__in=indexed.union(waiting, all=True))
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
@@ -31,6 +33,7 @@ from annotation.api import (
 )
 from annotation.errors import ApplicationError, PermissionDenied
 from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
+from rungwise.replica import read_connection
 from studio.data_manager.columns import (
     PATH_SAMPLE,
     Column,
@@ -45,7 +48,13 @@ from studio.models import ItemColumns, ItemTag, Tag
 PAGE_SIZE = 50
 #: A filtered view counts its matches up to this many ("10,000+" beyond): counting every
 #: match of a broad filter over a million items reads them all (benchmarks/data_manager.py).
+#: It holds for the filters an index counts alone (stage, state in the stage, item status).
 COUNT_LIMIT = 10_000
+#: The count of a view whose filters test each candidate row (a search's text, a decision,
+#: votes not unanimous, an annotator's answers, a batch, a tag) stops here ("1,000+"): 10,000
+#: matches of a common word cost 0.3-0.6 s of PostgreSQL's time at 300,000 items, 1,000 a
+#: tenth of it (benchmarks/README.md, "Pages at scale").
+PROBED_COUNT_LIMIT = 1_000
 #: Items read per query by exports and bulk actions over "all matching".
 BATCH_SIZE = 1000
 
@@ -77,7 +86,7 @@ def _stage_ids(project: Project, query: ItemQuery) -> list[int]:
     """The ids of the project's stages ``query`` looks in: the one it names, else all. Read
     first: a list of a few ids lets the planner estimate the item stages it reads, where a
     join to the stage table does not."""
-    stages = Stage.objects.filter(project=project)
+    stages = Stage.objects.filter(project=project).order_by()
     if query.stage:
         stages = stages.filter(slug=query.stage)
     stage_ids = list(stages.values_list("pk", flat=True))
@@ -88,12 +97,8 @@ def _stage_ids(project: Project, query: ItemQuery) -> list[int]:
     return stage_ids
 
 
-def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
-    """The item stages the stage-level filters select, or None when none is set."""
-    if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
-        return None
-    stage_ids = _stage_ids(project, query)
-    item_stages = ItemStage.objects.filter(stage_id__in=stage_ids)
+def _item_stage_filters(item_stages: QuerySet[ItemStage], query: ItemQuery) -> QuerySet[ItemStage]:
+    """``item_stages`` narrowed by ``query``'s state, decision and disagreement filters."""
     if query.state:
         item_stages = item_stages.filter(state=query.state)
     if query.decision or query.disagreement:
@@ -108,6 +113,15 @@ def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: b
     if query.disagreement:
         # "Not unanimous", the disagreement list's default ("split") rule.
         item_stages = item_stages.exclude(resolution__status=Resolution.Status.UNANIMOUS)
+    return item_stages
+
+
+def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
+    """The item stages the stage-level filters select, or None when none is set."""
+    if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
+        return None
+    stage_ids = _stage_ids(project, query)
+    item_stages = _item_stage_filters(ItemStage.objects.filter(stage_id__in=stage_ids), query)
     if query.annotator:
         if not named:
             raise PermissionDenied("Your role in this project does not see who answered what.")
@@ -152,46 +166,54 @@ def items_matching(
     return items
 
 
-def _stage_state_count(project: Project, query: ItemQuery) -> tuple[int, bool]:
-    """``items_count`` of a view filtered by stage and state alone, from the item stages'
-    ``(stage, state)`` index without reading an item: an item has one item stage per stage
+def _count_limit(query: ItemQuery) -> int:
+    """Where ``query``'s count stops: ``COUNT_LIMIT`` when an index counts its filters alone,
+    else ``PROBED_COUNT_LIMIT``."""
+    probed = (query.q, query.decision, query.disagreement, query.annotator, query.batch, query.tag)
+    return PROBED_COUNT_LIMIT if any(probed) else COUNT_LIMIT
+
+
+def _stage_level_count(project: Project, query: ItemQuery, limit: int) -> tuple[int, bool]:
+    """``items_count`` of a view filtered by stage, state, decision and votes not unanimous
+    alone, from the item stages (the ``(stage, state)`` index; a decision or the votes through
+    each one's resolution) without reading an item: an item has one item stage per stage
     (``item_stage_unique``), so a stage's item stages count its items. Each stage's are
-    counted up to ``COUNT_LIMIT`` + 1 (a few thousand index entries, however large the stage);
+    counted up to ``limit`` + 1 (a few thousand index entries, however large the stage; read
+    from the items, the count of a decision hashed every resolution of the project: 1.2 s);
     over several stages, an item counted in two is counted once (a distinct count, read only
-    when no stage alone passes the limit: then at most a few times ``COUNT_LIMIT`` rows)."""
-    item_stages = ItemStage.objects.order_by()
-    if query.state:
-        item_stages = item_stages.filter(state=query.state)
+    when no stage alone passes the limit: then at most a few times ``limit`` rows)."""
+    item_stages = _item_stage_filters(ItemStage.objects.order_by(), query)
     stage_ids = _stage_ids(project, query)
     largest = 0
     for stage_id in stage_ids:
-        largest = max(largest, item_stages.filter(stage_id=stage_id)[: COUNT_LIMIT + 1].count())
-        if largest > COUNT_LIMIT:
-            return COUNT_LIMIT, True
+        largest = max(largest, item_stages.filter(stage_id=stage_id)[: limit + 1].count())
+        if largest > limit:
+            return limit, True
     if len(stage_ids) > 1:
         items = item_stages.filter(stage_id__in=stage_ids).values("item_id").distinct()
         largest = items.count()
-    return min(largest, COUNT_LIMIT), largest > COUNT_LIMIT
+    return min(largest, limit), largest > limit
 
 
 def items_count(
     project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
 ) -> tuple[int, bool]:
     """How many items ``query`` matches, and whether there are more: the exact number of an
-    unfiltered view (an index count), at most ``COUNT_LIMIT`` (True beyond) of a filtered one.
-    A view filtered by stage and state alone is counted from the item stages' index
-    (``_stage_state_count``), for the roles that see every item (gold included)."""
-    stage_state_only = (query.stage or query.state) and not any(
-        (query.q, query.status, query.batch, query.tag, query.decision)
-        + (query.disagreement, query.annotator)
-    )
-    if named and stage_state_only:
-        return _stage_state_count(project, query)
+    unfiltered view (an index count), at most ``_count_limit`` (True beyond) of a filtered one.
+    A view filtered by stage, state, decision and votes not unanimous alone is counted from
+    the item stages (``_stage_level_count``), for the roles that see every item (gold
+    included)."""
+    limit = _count_limit(query)
+    stage_level_only = (
+        query.stage or query.state or query.decision or query.disagreement
+    ) and not any((query.q, query.status, query.batch, query.tag, query.annotator))
+    if named and stage_level_only:
+        return _stage_level_count(project, query, limit)
     matching = items_matching(project, query, viewer=viewer, named=named).order_by()
     if not query.filtered:
         return matching.count(), False
-    found = matching[: COUNT_LIMIT + 1].count()
-    return min(found, COUNT_LIMIT), found > COUNT_LIMIT
+    found = matching[: limit + 1].count()
+    return min(found, limit), found > limit
 
 
 def search_waiting(project: Project, query: ItemQuery) -> tuple[int, bool]:
@@ -225,16 +247,36 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
     return items.order_by(*order)
 
 
-def _first_rows(ordered: QuerySet[Item], size: int) -> list[Item]:
+@contextmanager
+def _without_merge_joins(active: bool) -> Iterator[None]:
+    """Statements inside plan without merge joins (PostgreSQL, ``active`` only; one
+    transaction on the connection the items are read from). For a page of a search: the
+    planner walked the search table's primary key in step with the project's items, and the
+    newest rows of that key belonged to another project (100,000 rows passed over, 80-110 ms
+    at 300,000 items: benchmarks/README.md, "Pages at scale"); without merge joins it checks
+    each of the page's candidates by its id (a common word, 0.5 ms) or hashes the few matches
+    of a rare one, as before."""
+    connection = read_connection(Item)
+    if not active or connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_mergejoin = off")
+        yield
+
+
+def _first_rows(ordered: QuerySet[Item], size: int, *, searched: bool = False) -> list[Item]:
     """The first ``size`` rows of ``ordered`` (``_ordered_after``), read in two steps: their
     ids, which an index on (project, sort field, id) serves without reading a row, then those
     rows, in the same order, with their import batches (prefetched: a join to them made the
     planner leave the sort index on deep pages, benchmarks/data_manager.py). Read in one
     step, the planner walked the primary key backwards past every newer item of the other
-    projects, filtering each (benchmarks/README.md, "Pages at scale")."""
+    projects, filtering each (benchmarks/README.md, "Pages at scale"). ``searched``: the
+    rows of a text search, read without merge joins (``_without_merge_joins``)."""
     ids = ordered.values("pk")[:size]
     rows = Item.objects.filter(pk__in=ids).order_by(*ordered.query.order_by)
-    return list(rows.prefetch_related("import_batch"))
+    with _without_merge_joins(searched):
+        return list(rows.prefetch_related("import_batch"))
 
 
 def _sort_value(item: Item, sort: str) -> Any:
@@ -251,7 +293,7 @@ def items_page(
     items = _ordered_after(
         items_matching(project, query, viewer=viewer, named=named), query.sort, query.after
     )
-    found = _first_rows(items, size + 1)
+    found = _first_rows(items, size + 1, searched=bool(query.q))
     if len(found) <= size:
         return found, None
     last = found[size - 1]
@@ -300,7 +342,9 @@ def items_in_batches(
     def batches() -> Iterator[list[Item]]:
         after = None
         while True:
-            batch = _first_rows(_ordered_after(matching, query.sort, after), size)
+            batch = _first_rows(
+                _ordered_after(matching, query.sort, after), size, searched=bool(query.q)
+            )
             if not batch:
                 return
             yield batch
