@@ -73,6 +73,24 @@ def test_partly_indexed_project_is_searched_whole():
     assert _found(project, "sentence") == {f"item-{index:05d}" for index in range(10)}
 
 
+def test_many_queued_matches_are_searched_in_sql_and_a_few_by_id(monkeypatch):
+    """Queued matches are named by id up to ``QUEUED_BY_ID``, read in SQL beyond: both halves
+    find the same items, indexed and queued alike."""
+    from annotation import search
+
+    project = make_project()
+    make_items(project, 10)
+    item_search_index(limit=4)
+    expected = {f"item-{index:05d}" for index in range(10)}
+    monkeypatch.setattr(search, "QUEUED_BY_ID", 6)  # the 6 queued ones, by id
+    assert _found(project, "sentence") == expected
+    monkeypatch.setattr(search, "QUEUED_BY_ID", 5)  # one too many: read in SQL
+    assert _found(project, "sentence") == expected
+    item_search_index()  # nothing queued: the search table alone
+    assert _found(project, "sentence") == expected
+    assert _found(project, "item-00003") == {"item-00003"}
+
+
 def test_a_changed_item_is_found_by_its_new_content_only():
     project = make_project()
     [item] = make_items(project, 1)

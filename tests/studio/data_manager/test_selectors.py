@@ -169,11 +169,17 @@ def test_columns_offer_payload_paths_but_gold_only_to_those_who_see_it():
 def test_a_filtered_count_stops_at_its_limit_and_says_there_are_more(monkeypatch):
     project = make_project()
     make_items(project, 7)
-    monkeypatch.setattr(selectors, "COUNT_LIMIT", 5)
-    assert selectors.items_count(project, ItemQuery(q="item"), viewer=None, named=True) == (5, True)
+    monkeypatch.setattr(selectors, "COUNT_LIMIT", 6)
+    monkeypatch.setattr(selectors, "PROBED_COUNT_LIMIT", 4)
+    # A search tests each row: it stops at the lower limit; an index counts a status.
+    assert selectors.items_count(project, ItemQuery(q="item"), viewer=None, named=True) == (4, True)
     assert selectors.items_count(project, ItemQuery(q="00001"), viewer=None, named=True) == (
         1,
         False,
+    )
+    assert selectors.items_count(project, ItemQuery(status="active"), viewer=None, named=True) == (
+        6,
+        True,
     )
     # The unfiltered view is counted exactly.
     assert selectors.items_count(project, ItemQuery(), viewer=None, named=True) == (7, False)
@@ -183,12 +189,18 @@ def _counted(project, **filters):
     return selectors.items_count(project, ItemQuery(**filters), viewer=None, named=True)
 
 
-def test_stage_and_state_counts_from_item_stages_equal_the_matching_items(
+def test_stage_state_decision_and_vote_counts_from_item_stages_equal_the_matching_items(
     django_capture_on_commit_callbacks, monkeypatch
 ):
     project, verify, label, people = pipeline(overlap=3, items=4, annotators=3)
+    first = Item.objects.filter(project=project).order_by("pk").first()
     with django_capture_on_commit_callbacks(execute=True):
-        annotate_stage(verify, people, lambda person, item: "keep")
+        # One verify vote split (not unanimous) on the first item.
+        annotate_stage(
+            verify,
+            people,
+            lambda person, item: "reject" if (person, item) == (people[0], first) else "keep",
+        )
         annotate_stage(label, people, lambda person, item: "causal")
     make_items(project, 2, prefix="later")  # open in verify, not yet in label
     filters = [
@@ -198,9 +210,16 @@ def test_stage_and_state_counts_from_item_stages_equal_the_matching_items(
         {"stage": "label", "state": "resolved"},
         {"state": "resolved"},  # four items resolved in both stages: four, not eight
         {"state": "open"},
+        {"stage": "verify", "decision": "keep"},
+        {"stage": "label", "state": "resolved", "decision": "causal"},
+        {"decision": "keep"},
+        {"stage": "label", "decision": "keep"},  # a decision of another stage: none
+        {"disagreement": True},
+        {"stage": "verify", "disagreement": True},
     ]
     for limit in (100, 5, 3):
         monkeypatch.setattr(selectors, "COUNT_LIMIT", limit)
+        monkeypatch.setattr(selectors, "PROBED_COUNT_LIMIT", limit)
         for each in filters:
             found = len(_matching(project, **each))
             with CaptureQueriesContext(connection) as statements:
@@ -208,6 +227,8 @@ def test_stage_and_state_counts_from_item_stages_equal_the_matching_items(
             # Read from the item stages alone: no statement reads the items table.
             assert not any('FROM "annotation_item"' in q["sql"] for q in statements), each
     assert len(_matching(project, state="resolved")) == 4
+    assert len(_matching(project, disagreement=True)) == 1
+    assert len(_matching(project, decision="keep")) == 4
 
 
 def test_a_first_page_holding_every_match_is_its_own_count():
