@@ -4,11 +4,11 @@ The rows, their order and every cell are those of the Python writer
 (``agreement.exports._disagreement_rows``, which SQLite uses): one line per item stage the
 filter lists (``selectors.disagreement_items``) and rater who voted on it, newest decision
 first, raters in the order of their first vote, each rater's newest current vote. Here the
-whole file is one ``COPY (SELECT …) TO STDOUT`` whose rows are the lines of one item stage each,
-spelled by PostgreSQL and sent in the file's order as it reads them (the listed item stages in
-their index's order, each one's annotations beside it): no per-row query, no row becomes a
-Python object, no sort of the whole file before its first line, and Python only gathers rows
-into blocks of about ``BLOCK_CHARS`` characters.
+whole file is one statement, read through a server-side cursor, whose rows are the lines of
+one item stage each, spelled by PostgreSQL and sent in the file's order as it reads them (the
+listed item stages in their index's order, each one's annotations beside it): no per-row
+query, no sort of the whole file before its first line; Python joins each fetched block of
+rows (``FIRST_BLOCK_ROWS``, then ``BLOCK_ROWS`` item stages).
 
 Which item stages and annotations are read is the ORM's (``selectors.disagreement_items``, the
 filter's one rule; ``annotations_visible``, the rule of which votes anyone may read; current
@@ -37,10 +37,6 @@ from annotation.kinds import get_kind
 from annotation.models import Annotation, Stage
 from annotation.selectors import annotations_visible
 from annotation.web import CSV_LINE_END, csv_text_sql, spreadsheet_safe_sql
-
-#: Characters of CSV lines Python gathers before it sends them on: PostgreSQL sends one row per
-#: item stage (its lines), the response gets blocks of about this size.
-BLOCK_CHARS = 64 * 1024
 
 
 def _item_parts() -> dict[str, Any]:
@@ -191,30 +187,29 @@ def disagreement_csv_statement(stage: Stage, show: str) -> tuple[str, dict[str, 
     def cells(spelled: dict[str, str], level: str) -> str:
         return " || ',' || ".join(csv_text_sql(f"{level}.s_{name}") for name in spelled)
 
-    prefix = f"r.c_id::text || ',' || {cells(item_texts, 'r')} || ','"
+    prefix = f"i.c_id::text || ',' || {cells(item_texts, 'i')} || ','"
     line = f"q.c_prefix || {cells(vote_texts, 'w')} || ',' || w.t_seconds"
+    # The listed item stages stay in the outermost level, beside the lateral join and the
+    # ORDER BY, so the planner may walk them in the index's order (a cursor is planned for its
+    # first rows); a subquery there with OFFSET 0 would be planned for all of its rows, sorted.
+    # Each item stage's own cells are spelled once, in the lateral's first level (q); its
+    # votes' level (w) names q, so q is read first.
     statement = f"""
         SELECT b.lines
-        FROM (
-            SELECT r.c_id, r.c_decided, {prefix} AS c_prefix
-            FROM (
-                SELECT t.c_id, t.c_decided, {safe(item_texts, "t")}
-                FROM (
-                    SELECT p.c_id, p.c_decided, {texts(item_texts)}
-                    FROM ({listed_text}) p
-                    ORDER BY p.c_decided DESC, p.c_id DESC
-                    OFFSET 0
-                ) t
-                ORDER BY t.c_decided DESC, t.c_id DESC
-                OFFSET 0
-            ) r
-            ORDER BY r.c_decided DESC, r.c_id DESC
-            OFFSET 0
-        ) q
+        FROM ({listed_text}) p
         CROSS JOIN LATERAL (
             SELECT string_agg({line} || {_sql_literal(CSV_LINE_END)}, '' ORDER BY w.c_first)
                        AS lines
             FROM (
+                SELECT i.c_id, {prefix} AS c_prefix
+                FROM (
+                    SELECT t.c_id, {safe(item_texts, "t")}
+                    FROM (SELECT p.c_id, {texts(item_texts)} OFFSET 0) t
+                    OFFSET 0
+                ) i
+                OFFSET 0
+            ) q
+            CROSS JOIN LATERAL (
                 SELECT v.c_first, v.t_seconds, {safe(vote_texts, "v")}
                 FROM (
                     SELECT {texts(vote_texts)},
@@ -230,7 +225,7 @@ def disagreement_csv_statement(stage: Stage, show: str) -> tuple[str, dict[str, 
             ) w
         ) b
         WHERE b.lines IS NOT NULL
-        ORDER BY q.c_decided DESC, q.c_id DESC"""
+        ORDER BY p.c_decided DESC, p.c_id DESC"""
     return statement, params, using
 
 
@@ -243,12 +238,12 @@ def _sql_literal(text: str) -> str:
 def disagreement_csv_lines(stage: Stage, show: str) -> Iterator[str]:
     """The lines of the stage's ``disagreements.csv`` after its header, in blocks, as
     PostgreSQL spells them. The statement is built now (a bad stage fails here, before the
-    response starts); it runs as the blocks are read (one ``COPY … TO STDOUT``, binary rows)."""
+    response starts); it runs as the blocks are read (one server-side cursor)."""
     try:
         statement, params, using = disagreement_csv_statement(stage, show)
     except EmptyResultSet:  # a sparse filter without a candidate: nothing to read
         return iter(())
-    return _copied(statement, params, using)
+    return _fetched(statement, params, using)
 
 
 #: What the statement's transaction sets. JIT compilation cost 0.8 s of the check stage's 3.6 s
@@ -257,21 +252,25 @@ def disagreement_csv_lines(stage: Stage, show: str) -> Iterator[str]:
 #: SSD): at the default (4) the planner hashed the whole users' table once per item stage for
 #: its three votes rather than probe its primary key three times.
 STATEMENT_SETTINGS = ("SET LOCAL jit = off", "SET LOCAL random_page_cost = 1.1")
+#: Item stages in the first block (its lines go out at once) and in each block after it.
+FIRST_BLOCK_ROWS = 50
+BLOCK_ROWS = 1000
 
 
-def _copied(statement: str, params: dict[str, Any], using: str) -> Iterator[str]:
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        for setting in STATEMENT_SETTINGS:
-            cursor.execute(setting)
-        with cursor.cursor.copy(f"COPY ({statement}) TO STDOUT (FORMAT binary)", params) as copy:
-            copy.set_types(["text"])
-            block: list[str] = []
-            size = 0
-            for (lines,) in copy.rows():
-                block.append(lines)
-                size += len(lines)
-                if size >= BLOCK_CHARS:
-                    yield "".join(block)
-                    block, size = [], 0
-            if block:
-                yield "".join(block)
+def _fetched(statement: str, params: dict[str, Any], using: str) -> Iterator[str]:
+    # A server-side cursor, not COPY: PostgreSQL plans a cursor for its first rows
+    # (cursor_tuple_fraction), so it walks the listed item stages in the index's order
+    # (item_stage_decided_idx) rather than read and sort all of them before the first line;
+    # COPY is planned for its last row. The raw connection's named cursor is psycopg's
+    # server-side one (DECLARE, then FETCH per block).
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        with connection.cursor() as cursor:
+            for setting in STATEMENT_SETTINGS:
+                cursor.execute(setting)
+        with connection.connection.cursor(name="disagreements_csv") as cursor:
+            cursor.execute(statement, params)
+            size = FIRST_BLOCK_ROWS
+            while rows := cursor.fetchmany(size):
+                yield "".join(lines for (lines,) in rows)
+                size = BLOCK_ROWS

@@ -137,9 +137,10 @@ def test_postgresql_writes_the_python_writers_bytes(awkward, show):
 def test_blocks_hold_whole_lines_and_the_structured_vote_keeps_jsonbs_key_order(
     awkward, monkeypatch
 ):
-    """Blocks of at least one character (so one item stage's lines each); a kind whose vote is
-    an object built from two fields (its keys declared out of jsonb's order)."""
-    monkeypatch.setattr(disagreements_sql, "BLOCK_CHARS", 1)
+    """Blocks of one item stage each (its lines); a kind whose vote is an object built from two
+    fields (its keys declared out of jsonb's order)."""
+    monkeypatch.setattr(disagreements_sql, "FIRST_BLOCK_ROWS", 1)
+    monkeypatch.setattr(disagreements_sql, "BLOCK_ROWS", 1)
     kind = get_kind(awkward.stage.kind)
     monkeypatch.setattr(kind, "vote_field", None)
     monkeypatch.setattr(kind, "vote_fields", {"relation": "value", "id": "comment"})
@@ -154,7 +155,7 @@ def test_blocks_hold_whole_lines_and_the_structured_vote_keeps_jsonbs_key_order(
 
 def test_the_download_is_one_statement_on_postgresql(awkward):
     """The view's file is the database's: the same bytes, and no query of the annotations
-    through Django (the one COPY runs on the raw cursor; what Django sees is the page's access
+    through Django (the one statement runs on the raw connection's server-side cursor; what Django sees is the page's access
     checks), so none per row or per chunk."""
     with CaptureQueriesContext(connection) as captured:
         body = download(awkward, "disagreements", "?show=all")
