@@ -4,14 +4,16 @@ The rows, their order and every cell are those of the Python writer
 (``agreement.exports._disagreement_rows``, which SQLite uses): one line per item stage the
 filter lists (``selectors.disagreement_items``) and rater who voted on it, newest decision
 first, raters in the order of their first vote, each rater's newest current vote. Here the
-whole file is one ``COPY (SELECT …) TO STDOUT`` whose rows are blocks of ``BLOCK_LINES`` CSV
-lines that PostgreSQL spelled: no per-row query, no row becomes a Python object, one pass over
-the stage's listed item stages and their annotations instead of a keyset query per chunk.
+whole file is one statement, read through a server-side cursor, whose rows are the lines of
+one item stage each, spelled by PostgreSQL and sent in the file's order as it reads them (the
+listed item stages in their index's order, each one's annotations beside it): no per-row
+query, no sort of the whole file before its first line; Python joins each fetched block of
+rows (``FIRST_BLOCK_ROWS``, then ``BLOCK_ROWS`` item stages).
 
 Which item stages and annotations are read is the ORM's (``selectors.disagreement_items``, the
 filter's one rule; ``annotations_visible``, the rule of which votes anyone may read; current
 versions only), compiled to SQL and wrapped by the hand-written statement below, which the ORM
-cannot say: a window per (item stage, rater) and the CSV text of each cell. Cells follow
+cannot say: a lateral join, a window per (item stage, rater) and the CSV text of each cell. Cells follow
 ``annotation.web``'s rule: ``spreadsheet_safe_sql`` (formula-injection guard) then
 ``csv_text_sql`` (``csv.writer``'s quoting), lines ending as ``csv.writer`` ends them. JSON
 values are spelled as ``selectors.json_text`` says (jsonb's text); seconds as Python prints a
@@ -36,33 +38,41 @@ from annotation.models import Annotation, Stage
 from annotation.selectors import annotations_visible
 from annotation.web import CSV_LINE_END, csv_text_sql, spreadsheet_safe_sql
 
-#: CSV lines PostgreSQL joins into one COPY row: Python handles one row per block.
-BLOCK_LINES = 1000
+
+def _item_parts() -> dict[str, Any]:
+    """The parts of a listed item stage the ORM reads (alias: expression), the statement's
+    ``p``: the cells every line of the item stage repeats, spelled once per item stage."""
+    return {
+        "c_id": F("pk"),
+        "c_decided": F(selectors.DECIDED_AT),
+        "c_external_id": F("item__external_id"),
+        "c_item_payload": F("item__payload"),
+        "c_status": F("resolution__status"),
+        "c_value": F("resolution__value"),
+        "c_reason": F("resolution__reason"),
+        "c_decided_by": F("resolution__decided_by__username"),
+    }
 
 
-def _parts() -> dict[str, Any]:
-    """The parts of an annotation's line the ORM reads (alias: expression), the statement's x."""
+def _vote_parts() -> dict[str, Any]:
+    """The parts of an annotation's line the ORM reads (alias: expression), the statement's
+    ``a``, read per listed item stage."""
     return {
         "c_item_stage": F("item_stage_id"),
-        "c_decided": selectors.decided_at("item_stage__"),
         "c_annotation": F("pk"),
         "c_annotator": F("annotator_id"),
         "c_external": F("external_rater"),
         "c_username": F("annotator__username"),
         "c_payload": F("payload"),
         "c_seconds": F("seconds_spent"),
-        "c_external_id": F("item_stage__item__external_id"),
-        "c_item_payload": F("item_stage__item__payload"),
-        "c_status": F("item_stage__resolution__status"),
-        "c_value": F("item_stage__resolution__value"),
-        "c_reason": F("item_stage__resolution__reason"),
-        "c_decided_by": F("item_stage__resolution__decided_by__username"),
     }
 
 
 def _json_text_sql(value: str) -> str:
-    """SQL of ``selectors.json_text`` for the jsonb expression ``value`` (NULL stays NULL)."""
-    return f"(CASE WHEN jsonb_typeof({value}) = 'string' THEN {value} #>> '{{}}' ELSE ({value})::text END)"
+    """SQL of ``selectors.json_text`` for the jsonb expression ``value``; SQL NULL (no value) is
+    spelled ``null`` too, as JSON null is. ``#>> '{}'`` is jsonb's text of the whole value, a
+    string without its quotes: one function call, no ``jsonb_typeof`` test."""
+    return f"coalesce(({value}) #>> '{{}}', 'null')"
 
 
 def _summary_sql(payload: str) -> str:
@@ -121,71 +131,101 @@ def _named(sql: str, params: Sequence[Any], prefix: str) -> tuple[str, dict[str,
 
 
 def disagreement_csv_statement(stage: Stage, show: str) -> tuple[str, dict[str, Any], str]:
-    """The statement (its rows: one text of ``BLOCK_LINES`` lines each, in the file's order),
-    its parameters and the database alias to run it on."""
+    """The statement (its rows: one text per listed item stage that has a vote, its lines, in
+    the file's order), its parameters and the database alias to run it on.
+
+    The listed item stages come in the list's order (newest decision first, then the id:
+    ``item_stage_decided_idx`` serves it) and each one's annotations are read beside it (a
+    lateral join on the annotations' item stage index), so PostgreSQL sends the first item
+    stage's lines before it has read the second: nothing waits for a sort of the whole file.
+    The cells every line of an item stage repeats (its id, item, decision) are spelled once
+    per item stage; ``OFFSET 0`` keeps each level's cells computed once, not once per use."""
     # A sparse filter with few rows reads its candidates first, as the list's page does
     # (agreement/pages.py): the stage's item stages are then never walked.
     few = (
         show in selectors.SPARSE_STATUSES
         and stored.disagreement_count_shown(stage, show)[0] <= selectors.FEW_LISTED
     )
-    listed = selectors.disagreement_items(stage, show=show, few=few).order_by().values("pk")
-    parts = (
-        annotations_visible(Annotation.objects.filter(item_stage__in=listed), None)
-        .order_by()
-        .values(**_parts())
+    listed = (
+        selectors.disagreement_items(stage, show=show, few=few).order_by().values(**_item_parts())
     )
-    using = parts.db
-    compiled, positional = parts.query.get_compiler(using=using).as_sql()
-    inner, params = _named(compiled, positional, "orm")
+    votes = annotations_visible(Annotation.objects.all(), None).order_by().values(**_vote_parts())
+    using = listed.db
+    listed_sql, listed_positional = listed.query.get_compiler(using=using).as_sql()
+    votes_sql, votes_positional = votes.query.get_compiler(using=using).as_sql()
+    listed_text, params = _named(listed_sql, listed_positional, "listed")
+    votes_text, vote_params = _named(votes_sql, votes_positional, "votes")
+    params.update(vote_params)
     params["pair_a"], params["pair_b"] = "sentence_a", "sentence_b"
     for number, field in enumerate(selectors.SUMMARY_FIELDS):
         params[f"summary_{number}"] = field
-    vote = vote_sql(get_kind(stage.kind), payload="x.c_payload", params=params, name="vote")
-    rater = "x.c_annotator, CASE WHEN x.c_annotator IS NULL THEN x.c_external END"
-    unnamed = f"'rater ' || (-1 - (hashtext(x.c_external)::bigint + {int(_EXTERNAL_RATER_OFFSET)}))"
-    texts = {
-        "external_id": "x.c_external_id",
-        "item": _summary_sql("x.c_item_payload"),
-        "status": "x.c_status",
-        "value": f"coalesce({_json_text_sql('x.c_value')}, 'null')",
-        "decided_by": "coalesce(x.c_decided_by, '')",
-        "reason": "x.c_reason",
-        "annotator": f"coalesce(x.c_username, nullif(x.c_external, ''), {unnamed})",
-        "vote": f"coalesce({_json_text_sql(vote)}, 'null')",
-        "comment": _comment_sql("x.c_payload"),
+    vote = vote_sql(get_kind(stage.kind), payload="a.c_payload", params=params, name="vote")
+    rater = "a.c_annotator, CASE WHEN a.c_annotator IS NULL THEN a.c_external END"
+    unnamed = f"'rater ' || (-1 - (hashtext(a.c_external)::bigint + {int(_EXTERNAL_RATER_OFFSET)}))"
+    item_texts = {
+        "external_id": "p.c_external_id",
+        "item": _summary_sql("p.c_item_payload"),
+        "status": "p.c_status",
+        "value": _json_text_sql("p.c_value"),
+        "decided_by": "coalesce(p.c_decided_by, '')",
+        "reason": "p.c_reason",
     }
-    text_columns = ", ".join(f"{expression} AS t_{name}" for name, expression in texts.items())
-    safe_columns = ", ".join(f"{spreadsheet_safe_sql(f'y.t_{name}')} AS s_{name}" for name in texts)
-    cells = [
-        "z.c_item_stage::text",
-        *(csv_text_sql(f"z.s_{name}") for name in texts),
-        "z.t_seconds",
-    ]
-    line = " || ',' || ".join(cells) + f" || {_sql_literal(CSV_LINE_END)}"
+    vote_texts = {
+        "annotator": f"coalesce(a.c_username, nullif(a.c_external, ''), {unnamed})",
+        "vote": _json_text_sql(vote),
+        "comment": _comment_sql("a.c_payload"),
+    }
+
+    def texts(spelled: dict[str, str]) -> str:
+        return ", ".join(f"{expression} AS t_{name}" for name, expression in spelled.items())
+
+    def safe(spelled: dict[str, str], level: str) -> str:
+        return ", ".join(
+            f"{spreadsheet_safe_sql(f'{level}.t_{name}')} AS s_{name}" for name in spelled
+        )
+
+    def cells(spelled: dict[str, str], level: str) -> str:
+        return " || ',' || ".join(csv_text_sql(f"{level}.s_{name}") for name in spelled)
+
+    prefix = f"i.c_id::text || ',' || {cells(item_texts, 'i')} || ','"
+    line = f"q.c_prefix || {cells(vote_texts, 'w')} || ',' || w.t_seconds"
+    # The listed item stages stay in the outermost level, beside the lateral join and the
+    # ORDER BY, so the planner may walk them in the index's order (a cursor is planned for its
+    # first rows); a subquery there with OFFSET 0 would be planned for all of its rows, sorted.
+    # Each item stage's own cells are spelled once, in the lateral's first level (q); its
+    # votes' level (w) names q, so q is read first.
     statement = f"""
-        SELECT string_agg(lines.line, '' ORDER BY lines.n)
-        FROM (
-            SELECT {line} AS line,
-                   row_number() OVER (ORDER BY z.c_decided DESC, z.c_item_stage DESC,
-                                      z.c_first) AS n
+        SELECT b.lines
+        FROM ({listed_text}) p
+        CROSS JOIN LATERAL (
+            SELECT string_agg({line} || {_sql_literal(CSV_LINE_END)}, '' ORDER BY w.c_first)
+                       AS lines
             FROM (
-                SELECT y.c_item_stage, y.c_decided, y.c_first, y.t_seconds, {safe_columns}
+                SELECT i.c_id, {prefix} AS c_prefix
                 FROM (
-                    SELECT x.c_item_stage, x.c_decided, {text_columns},
-                           {_seconds_sql("x.c_seconds")} AS t_seconds,
-                           row_number() OVER (PARTITION BY x.c_item_stage, {rater}
-                                              ORDER BY x.c_annotation DESC) AS c_newest,
-                           min(x.c_annotation) OVER (PARTITION BY x.c_item_stage, {rater})
-                               AS c_first
-                    FROM ({inner}) x
-                ) y
-                WHERE y.c_newest = 1
+                    SELECT t.c_id, {safe(item_texts, "t")}
+                    FROM (SELECT p.c_id, {texts(item_texts)} OFFSET 0) t
+                    OFFSET 0
+                ) i
                 OFFSET 0
-            ) z
-        ) lines
-        GROUP BY (lines.n - 1) / {int(BLOCK_LINES)}
-        ORDER BY (lines.n - 1) / {int(BLOCK_LINES)}"""
+            ) q
+            CROSS JOIN LATERAL (
+                SELECT v.c_first, v.t_seconds, {safe(vote_texts, "v")}
+                FROM (
+                    SELECT {texts(vote_texts)},
+                           {_seconds_sql("a.c_seconds")} AS t_seconds,
+                           row_number() OVER (PARTITION BY {rater}
+                                              ORDER BY a.c_annotation DESC) AS c_newest,
+                           min(a.c_annotation) OVER (PARTITION BY {rater}) AS c_first
+                    FROM ({votes_text}) a
+                    WHERE a.c_item_stage = q.c_id
+                ) v
+                WHERE v.c_newest = 1
+                OFFSET 0
+            ) w
+        ) b
+        WHERE b.lines IS NOT NULL
+        ORDER BY p.c_decided DESC, p.c_id DESC"""
     return statement, params, using
 
 
@@ -198,20 +238,39 @@ def _sql_literal(text: str) -> str:
 def disagreement_csv_lines(stage: Stage, show: str) -> Iterator[str]:
     """The lines of the stage's ``disagreements.csv`` after its header, in blocks, as
     PostgreSQL spells them. The statement is built now (a bad stage fails here, before the
-    response starts); it runs as the blocks are read (one ``COPY … TO STDOUT``, binary rows)."""
+    response starts); it runs as the blocks are read (one server-side cursor)."""
     try:
         statement, params, using = disagreement_csv_statement(stage, show)
     except EmptyResultSet:  # a sparse filter without a candidate: nothing to read
         return iter(())
-    return _copied(statement, params, using)
+    return _fetched(statement, params, using)
 
 
-def _copied(statement: str, params: dict[str, Any], using: str) -> Iterator[str]:
-    # JIT compilation cost 0.8 s of the check stage's 3.6 s (EXPLAIN ANALYZE, 120 functions
-    # emitted for the cells' expressions) and saves nothing here: off for this transaction.
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        cursor.execute("SET LOCAL jit = off")
-        with cursor.cursor.copy(f"COPY ({statement}) TO STDOUT (FORMAT binary)", params) as copy:
-            copy.set_types(["text"])
-            for (block,) in copy.rows():
-                yield block
+#: What the statement's transaction sets. JIT compilation cost 0.8 s of the check stage's 3.6 s
+#: (EXPLAIN ANALYZE, 120 functions emitted for the cells' expressions) and saves nothing here.
+#: A random page costs about what a sequential one does (the tables read are in memory or on
+#: SSD): at the default (4) the planner hashed the whole users' table once per item stage for
+#: its three votes rather than probe its primary key three times.
+STATEMENT_SETTINGS = ("SET LOCAL jit = off", "SET LOCAL random_page_cost = 1.1")
+#: Item stages in the first block (its lines go out at once) and in each block after it.
+FIRST_BLOCK_ROWS = 50
+BLOCK_ROWS = 1000
+
+
+def _fetched(statement: str, params: dict[str, Any], using: str) -> Iterator[str]:
+    # A server-side cursor, not COPY: PostgreSQL plans a cursor for its first rows
+    # (cursor_tuple_fraction), so it walks the listed item stages in the index's order
+    # (item_stage_decided_idx) rather than read and sort all of them before the first line;
+    # COPY is planned for its last row. The raw connection's named cursor is psycopg's
+    # server-side one (DECLARE, then FETCH per block).
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        with connection.cursor() as cursor:
+            for setting in STATEMENT_SETTINGS:
+                cursor.execute(setting)
+        with connection.connection.cursor(name="disagreements_csv") as cursor:
+            cursor.execute(statement, params)
+            size = FIRST_BLOCK_ROWS
+            while rows := cursor.fetchmany(size):
+                yield "".join(lines for (lines,) in rows)
+                size = BLOCK_ROWS

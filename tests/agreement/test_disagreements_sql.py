@@ -134,23 +134,28 @@ def test_postgresql_writes_the_python_writers_bytes(awkward, show):
         assert ",-0.25," in body and ",'-cmd," in body and ",12.0" in body
 
 
-def test_blocks_split_anywhere_and_the_structured_vote_keeps_jsonbs_key_order(awkward, monkeypatch):
-    """Blocks of two lines; a kind whose vote is an object built from two fields (its keys
-    declared out of jsonb's order)."""
-    monkeypatch.setattr(disagreements_sql, "BLOCK_LINES", 2)
+def test_blocks_hold_whole_lines_and_the_structured_vote_keeps_jsonbs_key_order(
+    awkward, monkeypatch
+):
+    """Blocks of one item stage each (its lines); a kind whose vote is an object built from two
+    fields (its keys declared out of jsonb's order)."""
+    monkeypatch.setattr(disagreements_sql, "FIRST_BLOCK_ROWS", 1)
+    monkeypatch.setattr(disagreements_sql, "BLOCK_ROWS", 1)
     kind = get_kind(awkward.stage.kind)
     monkeypatch.setattr(kind, "vote_field", None)
     monkeypatch.setattr(kind, "vote_fields", {"relation": "value", "id": "comment"})
     python = _python_file(awkward.stage, "all")
     blocks = list(disagreements_sql.disagreement_csv_lines(awkward.stage, "all"))
-    assert len(blocks) > 2 and all(block.count("\r\n") <= 2 for block in blocks)
+    listed = selectors.disagreement_items(awkward.stage, show="all").count()
+    assert len(blocks) == listed > 2 and all(block.endswith("\r\n") for block in blocks)
+    assert len({block.split(",", 1)[0] for block in blocks}) == listed  # one item stage each
     assert _sql_file(awkward.stage, "all") == python
     assert '{""id"": ' in python.decode("utf-8-sig")
 
 
 def test_the_download_is_one_statement_on_postgresql(awkward):
     """The view's file is the database's: the same bytes, and no query of the annotations
-    through Django (the one COPY runs on the raw cursor; what Django sees is the page's access
+    through Django (the one statement runs on the raw connection's server-side cursor; what Django sees is the page's access
     checks), so none per row or per chunk."""
     with CaptureQueriesContext(connection) as captured:
         body = download(awkward, "disagreements", "?show=all")
