@@ -447,6 +447,7 @@ def _stored_pages(project, *, missing_only: bool = False) -> None:
         print(f"  stored page of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
     _stored_pipeline(project)  # PA's block: "Stored pipeline counts and CPU per request"
     _search_indexed()  # DM's block: "The data manager's search index"
+    _stored_ratings_counts()  # RD's block: "The ratings page's stored counts"
 
 
 def _derived(project) -> None:
@@ -853,6 +854,29 @@ def _search_indexed() -> None:
         print(
             f"  search index: {indexed:,} items ({time.perf_counter() - started:.1f} s)", flush=True
         )
+
+
+# --- The ratings page's stored counts (RD) -------------------------------------------------------
+
+
+def _stored_ratings_counts() -> None:
+    """The ratings project's import-determined counts (ratings/stored_counts.py), as the worker
+    stores them once its page asked (or an import did); skipped on a checkout without them."""
+    try:
+        from ratings.stored_counts import project_counts_store
+    except ImportError:
+        return
+    from annotation.models import Project
+
+    project = Project.objects.filter(slug=RATINGS_SLUG).first()
+    if project is None:
+        return
+    started = time.perf_counter()
+    project_counts_store(project_id=project.pk)
+    print(
+        f"  stored ratings counts of {project.slug}: {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

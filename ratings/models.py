@@ -165,3 +165,23 @@ class LiveStopping(models.Model):
 
     def __str__(self) -> str:
         return f"live stopping of stage {self.stage_id}"
+
+
+class StoredRatingsCounts(models.Model):
+    """A large ratings project's counts that only its imports change (pairs, items by purpose,
+    the historic stage's item stages, ratings and raters), stored by a Celery task and served
+    with their age (ratings/stored_counts.py). One row per project; written by the task only
+    (and its debounce mark, ``queued_at``, by ``rungwise/debounce.py``)."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    #: ratings.stored_counts.ProjectCounts as a dict.
+    counts = models.JSONField(default=dict, blank=True)
+    #: The project's items and historic ratings when counted (whether the project is large).
+    total = models.PositiveBigIntegerField(default=0)
+    stored_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"stored ratings counts of project {self.project_id} ({self.stored_at})"
