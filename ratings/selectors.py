@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce
 
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project
 from imports.models import ImportBatch
@@ -426,12 +427,24 @@ def compute_analysis(context: RatingsContext, *, source: str, run: ModelRun | No
     return Analysis(source=source, report=built, plots=figures, run=run)
 
 
-def analysis_for_storage(result: Analysis) -> bytes:
+#: Tables the page never shows (their CSV downloads read the whole analysis, ``analysis``):
+#: one row per item (100,000 at a million ratings) or per ordered pair. The page's slim copy
+#: (StoredAnalysis.page) leaves them out, so a web process's first load of it reads and
+#: unpickles a few hundred kilobytes rather than megabytes.
+PAGE_LEFT_OUT = ("items", "labels", "model_labels")
+
+
+def analysis_for_storage(result: Analysis, *, page: bool = False) -> bytes:
     """The analysis as StoredAnalysis.content: without the model run (re-attached on load) and
-    without the long frames kept only to draw the plots, which are already drawn."""
+    without the long frames kept only to draw the plots, which are already drawn. ``page``:
+    as StoredAnalysis.page, also without the tables in ``PAGE_LEFT_OUT``."""
+    tables = result.report.tables
+    if page:
+        tables = {name: frame for name, frame in tables.items() if name not in PAGE_LEFT_OUT}
     slim = report.Report(
         **{
             **vars(result.report),
+            "tables": tables,
             "ratings": None,
             "item_means": None,
             "model_ratings": None,
@@ -485,13 +498,19 @@ class AnalysisState:
 
 
 def stored_analysis(
-    context: RatingsContext, *, source: str, run: ModelRun | None, version: str | None = None
+    context: RatingsContext,
+    *,
+    source: str,
+    run: ModelRun | None,
+    version: str | None = None,
+    for_page: bool = False,
 ) -> AnalysisState:
     """The stored analysis of a source and model run and whether it is fresh (its data version
     is the current one). Never computes; ratings.services.analysis_refresh_request asks for a
     computation when it is missing or stale. ``version``: ``data_version(context, run)`` when
     the caller has just read it (the page does: each reading is several aggregates over the
-    project's items and item stages)."""
+    project's items and item stages). ``for_page``: its slim copy, without the tables in
+    ``PAGE_LEFT_OUT`` (the whole one when no slim copy was stored)."""
     if version is None:
         version = data_version(context, run)
     # The row without its content (megabytes at a million ratings): the content is read and
@@ -506,12 +525,15 @@ def stored_analysis(
     )
     if row is None:
         return AnalysisState(analysis=None, fresh=False, version=version)
-    memo_key = (row.pk, row.version, row.computed_at)
+    memo_key = (row.pk, row.version, row.computed_at, for_page)
     result = _loaded_analyses.get(memo_key)
     if result is None:
         try:
+            stored = StoredAnalysis.objects.filter(pk=row.pk)
             content = (
-                StoredAnalysis.objects.filter(pk=row.pk).values_list("content", flat=True).first()
+                stored.values_list(Coalesce("page", "content"), flat=True).first()
+                if for_page
+                else stored.values_list("content", flat=True).first()
             )
             result = pickle.loads(bytes(content or b""))
         except Exception:
@@ -583,7 +605,7 @@ def stage_headlines(project: Project, stages) -> dict[int, Any]:
         stage_id = getattr(context.setup, field_name)
         if stage_id is None or stage_id not in wanted:
             continue
-        state = stored_analysis(context, source=source, run=None)
+        state = stored_analysis(context, source=source, run=None, for_page=True)
         if not state.fresh:
             services.analysis_refresh_request(project_id=project.pk, source=source)
         figure = state.analysis.report.figures.get("alpha_ordinal") if state.analysis else None

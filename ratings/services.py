@@ -184,6 +184,7 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
     started = time.perf_counter()
     result = selectors.compute_analysis(context, source=source, run=run)
     content = selectors.analysis_for_storage(result)
+    page = selectors.analysis_for_storage(result, page=True)
     row, _ = StoredAnalysis.objects.get_or_create(
         project=project, source=source, run_key=run_id or 0, defaults={"run": run}
     )
@@ -191,6 +192,7 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
         run=run,
         version=version,
         content=content,
+        page=page,
         computed_at=timezone.now(),
         compute_seconds=round(time.perf_counter() - started, 3),
         computations=F("computations") + 1,

@@ -92,6 +92,7 @@ def dashboard(request, slug: str):
         source=source,
         run=run,
         version=version if run is None else selectors.data_version(context, run, shown=shown),
+        for_page=True,
     )
     runs = selectors.model_runs(context.project)
     page_context.update(
@@ -128,7 +129,7 @@ def analysis_request(request, slug: str):
             {"source": source},
         )
     run = access_model_run(context, form.cleaned_data["run"])
-    if not selectors.stored_analysis(context, source=source, run=run).fresh:
+    if not selectors.stored_analysis(context, source=source, run=run, for_page=True).fresh:
         services.analysis_refresh_request(
             project_id=context.project.pk, source=source, run_id=run.pk if run else None
         )

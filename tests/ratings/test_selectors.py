@@ -236,3 +236,27 @@ def test_the_stored_analysis_is_read_and_unpickled_once_per_computation(
     services.analysis_refresh(project_id=rated.pk, source="live", run_id=None)
     assert selectors.stored_analysis(context, source="live", run=None).fresh
     assert loads == [1, 1]
+
+
+def test_the_page_reads_a_slim_copy_without_the_tables_only_downloads_show(rated):
+    from django.utils import timezone
+
+    from ratings.models import StoredAnalysis
+
+    context = selectors.ratings_context(rated)
+    services.analysis_refresh(project_id=rated.pk, source="live", run_id=None)
+    page = selectors.stored_analysis(context, source="live", run=None, for_page=True)
+    whole = selectors.stored_analysis(context, source="live", run=None)
+    assert page.fresh and whole.fresh
+    left_out = set(whole.analysis.report.tables) - set(page.analysis.report.tables)
+    assert left_out == {"items", "labels"}  # model_labels too, with a model run
+    for name, frame in page.analysis.report.tables.items():
+        assert frame.equals(whole.analysis.report.tables[name])
+    assert page.analysis.report.figures == whole.analysis.report.figures
+    assert page.analysis.plots == whole.analysis.plots
+    # Stored before the slim copy existed: the page reads the whole analysis.
+    StoredAnalysis.objects.filter(project=rated, source="live").update(
+        page=None, computed_at=timezone.now()
+    )
+    old = selectors.stored_analysis(context, source="live", run=None, for_page=True)
+    assert old.fresh and "items" in old.analysis.report.tables
