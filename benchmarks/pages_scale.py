@@ -866,7 +866,11 @@ def _stored_ratings_counts() -> None:
         from ratings.stored_counts import project_counts_store
     except ImportError:
         return
+    import pickle
+
     from annotation.models import Project
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
 
     project = Project.objects.filter(slug=RATINGS_SLUG).first()
     if project is None:
@@ -877,6 +881,16 @@ def _stored_ratings_counts() -> None:
         f"  stored ratings counts of {project.slug}: {time.perf_counter() - started:.1f} s",
         flush=True,
     )
+    # Analyses stored before the page's slim copy existed: the copy the refresh now stores
+    # beside each (ratings/services.py, analysis_refresh), made from the stored whole.
+    for row in StoredAnalysis.objects.filter(project=project, page=None).exclude(content=None):
+        whole = pickle.loads(bytes(row.content))
+        page = selectors.analysis_for_storage(whole, page=True)
+        StoredAnalysis.objects.filter(pk=row.pk).update(page=page)
+        print(
+            f"  slim copy of the {row.source} analysis: {len(row.content):,} → {len(page):,} bytes",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
