@@ -447,6 +447,7 @@ def _stored_pages(project, *, missing_only: bool = False) -> None:
         print(f"  stored page of {stage.slug}: {time.perf_counter() - started:.1f} s", flush=True)
     _stored_pipeline(project)  # PA's block: "Stored pipeline counts and CPU per request"
     _search_indexed()  # DM's block: "The data manager's search index"
+    _stored_ratings_counts()  # RD's block: "The ratings page's stored counts"
 
 
 def _derived(project) -> None:
@@ -852,6 +853,43 @@ def _search_indexed() -> None:
     if indexed:
         print(
             f"  search index: {indexed:,} items ({time.perf_counter() - started:.1f} s)", flush=True
+        )
+
+
+# --- The ratings page's stored counts (RD) -------------------------------------------------------
+
+
+def _stored_ratings_counts() -> None:
+    """The ratings project's import-determined counts (ratings/stored_counts.py), as the worker
+    stores them once its page asked (or an import did); skipped on a checkout without them."""
+    try:
+        from ratings.stored_counts import project_counts_store
+    except ImportError:
+        return
+    import pickle
+
+    from annotation.models import Project
+    from ratings import selectors
+    from ratings.models import StoredAnalysis
+
+    project = Project.objects.filter(slug=RATINGS_SLUG).first()
+    if project is None:
+        return
+    started = time.perf_counter()
+    project_counts_store(project_id=project.pk)
+    print(
+        f"  stored ratings counts of {project.slug}: {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    # Analyses stored before the page's slim copy existed: the copy the refresh now stores
+    # beside each (ratings/services.py, analysis_refresh), made from the stored whole.
+    for row in StoredAnalysis.objects.filter(project=project, page=None).exclude(content=None):
+        whole = pickle.loads(bytes(row.content))
+        page = selectors.analysis_for_storage(whole, page=True)
+        StoredAnalysis.objects.filter(pk=row.pk).update(page=page)
+        print(
+            f"  slim copy of the {row.source} analysis: {len(row.content):,} → {len(page):,} bytes",
+            flush=True,
         )
 
 

@@ -120,7 +120,8 @@ class StoredAnalysis(models.Model):
     ``version`` is ratings.selectors.data_version at the moment the computation read the data:
     the result is fresh while it equals the current one. ``content`` is the pickled
     ratings.selectors.Analysis (pandas frames and SVG strings; pickled, as Django's own cache
-    backends store values, and only ever written by this app's task). ``queued_at`` is set while
+    backends store values, and only ever written by this app's task); ``page`` is its slim copy for
+    the page. ``queued_at`` is set while
     a refresh is on its way (the debounce: one message per burst of changes)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
@@ -131,6 +132,10 @@ class StoredAnalysis(models.Model):
     run_key = models.PositiveBigIntegerField(default=0)
     version = models.CharField(max_length=40, blank=True)
     content = models.BinaryField(null=True, blank=True)
+    #: The same analysis without the long tables only downloads read (ratings.selectors
+    #: .PAGE_LEFT_OUT): what the page unpickles (None: stored before it existed; the page reads
+    #: ``content``).
+    page = models.BinaryField(null=True, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     compute_seconds = models.FloatField(null=True, blank=True)
     #: How many times this selection was computed (the debounce keeps it far below the number of
@@ -165,3 +170,23 @@ class LiveStopping(models.Model):
 
     def __str__(self) -> str:
         return f"live stopping of stage {self.stage_id}"
+
+
+class StoredRatingsCounts(models.Model):
+    """A large ratings project's counts that only its imports change (pairs, items by purpose,
+    the historic stage's item stages, ratings and raters), stored by a Celery task and served
+    with their age (ratings/stored_counts.py). One row per project; written by the task only
+    (and its debounce mark, ``queued_at``, by ``rungwise/debounce.py``)."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    #: ratings.stored_counts.ProjectCounts as a dict.
+    counts = models.JSONField(default=dict, blank=True)
+    #: The project's items and historic ratings when counted (whether the project is large).
+    total = models.PositiveBigIntegerField(default=0)
+    stored_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"stored ratings counts of project {self.project_id} ({self.stored_at})"

@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce
 
 from annotation.models import Annotation, Assignment, Item, ItemStage, Project
 from imports.models import ImportBatch
@@ -32,6 +33,7 @@ from ratings.kinds import scale_bounds
 from ratings.models import ModelRun, RatingsSetup, SentencePair, StoredAnalysis
 from ratings.services import label_rule_from_json
 from ratings.stats import LabelRule
+from ratings.stored_counts import ShownCounts, project_counts_shown
 
 logger = logging.getLogger(__name__)
 
@@ -229,13 +231,24 @@ def practice_answers(context: RatingsContext) -> pd.DataFrame:
 # --- Progress --------------------------------------------------------------------------------
 
 
-def progress(context: RatingsContext) -> dict[str, Any]:
+def counts_shown(context: RatingsContext) -> ShownCounts:
+    """The counts the project's imports determine, counted now or, for a large project, as the
+    worker stored them (ratings/stored_counts.py). The page reads them once per request and
+    gives them to both ``progress`` and ``data_version``."""
+    return project_counts_shown(context.project, context.setup.historic_stage_id)
+
+
+def progress(context: RatingsContext, *, shown: ShownCounts | None = None) -> dict[str, Any]:
     """Counts for the progress cards: live rating stage (items, ratings collected and needed,
-    completed items, raters, leases), practice, attention checks, imported ratings."""
+    completed items, raters, leases), practice, attention checks, imported ratings.
+    ``shown``: ``counts_shown(context)`` when the caller has just read it; ``counted_at`` is
+    when the pairs, items and imported ratings were counted (None: now)."""
     setup = context.setup
+    shown = shown if shown is not None else counts_shown(context)
+    counts = shown.counts
     # A project without its rating stage reads no rows either way (ids start at 1).
     rating_stage_id = setup.rating_stage_id or 0
-    result: dict[str, Any] = {"pairs": SentencePair.objects.filter(project=context.project).count()}
+    result: dict[str, Any] = {"pairs": counts.pairs, "counted_at": shown.stored_at}
     regular = ItemStage.objects.filter(stage_id=rating_stage_id, item__purpose=Item.Purpose.REGULAR)
     live = regular.aggregate(
         items=Count("pk"),
@@ -254,58 +267,31 @@ def progress(context: RatingsContext) -> dict[str, Any]:
         item_stage__stage_id=rating_stage_id, payload__cannot_judge=True
     ).count()
     result["live"] = live
-    # Both purposes in one pass over the project's items.
-    item_counts = Item.objects.filter(project=context.project).aggregate(
-        regular=Count("pk", filter=Q(purpose=Item.Purpose.REGULAR)),
-        checks=Count("pk", filter=Q(purpose=Item.Purpose.ATTENTION_CHECK)),
-    )
-    result["items_total"] = item_counts["regular"]
+    result["items_total"] = counts.regular_items
     checks = Annotation.objects.filter(
         item_stage__stage_id=rating_stage_id,
         item_stage__item__purpose=Item.Purpose.ATTENTION_CHECK,
     )
     result["checks"] = {
-        "items": item_counts["checks"],
+        "items": counts.check_items,
         "answers": checks.count(),
     }
     if setup.practice_stage_id:
-        practice = ItemStage.objects.filter(stage_id=setup.practice_stage_id)
+        practice = ItemStage.objects.filter(stage_id=setup.practice_stage_id).aggregate(
+            items=Count("pk"), answers=Sum("submitted_count")
+        )
         result["practice"] = {
-            "items": practice.count(),
-            "answers": practice.aggregate(n=Sum("submitted_count"))["n"] or 0,
+            "items": practice["items"] or 0,
+            "answers": practice["answers"] or 0,
         }
     if setup.historic_stage_id:
-        historic = ItemStage.objects.filter(stage_id=setup.historic_stage_id).aggregate(
-            items=Count("pk"), ratings=Sum("submitted_count")
-        )
-        raters = _historic_raters(
-            setup.historic_stage_id, items=historic["items"], ratings=historic["ratings"]
-        )
         result["historic"] = {
-            "items": historic["items"] or 0,
-            "ratings": historic["ratings"] or 0,
-            "raters": raters,
+            "items": counts.historic_items,
+            "ratings": counts.historic_ratings,
+            "raters": counts.historic_raters,
         }
     result["stopping"] = stopping_summary(context)
     return result
-
-
-def _historic_raters(stage_id: int, *, items: int, ratings: int | None) -> int:
-    """Distinct named raters of the historic stage. Imported ratings only ever grow by an import
-    (which changes the stage's item and rating counts), so the count is cached under those
-    counts: a poll does not re-read a million ratings to count their raters."""
-    key = f"ratings:historic-raters:{stage_id}:{items}:{ratings or 0}"
-    raters = cache.get(key)
-    if raters is None:
-        raters = (
-            Annotation.objects.filter(item_stage__stage_id=stage_id)
-            .exclude(external_rater="")
-            .values("external_rater")
-            .distinct()
-            .count()
-        )
-        cache.set(key, raters, CACHE_SECONDS)
-    return int(raters)
 
 
 def stopping_summary(context: RatingsContext) -> dict[str, Any] | None:
@@ -355,15 +341,22 @@ class Analysis:
     run: ModelRun | None
 
 
-def data_version(context: RatingsContext, run: ModelRun | None) -> str:
+def data_version(
+    context: RatingsContext, run: ModelRun | None, *, shown: ShownCounts | None = None
+) -> str:
     """Changes whenever the analysed data could have changed: annotations added to the
     project's stages, items imported, settings edited, the model run replaced.
 
     Live stages (rating, practice) are read by their annotations (count and last id: a new
-    answer or an edited one changes them). The historic stage is read by its item stages'
-    counters instead, which the engine's historic import (annotation/services/historic.py) is
-    the only writer of and sets to the ratings each item holds: a million imported ratings are
-    one aggregate over their items, not a count over every rating (about 180 ms per poll)."""
+    answer or an edited one changes them). Items and the historic stage are read from the
+    counts their imports determine (``counts_shown``; ``shown``: when the caller has just read
+    them): the historic stage by its item stages' counters, which the engine's historic import
+    (annotation/services/historic.py) is the only writer of and sets to the ratings each item
+    holds — a million imported ratings are one aggregate over their items, not a count over
+    every rating (about 180 ms per poll). For a large project those counts are the ones the
+    worker stored (ratings/stored_counts.py), so page and worker agree on the version while
+    the stored counts stand, and an import's new version shows once they are counted again
+    (every import asks for that, ``services.analyses_data_changed``)."""
     live_stage_ids = [
         stage_id
         for stage_id in (context.setup.rating_stage_id, context.setup.practice_stage_id)
@@ -372,19 +365,16 @@ def data_version(context: RatingsContext, run: ModelRun | None) -> str:
     annotations = Annotation.objects.filter(item_stage__stage_id__in=live_stage_ids).aggregate(
         n=Count("pk"), last=Max("pk")
     )
-    historic = ItemStage.objects.filter(stage_id=context.setup.historic_stage_id or 0).aggregate(
-        n=Count("pk"), last=Max("pk"), ratings=Sum("submitted_count")
-    )
-    items = Item.objects.filter(project=context.project).aggregate(n=Count("pk"), last=Max("pk"))
+    counts = (shown if shown is not None else counts_shown(context)).counts
     parts = [
         context.project.pk,
         annotations["n"],
         annotations["last"],
-        historic["n"],
-        historic["last"],
-        historic["ratings"],
-        items["n"],
-        items["last"],
+        counts.historic_items,
+        counts.historic_last,
+        counts.historic_ratings,
+        counts.items,
+        counts.items_last,
         context.setup.updated_at.isoformat(),
         run.pk if run else "",
         run.created_at.isoformat() if run else "",
@@ -437,12 +427,24 @@ def compute_analysis(context: RatingsContext, *, source: str, run: ModelRun | No
     return Analysis(source=source, report=built, plots=figures, run=run)
 
 
-def analysis_for_storage(result: Analysis) -> bytes:
+#: Tables the page never shows (their CSV downloads read the whole analysis, ``analysis``):
+#: one row per item (100,000 at a million ratings) or per ordered pair. The page's slim copy
+#: (StoredAnalysis.page) leaves them out, so a web process's first load of it reads and
+#: unpickles a few hundred kilobytes rather than megabytes.
+PAGE_LEFT_OUT = ("items", "labels", "model_labels")
+
+
+def analysis_for_storage(result: Analysis, *, page: bool = False) -> bytes:
     """The analysis as StoredAnalysis.content: without the model run (re-attached on load) and
-    without the long frames kept only to draw the plots, which are already drawn."""
+    without the long frames kept only to draw the plots, which are already drawn. ``page``:
+    as StoredAnalysis.page, also without the tables in ``PAGE_LEFT_OUT``."""
+    tables = result.report.tables
+    if page:
+        tables = {name: frame for name, frame in tables.items() if name not in PAGE_LEFT_OUT}
     slim = report.Report(
         **{
             **vars(result.report),
+            "tables": tables,
             "ratings": None,
             "item_means": None,
             "model_ratings": None,
@@ -496,13 +498,19 @@ class AnalysisState:
 
 
 def stored_analysis(
-    context: RatingsContext, *, source: str, run: ModelRun | None, version: str | None = None
+    context: RatingsContext,
+    *,
+    source: str,
+    run: ModelRun | None,
+    version: str | None = None,
+    for_page: bool = False,
 ) -> AnalysisState:
     """The stored analysis of a source and model run and whether it is fresh (its data version
     is the current one). Never computes; ratings.services.analysis_refresh_request asks for a
     computation when it is missing or stale. ``version``: ``data_version(context, run)`` when
     the caller has just read it (the page does: each reading is several aggregates over the
-    project's items and item stages)."""
+    project's items and item stages). ``for_page``: its slim copy, without the tables in
+    ``PAGE_LEFT_OUT`` (the whole one when no slim copy was stored)."""
     if version is None:
         version = data_version(context, run)
     # The row without its content (megabytes at a million ratings): the content is read and
@@ -517,12 +525,15 @@ def stored_analysis(
     )
     if row is None:
         return AnalysisState(analysis=None, fresh=False, version=version)
-    memo_key = (row.pk, row.version, row.computed_at)
+    memo_key = (row.pk, row.version, row.computed_at, for_page)
     result = _loaded_analyses.get(memo_key)
     if result is None:
         try:
+            stored = StoredAnalysis.objects.filter(pk=row.pk)
             content = (
-                StoredAnalysis.objects.filter(pk=row.pk).values_list("content", flat=True).first()
+                stored.values_list(Coalesce("page", "content"), flat=True).first()
+                if for_page
+                else stored.values_list("content", flat=True).first()
             )
             result = pickle.loads(bytes(content or b""))
         except Exception:
@@ -594,7 +605,7 @@ def stage_headlines(project: Project, stages) -> dict[int, Any]:
         stage_id = getattr(context.setup, field_name)
         if stage_id is None or stage_id not in wanted:
             continue
-        state = stored_analysis(context, source=source, run=None)
+        state = stored_analysis(context, source=source, run=None, for_page=True)
         if not state.fresh:
             services.analysis_refresh_request(project_id=project.pk, source=source)
         figure = state.analysis.report.figures.get("alpha_ordinal") if state.analysis else None

@@ -110,12 +110,22 @@ def analysis_refresh_request(
     )
 
 
-def analyses_data_changed(*, project_id: int) -> int:
+def analyses_data_changed(*, project_id: int, imported: bool = True) -> int:
     """The project's ratings changed: refresh every analysis the page has shown (each source and
     model run once viewed) and the three sources without a model run (the page's default and
-    the two the Agreement page shows). Returns how many messages were sent."""
-    from ratings.models import StoredAnalysis
+    the two the Agreement page shows). ``imported`` (pairs or historic ratings written): also
+    count a large project's import-determined counts again (ratings/stored_counts.py), first,
+    so that the analyses' new data version is readable when they are stored; answers collected
+    here (``imported=False``) do not change those counts. Returns how many analysis messages
+    were sent."""
+    from ratings.models import StoredAnalysis, StoredRatingsCounts
     from ratings.selectors import SOURCES
+    from ratings.stored_counts import project_counts_store_request
+
+    # Only a project that has been large has the row (stored_counts.project_counts_shown
+    # makes it); a smaller one is counted on each request anyway.
+    if imported and StoredRatingsCounts.objects.filter(pk=project_id).exists():
+        project_counts_store_request(project_id=project_id)
 
     selections = {(source, None) for source in SOURCES} | {
         (source, run_id)
@@ -138,7 +148,7 @@ def analyses_item_stages_resolved(item_stage_ids: Iterable[int]) -> None:
         ).values_list("project_id", flat=True)
     )
     for project_id in sorted(project_ids):
-        analyses_data_changed(project_id=project_id)
+        analyses_data_changed(project_id=project_id, imported=False)
 
 
 def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> bool:
@@ -174,6 +184,7 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
     started = time.perf_counter()
     result = selectors.compute_analysis(context, source=source, run=run)
     content = selectors.analysis_for_storage(result)
+    page = selectors.analysis_for_storage(result, page=True)
     row, _ = StoredAnalysis.objects.get_or_create(
         project=project, source=source, run_key=run_id or 0, defaults={"run": run}
     )
@@ -181,6 +192,7 @@ def analysis_refresh(*, project_id: int, source: str, run_id: int | None) -> boo
         run=run,
         version=version,
         content=content,
+        page=page,
         computed_at=timezone.now(),
         compute_seconds=round(time.perf_counter() - started, 3),
         computations=F("computations") + 1,

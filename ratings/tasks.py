@@ -23,3 +23,11 @@ def stop_settled(stage_id: int) -> int:
     from ratings.stopping import stopping_run
 
     return stopping_run(stage_id=stage_id).stopped
+
+
+@shared_task(name="ratings.tasks.store_counts")
+def store_counts(project_id: int) -> bool:
+    """Store a large ratings project's import-determined counts (ratings/stored_counts.py)."""
+    from ratings.stored_counts import project_counts_store
+
+    return project_counts_store(project_id=project_id)

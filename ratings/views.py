@@ -63,14 +63,18 @@ def dashboard(request, slug: str):
     access, context = access_ratings_project(request.user, slug, MONITOR)
     source = _source(request)
     part = request.GET.get("part")
-    progress = selectors.progress(context)
+    analysis_only = bool(request.htmx) and part == "analysis"
+    # Read once for the progress cards and the data version (stored for a large project:
+    # ratings/stored_counts.py).
+    shown = selectors.counts_shown(context)
     page_context = {
         **_base_context(request, access, context),
         "source": source,
         "sources": selectors.SOURCES,
-        "progress": progress,
+        # The analysis partial does not show the progress cards.
+        "progress": None if analysis_only else selectors.progress(context, shown=shown),
     }
-    version = selectors.data_version(context, None)
+    version = selectors.data_version(context, None, shown=shown)
     page_context["version"] = version
     if request.htmx and part == "progress":
         response = render(request, "ratings/dashboard.html#progress", page_context)
@@ -84,11 +88,16 @@ def dashboard(request, slug: str):
     # new one with a POST (analysis_request: sent by htmx when the section loads, or by its
     # button without JavaScript).
     state = selectors.stored_analysis(
-        context, source=source, run=run, version=version if run is None else None
+        context,
+        source=source,
+        run=run,
+        version=version if run is None else selectors.data_version(context, run, shown=shown),
+        for_page=True,
     )
+    runs = selectors.model_runs(context.project)
     page_context.update(
         run=run,
-        runs=selectors.model_runs(context.project),
+        runs=runs,
         computing=not state.fresh,
         # Asked for once per drawing of the section, not by each of its polls (their trigger
         # is the section itself): one request, and the worker is not raced by its own askers.
@@ -96,7 +105,7 @@ def dashboard(request, slug: str):
         computed_at=state.computed_at,
     )
     if state.analysis is not None:
-        page_context.update(_analysis_context(context, state.analysis))
+        page_context.update(_analysis_context(state.analysis, runs))
     if request.htmx and part == "analysis":
         return render(request, "ratings/dashboard.html#analysis", page_context)
     return render(request, "ratings/dashboard.html", page_context)
@@ -120,7 +129,7 @@ def analysis_request(request, slug: str):
             {"source": source},
         )
     run = access_model_run(context, form.cleaned_data["run"])
-    if not selectors.stored_analysis(context, source=source, run=run).fresh:
+    if not selectors.stored_analysis(context, source=source, run=run, for_page=True).fresh:
         services.analysis_refresh_request(
             project_id=context.project.pk, source=source, run_id=run.pk if run else None
         )
@@ -178,7 +187,7 @@ def _class_table(report) -> dict | None:
     return {"columns": columns, "sections": sections}
 
 
-def _analysis_context(context, analysis) -> dict:
+def _analysis_context(analysis, runs) -> dict:
     report = analysis.report
     run = analysis.run
     query = {"source": analysis.source}
@@ -189,7 +198,7 @@ def _analysis_context(context, analysis) -> dict:
         "analysis": analysis,
         "report": report,
         "run": run,
-        "runs": selectors.model_runs(context.project),
+        "runs": runs,
         "query": query,
         "figures": report.figures,
         "class_table": _class_table(report),

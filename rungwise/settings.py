@@ -742,6 +742,14 @@ CELERY_BEAT_SCHEDULE["item-search-index"] = {
 PIPELINE_STORED_FROM = int(os.environ.get("PIPELINE_STORED_FROM", "20000"))
 PIPELINE_STORED_MAX_AGE = float(os.environ.get("PIPELINE_STORED_MAX_AGE", "60"))
 
+# --- Stored ratings counts (ratings/stored_counts.py) ------------------------------------------
+# A ratings project with at least RATINGS_STORED_FROM items and historic ratings together shows
+# the counts its imports determine (pairs, items, historic ratings and raters) as a Celery task
+# stored them, asked for again when older than RATINGS_STORED_MAX_AGE seconds and after every
+# import; a smaller project is counted on each request.
+RATINGS_STORED_FROM = int(os.environ.get("RATINGS_STORED_FROM", "20000"))
+RATINGS_STORED_MAX_AGE = float(os.environ.get("RATINGS_STORED_MAX_AGE", "60"))
+
 
 # --- Interop (interop/): Label Studio and Potato exports in, Label Studio tasks out -------------
 INSTALLED_APPS += ["interop"]
