@@ -80,3 +80,23 @@ def test_nothing_is_warmed_while_developing(settings, compiled):
     settings.DEBUG = False
     warmup.warm_up()
     assert "base.html" in compiled
+
+
+def test_after_the_warm_up_a_reverse_fills_no_resolver(settings, monkeypatch):
+    from django.urls import clear_url_caches, resolvers
+
+    clear_url_caches()  # as in a worker that has just started
+    populated: list[object] = []
+    original = resolvers.URLResolver._populate
+
+    def _populate(self):
+        populated.append(self)
+        return original(self)
+
+    monkeypatch.setattr(resolvers.URLResolver, "_populate", _populate)
+    settings.DEBUG = False
+    warmup.warm_up()
+    assert populated  # the warm-up did the filling
+    populated.clear()
+    reverse("annotation:project", args=["some-project"])
+    assert populated == []
