@@ -48,7 +48,7 @@ from django.db.models import Model
 from django.db.utils import IntegrityError
 from django.utils import timezone
 
-from annotation import services
+from annotation import services, sql
 from annotation.models import Item, ItemStage, Project, Stage
 from annotation.workflows import WORKFLOWS
 from imports.core import ImportReport, RowError, RowSchema
@@ -433,8 +433,8 @@ def _foreign_keys_checked_once(*references: tuple[type[Model], int]) -> Iterator
             # Hand-written: the ORM's select_for_update has no FOR KEY SHARE, the weakest lock
             # that keeps the row (the one PostgreSQL's own check takes).
             cursor.execute(
-                f"SELECT 1 FROM {_quote(model._meta.db_table)} "
-                f"WHERE {_quote(model._meta.pk.column)} = %(pk)s FOR KEY SHARE",
+                f"SELECT 1 FROM {sql.table(model)} "
+                f"WHERE {sql.quoted(model).id} = %(pk)s FOR KEY SHARE",
                 {"pk": pk},
             )
             if cursor.fetchone() is None:
