@@ -442,12 +442,9 @@ def _open_sql(vendor: str, new_items: bool = False) -> str:
     group a random distinct rank and the group's size, so that an annotator's order can put one
     variant of every group before the second variant of any; items with no group are a group
     of one. Only the random key, the gold lookup and the list of ids are spelled per database
-    (_OPEN_VENDOR). The inner SELECT hands the window's sort only what it needs (the gold
-    answer is looked up below it, and its volatile ``random()`` keeps PostgreSQL from merging
-    it into the outer one), so that the sort of a million-item import no longer carries every
-    payload (benchmarks/README.md, "Imports at scale"). ``new_items``: the items are in no
-    stage yet, so the statement leaves out ``ON CONFLICT`` and its look-up before each row (the
-    unique constraint still refuses a row that is there). Text built once per process."""
+    (_OPEN_VENDOR). ``new_items``: the items are in no stage yet, so the statement leaves out
+    ``ON CONFLICT`` and its look-up before each row (the unique constraint still refuses a row
+    that is there). Text built once per process."""
     spelling = _OPEN_VENDOR[vendor]
     into, i = sql.quoted(ItemStage), sql.quoted(Item, "i")
     gold = spelling["gold"].format(payload=i.payload, purpose=i.purpose)
@@ -456,23 +453,15 @@ def _open_sql(vendor: str, new_items: bool = False) -> str:
         ({into.item_id}, {into.stage_id}, {into.state}, {into.target_count},
          {into.submitted_count}, {into.leased_count}, {into.random_key}, {into.spread_rank},
          {into.group_size}, {into.phase}, {into.round}, {into.gold}, {into.opened_at})
-    SELECT opening.opened_item, %(stage)s, %(open)s,
-        CASE WHEN opening.opened_purpose = %(gold_purpose)s THEN %(everyone)s
-             ELSE %(target)s END,
+    SELECT {i.id}, %(stage)s, %(open)s,
+        CASE WHEN {i.purpose} = %(gold_purpose)s THEN %(everyone)s ELSE %(target)s END,
         0, 0, {spelling["random_key"]},
-        CASE WHEN opening.opened_group = '' THEN 0
-             ELSE row_number() OVER (PARTITION BY opening.opened_group
-                                     ORDER BY opening.shuffle) - 1 END,
-        CASE WHEN opening.opened_group = '' THEN 1
-             ELSE count(*) OVER (PARTITION BY opening.opened_group) END,
-        0, 0, opening.opened_gold, %(now)s
-    FROM (
-        SELECT {i.id} AS opened_item, {i.purpose} AS opened_purpose,
-               {i.group} AS opened_group, {gold} AS opened_gold, random() AS shuffle
-        FROM {sql.table(Item)} i
-        WHERE {i.id} IN ({spelling["ids"]})
-    ) opening
-    WHERE true  -- SQLite reads an ON CONFLICT right after a FROM's alias as a join's ON
+        CASE WHEN {i.group} = '' THEN 0
+             ELSE row_number() OVER (PARTITION BY {i.group} ORDER BY random()) - 1 END,
+        CASE WHEN {i.group} = '' THEN 1 ELSE count(*) OVER (PARTITION BY {i.group}) END,
+        0, 0, {gold}, %(now)s
+    FROM {sql.table(Item)} i
+    WHERE {i.id} IN ({spelling["ids"]})
     {"" if new_items else f"ON CONFLICT ({into.item_id}, {into.stage_id}) DO NOTHING"}
     """
 
