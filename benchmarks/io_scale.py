@@ -1,7 +1,7 @@
 """I/O at scale on PostgreSQL: import 100,000 items, export 1,000,000 annotations.
 
     scripts/with-services.sh .venv/bin/python benchmarks/io_scale.py [--items 100000] [--per-item 10]
-        [--before-rows 100000] [--import-only] [--index] [--steps]
+        [--before-rows 100000] [--import-only] [--index] [--steps] [--checkout DIR]
 
 Each measured phase runs in its own process so that its peak memory (resident memory above
 its level at the start of the phase, sampled every 10 ms) is its own. Printed figures:
@@ -19,7 +19,11 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
   ``--steps`` prints, under each one-pass import, the CPU a row (process + PostgreSQL) of each
   of its steps: reading, checking and COPYing the rows, the id checks, the INSERT of the items,
   opening them in their stage, the ANALYZE, and the whole write with its COMMIT (whose
-  difference from the steps is mostly the deferred foreign-key checks);
+  difference from the steps is mostly the deferred foreign-key checks); ``--checkout DIR``
+  first imports the full size with another checkout's code (its own ``benchmarks/io_scale.py``,
+  e.g. ``/work/main`` for before), into empty tables, then empties them again, so that this
+  checkout's import of the full size, right after it, is again the first into empty tables:
+  before and after in one run, under the same load;
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
   in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
@@ -305,11 +309,12 @@ def phase_release(slug: str) -> None:
 # --- orchestration ---------------------------------------------------------------------------
 
 
-def child(*args: str) -> dict:
+def child(*args: str, checkout: Path = REPO) -> dict:
+    """Run a phase in a child process with ``checkout``'s code (this one's by default)."""
     env = dict(os.environ, LOG_LEVEL="ERROR")
     output = subprocess.run(
-        [sys.executable, __file__, "--phase", *args], cwd=REPO, env=env, check=True,
-        capture_output=True, text=True,
+        [sys.executable, str(checkout / "benchmarks" / "io_scale.py"), "--phase", *args],
+        cwd=checkout, env=env, check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     line = next(line for line in output.splitlines() if line.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
@@ -378,6 +383,11 @@ def main() -> None:
         help="print each step of the one-pass imports apart: CPU a row of the process and of "
         "PostgreSQL (read and COPY, id checks, INSERT, opening, ANALYZE, the whole with COMMIT)",
     )  # fmt: skip
+    parser.add_argument(
+        "--checkout", type=Path,
+        help="first import the full size with this checkout's code (before), into empty "
+        "tables, then empty them again",
+    )  # fmt: skip
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -407,6 +417,13 @@ def main() -> None:
         if args.before_rows:
             result = child("import", "before", str(args.before_rows), str(work), "two-pass")
             print_import("two-pass", args.before_rows, result)
+            empty_item_tables()
+        if args.checkout:
+            result = child(
+                "import", "full", str(args.items), str(work), "one-pass",
+                *(["steps"] if args.steps else []), checkout=args.checkout.resolve(),
+            )  # fmt: skip
+            print_import("before", args.items, result)
             empty_item_tables()
         # The full size first: the first import into empty tables, the case that was slowest.
         for slug, rows in (("full", args.items), ("small", quarter)):

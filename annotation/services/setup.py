@@ -436,13 +436,15 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
 
 
 @cache
-def _open_sql(vendor: str) -> str:
+def _open_sql(vendor: str, new_items: bool = False) -> str:
     """The one statement that opens items in a stage (hand-written: the ORM has no INSERT …
     SELECT, and computing group ranks in Python meant loading every item of an import). Per
     group a random distinct rank and the group's size, so that an annotator's order can put one
     variant of every group before the second variant of any; items with no group are a group
     of one. Only the random key, the gold lookup and the list of ids are spelled per database
-    (_OPEN_VENDOR). Text built once per process."""
+    (_OPEN_VENDOR). ``new_items``: the items are in no stage yet, so the statement leaves out
+    ``ON CONFLICT`` and its look-up before each row (the unique constraint still refuses a row
+    that is there). Text built once per process."""
     spelling = _OPEN_VENDOR[vendor]
     into, i = sql.quoted(ItemStage), sql.quoted(Item, "i")
     gold = spelling["gold"].format(payload=i.payload, purpose=i.purpose)
@@ -460,7 +462,7 @@ def _open_sql(vendor: str) -> str:
         0, 0, {gold}, %(now)s
     FROM {sql.table(Item)} i
     WHERE {i.id} IN ({spelling["ids"]})
-    ON CONFLICT ({into.item_id}, {into.stage_id}) DO NOTHING
+    {"" if new_items else f"ON CONFLICT ({into.item_id}, {into.stage_id}) DO NOTHING"}
     """
 
 
@@ -487,12 +489,14 @@ _OPEN_VENDOR = {
 _NAMED_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def _positional(vendor: str, named: Mapping[str, Any], ids: QuerySet[Any]) -> tuple[str, list[Any]]:
-    """``_open_sql(vendor)`` with its id list replaced by the SQL of ``ids`` (a one-column
+def _positional(
+    vendor: str, named: Mapping[str, Any], ids: QuerySet[Any], new_items: bool = False
+) -> tuple[str, list[Any]]:
+    """``_open_sql(vendor, new_items)`` with its id list replaced by the SQL of ``ids`` (a one-column
     queryset) and every placeholder made positional, as the ORM's SQL spells them; the
     parameters in their order. Raises ``EmptyResultSet`` when ``ids`` cannot match."""
     subquery, subquery_params = ids.query.sql_with_params()
-    statement = _open_sql(vendor).replace(_OPEN_VENDOR[vendor]["ids"], "%(ids)s")
+    statement = _open_sql(vendor, new_items).replace(_OPEN_VENDOR[vendor]["ids"], "%(ids)s")
     params: list[Any] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -505,7 +509,9 @@ def _positional(vendor: str, named: Mapping[str, Any], ids: QuerySet[Any]) -> tu
     return _NAMED_PLACEHOLDER.sub(placeholder, statement), params
 
 
-def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Stage) -> int:
+def item_stages_open(
+    *, items: Iterable[Item | int] | QuerySet[Item], stage: Stage, new_items: bool = False
+) -> int:
     """Put items into a stage: the one way items enter a stage (imports, item creation,
     routes). ``items``: a queryset of items (its SQL read by the statement itself) or items /
     item ids, opened by one INSERT … SELECT whatever their number. Each new item stage gets a
@@ -513,7 +519,9 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
     gold answer (``payload["gold"][stage.slug]``); a silent gold item (``Item.Purpose.GOLD``,
     annotation/gold.py) gets every annotator's slots (``EVERYONE``) and may give its answer as
     a plain ``payload["gold"]`` (for whichever stage it opens in).
-    Items already in the stage are left as they are. Returns how many were opened."""
+    Items already in the stage are left as they are; ``new_items=True`` promises that none is
+    in it (items created by the caller's transaction, as an import's): a broken promise is an
+    IntegrityError, never a second row. Returns how many were opened."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
     params: dict[str, Any] = {
         "stage": stage.pk,
@@ -530,7 +538,7 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
         # The queryset's own SQL as the statement's id list: no id passes through Python, so
         # opening a million imported items takes no more memory than opening ten.
         try:
-            statement, positional = _positional(vendor, params, items.values("pk"))
+            statement, positional = _positional(vendor, params, items.values("pk"), new_items)
         except EmptyResultSet:  # e.g. ``.none()``
             return 0
         with connection.cursor() as cursor:
@@ -540,7 +548,7 @@ def item_stages_open(*, items: Iterable[Item | int] | QuerySet[Item], stage: Sta
     if not ids:
         return 0
     params["ids"] = ids if vendor == "postgresql" else json.dumps(ids)
-    statement = _open_sql(vendor)
+    statement = _open_sql(vendor, new_items)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.rowcount

@@ -22,6 +22,14 @@ checked set-based, then one INSERT … SELECT.
    one per changed item); the new items are opened (the workflow's ``open_items`` or the first
    active stage, one INSERT … SELECT) and the tables analysed.
 
+Foreign keys are checked once, not per row: the items' INSERT and their opening in the first
+stage reference one project and one stage (locked ``FOR KEY SHARE`` first, as PostgreSQL's own
+check would lock them for every row) and the items this transaction wrote, so they run with
+``session_replication_role = replica``, which skips the per-row checks PostgreSQL would run at
+COMMIT (``_foreign_keys_checked_once``; benchmarks/README.md, "Imports at scale"). Where the
+database user may not set that role, the rows are checked one by one as before. A workflow's
+own ``open_items`` always runs with every check.
+
 Memory does not grow with the file: no id is held in Python (the two-pass pipeline keeps a
 map of every id to its line). Used by ``imports.services.run`` on PostgreSQL; SQLite keeps
 the two-pass pipeline.
@@ -30,15 +38,18 @@ the two-pass pipeline.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 from django.db import connection, transaction
+from django.db.models import Model
 from django.db.utils import IntegrityError
 from django.utils import timezone
 
-from annotation import services
-from annotation.models import Item, ItemStage
+from annotation import services, sql
+from annotation.models import Item, ItemStage, Project, Stage
 from annotation.workflows import WORKFLOWS
 from imports.core import ImportReport, RowError, RowSchema
 from imports.core.pipeline import (
@@ -60,6 +71,11 @@ WORK_MEM = "64MB"
 _ITEM_COLUMNS = ("project", "external_id", "payload", "source", "group", "purpose",
                  "import_batch", "status", "version", "created_at")  # fmt: skip
 
+
+_REMOVED_MEANWHILE = (
+    "Nothing was imported: the project or its first stage was removed while this file was "
+    "being imported."
+)
 
 _ADDED_MEANWHILE = (
     "Nothing was imported: items with some of these ids were added to the project while this "
@@ -134,7 +150,10 @@ def staged_write(
         force=True, status=batch.status, validated_at=batch.validated_at,
         rows_total=batch.rows_total, rows_done=batch.rows_done, bytes_done=batch.bytes_done,
     )  # fmt: skip
-    created = _insert_new(batch, known=report.rows_update > 0) if report.rows_create else 0
+    created = 0
+    if report.rows_create:
+        with _foreign_keys_checked_once((Project, batch.project_id)):
+            created = _insert_new(batch, known=report.rows_update > 0)
     if created != report.rows_create:
         # Another import added some of these ids after the check above (the INSERT's own
         # snapshot skips them): never drop a row of the file in silence.
@@ -370,4 +389,57 @@ def _open_created(batch: ImportBatch) -> None:
         return
     first_stage = project.stages.filter(is_active=True).order_by("position").first()
     if first_stage is not None:
-        services.item_stages_open(items=created, stage=first_stage)
+        # The items were created by this transaction and are in no stage yet (new_items).
+        with _foreign_keys_checked_once((Stage, first_stage.pk)):
+            services.item_stages_open(items=created, stage=first_stage, new_items=True)
+
+
+def _may_skip_row_checks() -> bool:
+    """Whether this session may set ``session_replication_role`` (a superuser, or on
+    PostgreSQL 15 and later a role granted ``SET`` on it) and has not set it already."""
+    privilege = (
+        "has_parameter_privilege('session_replication_role', 'SET')"
+        if connection.pg_version >= 150000  # type: ignore[attr-defined]  # PostgreSQL's wrapper
+        else "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT current_setting('session_replication_role') = 'origin' AND {privilege}"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@contextmanager
+def _foreign_keys_checked_once(*references: tuple[type[Model], int]) -> Iterator[None]:
+    """Run the block's statements without PostgreSQL's per-row foreign-key checks, after
+    checking once what they would check for every row.
+
+    Precondition (the caller's promise): every foreign key the block writes is NULL, one of
+    ``references`` (a model and a primary key, the same row for every row written), or a row
+    this transaction wrote itself (no other session can see it, so none can remove it). Each
+    reference is locked ``FOR KEY SHARE`` as the per-row check would lock it, so that nobody
+    removes it before this transaction ends; a missing one refuses the import
+    (``StagedRejected``). The block runs with ``session_replication_role = replica`` (set
+    LOCAL: an error inside the block rolls the setting back with the transaction or its
+    savepoint), which fires no trigger left in its default mode, the foreign-key checks among
+    them; the items' own triggers fire always (migration ``0022_item_search_triggers_always``).
+    When the session may not set the role (``_may_skip_row_checks``), the block runs with its
+    per-row checks, as before."""
+    if not _may_skip_row_checks():
+        yield
+        return
+    with connection.cursor() as cursor:
+        for model, pk in references:
+            # Hand-written: the ORM's select_for_update has no FOR KEY SHARE, the weakest lock
+            # that keeps the row (the one PostgreSQL's own check takes).
+            cursor.execute(
+                f"SELECT 1 FROM {sql.table(model)} "
+                f"WHERE {sql.quoted(model).id} = %(pk)s FOR KEY SHARE",
+                {"pk": pk},
+            )
+            if cursor.fetchone() is None:
+                raise StagedRejected(ImportReport(), _REMOVED_MEANWHILE)
+        cursor.execute("SET LOCAL session_replication_role = replica")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = origin")

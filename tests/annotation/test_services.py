@@ -341,3 +341,27 @@ def test_a_broker_outage_is_logged_in_one_line_per_publish(
     assert records[0].levelname == "WARNING" and not records[0].exc_info
     assert "could not run or enqueue annotation.tasks.sweep_unresolved" in records[0].getMessage()
     assert "Connection refused" in records[0].getMessage()
+
+
+def test_opening_items_promised_new_never_writes_a_second_item_stage():
+    """item_stages_open(new_items=True) leaves out ON CONFLICT (imports open a batch of items
+    they created): items already in the stage are then an IntegrityError that keeps nothing,
+    never a second row; without the promise they are left as they are."""
+    from django.db import IntegrityError, transaction
+
+    project = make_project()
+    stage = make_verify_stage(project)
+    items = make_items(project, 3)  # opened in the stage already
+    fresh = services.items_create(
+        project=project,
+        rows=[{"external_id": "fresh", "payload": {"text": "t"}}],
+        open_first_stage=False,
+    )
+    assert services.item_stages_open(items=fresh, stage=stage, new_items=True) == 1
+    queryset = Item.objects.filter(pk__in=[item.pk for item in items])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        services.item_stages_open(items=queryset, stage=stage, new_items=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        services.item_stages_open(items=items, stage=stage, new_items=True)
+    assert services.item_stages_open(items=[*items, *fresh], stage=stage) == 0
+    assert ItemStage.objects.filter(stage=stage).count() == 4

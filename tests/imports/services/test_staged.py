@@ -265,3 +265,90 @@ def test_an_import_writes_no_index_a_longer_one_makes_redundant_and_deleting_its
     assert list(Item.objects.filter(project=project).values_list("import_batch", flat=True)) == [
         None
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_foreign_keys_are_checked_once_and_every_check_is_back_after_the_import():
+    """The items' INSERT and their opening run without PostgreSQL's per-row foreign-key checks
+    (staged._foreign_keys_checked_once): the project and the stage they reference stay locked
+    until the transaction ends, as the per-row checks would lock them, and every later
+    statement of the transaction is checked again."""
+    from django.db import DatabaseError, IntegrityError, connection, connections, transaction
+
+    from annotation.models import ItemSearchPending, Project, Stage
+
+    project = make_project()
+    stage = make_verify_stage(project)
+    rows = "".join(line({"id": f"r{n}", "text": "t"}) for n in range(50)).encode()
+    with transaction.atomic():  # the import's transaction, still open below
+        batch = upload(project, rows)
+        assert batch.status == "succeeded", batch.message
+        items = Item.objects.filter(project=project)
+        assert ItemStage.objects.filter(item__in=items, stage=stage).count() == 50
+        # The search queue's trigger fired in the import's replication role.
+        assert ItemSearchPending.objects.filter(item_id__in=items.values("pk")).count() == 50
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW session_replication_role")
+            assert cursor.fetchone()[0] == "origin"
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:
+                for model, pk in ((Stage, stage.pk), (Project, project.pk)):
+                    with pytest.raises(DatabaseError, match="could not obtain lock"):
+                        cursor.execute(
+                            f'SELECT 1 FROM "{model._meta.db_table}" WHERE id = %s '
+                            "FOR UPDATE NOWAIT",
+                            [pk],
+                        )
+        finally:
+            other.close()
+        # A later statement of the same transaction is checked as ever.
+        with pytest.raises(IntegrityError), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            ItemStage.objects.create(
+                item=items.first(), stage_id=stage.pk + 10_000, target_count=1, random_key=1
+            )
+
+
+def test_a_database_user_who_may_not_skip_the_checks_imports_with_them():
+    """Without the privilege to set session_replication_role (not a superuser), the import
+    keeps PostgreSQL's per-row checks and writes the same rows."""
+    from django.db import connection
+
+    project = make_project()
+    make_verify_stage(project)
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE ROLE rungwise_import_plain NOSUPERUSER")
+        cursor.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO rungwise_import_plain")
+        cursor.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO rungwise_import_plain")
+        cursor.execute("SET ROLE rungwise_import_plain")
+    try:
+        from imports.services.staged import _may_skip_row_checks
+
+        assert not _may_skip_row_checks()
+        batch = upload(
+            project, "".join(line({"id": f"p{n}", "text": "t"}) for n in range(20)).encode()
+        )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET ROLE")
+    assert batch.status == "succeeded", batch.message
+    assert ItemStage.objects.filter(item__project=project).count() == 20
+
+
+def test_every_trigger_of_the_items_and_item_stages_fires_in_the_imports_role():
+    """An import writes with session_replication_role = replica, which fires only triggers
+    enabled ALWAYS: a trigger of our own left in its default mode would be skipped by imports
+    (migration 0022_item_search_triggers_always)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT tgrelid::regclass::text, tgname, tgenabled FROM pg_trigger
+               WHERE tgrelid IN ('annotation_item'::regclass, 'annotation_itemstage'::regclass)
+                 AND NOT tgisinternal"""
+        )
+        triggers = cursor.fetchall()
+    assert triggers, "the search queue's triggers are missing"
+    assert [t for t in triggers if t[2] != "A"] == []
