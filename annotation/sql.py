@@ -105,7 +105,12 @@ def _plain(model: type[Model]) -> bool:
     is Django's plain descriptor (DeferredAttribute, or a foreign key's id, whose setter only
     drops a cached related object a new instance cannot have yet), not one that wraps or
     checks the value it is given (a file field's)."""
-    if model.__init__ is not Model.__init__ or model.from_db.__func__ is not Model.from_db.__func__:
+    # from_db is a classmethod: compare the functions it wraps, as the class holds them.
+    own_from_db = getattr(model.from_db, "__func__", None)
+    if (
+        model.__init__ is not Model.__init__
+        or own_from_db is not Model.__dict__["from_db"].__func__
+    ):
         return False
     return all(
         type(model.__dict__.get(name) or getattr(model, name, None))
