@@ -19,10 +19,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Model, signals
-from django.db.models.base import ModelState
-from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
-from django.db.models.query_utils import DeferredAttribute
+from django.db.models import Model
 
 M = TypeVar("M", bound=Model)
 
@@ -98,53 +95,15 @@ def _attnames(model: type[Model]) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields)
 
 
-@cache
-def _plain(model: type[Model]) -> bool:
-    """Whether an instance of `model` can be built without ``Model.__init__`` (load): the
-    model keeps Django's own ``__init__`` and ``from_db``, and each concrete field's attribute
-    is Django's plain descriptor (DeferredAttribute, or a foreign key's id, whose setter only
-    drops a cached related object a new instance cannot have yet), not one that wraps or
-    checks the value it is given (a file field's)."""
-    # from_db is a classmethod: compare the functions it wraps, as the class holds them.
-    own_from_db = getattr(model.from_db, "__func__", None)
-    if (
-        model.__init__ is not Model.__init__
-        or own_from_db is not Model.__dict__["from_db"].__func__
-    ):
-        return False
-    return all(
-        type(model.__dict__.get(name) or getattr(model, name, None))
-        in (DeferredAttribute, ForeignKeyDeferredAttribute)
-        for name in _attnames(model)
-    )
-
-
 def load(model: type[M], row: Sequence[Any], start: int = 0) -> M:
     """A `model` instance from `row[start:start + width(model)]` (columns as `columns()`),
-    converted as the ORM converts them.
-
-    What ``Model.from_db`` makes, built the cheaper way when nothing can tell (_plain, and no
-    receiver of pre_init / post_init for the model, asked on every call): the instance's
-    ``__dict__`` filled with the field values and a ModelState not adding, on this database.
-    ``Model.__init__`` costs about a tenth of the web's CPU on the annotator loop (its signals
-    and a setattr per field, for the dozen instances a next + submit loads:
-    benchmarks/profile_loop.py); tests/annotation/test_sql.py compares both with the ORM's."""
+    converted as the ORM converts them."""
     values = list(row[start : start + width(model)])
     for position, column, chain in _converters(model, connection.vendor):
         value = values[position]
         for converter in chain:
             value = converter(value, column, connection)
         values[position] = value
-    if (
-        _plain(model)
-        and not signals.pre_init.has_listeners(model)
-        and not signals.post_init.has_listeners(model)
-    ):
-        instance = model.__new__(model)
-        instance.__dict__.update(zip(_attnames(model), values, strict=True))
-        state = instance._state = ModelState()
-        state.adding, state.db = False, connection.alias
-        return instance
     return model.from_db(connection.alias, _attnames(model), values)
 
 

@@ -9,7 +9,6 @@ from datetime import datetime
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import signals
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -68,64 +67,6 @@ def test_loaded_instances_equal_the_orms_value_for_value_and_type(model):
     }
     if model is Assignment:
         assert isinstance(got.expires_at, datetime) and got.expires_at.tzinfo is not None
-
-
-@pytest.mark.parametrize("model", [Project, Stage, Item, ItemStage, Assignment, Token, "user"])
-def test_loaded_instances_are_built_without_model_init_and_behave_as_the_orms(model):
-    """The hot path's models are built the cheap way (no Model.__init__), and such an instance
-    is a full one: a foreign key's related object is fetched by its id, and a changed field
-    saves as the ORM's instance would."""
-    project, verify, _, (alice, *_) = pipeline(items=2)
-    Token.objects.create(user=alice)
-    services.assignment_next(
-        annotator=alice, stage=access_stage_for_annotator(user=alice, stage_id=verify.pk)
-    )
-    model = get_user_model() if model == "user" else model
-    assert sql._plain(model)
-    pk = model.objects.order_by("pk").values_list("pk", flat=True).first()
-    got = loaded(model, pk)
-    assert got == model.objects.get(pk=pk) and got.pk == pk
-    if model is Stage:
-        assert got.project == project  # fetched through the id the row gave
-        got.name = "Renamed"
-        got.save(update_fields=["name"])
-        assert Stage.objects.get(pk=pk).name == "Renamed"
-
-
-def test_a_model_with_init_signal_receivers_is_loaded_through_from_db_so_they_run():
-    """A receiver of pre_init / post_init (a plug-in's, an image field's) must see every
-    instance: with one connected, load goes through Model.__init__ again."""
-    project, verify, _, _ = pipeline(items=1)
-    seen = []
-
-    def receiver(sender, instance, **kwargs):
-        seen.append(instance)
-
-    signals.post_init.connect(receiver, sender=Stage)
-    try:
-        got = loaded(Stage, verify.pk)
-    finally:
-        signals.post_init.disconnect(receiver, sender=Stage)
-    assert seen == [got] and fields(got) == fields(Stage.objects.get(pk=verify.pk))
-    assert not got._state.adding and got._state.db == "default"
-    seen.clear()
-    loaded(Stage, verify.pk)
-    assert seen == []
-
-
-def test_a_model_whose_fields_wrap_their_values_is_not_built_the_cheap_way():
-    """A field whose descriptor does something with what it is given (a file field's wraps
-    it in a FieldFile) needs Model.__init__: _plain says no, and load still gives a file."""
-    from django.apps import apps
-    from django.db.models.fields.files import FieldFile
-
-    batch_model = apps.get_model("imports", "ImportBatch")
-    assert not sql._plain(batch_model)
-    assert sql._plain(Stage) and sql._plain(Assignment)
-    file_column = [f.attname for f in batch_model._meta.concrete_fields].index("file")
-    row = [None] * sql.width(batch_model)
-    row[file_column] = "imports/x.csv"
-    assert isinstance(sql.load(batch_model, row).file, FieldFile)
 
 
 def test_ids_beyond_the_key_column_find_nothing_instead_of_failing():
