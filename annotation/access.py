@@ -4,7 +4,7 @@ guessing ids reveals nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -198,13 +198,17 @@ _STAGE_FLAGS = ("is_member", "is_annotator", "is_paused", "current_assignment_id
 
 
 @cache
-def _stage_for_annotator_sql(vendor: str) -> str:
+def stage_for_annotator_select(vendor: str, user: str) -> str:
+    """SQL: the columns access_stage_for_annotator reads for the annotator ``user`` (a column or
+    a parameter) over the aliases ``st`` (the stage) and ``p`` (its project): the stage's, the
+    project's, then the flags of _STAGE_FLAGS. With stage_for_annotator_row, for a statement that
+    reads the stage together with something else (api/views/annotate_lean.py: with the token)."""
     memberships, assignments = sql.table(Membership), sql.table(Assignment)
     m, a = sql.quoted(Membership, "m"), sql.quoted(Assignment, "a")
-    st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
+    st = sql.quoted(Stage, "st")
     member = (
         f"SELECT 1 FROM {memberships} m WHERE {m.project_id} = {st.project_id}"
-        f" AND {m.user_id} = %(user)s"
+        f" AND {m.user_id} = {user}"
     )
     annotator = f"{member} AND {m.role} = '{Role.ANNOTATOR.value}'"
     flags = {
@@ -213,14 +217,27 @@ def _stage_for_annotator_sql(vendor: str) -> str:
         "is_paused": f"EXISTS ({annotator} AND {m.is_paused})",
         "current_assignment_id": (
             f"(SELECT {a.id} FROM {assignments} a WHERE {a.stage_id} = {st.id}"
-            f" AND {a.annotator_id} = %(user)s"
+            f" AND {a.annotator_id} = {user}"
             f" AND {a.status} = '{Assignment.Status.ACTIVE.value}' LIMIT 1)"
         ),
-        "governed": gates.governed_sql(annotator="%(user)s", project=st.project_id),
+        "governed": gates.governed_sql(annotator=user, project=st.project_id),
     }
     return (
-        f"SELECT {sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
+        f"{sql.columns(Stage, 'st')}, {sql.columns(Project, 'p')},"
         f" {', '.join(flags[name] for name in _STAGE_FLAGS)}"
+    )
+
+
+def stage_for_annotator_width() -> int:
+    """How many columns stage_for_annotator_select gives."""
+    return sql.width(Stage) + sql.width(Project) + len(_STAGE_FLAGS)
+
+
+@cache
+def _stage_for_annotator_sql(vendor: str) -> str:
+    p, st = sql.quoted(Project, "p"), sql.quoted(Stage, "st")
+    return (
+        f"SELECT {stage_for_annotator_select(vendor, '%(user)s')}"
         f" FROM {sql.table(Stage)} st JOIN {sql.table(Project)} p ON {p.id} = {st.project_id}"
         f" WHERE {st.id} = %(stage)s"
     )
@@ -249,9 +266,20 @@ def access_stage_for_annotator(*, user: User | AnonymousUser, stage_id: int) -> 
         row = sql.fetchone(
             _stage_for_annotator_sql(connection.vendor), {"user": user.pk, "stage": stage_id}
         )
-    if row is None:
+    return stage_for_annotator_row(row, 0, user)
+
+
+def stage_for_annotator_row(
+    row: Sequence[object] | None, start: int, user: User | AnonymousUser
+) -> StageForAnnotator:
+    """access_stage_for_annotator's answer from ``row[start:]``, the columns of
+    stage_for_annotator_select read for `user` (no row, or a stage id of NULL: no such stage),
+    with every one of its refusals."""
+    if row is None or row[start] is None:
         raise NotFound("There is no such stage in your projects.")
-    (stage, project), flags = sql.unpack(row, (Stage, Project), _STAGE_FLAGS)
+    (stage, project), flags = sql.unpack(
+        row[start : start + stage_for_annotator_width()], (Stage, Project), _STAGE_FLAGS
+    )
     assert isinstance(stage, Stage) and isinstance(project, Project)
     if not (flags["is_member"] or user.is_superuser):
         # The same answer for "no such stage" and "not yours": ids reveal nothing.
@@ -335,5 +363,8 @@ __all__ = [
     "guard_archived",
     "refuse_if_archived",
     "roles_in_order",
+    "stage_for_annotator_row",
+    "stage_for_annotator_select",
+    "stage_for_annotator_width",
     "user_roles",
 ]

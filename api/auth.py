@@ -34,32 +34,52 @@ from api.services import key_hash, personal_token_used
 
 
 @cache
-def _token_sql(vendor: str) -> str:
+def token_select(vendor: str) -> tuple[str, str, str]:
+    """SQL of the token sign-in: the token's and its user's columns, the join they come from
+    (aliases ``t`` and ``u``) and the user's id column (for a statement that reads the token
+    together with something of that user's: api/views/annotate_lean.py). The key is
+    ``%(key)s``; read the row with credentials_from_row."""
     user = get_user_model()
     t, u = sql.quoted(Token, "t"), sql.quoted(user, "u")
     return (
-        f"SELECT {sql.columns(Token, 't')}, {sql.columns(user, 'u')}"
-        f" FROM {sql.table(Token)} t JOIN {sql.table(user)} u ON {u.id} = {t.user_id}"
-        f" WHERE {t.key} = %(key)s"
+        f"{sql.columns(Token, 't')}, {sql.columns(user, 'u')}",
+        f"{sql.table(Token)} t JOIN {sql.table(user)} u ON {u.id} = {t.user_id}",
+        u.id,
     )
+
+
+def token_width() -> int:
+    """How many columns token_select's select list gives."""
+    return sql.width(Token) + sql.width(get_user_model())
+
+
+@cache
+def _token_sql(vendor: str) -> str:
+    columns, joins, _user = token_select(vendor)
+    return f"SELECT {columns} FROM {joins} WHERE {sql.quoted(Token, 't').key} = %(key)s"
+
+
+def credentials_from_row(row):
+    """(user, token) from a row that starts with token_select's columns (None: no such key),
+    with TokenAuthentication's refusals (AuthenticationFailed)."""
+    if row is None:
+        raise exceptions.AuthenticationFailed(_("Invalid token."))
+    (token, user), _extras = sql.unpack(row[: token_width()], (Token, get_user_model()))
+    token.user = user
+    if not token.user.is_active:
+        raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+    if _expired(token):
+        raise exceptions.AuthenticationFailed(
+            "This token has expired; ask for a new one at /api/auth/token/."
+        )
+    return token.user, token
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key):
         if key.startswith(KEY_PREFIX):
             return _personal_credentials(key)
-        row = sql.fetchone(_token_sql(connection.vendor), {"key": key})
-        if row is None:
-            raise exceptions.AuthenticationFailed(_("Invalid token."))
-        (token, user), _extras = sql.unpack(row, (Token, get_user_model()))
-        token.user = user
-        if not token.user.is_active:
-            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        if _expired(token):
-            raise exceptions.AuthenticationFailed(
-                "This token has expired; ask for a new one at /api/auth/token/."
-            )
-        return token.user, token
+        return credentials_from_row(sql.fetchone(_token_sql(connection.vendor), {"key": key}))
 
 
 def _personal_credentials(key: str):

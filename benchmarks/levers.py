@@ -4,7 +4,7 @@ PostgreSQL, in alternating chunks with the lever off and on, and prints the CPU 
 this process and in its PostgreSQL backend for each side, chunk by chunk.
 
     .venv/bin/python benchmarks/levers.py
-        [--levers prepare,health,lease,submit,publish,lean,batch] [--chunks 10] [--pairs 400]
+        [--levers prepare,health,lease,submit,publish,lean,batch,fold] [--chunks 10] [--pairs 400]
 
 Why chunks in one process: on a shared VM the CPU a request costs drifts by 15-30 % between
 runs minutes apart (benchmarks/README.md), more than most levers move it; alternating the two
@@ -24,7 +24,9 @@ The levers (off = as before the change, on = as now):
 - ``lean``: next and submit through DRF's request machinery vs their lean request path
   (api/views/annotate_lean.py);
 - ``batch``: one resolve message per completed item stage vs one per batch
-  (annotation/services/resolution_publish.py; its flusher thread's CPU is this process's).
+  (annotation/services/resolution_publish.py; its flusher thread's CPU is this process's);
+- ``fold``: on the lean path, the token read in a statement of its own vs with the stage
+  (next) and the assignment (submit): 6 vs 4 statements per pair (api/views/annotate_lean.py).
 
 Not a test and not a throughput figure (benchmarks/annotator_loop.py is). Run without
 DATABASE_URL it re-runs itself under scripts/with-services.sh with durable PostgreSQL settings.
@@ -43,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch")
+LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch", "fold")
 
 
 def toggles():
@@ -65,6 +67,7 @@ def toggles():
         for task in (resolve_item_stage, resolve_item_stages)
     ]
     batching = resolution_publish.batching
+    folded = {view: view.__dict__["lean_read"] for view in (annotate_lean.NextItemView, annotate_lean.SubmitView)}  # fmt: skip
 
     def prepare(on: bool) -> None:
         connection.connection.prepare_threshold = 0 if on else None
@@ -95,8 +98,12 @@ def toggles():
         if not on:
             resolution_publish.resolution_buffer().flush()  # nothing of the other side left
 
+    def fold(on: bool) -> None:
+        for view, read in folded.items():
+            view.lean_read = read if on else annotate_lean._LeanPath.lean_read
+
     return {"prepare": prepare, "health": health, "lease": lease, "submit": submit,
-            "publish": publish, "lean": lean, "batch": batch}  # fmt: skip
+            "publish": publish, "lean": lean, "batch": batch, "fold": fold}  # fmt: skip
 
 
 def main() -> None:

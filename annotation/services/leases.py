@@ -151,23 +151,45 @@ def may_annotate_sql(annotator: str) -> str:
 
 
 @cache
-def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
-    """The assignment, its item stage and stage, whether its annotator may still annotate
-    there (an active, unpaused annotator of an active stage of an active project) and whether
-    an annotator gate governs them (annotation.gates), in one statement; the assignment's and
-    the item stage's rows locked unless ``locked`` is False."""
+def assignment_read_select(vendor: str) -> tuple[str, str]:
+    """SQL of the read a submit or a skip starts from (_locked_assignment): its columns — the
+    assignment's, its item stage's and stage's, whether its annotator may still annotate there
+    (an active, unpaused annotator of an active stage of an active project) and whether an
+    annotator gate governs them (annotation.gates) — and the joins they come from (the aliases
+    ``a``, ``s``, ``st``, ``p``, in parentheses, so a statement may LEFT JOIN them as one).
+    With assignment_read_row, for a statement that reads the assignment together with
+    something else (api/views/annotate_lean.py: with the token)."""
     a, s = sql.quoted(Assignment, "a"), sql.quoted(ItemStage, "s")
     st, p = sql.quoted(Stage, "st"), sql.quoted(Project, "p")
     may_annotate = may_annotate_sql(a.annotator_id)
     governed = gates.governed_sql(annotator=a.annotator_id, project=st.project_id)
-    return (
-        f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
+    select = (
+        f"{sql.columns(Assignment, 'a')}, {sql.columns(ItemStage, 's')},"
         f" {sql.columns(Stage, 'st')}, CASE WHEN {may_annotate} THEN 1 ELSE 0 END AS may_annotate,"
         f" {governed} AS governed"
-        f" FROM {sql.table(Assignment)} a"
+    )
+    joins = (
+        f"({sql.table(Assignment)} a"
         f" JOIN {sql.table(ItemStage)} s ON {s.id} = {a.item_stage_id}"
         f" JOIN {sql.table(Stage)} st ON {st.id} = {a.stage_id}"
-        f" JOIN {sql.table(Project)} p ON {p.id} = {st.project_id}"
+        f" JOIN {sql.table(Project)} p ON {p.id} = {st.project_id})"
+    )
+    return select, joins
+
+
+def assignment_read_width() -> int:
+    """How many columns assignment_read_select's select list gives."""
+    return sql.width(Assignment) + sql.width(ItemStage) + sql.width(Stage) + 2
+
+
+@cache
+def _locked_assignment_sql(vendor: str, locked: bool = True) -> str:
+    """The read of _locked_assignment in one statement (assignment_read_select); the
+    assignment's and the item stage's rows locked unless ``locked`` is False."""
+    select, joins = assignment_read_select(vendor)
+    a = sql.quoted(Assignment, "a")
+    return (
+        f"SELECT {select} FROM {joins}"
         f" WHERE {a.id} = %(assignment)s{sql.lock('a', 's') if locked else ''}"
     )
 
@@ -193,14 +215,28 @@ def _locked_assignment(*, assignment_id: int, user: User, locked: bool = True) -
         row = sql.fetchone(
             _locked_assignment_sql(connection.vendor, locked), {"assignment": assignment_id}
         )
-    if row is None:
+    read = assignment_read_row(row, 0, user)
+    if read is None:
         raise NotFound(NO_SUCH_ASSIGNMENT)
+    return read
+
+
+def assignment_read_row(
+    row: Sequence[Any] | None, start: int, user: User
+) -> LockedAssignment | None:
+    """The read of _locked_assignment from ``row[start:]`` (the columns of
+    assignment_read_select), or None when there is no assignment there (no row, or its id
+    NULL) or it is not `user`'s: the caller's 404 (NO_SUCH_ASSIGNMENT), whichever it was."""
+    if row is None or row[start] is None:
+        return None
     instances, extras = sql.unpack(
-        row, (Assignment, ItemStage, Stage), ("may_annotate", "governed")
+        row[start : start + assignment_read_width()],
+        (Assignment, ItemStage, Stage),
+        ("may_annotate", "governed"),
     )
     assignment = cast(Assignment, instances[0])
     if assignment.annotator_id != user.pk:
-        raise NotFound(NO_SUCH_ASSIGNMENT)
+        return None
     assignment.item_stage = cast(ItemStage, instances[1])
     assignment.stage = cast(Stage, instances[2])
     return LockedAssignment(

@@ -27,7 +27,7 @@ from annotation.kinds import KindContext, get_kind
 from annotation.models import Annotation, Assignment, ItemStage
 from annotation.services import resolution_publish
 from annotation.services.common import enqueue_on_commit
-from annotation.services.leases import _gate_assignment, _locked_assignment
+from annotation.services.leases import LockedAssignment, _gate_assignment, _locked_assignment
 
 #: The longest time an answer may say it took (the item screen clamps the browser's figure to it).
 MAX_SECONDS_SPENT = 7 * 24 * 3600
@@ -48,8 +48,15 @@ def annotation_submit(
     payload: Mapping[str, Any],
     seconds_spent: float | None = None,
     client_info: Mapping[str, Any] | None = None,
+    read: LockedAssignment | None = None,
 ) -> tuple[Annotation, bool]:
     """Store an annotation for the annotator's lease; returns (annotation, created).
+
+    `read`: the assignment as the caller already read it, unlocked, in a statement of its own
+    (annotation.services.leases.assignment_read_select, read as assignment_read_row: None for
+    an id that is unknown or someone else's, then read again here and refused alike); the
+    common case on PostgreSQL then needs no read of its own. Only on PostgreSQL: elsewhere the
+    locked path reads in its transaction.
 
     Idempotent: a retried submit for the same assignment returns the stored annotation and
     `created=False`, whatever payload it carries. A lease that expired is still accepted while
@@ -64,7 +71,7 @@ def annotation_submit(
         if connection.vendor == "postgresql":
             if not connection.in_atomic_block:
                 stored = _annotation_submit_at_once(
-                    assignment_id, annotator, payload, seconds_spent, client_info
+                    assignment_id, annotator, payload, seconds_spent, client_info, read
                 )
             else:
                 with transaction.atomic():  # a savepoint: a failure leaves the caller's intact
@@ -105,14 +112,17 @@ def _annotation_submit_at_once(
     payload: Mapping[str, Any],
     seconds_spent: float | None,
     client_info: Mapping[str, Any] | None,
+    read: LockedAssignment | None = None,
 ) -> Annotation | None:
     """The common submit on PostgreSQL — a lease still held, by an annotator who may annotate —
     as one read and one write statement, with no transaction around them: the write marks the
     assignment submitted only if it is still active (a retry, an expiry or a withdrawal that
     got there first makes it change nothing), and only then moves the slot and stores the
     annotation (_submit_sql). Returns None, having stored nothing, in every other case: the
-    caller then takes the locked path (_annotation_submit), which decides each of them."""
-    read = _locked_assignment(assignment_id=assignment_id, user=annotator, locked=False)
+    caller then takes the locked path (_annotation_submit), which decides each of them.
+    `read`: annotation_submit's (the same unlocked read, made by the caller), if any."""
+    if read is None or read.assignment.pk != assignment_id:
+        read = _locked_assignment(assignment_id=assignment_id, user=annotator, locked=False)
     assignment = read.assignment
     if (
         assignment.status != Assignment.Status.ACTIVE

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import services
-from annotation.access import access_stage_for_annotator
+from annotation.access import StageForAnnotator, access_stage_for_annotator
 from annotation.models import Assignment
 from api.serializers import (
     AnnotationSerializer,
@@ -67,25 +67,30 @@ class SubmitView(APIView):
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-def next_item(user, stage_id: int) -> dict | None:
+def next_item(user, stage_id: int, reached: StageForAnnotator | None = None) -> dict | None:
     """What ``POST /api/stages/<id>/next/`` answers for `user`: the lease (200) or None (204).
-    Shared by NextItemView and its lean path (api/views/annotate_lean.py)."""
-    stage = access_stage_for_annotator(user=user, stage_id=stage_id)
+    Shared by NextItemView and its lean path (api/views/annotate_lean.py), which passes the
+    stage as it already reached it (`reached`, access_stage_for_annotator's answer)."""
+    stage = reached or access_stage_for_annotator(user=user, stage_id=stage_id)
     assignment = services.assignment_next(annotator=user, stage=stage)
     return None if assignment is None else assignment_out(assignment)
 
 
-def submitted(user, assignment_id: int, body: Mapping[str, Any]) -> tuple[dict, bool]:
+def submitted(
+    user, assignment_id: int, body: Mapping[str, Any], read: Any = None
+) -> tuple[dict, bool]:
     """Store `user`'s answer to the assignment from a validated submit body (SubmitNextInSerializer's
     validated_data: ``payload``, ``seconds_spent``, ``client_info``, ``next``); returns the answer
     and whether it was created (201) or a retry (200). Shared by SubmitView and its lean path
-    (api/views/annotate_lean.py)."""
+    (api/views/annotate_lean.py), which passes the assignment as it already read it (`read`:
+    annotation_submit's)."""
     annotation, created = services.annotation_submit(
         assignment_id=assignment_id,
         annotator=user,
         payload=body["payload"],
         seconds_spent=body.get("seconds_spent"),
         client_info=body.get("client_info") or {},
+        read=read,
     )
     answer = annotation_out(annotation)
     if body["next"]:

@@ -7,10 +7,15 @@ from __future__ import annotations
 import pytest
 
 from annotation import gates, services
-from annotation.access import _stage_for_annotator_sql, access_stage_for_annotator
+from annotation.access import (
+    _stage_for_annotator_sql,
+    access_stage_for_annotator,
+    stage_for_annotator_select,
+)
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Membership
 from annotation.services import leases
+from api.views import annotate_lean
 from tests.factories import make_items, make_member, make_project, make_verify_stage
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +42,11 @@ class Fenced(gates.AnnotatorGate):
 def fenced():
     def clear():
         _stage_for_annotator_sql.cache_clear()
+        stage_for_annotator_select.cache_clear()
         leases._locked_assignment_sql.cache_clear()
+        leases.assignment_read_select.cache_clear()
+        annotate_lean._next_read_sql.cache_clear()
+        annotate_lean._submit_read_sql.cache_clear()
 
     known = list(gates.ANNOTATOR_GATES)
     gates.register_annotator_gate(Fenced())

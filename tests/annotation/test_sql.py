@@ -150,6 +150,7 @@ def _hot_statements() -> list[str]:
     from annotation.eligibility import BUILT_IN_RULES
     from annotation.services import leases, next_item, setup, submit
     from api import auth
+    from api.views import annotate_lean
 
     rules = [{"rule": rule.name} for rule in BUILT_IN_RULES]
     for spec in rules:
@@ -172,6 +173,8 @@ def _hot_statements() -> list[str]:
         leases._locked_assignment_sql(connection.vendor, True),
         access._stage_for_annotator_sql(connection.vendor),
         auth._token_sql(connection.vendor),
+        annotate_lean._next_read_sql(connection.vendor),
+        annotate_lean._submit_read_sql(connection.vendor),
         setup._open_sql("postgresql"),
         setup._open_sql("sqlite"),
     ]

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from annotation.models import Annotation
 from api.views import annotate_lean
 from tests.api.test_views import client_for
-from tests.factories import pipeline
+from tests.factories import make_member, pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -133,6 +133,52 @@ def test_errors_are_the_drf_views_errors():
         served, handed = answers_both_ways(make_request)
         assert served == handed
         assert served[0] >= 400 and set(served[1]) == {"message", "extra"}
+    assert Annotation.objects.count() == 0
+
+
+def test_the_token_read_with_the_stage_or_the_assignment_refuses_as_drf_does():
+    """The lean path reads the token in one statement with the stage (next) or the assignment
+    (submit): every refusal of either is still DRF's, and an unknown key reads nothing else."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
+
+    from annotation.models import Membership, Stage
+
+    project, verify, label, (alice, bob, carol) = pipeline()
+    other, *_ = pipeline()
+    lease = client_for(alice).post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{lease['id']}/submit/"
+    keep = {"payload": {"value": "keep"}}
+    Membership.objects.filter(project=project, user=bob).update(is_paused=True)
+    Stage.objects.filter(pk=label.pk).update(is_active=False)
+    carol_api = client_for(carol)
+    Token.objects.filter(user=carol).update(created=timezone.now() - timedelta(days=3650))
+    dora = make_member(project)
+    dora_api = client_for(dora)
+    dora.is_active = False
+    dora.save(update_fields=["is_active"])
+    cases = [
+        lambda: client_for(alice).post(f"/api/stages/{other.pk}/next/"),  # not a member
+        lambda: client_for(bob).post(f"/api/stages/{verify.pk}/next/"),  # paused
+        lambda: client_for(alice).post(f"/api/stages/{label.pk}/next/"),  # closed
+        lambda: client_for(alice).post(f"/api/stages/{2**40}/next/"),  # beyond the column
+        lambda: carol_api.post(f"/api/stages/{verify.pk}/next/"),  # token expired
+        lambda: dora_api.post(f"/api/stages/{verify.pk}/next/"),  # user inactive
+        lambda: client_for(bob).post(url, keep, format="json"),  # paused, and not his
+        lambda: client_for(alice).post("/api/assignments/987654/submit/", keep, format="json"),
+        lambda: client_for(alice).post(f"/api/assignments/{2**40}/submit/", keep, format="json"),
+        lambda: carol_api.post(url, keep, format="json"),
+        lambda: dora_api.post(url, keep, format="json"),
+    ]
+    for make_request in cases:
+        served, handed = answers_both_ways(make_request)
+        assert served == handed
+        assert served[0] >= 400 and set(served[1]) == {"message", "extra"}
+    Membership.objects.filter(project=project, user=alice).update(is_paused=True)
+    served, handed = answers_both_ways(lambda: client_for(alice).post(url, keep, format="json"))
+    assert served == handed and served[0] == 409  # her own lease, but paused since
     assert Annotation.objects.count() == 0
 
 
