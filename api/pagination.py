@@ -17,6 +17,7 @@ an index whose last column is the id (the item list: ``item_project_status_id_id
 
 from __future__ import annotations
 
+from base64 import b64decode
 from typing import Any
 
 from rest_framework.exceptions import NotFound
@@ -27,20 +28,34 @@ from rest_framework.response import Response
 CURSOR = "cursor"
 
 
+#: The largest id a row can have: ids are 64-bit (settings.DEFAULT_AUTO_FIELD, BigAutoField).
+LARGEST_ID = 2**63 - 1
+
+
 class _ByPrimaryKey(CursorPagination):
-    """DRF's cursor pages in primary-key order (ids only: a cursor whose position is not a
-    whole number is refused as an invalid cursor, 404, rather than reaching the database)."""
+    """DRF's cursor pages in primary-key order. A cursor is only what these pages hand out:
+    strict base64 (DRF's own decoding skips the characters that are not base64, so any text
+    became some cursor, most often the first page's) whose position, if it has one, is an id
+    (digits, 1 to LARGEST_ID). Anything else is refused as an invalid cursor, 404 in the API's
+    format, before the database is asked (tests/api/test_pagination.py)."""
 
     cursor_query_param = CURSOR
     ordering = "pk"
 
     def decode_cursor(self, request: Any) -> Any:
+        encoded = request.query_params.get(self.cursor_query_param)
+        if encoded:  # empty: the first page
+            try:
+                b64decode(encoded, validate=True)
+            except ValueError:  # binascii.Error, and text that is not ASCII
+                raise NotFound(self.invalid_cursor_message) from None
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
-            try:
-                int(cursor.position)
-            except ValueError:
-                raise NotFound(self.invalid_cursor_message) from None
+            position = cursor.position
+            if not (position.isascii() and position.isdigit()) or not (
+                1 <= int(position) <= LARGEST_ID
+            ):
+                raise NotFound(self.invalid_cursor_message)
         return cursor
 
 

@@ -5,14 +5,20 @@ token) to them."""
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from annotation.models import Annotation
+from annotation import services
+from annotation.models import Annotation, Assignment
 from api.views import annotate_lean
 from tests.api.test_views import client_for
 from tests.factories import make_member, pipeline
+from tests.threads import run_annotators
 
 pytestmark = pytest.mark.django_db
 
@@ -214,3 +220,109 @@ def test_a_session_or_another_accept_is_served_by_drf(drf_calls):
     html = client_for(alice).post(f"/api/stages/{verify.pk}/next/", HTTP_ACCEPT="text/html")
     assert html.status_code == 200 and html.headers["Content-Type"].startswith("text/html")
     assert drf_calls == ["NextItemView", "NextItemView"]
+
+
+def test_a_retried_submit_with_next_returns_the_lease_it_already_got(drf_calls):
+    _, verify, _, (alice, *_) = pipeline(overlap=1, items=3)
+    api = client_for(alice)
+    lease = api.post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{lease['id']}/submit/"
+    first = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
+    again = api.post(url, {"payload": {"value": "keep"}, "next": True}, format="json")
+    assert (first.status_code, again.status_code) == (201, 200) and drf_calls == []
+    assert again.json()["id"] == first.json()["id"]
+    assert again.json()["next"]["id"] == first.json()["next"]["id"]
+    assert Annotation.objects.count() == 1
+    assert Assignment.objects.filter(annotator=alice, status=Assignment.Status.ACTIVE).count() == 1
+
+
+def test_a_submit_on_another_annotators_lease_is_not_found_and_stores_nothing(drf_calls):
+    _, verify, _, (alice, bob, _) = pipeline(overlap=1, items=2)
+    lease = client_for(alice).post(f"/api/stages/{verify.pk}/next/").json()
+    url = f"/api/assignments/{lease['id']}/submit/"
+    body = {"payload": {"value": "keep"}}
+    foreign = client_for(bob).post(url, body, format="json")
+    unknown = client_for(bob).post(f"/api/assignments/{2**70}/submit/", body, format="json")
+    assert foreign.status_code == unknown.status_code == 404
+    assert foreign.json() == unknown.json() and set(foreign.json()) == {"message", "extra"}
+    assert Annotation.objects.count() == 0
+    # Once alice's answer is stored, bob's retry of her submit still learns nothing of it.
+    assert client_for(alice).post(url, body, format="json").status_code == 201
+    after = client_for(bob).post(url, body, format="json")
+    assert (after.status_code, after.json()) == (404, foreign.json())
+    assert "keep" not in after.content.decode() and Annotation.objects.count() == 1
+    assert drf_calls == []
+
+
+def test_a_stale_lease_is_accepted_while_its_slot_is_free_and_refused_once_taken(drf_calls):
+    _, verify, _, (alice, bob, carol) = pipeline(overlap=1, items=2)
+    body = {"payload": {"value": "keep"}}
+    stale = []
+    for person in (alice, bob):
+        lease = client_for(person).post(f"/api/stages/{verify.pk}/next/").json()
+        Assignment.objects.filter(pk=lease["id"]).update(
+            expires_at=timezone.now() - timedelta(minutes=1)
+        )
+        stale.append(lease)
+    # Alice's slot is still free: her late answer counts.
+    late = client_for(alice).post(f"/api/assignments/{stale[0]['id']}/submit/", body, format="json")
+    assert late.status_code == 201
+    # Bob's slot went to carol: his answer is refused, with when his lease ended.
+    assert services.leases_reclaim_expired() == 1
+    taken = client_for(carol).post(f"/api/stages/{verify.pk}/next/").json()
+    assert taken["item"]["id"] == stale[1]["item"]["id"]
+    refused = client_for(bob).post(
+        f"/api/assignments/{stale[1]['id']}/submit/", body, format="json"
+    )
+    assert refused.status_code == 409 and "expired" in refused.json()["message"]
+    assert set(refused.json()["extra"]) == {"expires_at"}
+    assert Annotation.objects.filter(annotator=bob).count() == 0
+    ok = client_for(carol).post(f"/api/assignments/{taken['id']}/submit/", body, format="json")
+    assert ok.status_code == 201
+    assert Annotation.objects.count() == 2 and drf_calls == []
+
+
+def sent_twice_at_once(person, url: str, body: dict) -> list[tuple[int, dict]]:
+    """The (status, JSON) of two copies of one submit, sent by `person` on two threads (each
+    with its own connection) released together."""
+    start = threading.Barrier(2)
+    answers: list[tuple[int, dict]] = []
+
+    def send(person, index):
+        client = client_for(person)
+        start.wait(timeout=30)
+        response = client.post(url, body, format="json")
+        answers.append((response.status_code, response.json()))
+
+    run_annotators(send, [person, person], timeout=120)
+    return answers
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("following", [False, True], ids=["submit", "submit and next"])
+def test_the_same_submit_sent_twice_at_once_stores_one_annotation(postgres, following):
+    """Two copies of one submit race on two connections (a client that retries before the
+    first answer came back): one stores the answer (201), the other gets it back (200), and
+    with ``next`` both carry the same next lease."""
+    _, verify, _, (alice, *_) = pipeline(overlap=1, items=8)
+    api = client_for(alice)
+    body = {"payload": {"value": "keep"}, "next": following}
+    lease = api.post(f"/api/stages/{verify.pk}/next/").json()
+    for _ in range(3):
+        url = f"/api/assignments/{lease['id']}/submit/"
+        answers = sent_twice_at_once(alice, url, body)
+        assert sorted(status for status, _ in answers) == [200, 201]
+        (_, one), (_, other) = answers
+        assert one["id"] == other["id"]
+        assert Annotation.objects.filter(assignment_id=lease["id"]).count() == 1
+        slot = Assignment.objects.get(pk=lease["id"]).item_stage
+        assert (slot.submitted_count, slot.leased_count) == (1, 0)
+        active = Assignment.objects.filter(annotator=alice, status=Assignment.Status.ACTIVE)
+        if following:
+            assert one["next"]["id"] == other["next"]["id"]
+            assert list(active.values_list("pk", flat=True)) == [one["next"]["id"]]
+            lease = one["next"]
+        else:
+            assert not active.exists()
+            lease = api.post(f"/api/stages/{verify.pk}/next/").json()
