@@ -117,3 +117,40 @@ def test_a_deleted_item_leaves_no_search_or_queue_row():
     Item.objects.filter(pk__in=[first.pk, second.pk]).delete()
     assert not ItemSearch.objects.exists()
     assert not ItemSearchPending.objects.exists()
+
+
+@pytest.mark.postgres
+def test_deleting_items_after_a_large_import_forgets_them_by_key_not_by_walking_the_queue(
+    postgres,
+):
+    """The delete trigger (migration 0023) removes queue and search rows through their primary
+    key: 100-item deletes after 20,000 queued items read neither table whole, however stale
+    the planner's figures are."""
+    from django.db import connection
+
+    project = make_project()
+    Item.objects.bulk_create(
+        Item(project=project, external_id=f"bulk-{number}", payload={"text": "t"})
+        for number in range(20_000)
+    )
+    item_search_index(limit=5_000)  # some indexed, most still queued
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname IN"
+            " ('annotation_itemsearch', 'annotation_itemsearchpending')"
+        )
+        before = dict(cursor.fetchall())
+    doomed = list(Item.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    for start in range(0, 1_000, 100):
+        Item.objects.filter(pk__in=doomed[start : start + 100])._raw_delete("default")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname IN"
+            " ('annotation_itemsearch', 'annotation_itemsearchpending')"
+        )
+        after = dict(cursor.fetchall())
+    assert after == {name: before.get(name, 0) for name in after}, (before, after)
+    remaining = set(doomed[:1_000])
+    assert not ItemSearch.objects.filter(item_id__in=remaining).exists()
+    assert not ItemSearchPending.objects.filter(item_id__in=remaining).exists()
+    assert ItemSearchPending.objects.count() + ItemSearch.objects.count() == 19_000
