@@ -349,18 +349,30 @@ def start_server(args, database_url: str) -> tuple[subprocess.Popen, int]:
         conn.close()
         return time.perf_counter() - started
 
+    def probe_into(found: list[float]) -> None:
+        try:
+            found.append(probe())
+        except OSError:  # not listening yet, or a worker restarting: the next round retries
+            pass
+
+    answered = False
     for _ in range(20):
         timings: list[float] = []
         probes = [
-            threading.Thread(target=lambda found=timings: found.append(probe()))
-            for _ in range(args.workers * 2)
+            threading.Thread(target=probe_into, args=(timings,)) for _ in range(args.workers * 2)
         ]
         for thread in probes:
             thread.start()
         for thread in probes:
             thread.join()
-        if max(timings) < 0.25:
+        answered = answered or bool(timings)
+        if len(timings) == len(probes) and max(timings) < 0.25:
             break
+        if not timings:
+            time.sleep(1)
+    if not answered:
+        server.terminate()
+        sys.exit(f"the web server on port {port} never answered /healthz (a loaded machine?)")
     return server, port
 
 
