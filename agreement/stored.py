@@ -38,7 +38,7 @@ from agreement import selectors
 from agreement.models import StoredStageFigure, StoredStagePage
 from agreement.selectors import ProgressSeries, StageProgress
 from annotation.models import Stage
-from rungwise.debounce import debounce_consume, debounce_request
+from rungwise.debounce import debounce_consume, debounce_request_stored
 
 STORE_TASK = "agreement.tasks.store_stage_page"
 #: A request whose message never ran (lost with the broker, a killed worker) is sent again
@@ -172,12 +172,9 @@ def series_from_json(data: dict[str, Any]) -> ProgressSeries:
 def stage_page_store_request(*, stage_id: int) -> bool:
     """Ask the worker to store the stage's page soon (one message per burst of askers).
     Returns True when this call sent it."""
-    if not _row(stage_id).exists():
-        StoredStagePage.objects.bulk_create(
-            [StoredStagePage(stage_id=stage_id)], ignore_conflicts=True
-        )
-    return debounce_request(
-        _row(stage_id),
+    return debounce_request_stored(
+        StoredStagePage,
+        {"stage_id": stage_id},
         task_name=STORE_TASK,
         args=(stage_id,),
         overdue_after=OVERDUE_SECONDS,

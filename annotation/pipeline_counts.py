@@ -20,7 +20,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from annotation.models import Project, Resolution, StoredPipelineCounts
-from rungwise.debounce import debounce_consume, debounce_request
+from rungwise.debounce import debounce_consume, debounce_request_stored
 
 STORE_TASK = "annotation.tasks.store_pipeline_counts"
 #: A request whose message never ran is sent again after this many seconds (the project home
@@ -64,12 +64,9 @@ def pipeline_counts_shown(project: Project) -> tuple[Counter[tuple[str, str]], d
 def pipeline_counts_store_request(*, project_id: int) -> bool:
     """Ask the worker to store the project's counts soon (one message per burst of askers).
     Returns True when this call sent it."""
-    if not _row(project_id).exists():
-        StoredPipelineCounts.objects.bulk_create(
-            [StoredPipelineCounts(project_id=project_id)], ignore_conflicts=True
-        )
-    return debounce_request(
-        _row(project_id),
+    return debounce_request_stored(
+        StoredPipelineCounts,
+        {"project_id": project_id},
         task_name=STORE_TASK,
         args=(project_id,),
         overdue_after=OVERDUE_SECONDS,

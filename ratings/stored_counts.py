@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from annotation.models import Annotation, Item, ItemStage, Project
 from ratings.models import RatingsSetup, SentencePair, StoredRatingsCounts
-from rungwise.debounce import debounce_consume, debounce_request
+from rungwise.debounce import debounce_consume, debounce_request_stored
 
 STORE_TASK = "ratings.tasks.store_counts"
 #: A request whose message never ran is sent again after this many seconds (the pages and the
@@ -157,12 +157,9 @@ def _from_json(counts: object) -> ProjectCounts | None:
 def project_counts_store_request(*, project_id: int) -> bool:
     """Ask the worker to store the project's counts soon (one message per burst of askers).
     Returns True when this call sent it."""
-    if not _row(project_id).exists():
-        StoredRatingsCounts.objects.bulk_create(
-            [StoredRatingsCounts(project_id=project_id)], ignore_conflicts=True
-        )
-    return debounce_request(
-        _row(project_id),
+    return debounce_request_stored(
+        StoredRatingsCounts,
+        {"project_id": project_id},
         task_name=STORE_TASK,
         args=(project_id,),
         overdue_after=OVERDUE_SECONDS,

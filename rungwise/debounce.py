@@ -152,6 +152,17 @@ def debounce_request(
     return True
 
 
+def debounce_request_stored(model: Any, key: dict[str, Any], **request: Any) -> bool:
+    """:func:`debounce_request` for a stored figure's state row: the row of ``model`` with
+    ``key`` (e.g. ``{"project_id": 3}``), created empty first when it is missing (two
+    creators at once are harmless: the second insert is ignored). ``request``: the keywords
+    of :func:`debounce_request`."""
+    row = model.objects.filter(**key)
+    if not row.exists():
+        model.objects.bulk_create([model(**key)], ignore_conflicts=True)
+    return debounce_request(row, **request)
+
+
 def debounce_consume(row: QuerySet[Any], *, field: str = QUEUED_FIELD) -> None:
     """The task that a request sent has started: clear the mark (before reading the data), so a
     change from now on sends the next message."""
