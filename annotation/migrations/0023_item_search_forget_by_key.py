@@ -9,14 +9,18 @@ queue per statement: Django deletes a project's items 100 at a time, and after a
 with auto_explain; tests/test_database_backend.py's 70,000-item delete ran past 300 s late in a
 whole run). ``item_id = ANY (ARRAY(SELECT id FROM <deleted rows>))`` compares with an array
 computed once, which the primary key of both tables serves whatever the estimates: one probe
-per deleted item. Same rows removed; SQLite's row triggers were already by key.
+per deleted item. The function runs with ``enable_seqscan`` off (its own setting, restored on
+return): the session keeps the function's plans, and one made while the queue was nearly empty
+(earlier deletes on the same connection, or statistics taken then) chose a sequential scan,
+which is not cheap once the queue holds an import (a whole ``make test`` run showed it). Same
+rows removed; SQLite's row triggers were already by key.
 """
 
 from django.db import migrations
 
 FORGET_BY_KEY = """
 CREATE OR REPLACE FUNCTION annotation_item_search_forget_deleted() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
     DELETE FROM "annotation_itemsearch"
     WHERE "item_id" = ANY (ARRAY(SELECT "id" FROM item_search_deleted));
