@@ -352,3 +352,33 @@ def test_every_trigger_of_the_items_and_item_stages_fires_in_the_imports_role():
         triggers = cursor.fetchall()
     assert triggers, "the search queue's triggers are missing"
     assert [t for t in triggers if t[2] != "A"] == []
+
+
+def test_a_reference_removed_meanwhile_refuses_by_name_and_leaves_the_checks_on():
+    """A project or stage deleted between the import's reads and its writes: the lock finds no
+    row, the import is refused in words (run.py turns StagedRejected into a failed batch,
+    keeping nothing), and the block never runs without the per-row checks."""
+    from django.db import connection, transaction
+
+    from annotation.models import Stage
+    from imports.services.staged import (
+        _REMOVED_MEANWHILE,
+        StagedRejected,
+        _foreign_keys_checked_once,
+    )
+
+    project = make_project()
+    stage = make_verify_stage(project)
+    gone = stage.pk
+    with transaction.atomic():
+        Stage.objects.filter(pk=gone).delete()
+        with pytest.raises(StagedRejected) as refused:
+            with _foreign_keys_checked_once((Stage, gone)):
+                pytest.fail("the block ran although its stage is gone")
+        assert refused.value.message == _REMOVED_MEANWHILE
+        assert "first stage was removed" in str(refused.value)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW session_replication_role")
+            assert cursor.fetchone()[0] == "origin"
+        transaction.set_rollback(True)
+    assert Stage.objects.filter(pk=gone).exists()
