@@ -28,8 +28,9 @@ run: demo
 	@echo "Rungwise on http://$(HOST):$(PORT)/ (embedded default: SQLite, tasks in-process)"
 	RUNGWISE_BIND=$(HOST) DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
+# The 25 slowest tests are listed at the end, so a run that grows slow says where.
 test: venv
-	scripts/with-services.sh $(PY) -m pytest $(PYTEST_ARGS)
+	scripts/with-services.sh $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
 # The inner loop: SQLite, tasks in-process, no browser, worker or PostgreSQL-only tests; stops at
 # the first failure. `make test` (what CI runs) is still the word on a change.
