@@ -119,7 +119,9 @@ def test_a_record_shows_something_under_each_of_its_key_orders():
     check = schema_fast_check(SCHEMAS["shown"])
     assert check is not None
     assert check({"id": "a", "text": "", "question": "q"}) == {
-        "external_id": "a", "text": "", "question": "q"
+        "external_id": "a",
+        "text": "",
+        "question": "q",
     }
     assert check({"id": "b", "text": "", "question": ""}) is None  # same keys, nothing shown
     assert check({"id": "c", "question": "q", "text": ""}) is not None  # another order
