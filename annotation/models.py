@@ -280,9 +280,13 @@ class ItemStage(models.Model):
         RESOLVED = "resolved", "Resolved"
         DISCARDED = "discarded", "Discarded"
 
-    # Each keeps its own index: without them the annotator loop's lease plans went from about
-    # 3 to over 100 ms of PostgreSQL CPU per annotation (benchmarks/README.md, "Imports at scale").
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="item_stages")
+    # ``stage`` keeps its own index: without it the annotator loop's lease plans went from about
+    # 3 to over 100 ms of PostgreSQL CPU per annotation (benchmarks/README.md, "Imports at
+    # scale"). ``item`` has none of its own: ``item_stage_unique`` starts with it and serves
+    # every look-up by item (migration 0025_item_import_lean).
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="item_stages", db_index=False
+    )
     stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="item_stages")
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     target_count = models.PositiveIntegerField()

@@ -23,7 +23,8 @@ its level at the start of the phase, sampled every 10 ms) is its own. Printed fi
   first imports the full size with another checkout's code (its own ``benchmarks/io_scale.py``,
   e.g. ``/work/main`` for before), into empty tables, then empties them again, so that this
   checkout's import of the full size, right after it, is again the first into empty tables:
-  before and after in one run, under the same load;
+  before and after in one run, under the same load; the database is migrated by that checkout
+  first and by this one after the before import, so that each import runs on its own schema;
 * export: release_annotations_jsonl / release_annotations_csv → annotations.jsonl /
   annotations.csv (on PostgreSQL, for every kind, each file is one COPY (SELECT …) TO STDOUT
   in PostgreSQL's own JSON / CSV spelling, streamed into the file: see releases.copy_export) and
@@ -406,7 +407,15 @@ def main() -> None:
     django_setup()
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+    if args.checkout:
+        # The before import runs on the before schema: the other checkout's migrations first,
+        # this checkout's after it (below); a migration of this branch may be what it measures.
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+            cwd=args.checkout.resolve(), check=True,
+        )  # fmt: skip
+    else:
+        call_command("migrate", verbosity=0)
     quarter = args.items // 4
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -425,6 +434,7 @@ def main() -> None:
             )  # fmt: skip
             print_import("before", args.items, result)
             empty_item_tables()
+            call_command("migrate", verbosity=0)
         # The full size first: the first import into empty tables, the case that was slowest.
         for slug, rows in (("full", args.items), ("small", quarter)):
             result = child(

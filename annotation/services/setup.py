@@ -436,7 +436,7 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
 
 
 @cache
-def _open_sql(vendor: str, new_items: bool = False) -> str:
+def _open_sql(vendor: str, new_items: bool = False, ungrouped: bool = False) -> str:
     """The one statement that opens items in a stage (hand-written: the ORM has no INSERT …
     SELECT, and computing group ranks in Python meant loading every item of an import). Per
     group a random distinct rank and the group's size, so that an annotator's order can put one
@@ -444,10 +444,20 @@ def _open_sql(vendor: str, new_items: bool = False) -> str:
     of one. Only the random key, the gold lookup and the list of ids are spelled per database
     (_OPEN_VENDOR). ``new_items``: the items are in no stage yet, so the statement leaves out
     ``ON CONFLICT`` and its look-up before each row (the unique constraint still refuses a row
-    that is there). Text built once per process."""
+    that is there). ``ungrouped``: no item has a group, so the statement computes no window (a
+    sort of every item it opens); an item with a group breaks that promise loudly, its rank and
+    size being NULL, which their NOT NULL columns refuse. Text built once per process."""
     spelling = _OPEN_VENDOR[vendor]
     into, i = sql.quoted(ItemStage), sql.quoted(Item, "i")
     gold = spelling["gold"].format(payload=i.payload, purpose=i.purpose)
+    if ungrouped:  # NULL (refused) for an item with a group
+        rank, size = f"CASE WHEN {i.group} = '' THEN 0 END", f"CASE WHEN {i.group} = '' THEN 1 END"
+    else:
+        rank = (
+            f"CASE WHEN {i.group} = '' THEN 0 ELSE"
+            f" row_number() OVER (PARTITION BY {i.group} ORDER BY random()) - 1 END"
+        )
+        size = f"CASE WHEN {i.group} = '' THEN 1 ELSE count(*) OVER (PARTITION BY {i.group}) END"
     return f"""
     INSERT INTO {sql.table(ItemStage)}
         ({into.item_id}, {into.stage_id}, {into.state}, {into.target_count},
@@ -456,9 +466,7 @@ def _open_sql(vendor: str, new_items: bool = False) -> str:
     SELECT {i.id}, %(stage)s, %(open)s,
         CASE WHEN {i.purpose} = %(gold_purpose)s THEN %(everyone)s ELSE %(target)s END,
         0, 0, {spelling["random_key"]},
-        CASE WHEN {i.group} = '' THEN 0
-             ELSE row_number() OVER (PARTITION BY {i.group} ORDER BY random()) - 1 END,
-        CASE WHEN {i.group} = '' THEN 1 ELSE count(*) OVER (PARTITION BY {i.group}) END,
+        {rank}, {size},
         0, 0, {gold}, %(now)s
     FROM {sql.table(Item)} i
     WHERE {i.id} IN ({spelling["ids"]})
@@ -490,13 +498,19 @@ _NAMED_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
 def _positional(
-    vendor: str, named: Mapping[str, Any], ids: QuerySet[Any], new_items: bool = False
+    vendor: str,
+    named: Mapping[str, Any],
+    ids: QuerySet[Any],
+    new_items: bool = False,
+    ungrouped: bool = False,
 ) -> tuple[str, list[Any]]:
-    """``_open_sql(vendor, new_items)`` with its id list replaced by the SQL of ``ids`` (a one-column
+    """``_open_sql(vendor, new_items, ungrouped)`` with its id list replaced by the SQL of ``ids`` (a one-column
     queryset) and every placeholder made positional, as the ORM's SQL spells them; the
     parameters in their order. Raises ``EmptyResultSet`` when ``ids`` cannot match."""
     subquery, subquery_params = ids.query.sql_with_params()
-    statement = _open_sql(vendor, new_items).replace(_OPEN_VENDOR[vendor]["ids"], "%(ids)s")
+    statement = _open_sql(vendor, new_items, ungrouped).replace(
+        _OPEN_VENDOR[vendor]["ids"], "%(ids)s"
+    )
     params: list[Any] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -510,7 +524,11 @@ def _positional(
 
 
 def item_stages_open(
-    *, items: Iterable[Item | int] | QuerySet[Item], stage: Stage, new_items: bool = False
+    *,
+    items: Iterable[Item | int] | QuerySet[Item],
+    stage: Stage,
+    new_items: bool = False,
+    ungrouped: bool = False,
 ) -> int:
     """Put items into a stage: the one way items enter a stage (imports, item creation,
     routes). ``items``: a queryset of items (its SQL read by the statement itself) or items /
@@ -521,7 +539,9 @@ def item_stages_open(
     a plain ``payload["gold"]`` (for whichever stage it opens in).
     Items already in the stage are left as they are; ``new_items=True`` promises that none is
     in it (items created by the caller's transaction, as an import's): a broken promise is an
-    IntegrityError, never a second row. Returns how many were opened."""
+    IntegrityError, never a second row. ``ungrouped=True`` promises that no item has a group
+    (an import that read none): no group ranks are computed, and a broken promise is an
+    IntegrityError, never a wrong rank. Returns how many were opened."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
     params: dict[str, Any] = {
         "stage": stage.pk,
@@ -538,7 +558,9 @@ def item_stages_open(
         # The queryset's own SQL as the statement's id list: no id passes through Python, so
         # opening a million imported items takes no more memory than opening ten.
         try:
-            statement, positional = _positional(vendor, params, items.values("pk"), new_items)
+            statement, positional = _positional(
+                vendor, params, items.values("pk"), new_items, ungrouped
+            )
         except EmptyResultSet:  # e.g. ``.none()``
             return 0
         with connection.cursor() as cursor:
@@ -548,7 +570,7 @@ def item_stages_open(
     if not ids:
         return 0
     params["ids"] = ids if vendor == "postgresql" else json.dumps(ids)
-    statement = _open_sql(vendor, new_items)
+    statement = _open_sql(vendor, new_items, ungrouped)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.rowcount

@@ -19,7 +19,10 @@ text within ``max_length``; every other key text that no declared spelling claim
 storable value (text without NUL or lone surrogates, a whole number of at most
 ``MAX_INT_DIGITS`` digits, a finite float, a boolean or null). What the keys of a record mean
 is worked out once per distinct key sequence (a file's records nearly always share one) and
-kept in a small cache.
+kept in a small cache. ``shown`` adds a rule of the row as a whole: at least one of these clean
+fields holds a value other than None and "" (``_ShownFieldsSchema`` in
+imports/services/mapping.py); the plan keeps only those of them a record's keys give, so that a
+record is not asked for each of them in turn.
 """
 
 from __future__ import annotations
@@ -37,9 +40,12 @@ PLAN_CACHE_SIZE = 256
 FastRowCheck = Callable[[Any], dict[str, Any] | None]
 
 #: Plan of one key sequence: (declared name, raw key, max length, strip) per declared field, in
-#: field order, and the raw keys kept as they are (extra fields), in record order; None when
-#: records with these keys are not among the simplest.
-_Plan = tuple[tuple[tuple[str, str, int | None, bool], ...], tuple[str, ...]] | None
+#: field order, the raw keys kept as they are (extra fields), in record order, and the clean
+#: names among ``shown`` these keys give (empty when nothing is required to be shown); None
+#: when records with these keys are not among the simplest.
+_Plan = (
+    tuple[tuple[tuple[str, str, int | None, bool], ...], tuple[str, ...], tuple[str, ...]] | None
+)
 
 
 def _flat_storable(value: Any) -> bool:
@@ -66,8 +72,10 @@ def _compilable(schema: RowSchema) -> bool:
     return True
 
 
-def fast_row_check(schema: RowSchema) -> FastRowCheck | None:
-    """The compiled check of ``schema``'s simplest records (module docstring), or None."""
+def fast_row_check(schema: RowSchema, shown: tuple[str, ...] = ()) -> FastRowCheck | None:
+    """The compiled check of ``schema``'s simplest records (module docstring), or None. With
+    ``shown``, a record none of whose clean fields named there holds a value (other than None
+    and "") is declined too: its error is ``validate_row``'s to word."""
     if type(schema).validate_row is not RowSchema.validate_row or not _compilable(schema):
         return None
     specs = schema.fields
@@ -100,7 +108,11 @@ def fast_row_check(schema: RowSchema) -> FastRowCheck | None:
                     return None
             if policy == "keep":
                 kept.append(key)
-        return tuple(declared), tuple(kept)
+        names = [name for name, _, _, _ in declared] + kept
+        shown_here = tuple(name for name in names if name in shown)
+        if shown and not shown_here:
+            return None  # shows nothing whatever the values: the general path words it
+        return tuple(declared), tuple(kept), shown_here
 
     def check(raw: Any) -> dict[str, Any] | None:
         if type(raw) is not dict:
@@ -114,7 +126,7 @@ def fast_row_check(schema: RowSchema) -> FastRowCheck | None:
                 plans[keys] = plan
         if plan is None:
             return None
-        declared, kept = plan
+        declared, kept, shown_here = plan
         clean: dict[str, Any] = {}
         for name, key, max_length, strip in declared:
             value = raw[key]
@@ -126,9 +138,23 @@ def fast_row_check(schema: RowSchema) -> FastRowCheck | None:
             clean[name] = stripped if strip else value
         for key in kept:
             value = raw[key]
-            if not _flat_storable(value):
+            # _flat_storable's two commonest cases inline (a call a value costs more than them).
+            kind = type(value)
+            if kind is str:
+                if not (value.isascii() and "\x00" not in value) and _BAD_TEXT.search(value):
+                    return None
+            elif kind is int:
+                if value.bit_length() > _MAX_INT_BITS:
+                    return None
+            elif not _flat_storable(value):
                 return None
             clean[key] = value
+        if shown_here:
+            for name in shown_here:
+                if clean[name] not in (None, ""):
+                    break
+            else:
+                return None
         return clean
 
     return check

@@ -486,7 +486,7 @@ def _decode_line(text: str) -> Any:
         return _DECODER.decode(text)
     # orjson reads an integer beyond 64 bits as a float: a flat record without floats holds
     # none, and needs no search of its text (the search costs more than the decoding).
-    if type(value) is dict and not any(type(item) in _MAYBE_LONG for item in value.values()):
+    if type(value) is dict and _MAYBE_LONG.isdisjoint(map(type, value.values())):
         return value
     return value if _LONG_DIGITS.search(text) is None else _DECODER.decode(text)
 

@@ -72,6 +72,34 @@ def default_item_mapper(
     )
 
 
+#: The batch options that make ``default_item_mapper`` read a row's columns (beyond its payload).
+_COLUMN_OPTIONS = ("purpose_field", "gold_field", "group_field", "source_field")
+
+
+def _plain_default_mapper(
+    schema: RowSchema, options: Mapping[str, Any]
+) -> Callable[[dict[str, Any]], ItemFields] | None:
+    """``default_item_mapper`` with ``schema`` and ``options`` worked out once, for batches
+    whose options name no column (``_COLUMN_OPTIONS``): every row then gives the same group,
+    purpose and source, and its payload is the clean row without its id. Returns a function of
+    the clean row giving exactly what ``default_item_mapper`` gives (its purpose is always
+    valid and its payload a dict, the two things ``map_row`` checks), or None when an option
+    names a column (the mapper then runs as it is)."""
+    if any(options.get(name) for name in _COLUMN_OPTIONS):
+        return None
+    id_field = schema.external_id_field
+    source = str(options.get("source") or "")[:200]
+    regular = Item.Purpose.REGULAR
+
+    def mapped(clean: dict[str, Any]) -> ItemFields:
+        payload = clean.copy()  # in the row's order, as the mapper's comprehension keeps it
+        if id_field is not None:
+            payload.pop(id_field, None)
+        return ItemFields(payload, "", regular, source)
+
+    return mapped
+
+
 class _ReleaseRowSchema(RowSchema):
     """A release line: item content is an object under "payload"."""
 
@@ -152,22 +180,15 @@ class _ShownFieldsSchema(RowSchema):
 def _shown_fast_check(schema: _ShownFieldsSchema) -> FastRowCheck | None:
     """``fast_row_check`` (imports/core/fast_rows.py) for ``_ShownFieldsSchema``: the base
     schema's compiled check, declining a record that shows none of ``shown`` (its error is
-    ``validate_row``'s to word)."""
-    base = fast_row_check(RowSchema(
-        name=schema.name, fields=schema.fields, external_id_field=schema.external_id_field,
-        extra_fields=schema.extra_fields, description=schema.description,
-    ))  # fmt: skip
-    if base is None:
-        return None
-    shown = schema.shown
-
-    def check(raw: Any) -> dict[str, Any] | None:
-        clean = base(raw)
-        if clean is None or not any(clean.get(name) not in (None, "") for name in shown):
-            return None
-        return clean
-
-    return check
+    ``validate_row``'s to word). Which of ``shown`` a record's keys give is worked out once per
+    key sequence, with the rest of its plan, not asked of every record field by field."""
+    return fast_row_check(
+        RowSchema(
+            name=schema.name, fields=schema.fields, external_id_field=schema.external_id_field,
+            extra_fields=schema.extra_fields, description=schema.description,
+        ),
+        shown=schema.shown,
+    )  # fmt: skip
 
 
 def schema_fast_check(schema: RowSchema) -> FastRowCheck | None:
@@ -276,6 +297,11 @@ class MappedSchema:
     def __init__(self, schema: RowSchema, mapper: ItemMapper, options: Mapping[str, Any]):
         self._schema, self._mapper, self._options = schema, mapper, options
         self._fast = schema_fast_check(schema)
+        # The default mapper with its options worked out once (most imports): its rows need
+        # no ``map_row`` check, their purpose and payload being right by construction.
+        self._plain = (
+            _plain_default_mapper(schema, options) if mapper is default_item_mapper else None
+        )
         self.mapped: ItemFields | None = None
 
     def as_row_schema(self) -> RowSchema:
@@ -294,6 +320,9 @@ class MappedSchema:
                 raw, line, index=index, column=column, text_values=text_values
             )
         if clean is None:
+            return clean, errors
+        if self._plain is not None:
+            self.mapped = self._plain(clean)
             return clean, errors
         try:
             self.mapped = map_row(clean, self._schema, self._mapper, self._options)

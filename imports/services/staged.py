@@ -132,7 +132,7 @@ def staged_write(
                 repeated boolean NOT NULL DEFAULT false
             ) ON COMMIT DROP"""
         )
-    staged = _stage_rows(batch, schema, report, progress)
+    staged, grouped = _stage_rows(batch, schema, report, progress)
     _check_ids(batch, schema.as_row_schema(), report, policy, staged)
     batch.rows_total = batch.rows_done = report.rows_total
     batch.bytes_done = batch.file_size
@@ -162,16 +162,16 @@ def staged_write(
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE {_quote(STAGING_TABLE)}")
     if created:
-        _open_created(batch)
+        _open_created(batch, grouped=grouped)
         services.planner_statistics_refresh(Item, ItemStage)
     return report, created, updated
 
 
 def _stage_rows(
     batch: ImportBatch, schema: MappedSchema, report: ImportReport, progress: Any
-) -> int:
+) -> tuple[int, bool]:
     """Step 1: read the file once, COPY every row that passes its own checks into the staging
-    table; return how many were staged."""
+    table; return how many were staged and whether any of them has a group."""
     options = batch.options or {}
     default_source = batch.filename[:200]
     # PostgreSQL reads the text as jsonb, whatever its spelling: orjson, several times faster
@@ -186,6 +186,7 @@ def _stage_rows(
 
     columns = "n, line, idx, col, external_id, payload, grp, purpose, source"
     staged = 0
+    grouped = False
     with batch.file.open("rb") as handle:
 
         def on_rows(rows: int) -> None:
@@ -207,13 +208,15 @@ def _stage_rows(
                     fields = schema.mapped
                     assert fields is not None  # set by the check that accepted the row
                     staged += 1
+                    if fields.group:
+                        grouped = True
                     write_row(
                         (staged, row.line, row.index, column, row.external_id,
                          dumps(fields.payload), fields.group, fields.purpose,
                          fields.source or default_source)
                     )  # fmt: skip
             cursor.execute(f"ANALYZE {_quote(STAGING_TABLE)}")
-    return staged
+    return staged, grouped
 
 
 def _check_ids(
@@ -378,9 +381,10 @@ def _revise_changed(batch: ImportBatch) -> int:
     return updated
 
 
-def _open_created(batch: ImportBatch) -> None:
+def _open_created(batch: ImportBatch, *, grouped: bool) -> None:
     """Start work on the items ``batch`` created: the workflow's ``open_items`` when it has one
-    (annotation/workflows.py), else open them in the project's first active stage."""
+    (annotation/workflows.py), else open them in the project's first active stage (without
+    group ranks when no row of the file had a group: ``grouped`` False)."""
     project = batch.project
     created = Item.objects.filter(import_batch=batch)
     workflow = WORKFLOWS.get(project.kind)
@@ -391,7 +395,9 @@ def _open_created(batch: ImportBatch) -> None:
     if first_stage is not None:
         # The items were created by this transaction and are in no stage yet (new_items).
         with _foreign_keys_checked_once((Stage, first_stage.pk)):
-            services.item_stages_open(items=created, stage=first_stage, new_items=True)
+            services.item_stages_open(
+                items=created, stage=first_stage, new_items=True, ungrouped=not grouped
+            )
 
 
 def _may_skip_row_checks() -> bool:

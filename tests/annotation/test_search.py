@@ -160,3 +160,29 @@ def test_deleting_items_after_a_large_import_forgets_them_by_key_not_by_walking_
     assert not ItemSearch.objects.filter(item_id__in=remaining).exists()
     assert not ItemSearchPending.objects.filter(item_id__in=remaining).exists()
     assert ItemSearchPending.objects.count() + ItemSearch.objects.count() == 19_000
+
+
+@pytest.mark.postgres
+def test_truncating_the_items_empties_the_queue_and_the_search_so_an_id_can_come_back(postgres):
+    """TRUNCATE fires no delete trigger: migration 0025's truncate trigger empties the queue and
+    the search table with the items, so no queued id outlives its item. The insert trigger
+    queues without ON CONFLICT (an inserted id is new), so an item given a former item's id is
+    written and queued, not refused by a leftover queue row; without the truncate trigger this
+    fails on the queue's primary key."""
+    from django.db import connection
+
+    project = make_project()
+    indexed, queued = make_items(project, 2)
+    item_search_index()
+    Item.objects.filter(pk=queued.pk).update(payload={"text": "changed, queued again"})
+    assert _queued(project) == {queued.external_id}
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # TRUNCATE waits for no deferred check
+        cursor.execute("TRUNCATE annotation_item CASCADE")
+    assert not ItemSearchPending.objects.exists()
+    assert not ItemSearch.objects.exists()
+    for pk, name in ((indexed.pk, "back-1"), (queued.pk, "back-2")):
+        Item.objects.create(pk=pk, project=project, external_id=name, payload={"text": "kiwi"})
+    assert _queued(project) == {"back-1", "back-2"}
+    assert _found(project, "kiwi") == {"back-1", "back-2"}
+    assert _found(project, "river") == set()  # the former items' content is gone

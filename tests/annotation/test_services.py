@@ -365,3 +365,31 @@ def test_opening_items_promised_new_never_writes_a_second_item_stage():
         services.item_stages_open(items=items, stage=stage, new_items=True)
     assert services.item_stages_open(items=[*items, *fresh], stage=stage) == 0
     assert ItemStage.objects.filter(stage=stage).count() == 4
+
+
+def test_opening_items_promised_ungrouped_refuses_an_item_with_a_group():
+    """item_stages_open(ungrouped=True) computes no group ranks (imports that read no group):
+    items without a group get rank 0 in a group of one, as without the promise; an item with a
+    group is an IntegrityError that keeps nothing, never a wrong rank."""
+    from django.db import IntegrityError, transaction
+
+    project = make_project()
+    stage = make_verify_stage(project)
+    rows = [{"external_id": f"i{n}", "payload": {"text": "t"}} for n in range(3)]
+    plain = services.items_create(project=project, rows=rows, open_first_stage=False)
+    paired = services.items_create(
+        project=project,
+        rows=[
+            {"external_id": f"p{n}", "payload": {"text": "t"}, "group": "pair"} for n in range(2)
+        ],
+        open_first_stage=False,
+    )
+    queryset = Item.objects.filter(pk__in=[item.pk for item in [*plain, *paired]])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        services.item_stages_open(items=queryset, stage=stage, new_items=True, ungrouped=True)
+    assert not ItemStage.objects.filter(stage=stage).exists()
+    assert services.item_stages_open(items=plain, stage=stage, ungrouped=True) == 3
+    assert services.item_stages_open(items=paired, stage=stage) == 2
+    opened = ItemStage.objects.filter(stage=stage)
+    assert {(row.spread_rank, row.group_size) for row in opened if not row.item.group} == {(0, 1)}
+    assert sorted(row.spread_rank for row in opened if row.item.group) == [0, 1]

@@ -8,7 +8,13 @@ import pytest
 
 from imports.core import FieldSpec, RowSchema, generic_schema
 from imports.core.fast_rows import fast_row_check
-from imports.services.mapping import _ShownFieldsSchema, schema_fast_check
+from imports.services.mapping import (
+    MappedSchema,
+    _ShownFieldsSchema,
+    default_item_mapper,
+    map_row,
+    schema_fast_check,
+)
 
 TWO_TEXTS = RowSchema(
     name="two-texts",
@@ -61,6 +67,9 @@ RECORDS = [
     {"id": "u", "text": "", "question": "shown by question"},
     {"id": "v", "other": "shows nothing"},
     {"id": "w", "text": "bool", "flag": False},
+    {"id": "w2", "text": None, "question": 0},
+    {"id": "w3", "question": False, "text": ""},
+    {"id": "w4", "text": "", "question": None, "other": "shows nothing either"},
     {1: "not a text key", "id": "x"},
     ["not", "an", "object"],
     "a string record",
@@ -103,3 +112,40 @@ def test_schemas_it_cannot_compile_have_no_compiled_check():
     derived = RowSchema(name="rows", derived_id="row", fields=(FieldSpec("text"),))
     for schema in (typed, checked, derived):
         assert fast_row_check(schema) is None
+
+
+def test_a_record_shows_something_under_each_of_its_key_orders():
+    """``shown`` is planned per key sequence, but every record's values are still asked."""
+    check = schema_fast_check(SCHEMAS["shown"])
+    assert check is not None
+    assert check({"id": "a", "text": "", "question": "q"}) == {
+        "external_id": "a",
+        "text": "",
+        "question": "q",
+    }
+    assert check({"id": "b", "text": "", "question": ""}) is None  # same keys, nothing shown
+    assert check({"id": "c", "question": "q", "text": ""}) is not None  # another order
+    assert check({"id": "d", "other": "x"}) is None  # keys that can show nothing
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"source": "survey 2026"}, {"source": "s" * 300}, {"purpose_field": "kind"},
+     {"gold_field": "answer"}, {"group_field": "g", "source_field": "origin"}],
+)  # fmt: skip
+def test_the_mapped_schema_maps_every_row_as_the_default_mapper_does(options):
+    """MappedSchema works the default mapper's options out once when they name no column;
+    what it keeps for each row is exactly what ``map_row`` with ``default_item_mapper`` gives."""
+    schema = SCHEMAS["generic"]
+    mapped = MappedSchema(schema, default_item_mapper, options)
+    rows = [*RECORDS, {"id": "y", "kind": "gold", "answer": "yes", "g": "g1", "origin": "o"}]
+    accepted = 0
+    for record in rows:
+        clean, errors = mapped.validate_row(record, 1)
+        if clean is None:
+            continue
+        accepted += 1
+        expected = map_row(clean, schema, default_item_mapper, options)
+        assert mapped.mapped == expected, record
+        assert list(mapped.mapped.payload) == list(expected.payload), record  # same key order
+    assert accepted >= 10

@@ -232,10 +232,11 @@ def test_items_of_a_big_file_get_ids_in_file_order():
 
 
 def test_an_import_writes_no_index_a_longer_one_makes_redundant_and_deleting_its_batch_unlinks():
-    """Migration 0020_import_write_lean: the items' project has no single-column index of its
-    own (item_project_id_idx starts with it); the item stages keep theirs (the annotator
-    loop's lease plans need them); the import batch link has no database constraint; deleting
-    a batch still empties its items' link."""
+    """Migrations 0020_import_write_lean and 0025_item_import_lean: the items' project and the
+    item stages' item have no single-column index of their own (item_project_id_idx and
+    item_stage_unique start with them); the item stages keep theirs on stage (the annotator
+    loop's lease plans need it); the import batch link has no database constraint; deleting a
+    batch still empties its items' link."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -254,7 +255,8 @@ def test_an_import_writes_no_index_a_longer_one_makes_redundant_and_deleting_its
         batch_constraints = cursor.fetchone()[0]
     single = {(table, d.split("USING btree ")[1]) for table, d in definitions if "USING btree" in d}
     assert ("annotation_item", "(project_id)") not in single
-    assert ("annotation_itemstage", "(item_id)") in single
+    assert ("annotation_itemstage", "(item_id)") not in single
+    assert ("annotation_itemstage", "(item_id, stage_id)") in single
     assert ("annotation_itemstage", "(stage_id)") in single
     assert ("annotation_item", "(import_batch_id)") in single
     assert batch_constraints == 0
