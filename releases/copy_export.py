@@ -38,9 +38,12 @@ from django.db import connection, transaction
 
 from agreement.selectors import vote_sql
 from annotation.kinds import KINDS
-from annotation.models import Annotation, Item, ItemStage, Project, Stage
+from annotation.models import Annotation, Item, ItemStage, Project, Resolution, Stage
 from annotation.sql import quoted, table
-from annotation.web import spreadsheet_safe_sql  # the cell rule's SQL spelling, shared
+from annotation.web import (  # the cell rule's SQL spelling, shared
+    csv_text_sql,
+    spreadsheet_safe_sql,
+)
 from releases.identities import identity_rule, salt_for
 from releases.pseudonyms import pseudonym_sql
 from releases.writers import FileEntry, write_blocks
@@ -401,3 +404,252 @@ def copy_annotation_files(
                     else:
                         target.write(block)
     return rows
+
+
+# --- The item files' lines, spelled by PostgreSQL ------------------------------------------------
+
+#: Items per chunk of ``item_file_chunks``: the Parquet rows of a chunk are one Arrow table, as
+#: ``releases.parquet.PYTHON_ROWS`` rows given one by one are, so items.parquet is cut into
+#: the same row groups and pages whichever way its rows came.
+ITEM_CHUNK_ROWS = 4096
+
+#: Python's compact JSON (``separators=(",", ":")``) from jsonb's text: the ``", "`` and
+#: ``": "`` between values lose their space, string literals (the first alternative) are kept.
+_COMPACT = r"""regexp_replace(({value})::text, '("(?:[^"\\]|\\.)*")|([,:]) ', '\1\2', 'g')"""
+
+#: A jsonb value holding a number whose text Python would spell otherwise once parsed: one
+#: with a point that is not float8's shortest spelling (``1.50``, ``0.00001``, 17+ digits,
+#: ``1.0``). Its item is then written by Python (``releases.services.rows``); the first test
+#: (digit, point) spares most values the walk. Needs ``extra_float_digits`` 1 (COPY_SETTINGS).
+_ODD_NUMBER = (
+    "(({value})::text ~ '[0-9][.]' AND EXISTS (SELECT 1 FROM jsonb_path_query({value}, "
+    "'strict $.**') number WHERE jsonb_typeof(number) = 'number' "
+    "AND strpos(number::text, '.') > 0 AND CASE WHEN length(number::text) > 40 THEN true "
+    "ELSE number::text <> ((number::text)::float8)::text END))"
+)
+
+
+def _compact(value: str) -> str:
+    return _COMPACT.format(value=value)
+
+
+def _odd_number(value: str) -> str:
+    return _ODD_NUMBER.format(value=value)
+
+
+def _csv_text(text: str) -> str:
+    """A text cell of items.csv (``csv.writer``'s minimal quoting) after the spreadsheet rule."""
+    return csv_text_sql(f"({spreadsheet_safe_sql(text)})")
+
+
+def _json_cell(value: str) -> str:
+    """SQL text of ``releases.writers._cell`` of the parsed jsonb ``value`` in items.csv:
+    a string as text under the cell rule, a number or boolean as its JSON text, an object or
+    array as compact JSON, null or absent empty."""
+    text = f"({value} #>> '{{}}')"
+    return (
+        f"CASE jsonb_typeof({value}) WHEN 'string' THEN {_csv_text(text)} "
+        f"WHEN 'number' THEN ({value})::text WHEN 'boolean' THEN ({value})::text "
+        f"WHEN 'object' THEN {csv_text_sql(_compact(value))} "
+        f"WHEN 'array' THEN {csv_text_sql(_compact(value))} ELSE '' END"
+    )
+
+
+def _json_text(text: str) -> str:
+    """JSON of a text column (``null`` for NULL), escaped as Python's json escapes it."""
+    return f"coalesce(to_json({text})::text, 'null')"
+
+
+def item_files_sql(
+    project: Project,
+    stages: list[Stage],
+    *,
+    statuses: Iterable[str],
+    csv_columns: Sequence[str],
+    item_columns: Sequence[str],
+    stage_fields: Sequence[str],
+    adjudicated: str,
+) -> tuple[str, dict[str, Any]]:
+    """The statement behind ``item_file_chunks`` and its parameters (``after``, the last item
+    id of the chunk before, is bound by the caller)."""
+    i, s, r, st = quoted(Item, "i"), quoted(ItemStage, "s"), quoted(Resolution, "r"), quoted(Stage, "st")
+    params: dict[str, Any] = {
+        "project": project.pk,
+        "statuses": list(statuses),
+        "stages": [stage.pk for stage in stages],
+        "limit": ITEM_CHUNK_ROWS,
+        "identity_salt": salt_for(project),
+        "adjudicated": adjudicated,
+    }
+    payload = identity_rule(project.kind).sql(i.payload, salt_param="identity_salt")
+    # items.csv: the item's own columns, then payload.<key> (or the whole payload), then
+    # stages.<slug>.<field> for every stage in pipeline order (releases.services.rows).
+    slugs = [stage.slug for stage in stages]
+    expected = [f"stages.{slug}.{name}" for slug in slugs for name in stage_fields]
+    if list(csv_columns[len(csv_columns) - len(expected) :]) != expected or list(
+        csv_columns[: len(item_columns)]
+    ) != list(item_columns):
+        raise ValueError(f"items.csv columns not in the release's order: {list(csv_columns)}")
+    payload_columns = list(csv_columns[len(item_columns) : len(csv_columns) - len(expected)])
+    payload_cells = []
+    for number, column in enumerate(payload_columns):
+        if column == "payload":
+            payload_cells.append(_json_cell("x.payload"))
+        elif column.startswith("payload.") and column.count(".") == 1:
+            params[f"key_{number}"] = column.removeprefix("payload.")
+            payload_cells.append(_json_cell(f"(x.payload -> %(key_{number})s)"))
+        else:
+            raise ValueError(f"items.csv has no payload column {column!r}")
+    scalars = {"external_id": "c.external_id", "status": "c.status", "purpose": "c.purpose",
+               "group": "c.grp", "source": "c.source"}  # fmt: skip
+    if list(item_columns) != [*scalars, "version"]:
+        raise ValueError(f"item columns {list(item_columns)} are not those spelled here")
+    head_json = "'{' || " + " || ',' || ".join(
+        [f"'\"{name}\":' || {_json_text(column)}" for name, column in scalars.items()]
+        + ["'\"version\":' || coalesce(c.version::text, 'null')"]
+    )
+    head_csv = " || ',' || ".join(
+        [_csv_text(column) for column in scalars.values()] + ["coalesce(c.version::text, '')"]
+    )
+    head_parquet = " || ',' || ".join(
+        [copy_csv_cell_sql(column) for column in scalars.values()]
+        + ["coalesce(c.version::text, '')"]
+    )
+    # One row per item stage: its result as the JSON object and the eight cells
+    # releases.services.rows._stage_result gives it, and whether Python must spell it.
+    agreement = (
+        "CASE WHEN v.rounded = 1000000 THEN '1.0' "
+        "ELSE '0.' || rtrim(lpad(v.rounded::text, 6, '0'), '0') END"
+    )
+    stage_json = (
+        "to_json(z.slug)::text || ':{\"state\":' || to_json(z.state)::text || "
+        "CASE WHEN NOT z.resolved THEN '}' ELSE "
+        "',\"value\":' || coalesce(z.value_json, 'null') || "
+        f"',\"status\":' || {_json_text('z.status')} || "
+        f"',\"outcome\":' || {_json_text('z.outcome')} || "
+        "',\"n_annotations\":' || coalesce(z.n_annotations::text, 'null') || "
+        "',\"votes\":' || z.votes_json || ',\"agreement\":' || coalesce(z.agreement, 'null') || "
+        "',\"adjudicated\":' || CASE WHEN z.status = %(adjudicated)s THEN 'true' ELSE 'false' END "
+        "|| '}' END"
+    )
+    stage_cells = (
+        f"{_csv_text('z.state')} || CASE WHEN NOT z.resolved THEN ',,,,,,,' ELSE "
+        f"',' || {_json_cell('z.value')} || ',' || {_csv_text('z.status')} || ',' || "
+        f"{_csv_text('z.outcome')} || ',' || coalesce(z.n_annotations::text, '') || ',' || "
+        f"{csv_text_sql('z.votes_json')} || ',' || coalesce(z.agreement, '') || ',' || "
+        "CASE WHEN z.status = %(adjudicated)s THEN 'true' ELSE 'false' END END"
+    )
+    per_stage = [
+        f"coalesce(max(CASE WHEN y.position = {number} THEN y.cells END), ',,,,,,,')"
+        for number in range(1, len(stages) + 1)
+    ]
+    stage_csv = " || ',' || ".join(per_stage) if per_stage else "''"
+    # The cells of an item with no item stage at all (eight empty cells per stage).
+    no_stage_csv = ",".join([",,,,,,,"] * len(stages))
+    csv_line = " || ',' || ".join(
+        ["x.head_csv", *(f"({cell})" for cell in payload_cells)]
+        + (["x.stage_csv"] if stages else [])
+    )
+    query = f"""
+        WITH c AS MATERIALIZED (
+            SELECT {i.id} AS id, {i.external_id} AS external_id, {i.status} AS status,
+                   {i.purpose} AS purpose, {i.group} AS grp, {i.source} AS source,
+                   {i.version} AS version, {payload} AS payload
+            FROM {table(Item)} i
+            WHERE {i.project_id} = %(project)s AND {i.status} = ANY(%(statuses)s)
+              AND {i.id} > %(after)s
+            ORDER BY {i.id}
+            LIMIT %(limit)s
+        ),
+        y AS (
+            SELECT z.*, {stage_json} AS json, {stage_cells} AS cells
+            FROM (
+                SELECT {s.item_id} AS item_id, array_position(%(stages)s, {s.stage_id}) AS position,
+                       {st.slug} AS slug, {s.state} AS state, {r.id} IS NOT NULL AS resolved,
+                       {r.value} AS value, {_compact(r.value)} AS value_json,
+                       {r.status} AS status, {r.outcome} AS outcome,
+                       {r.n_annotations} AS n_annotations,
+                       '{{' || coalesce(w.json, '') || '}}' AS votes_json,
+                       CASE WHEN w.total > 0 THEN {agreement} END AS agreement,
+                       ({r.id} IS NOT NULL AND (coalesce({_odd_number(r.value)}, false)
+                         OR coalesce(jsonb_typeof({r.votes}), 'null') NOT IN ('object', 'null')
+                         OR w.odd OR (w.total > 0 AND (w.total >= 1000000000
+                             OR 2 * v.remainder = w.total OR v.rounded BETWEEN 1 AND 99))))
+                           AS odd
+                FROM c
+                JOIN {table(ItemStage)} s ON {s.item_id} = c.id AND {s.stage_id} = ANY(%(stages)s)
+                JOIN {table(Stage)} st ON {st.id} = {s.stage_id}
+                LEFT JOIN {table(Resolution)} r ON {r.item_stage_id} = {s.id}
+                LEFT JOIN LATERAL (
+                    SELECT string_agg(to_json(e.key)::text || ':' || e.value::text, ','
+                                      ORDER BY e.key COLLATE "C") AS json,
+                           max(CASE WHEN jsonb_typeof(e.value) = 'number'
+                                    THEN (e.value::text)::numeric END) AS top,
+                           sum(CASE WHEN jsonb_typeof(e.value) = 'number'
+                                    THEN (e.value::text)::numeric END) AS total,
+                           coalesce(bool_or(jsonb_typeof(e.value) <> 'number'
+                                            OR e.value::text !~ '^[0-9]+$'), false) AS odd
+                    FROM jsonb_each(CASE WHEN jsonb_typeof({r.votes}) = 'object'
+                                         THEN {r.votes} END) e
+                ) w ON true
+                LEFT JOIN LATERAL (
+                    SELECT div(w.top * 1000000, w.total)
+                             + CASE WHEN 2 * mod(w.top * 1000000, w.total) > w.total
+                                    THEN 1 ELSE 0 END AS rounded,
+                           mod(w.top * 1000000, w.total) AS remainder
+                    WHERE w.total > 0
+                ) v ON true
+                OFFSET 0
+            ) z
+        ),
+        per_item AS (
+            SELECT y.item_id,
+                   '{{' || string_agg(y.json, ',' ORDER BY y.position) || '}}' AS stages_json,
+                   {stage_csv} AS stage_csv,
+                   bool_or(y.odd) AS odd
+            FROM y GROUP BY y.item_id
+        ),
+        x AS (
+            SELECT c.id, {head_json} AS head_json, {head_csv} AS head_csv,
+                   {head_parquet} AS head_parquet,
+                   {_compact("c.payload")} AS payload_json, c.payload,
+                   coalesce(p.stages_json, '{{}}') AS stages_json,
+                   coalesce(p.stage_csv, '{no_stage_csv}') AS stage_csv,
+                   (coalesce(jsonb_typeof(c.payload), 'null') <> 'object'
+                    OR coalesce({_odd_number("c.payload")}, false) OR coalesce(p.odd, false)) AS odd
+            FROM c LEFT JOIN per_item p ON p.item_id = c.id
+            OFFSET 0
+        )
+        SELECT count(*), max(x.id), coalesce(bool_or(x.odd), false),
+               string_agg(x.head_json || ',"payload":' || x.payload_json || ',"stages":'
+                          || x.stages_json || '}}' || chr(10), '' ORDER BY x.id),
+               string_agg({csv_line} || chr(13) || chr(10), '' ORDER BY x.id),
+               string_agg(x.head_parquet || ',' || {copy_csv_cell_sql("x.payload_json")} || ','
+                          || {copy_csv_cell_sql("x.stages_json")} || chr(10), '' ORDER BY x.id)
+        FROM x"""
+    return query, params
+
+
+def item_file_chunks(
+    project: Project, stages: list[Stage], **spelling: Any
+) -> Iterator[tuple[int, int, bool, str | None, str | None, str | None]]:
+    """The released items of ``project`` in id order, ``ITEM_CHUNK_ROWS`` at a time, each
+    chunk as (rows, its last item id, odd, items.jsonl text, items.csv text without header,
+    items.parquet rows as CSV for ``ParquetSink.write_csv_block``), every line spelled by
+    PostgreSQL exactly as ``releases.services.rows.write_item_files`` spells it from Python.
+    ``odd``: some item of the chunk holds a value whose Python spelling SQL does not give
+    for certain (a number with a point that is not float8's shortest spelling, a vote count
+    that is not a whole number, an agreement on a rounding tie, a payload that is not an
+    object): the caller writes that chunk from Python rows (the texts are then to be ignored).
+    ``spelling``: the keyword arguments of ``item_files_sql``. PostgreSQL only; one
+    statement per chunk, inside the caller's transaction (its snapshot)."""
+    query, params = item_files_sql(project, stages, **spelling)
+    after = 0
+    with transaction.atomic(), connection.cursor() as cursor, _copy_settings(cursor):
+        while True:
+            cursor.execute(query, {**params, "after": after})
+            rows, last, odd, jsonl, csv, parquet = cursor.fetchone()
+            if not rows:
+                return
+            yield rows, last, odd, jsonl, csv, parquet
+            after = last
