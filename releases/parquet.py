@@ -145,12 +145,9 @@ class ParquetSink:
         elif self._values and len(self._values[0]) >= PYTHON_ROWS:
             self._take_values()
 
-    def write_csv_block(self, data: bytes, *, whole: bool = False) -> None:
+    def write_csv_block(self, data: bytes) -> None:
         """Rows spelled as CSV (no header; the columns in order; an empty unquoted cell is
-        null, ``""`` an empty string; JSON columns as JSON text). ``whole``: the block's rows
-        as one Arrow chunk, as ``PYTHON_ROWS`` rows given one by one are (Arrow's reader cuts
-        a block over 1 MiB in chunks, and the Parquet writer's pages follow the chunks): a
-        block of ``PYTHON_ROWS`` rows is then written exactly as those rows would be."""
+        null, ``""`` an empty string; JSON columns as JSON text)."""
         if not data:
             return
         self._take_values()
@@ -158,8 +155,6 @@ class ParquetSink:
         table = pa_csv.read_csv(
             io.BytesIO(data), read_options=read, parse_options=parse, convert_options=convert
         ).cast(self.schema)
-        if whole:
-            table = table.combine_chunks()
         self._tables.append(table)
         self._pending += table.num_rows
         self.rows += table.num_rows

@@ -22,7 +22,6 @@ from annotation.sql import quoted, table
 from imports.core import schema_for_kind
 from releases.copy_export import (
     copy_annotation_files,
-    item_file_chunks,
     copy_annotations_csv,
     copy_annotations_jsonl,
 )
@@ -95,11 +94,8 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def release_item_rows(
-    project: Project, *, after: int = 0, until: int | None = None
-) -> Iterator[dict[str, Any]]:
-    """The released items of a project, in creation order, with their result in every stage
-    (those whose id is above ``after`` and, given ``until``, at most ``until``).
+def release_item_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """The released items of a project, in creation order, with their result in every stage.
     Keyset-paginated: two queries per ``ITEM_CHUNK`` items, memory flat in the item count.
 
     Hand-written SQL (tables quoted, parameters named; both databases): through the ORM the
@@ -118,7 +114,7 @@ def release_item_rows(
                {i.version}, {i.payload}
         FROM {table(Item)} i
         WHERE {i.project_id} = %(project)s AND {i.status} IN ({status_list})
-          AND {i.id} > %(after)s AND {i.id} <= %(until)s
+          AND {i.id} > %(after)s
         ORDER BY {i.id}
         LIMIT %(limit)s"""
     # The item stages of the chunk's id range (those of items not released are skipped below),
@@ -131,8 +127,7 @@ def release_item_rows(
         WHERE {s.stage_id} IN ({stage_list}) AND {s.item_id} > %(after)s
           AND {s.item_id} <= %(last)s"""
     position = {stage.pk: number for number, stage in enumerate(stages)}
-    params["until"] = (1 << 63) - 1 if until is None else until
-    last = after
+    last = 0
     while True:
         with connection.cursor() as cursor:
             cursor.execute(items_sql, {**params, "after": last})
@@ -316,34 +311,9 @@ def _written(sinks: list[Any], entries: list[FileEntry]) -> WrittenFiles:
 
 
 def release_item_files(project: Project, stages: list[Stage], out_dir: Path) -> WrittenFiles:
-    """items.jsonl, items.csv and items.parquet of ``project`` from ONE pass over its items,
-    the text files deflated as they are written. On PostgreSQL the lines are spelled by the
-    database (``copy_export.item_file_chunks``), a chunk of items at a time, and Python only
-    hands them on; a chunk holding a value whose spelling only Python gives for certain is
-    written from ``release_item_rows``, as on SQLite. The bytes are the same either way
-    (tests/releases/test_services_rows.py compares them)."""
-    columns = item_csv_columns(project, stages)
-    if connection.vendor != "postgresql":
-        return write_item_files(release_item_rows(project), columns, out_dir)
-    writer = _ItemFiles(columns, out_dir)
-    try:
-        after = 0
-        chunks = item_file_chunks(
-            project, stages, statuses=RELEASED_STATUSES, csv_columns=columns,
-            item_columns=ITEM_COLUMNS, stage_fields=STAGE_FIELDS,
-            adjudicated=Resolution.Status.ADJUDICATED,
-        )  # fmt: skip
-        for rows, last, odd, jsonl, table, parquet in chunks:
-            if odd:
-                for row in release_item_rows(project, after=after, until=last):
-                    writer.write(row)
-            else:
-                writer.write_spelled(rows, jsonl, table, parquet)
-            after = last
-    except BaseException:
-        writer.abandon()
-        raise
-    return writer.close()
+    """items.jsonl, items.csv and items.parquet of ``project`` from ONE pass over
+    ``release_item_rows``, the text files deflated as they are written."""
+    return write_item_files(release_item_rows(project), item_csv_columns(project, stages), out_dir)
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -357,68 +327,44 @@ def _json_text(value: Any) -> str:
         return _dumps(finite_or_none(value))
 
 
-class _ItemFiles:
-    """items.jsonl, items.csv (``columns``) and items.parquet being written: from rows
-    (``write``) or from lines PostgreSQL spelled (``write_spelled``), in any mix."""
-
-    def __init__(self, columns: list[str], out_dir: Path) -> None:
-        self.jsonl = ByteSink(out_dir / "items.jsonl", deflate=True)
-        self.table = CsvSink(out_dir / "items.csv", columns=columns, deflate=True)
-        self.parquet = ParquetSink(out_dir / "items.parquet", ITEM_PARQUET)
-        self.sinks: list[Any] = [self.jsonl, self.table, self.parquet]
-        self.count = 0
-
-    def write(self, row: Mapping[str, Any]) -> None:
-        """One row of ``release_item_rows`` (its keys in order). Each row's payload and
-        stages are encoded as JSON once, for the JSONL line and the Parquet JSON columns
-        alike; the bytes are those of ``JsonlSink`` and ``ParquetSink.write``."""
-        if tuple(row) != _ITEM_KEYS:
-            raise ValueError(f"an item row has the keys {list(row)}, not {list(_ITEM_KEYS)}")
-        payload, stages = row["payload"], row["stages"]
-        payload_text, stages_text = _json_text(payload), _json_text(stages)
-        head = [row[key] for key in ITEM_COLUMNS]
-        scalars = _json_text(dict(zip(ITEM_COLUMNS, head, strict=True)))
-        line = f'{scalars[:-1]},"payload":{payload_text},"stages":{stages_text}}}\n'
-        self.jsonl.write(line.encode("utf-8"))
-        self.table.write(row)
-        self.parquet.write_values(
-            [*head, None if payload is None else payload_text,
-             None if stages is None else stages_text]
-        )  # fmt: skip
-        self.count += 1
-
-    def write_spelled(self, rows: int, jsonl: str, table: str, parquet: str) -> None:
-        """``rows`` items as PostgreSQL spelled their lines (``copy_export.item_file_chunks``)."""
-        self.jsonl.write(jsonl.encode("utf-8"))
-        self.table.sink.write(table.encode("utf-8"))
-        self.table.rows += rows
-        self.parquet.write_csv_block(parquet.encode("utf-8"), whole=True)
-        self.count += rows
-
-    def abandon(self) -> None:
-        self.jsonl.rows = self.count
-        close_all(self.sinks, raise_failure=False)
-
-    def close(self) -> WrittenFiles:
-        self.jsonl.rows = self.count
-        return _written(self.sinks, close_all(self.sinks))
-
-
 def write_item_files(
     rows: Iterable[Mapping[str, Any]], columns: list[str], out_dir: Path
 ) -> WrittenFiles:
     """items.jsonl, items.csv (``columns``) and items.parquet of ``rows`` (those of
     ``release_item_rows``: the keys ``ITEM_COLUMNS``, payload, stages, in that order), in one
-    pass (``_ItemFiles.write``; tests/releases/test_services.py compares the bytes with
-    ``JsonlSink``'s and ``ParquetSink.write``'s)."""
-    writer = _ItemFiles(columns, out_dir)
+    pass. Each row's payload and stages are encoded as JSON once, for the JSONL line and the
+    Parquet JSON columns alike; the bytes are those of ``JsonlSink`` and ``ParquetSink.write``
+    (tests/releases/test_services.py compares them)."""
+    jsonl = ByteSink(out_dir / "items.jsonl", deflate=True)
+    sinks: list[Any] = [
+        jsonl,
+        CsvSink(out_dir / "items.csv", columns=columns, deflate=True),
+        ParquetSink(out_dir / "items.parquet", ITEM_PARQUET),
+    ]
+    table, parquet = sinks[1], sinks[2]
+    count = 0
     try:
         for row in rows:
-            writer.write(row)
+            if tuple(row) != _ITEM_KEYS:
+                raise ValueError(f"an item row has the keys {list(row)}, not {list(_ITEM_KEYS)}")
+            payload, stages = row["payload"], row["stages"]
+            payload_text, stages_text = _json_text(payload), _json_text(stages)
+            head = [row[key] for key in ITEM_COLUMNS]
+            scalars = _json_text(dict(zip(ITEM_COLUMNS, head, strict=True)))
+            line = f'{scalars[:-1]},"payload":{payload_text},"stages":{stages_text}}}\n'
+            jsonl.write(line.encode("utf-8"))
+            table.write(row)
+            parquet.write_values(
+                [*head, None if payload is None else payload_text,
+                 None if stages is None else stages_text]
+            )  # fmt: skip
+            count += 1
     except BaseException:
-        writer.abandon()
+        jsonl.rows = count
+        close_all(sinks, raise_failure=False)
         raise
-    return writer.close()
+    jsonl.rows = count
+    return _written(sinks, close_all(sinks))
 
 
 def release_annotation_files(project: Project, out_dir: Path) -> WrittenFiles:
