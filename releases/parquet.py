@@ -10,10 +10,12 @@ text, marked ``{"encoding": "json"}`` in the field's metadata, so ``json.loads``
 the JSONL value (a missing value is a Parquet null). Timestamps stay the ISO 8601 text of the
 JSONL (``csv_timestamp``). Compression: zstd; the zip stores Parquet files as they are.
 
-Two ways in: ``ParquetSink.write(row)`` for rows built in Python (the items), and
+Three ways in: ``ParquetSink.write(row)`` for rows built in Python (the items), and
 ``ParquetSink.write_csv_block(data)`` for rows PostgreSQL has already spelled as CSV (the
 annotations, ``releases.copy_export``), parsed by Arrow's CSV reader without a Python object
-per row. tests/releases/test_parquet.py reads every demo release's Parquet files back and
+per row; and ``ParquetSink.write_arrow(batch)`` for rows Arrow has read itself (the dataset
+folder's JSON Lines, ``releases.hf_dataset``), cut as rows given one by one are.
+tests/releases/test_parquet.py reads every demo release's Parquet files back and
 compares them with the JSONL rows.
 """
 
