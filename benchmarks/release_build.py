@@ -295,9 +295,14 @@ def main() -> None:
                    min(b["cpu"] + b["pg_cpu"] for b in after))  # fmt: skip
             print(f"\n  best wall {best[0]:.1f} s → {best[1]:.1f} s ({best[0] / best[1]:.1f}×); "
                   f"CPU (build + PostgreSQL) {cpu[0]:.1f} s → {cpu[1]:.1f} s")  # fmt: skip
-            # The data files (not the datasheet, which states when it was built) must not change.
+            # The data files (not the datasheet, which states when it was built, nor the
+            # dataset card) must not change: the release's own and the dataset folder's Parquet.
             ours, theirs = after[-1].get("sha256", {}), before[-1].get("sha256", {})
-            data = sorted(name for name in ours if name.startswith(("items.", "annotations.")))
+            data = sorted(
+                name
+                for name in ours
+                if name.startswith(("items.", "annotations.", "hf_dataset/data/"))
+            )
             same = [name for name in data if theirs.get(name) == ours[name]]
             print(
                 f"  data files byte-identical before/after: {len(same)} of {len(data)}"

@@ -10,10 +10,12 @@ text, marked ``{"encoding": "json"}`` in the field's metadata, so ``json.loads``
 the JSONL value (a missing value is a Parquet null). Timestamps stay the ISO 8601 text of the
 JSONL (``csv_timestamp``). Compression: zstd; the zip stores Parquet files as they are.
 
-Two ways in: ``ParquetSink.write(row)`` for rows built in Python (the items), and
+Three ways in: ``ParquetSink.write(row)`` for rows built in Python (the items), and
 ``ParquetSink.write_csv_block(data)`` for rows PostgreSQL has already spelled as CSV (the
 annotations, ``releases.copy_export``), parsed by Arrow's CSV reader without a Python object
-per row. tests/releases/test_parquet.py reads every demo release's Parquet files back and
+per row; and ``ParquetSink.write_arrow(batch)`` for rows Arrow has read itself (the dataset
+folder's JSON Lines, ``releases.hf_dataset``), cut as rows given one by one are.
+tests/releases/test_parquet.py reads every demo release's Parquet files back and
 compares them with the JSONL rows.
 """
 
@@ -103,6 +105,7 @@ class ParquetSink:
         self._writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
         self._values: list[list[Any]] = [[] for _ in self.columns]
         self._tables: list[pa.Table] = []
+        self._carry: pa.Table | None = None  # rows of write_arrow short of PYTHON_ROWS
         self._pending = 0
         self.rows = 0
         self._convert = [_json_cell if column.json else None for column in self.columns]
@@ -161,6 +164,26 @@ class ParquetSink:
         if self._pending >= self._row_group:
             self._flush()
 
+    def write_arrow(self, batch: pa.Table | pa.RecordBatch) -> None:
+        """Rows Arrow has already read (a table or record batch of ``schema``'s columns):
+        cut into tables of ``PYTHON_ROWS`` rows, one chunk each, as rows given one by one
+        are, so the row groups and pages are those ``write`` would make of the same rows
+        (``releases.hf_dataset`` reads a JSON Lines file this way)."""
+        if self._values and self._values[0]:
+            raise ValueError("write_arrow after rows given one by one would cut other pages")
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        self._carry = table if self._carry is None else pa.concat_tables([self._carry, table])
+        while self._carry.num_rows >= PYTHON_ROWS:
+            self._add_table(self._carry.slice(0, PYTHON_ROWS))
+            self._carry = self._carry.slice(PYTHON_ROWS)
+
+    def _add_table(self, table: pa.Table) -> None:
+        self._tables.append(table.combine_chunks())
+        self._pending += table.num_rows
+        self.rows += table.num_rows
+        if self._pending >= self._row_group:
+            self._flush()
+
     def _take_values(self) -> None:
         """The rows given one by one so far, as a table after the tables before them."""
         if self._values and self._values[0]:
@@ -180,6 +203,10 @@ class ParquetSink:
         self._pending = 0
 
     def close(self) -> FileEntry:
+        if self._carry is not None:
+            carry, self._carry = self._carry, None
+            if carry.num_rows:
+                self._add_table(carry)
         if self._pending:
             self._flush()
         self._writer.close()

@@ -168,3 +168,67 @@ def test_columns_whose_rows_disagree_hold_json_text(tmp_path):
     assert metadata["license"] == "other" and metadata["license_name"] == "unlisted-1.0"
     assert metadata["size_categories"] == ["n<1K"]
     assert size_category(1_000_000) == "1M<n<10M"
+
+
+def _dataset_bytes(folder: Path, layout: DatasetLayout) -> dict[str, str]:
+    dataset = write_dataset_folder(folder, layout)
+    return {
+        entry.name: hashlib.sha256((folder / entry.name).read_bytes()).hexdigest()
+        for entry in dataset.entries
+    }
+
+
+@pytest.mark.parametrize("count", [3, 4095, 4096, 9000, 40_000])
+def test_the_arrow_pass_writes_the_bytes_of_the_python_pass(tmp_path, monkeypatch, count):
+    """One fixed split of a JSON Lines file is read by Arrow's JSON reader in the second pass;
+    its Parquet file is byte for byte the one rows parsed by Python give: nested objects with
+    keys absent here and there, lists, nulls, whole and fractional numbers in one column,
+    text that JSON escapes, row counts around the 4,096-row tables and the row groups."""
+    from releases import hf_dataset
+
+    rows = [
+        {
+            "external_id": f"case-{n:07d}",
+            "text": ["=1+1", 'line\nbreak, "quoted"', "ünï 因果 🧪 \u2028", ""][n % 4],
+            "score": n if n % 3 else n + 0.25,
+            "flag": None if n % 5 == 0 else n % 2 == 0,
+            "payload": {"a": n % 7, "b": None if n % 4 else "x"} | ({"c": [1, 2]} if n % 6 else {}),
+            "stages": {"verify": {"votes": {"keep": 2, "reject": 1}, "agreement": 0.666667}}
+            if n % 9
+            else {},
+            "tags": [f"t{n % 3}"] * (n % 3),
+        }
+        for n in range(count)
+    ]
+    write_jsonl(rows, tmp_path / "items.jsonl")
+    layout = DatasetLayout([DatasetConfig("default", "items.jsonl")])
+    read_by_arrow = []
+    original = hf_dataset._read_by_arrow
+
+    def spy(*args):
+        read_by_arrow.append(original(*args))
+        return read_by_arrow[-1]
+
+    monkeypatch.setattr(hf_dataset, "_read_by_arrow", spy)
+    by_arrow = _dataset_bytes(tmp_path, layout)
+    assert read_by_arrow == [True]
+    monkeypatch.setattr(hf_dataset, "_read_by_arrow", lambda *args: False)
+    assert _dataset_bytes(tmp_path, layout) == by_arrow
+    table = pq.read_table(tmp_path / next(iter(by_arrow)))
+    assert table.num_rows == count
+    assert table.slice(count - 1).to_pylist()[0]["external_id"] == rows[-1]["external_id"]
+
+
+def test_columns_of_json_text_keep_the_python_pass(tmp_path, monkeypatch):
+    from releases import hf_dataset
+
+    write_jsonl([{"id": "x", "answer": "yes"}, {"id": "y", "answer": 3}], tmp_path / "r.jsonl")
+    calls = []
+    original = hf_dataset._read_by_arrow
+    monkeypatch.setattr(
+        hf_dataset, "_read_by_arrow", lambda *args: calls.append(original(*args)) or calls[-1]
+    )
+    dataset = write_dataset_folder(tmp_path, DatasetLayout([DatasetConfig("d", "r.jsonl")]))
+    assert calls == [False]
+    rows = pq.read_table(tmp_path / dataset.entries[0].name).to_pylist()
+    assert [row["answer"] for row in rows] == ['"yes"', "3"]
