@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
-from django.db.models import F, Lookup, Q, QuerySet
+from django.db.models import F, Lookup, Model, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
 from annotation.api import (
@@ -62,6 +62,15 @@ BATCH_SIZE = 1000
 #: annotations' annotator index) and names their items by id when there are at most this many
 #: answers; beyond, it tests each item as the page walks them (``_answered_items``).
 ANSWERS_BY_ID = COUNT_LIMIT
+#: How the person's answers are read: their item stages probed one by one by id (about 5,000
+#: for one of 200 annotators at 1,000,000 annotations). Planned with the default page cost and
+#: without parallel workers, PostgreSQL hashed all 580,000 item stages instead (1.5-2 s); in
+#: parallel, three processes spent a fifth more CPU than one (benchmarks/README.md, "Pages at
+#: scale").
+ANSWERS_SETTINGS = (
+    "SET LOCAL random_page_cost = 1.1",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
+)
 
 Viewer = User | AnonymousUser
 
@@ -171,7 +180,10 @@ def _answered_items(
         Annotation.objects.filter(annotator_id=person_id, item_stage__stage_id__in=stage_ids),
         viewer,
     ).order_by()
-    pairs = list(answered.values_list("item_stage_id", "item_stage__item_id")[: ANSWERS_BY_ID + 1])
+    with _planned_with(Annotation, ANSWERS_SETTINGS):
+        pairs = list(
+            answered.values_list("item_stage_id", "item_stage__item_id")[: ANSWERS_BY_ID + 1]
+        )
     if len(pairs) > ANSWERS_BY_ID:
         return _Answered(item_stages=item_stages.filter(pk__in=answered.values("item_stage_id")))
     if not (query.state or query.decision or query.disagreement):
@@ -346,21 +358,29 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
 
 
 @contextmanager
-def _without_merge_joins(active: bool) -> Iterator[None]:
-    """Statements inside plan without merge joins (PostgreSQL, ``active`` only; one
-    transaction on the connection the items are read from). For a page of a search: the
-    planner walked the search table's primary key in step with the project's items, and the
-    newest rows of that key belonged to another project (100,000 rows passed over, 80-110 ms
-    at 300,000 items: benchmarks/README.md, "Pages at scale"); without merge joins it checks
-    each of the page's candidates by its id (a common word, 0.5 ms) or hashes the few matches
-    of a rare one, as before."""
-    connection = read_connection(Item)
+def _planned_with(
+    model: type[Model], settings: Sequence[str], active: bool = True
+) -> Iterator[None]:
+    """Statements inside (reading ``model``) plan with ``settings`` (``SET LOCAL`` statements;
+    PostgreSQL, ``active`` only; one transaction on the connection ``model`` is read from)."""
+    connection = read_connection(model)
     if not active or connection.vendor != "postgresql":
         yield
         return
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_mergejoin = off")
+        for setting in settings:
+            cursor.execute(setting)
         yield
+
+
+def _without_merge_joins(active: bool) -> AbstractContextManager[None]:
+    """Statements inside plan without merge joins (``_planned_with``, on the items'
+    connection). For a page of a search: the planner walked the search table's primary key in
+    step with the project's items, and the newest rows of that key belonged to another project
+    (100,000 rows passed over, 80-110 ms at 300,000 items: benchmarks/README.md, "Pages at
+    scale"); without merge joins it checks each of the page's candidates by its id (a common
+    word, 0.5 ms) or hashes the few matches of a rare one, as before."""
+    return _planned_with(Item, ["SET LOCAL enable_mergejoin = off"], active)
 
 
 def _first_rows(ordered: QuerySet[Item], size: int, *, searched: bool = False) -> list[Item]:
