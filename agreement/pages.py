@@ -11,7 +11,7 @@ adjudication.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -124,24 +124,20 @@ def annotator_columns(
     return columns
 
 
-def stage_page(
-    project: Project, stage: Stage, *, sort: str, descending: bool | None, every: bool = False
-) -> dict[str, Any]:
-    """The stage dashboard: its figures, progress, history, label distribution and the
-    per-annotator table in the order ``sort``/``descending`` (None: the column's own)."""
+def stage_live(stage: Stage) -> dict[str, Any]:
+    """What the stage page's live part shows (its headline figures, progress, figures 1-2 and
+    label distribution; the ``live`` partial, polled every ``LIVE_REFRESH``), and nothing of
+    the rest: the poll used to build the whole page (the annotator table, the history, the
+    sections), about half its CPU (benchmarks/README.md, "Pages at scale")."""
     snapshots = selectors.latest_snapshots(stage)
     shown = stored.stage_progress_shown(stage)
     progress = shown.progress
     headline = [snapshots[metric] for metric in STAGE_METRICS if metric in snapshots]
     latest = headline[0] if headline else None
-    history = selectors.agreement_history_table(stage)
-    history_metrics = [
-        metric for metric in STAGE_METRICS if any(metric in row["metrics"] for row in history)
-    ]
     refresh = AgreementRefresh.of_stage(stage.pk)
     return {
-        **annotators_part(stage, sort=sort, descending=descending, progress=progress, every=every),
-        "stages": list(project.stages.order_by("position")),
+        "stage": stage,
+        "numeric": not get_kind(stage.kind).agreement.categorical,
         "snapshots": snapshots,
         "headline": headline,
         "latest": latest,
@@ -152,11 +148,36 @@ def stage_page(
         "labels": selectors.label_distribution(stage, snapshots, stored_resolved=shown.resolved),
         # A large stage's counts and figures are stored (agreement.stored): when, or None.
         "counted_at": shown.stored_at,
+        "live_refresh": LIVE_REFRESH,
+        "stale": refresh.stale,
+        "version": _figures_version(refresh, progress),
+    }
+
+
+def _figures_version(refresh: AgreementRefresh, progress: StageProgress) -> str:
+    """The version the figures' URLs carry (a new one when they may have changed)."""
+    return f"{refresh.computed_changes}-{progress.annotations}-{progress.done}"
+
+
+def stage_page(
+    project: Project, stage: Stage, *, sort: str, descending: bool | None, every: bool = False
+) -> dict[str, Any]:
+    """The stage dashboard: its live part (``stage_live``), history and the per-annotator
+    table in the order ``sort``/``descending`` (None: the column's own)."""
+    live = stage_live(stage)
+    history = selectors.agreement_history_table(stage)
+    history_metrics = [
+        metric for metric in STAGE_METRICS if any(metric in row["metrics"] for row in history)
+    ]
+    return {
+        **annotators_part(
+            stage, sort=sort, descending=descending, progress=live["progress"], every=every
+        ),
+        **live,
+        "stages": list(project.stages.order_by("position")),
         "history": history,
         "history_metrics": history_metrics,
-        "live_refresh": LIVE_REFRESH,
         "refresh_interval": int(settings.AGREEMENT_REFRESH_INTERVAL),
-        "stale": refresh.stale,
         # Sections other apps add (agreement.sections): the models against people, say.
         "stage_sections": sections.shown_sections(stage),
     }
@@ -210,23 +231,34 @@ def annotators_part(
         "annotator_columns": annotator_columns(
             sort, descending, numeric=not kind.agreement.categorical, has_gold=has_gold
         ),
-        "version": f"{refresh.computed_changes}-{progress.annotations}-{progress.done}",
+        "version": _figures_version(refresh, progress),
     }
 
 
 # --- Disagreements ------------------------------------------------------------------------------
 
 
+#: The disagreement list gives each rater a column when the page's items have at most this
+#: many raters between them; beyond, each item lists its own votes with their raters' names.
+#: A page of a stage of 200 annotators had 150 rater columns, nearly every cell empty: 470-540
+#: kB of HTML and three quarters of the request's CPU (benchmarks/README.md, "Pages at
+#: scale"). The CSV keeps one column per rater.
+RATER_COLUMNS = 12
+
+
 @dataclass(frozen=True)
 class DisagreementRow:
-    """An item of the disagreement list: its summary and one vote cell per rater (None where
-    the rater did not vote), in the order of the page's rater columns."""
+    """An item of the disagreement list: its summary and its votes, either one cell per
+    rater column (None where the rater did not vote; ``cells``, in the order of the page's
+    rater columns) or, without rater columns, the votes cast as (rater's name, vote) by name
+    (``votes``)."""
 
     item_stage: ItemStage
     summary: str
     cells: list[Any]
     #: The decision in words, naming the policy that made it (``agreement.decisions``).
     decision: str
+    votes: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def disagreement_page(
@@ -235,7 +267,9 @@ def disagreement_page(
     """The disagreement list: the keyset page (``annotation.keyset``) of
     ``selectors.disagreement_items(stage, show=show)`` next to cursor ``after`` / ``before``
     (else the first), each row with every rater's vote, and how many items the list has
-    (stored with its age on a large stage: ``stored.disagreement_count_shown``)."""
+    (stored with its age on a large stage: ``stored.disagreement_count_shown``). The votes
+    are in one column per rater up to ``RATER_COLUMNS`` raters on the page, else listed per
+    item (``rater_columns`` false)."""
     count, counted_at = stored.disagreement_count_shown(stage, show)
     # A sparse filter with few rows (by the count, stored or live) reads its candidates first:
     # walking the stage's index would pass every item stage that does not match.
@@ -245,16 +279,20 @@ def disagreement_page(
     )
     item_stages = list(page.rows)
     votes, raters = selectors.votes_by_item(item_stages, stage)
+    rater_columns = len(raters) <= RATER_COLUMNS
     kind = get_kind(stage.kind)
-    rows = [
-        DisagreementRow(
-            item_stage=item_stage,
-            summary=selectors.item_summary(item_stage.item),
-            cells=[votes.get(item_stage.pk, {}).get(rater) for rater, _ in raters],
-            decision=decision_label(getattr(item_stage, "resolution", None)),
+    rows = []
+    for item_stage in item_stages:
+        cast = votes.get(item_stage.pk, {})
+        rows.append(
+            DisagreementRow(
+                item_stage=item_stage,
+                summary=selectors.item_summary(item_stage.item),
+                cells=[cast.get(rater) for rater, _ in raters] if rater_columns else [],
+                decision=decision_label(getattr(item_stage, "resolution", None)),
+                votes=[] if rater_columns else [(n, cast[r]) for r, n in raters if r in cast],
+            )
         )
-        for item_stage in item_stages
-    ]
     return {
         "stage": stage,
         "page": page,
@@ -262,6 +300,7 @@ def disagreement_page(
         "counted_at": counted_at,
         "rows": rows,
         "raters": raters,
+        "rater_columns": rater_columns,
         "show": show,
         "filters": selectors.DISAGREEMENT_FILTERS,
         "categories": kind.categories(stage.config) or [],

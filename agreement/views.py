@@ -118,11 +118,13 @@ def stage_dashboard(request: PageRequest, slug: str, stage_slug: str) -> HttpRes
             **pages.annotators_part(stage, sort=sort, descending=descending, every=every),
         )
         return render(request, "agreement/stage.html#annotators", context)
+    if request.htmx and part == "live":
+        return render(
+            request, "agreement/stage.html#live", _base_context(access, **pages.stage_live(stage))
+        )
     context = _base_context(
         access, **pages.stage_page(project, stage, sort=sort, descending=descending, every=every)
     )
-    if request.htmx and part == "live":
-        return render(request, "agreement/stage.html#live", context)
     return render(request, "agreement/stage.html", context)
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Lookup, Model, Q, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
 from annotation.api import (
@@ -57,6 +58,19 @@ COUNT_LIMIT = 10_000
 PROBED_COUNT_LIMIT = 1_000
 #: Items read per query by exports and bulk actions over "all matching".
 BATCH_SIZE = 1000
+#: The annotator filter reads that person's visible answers first (one statement, through the
+#: annotations' annotator index) and names their items by id when there are at most this many
+#: answers; beyond, it tests each item as the page walks them (``_answered_items``).
+ANSWERS_BY_ID = COUNT_LIMIT
+#: How the person's answers are read: their item stages probed one by one by id (about 5,000
+#: for one of 200 annotators at 1,000,000 annotations). Planned with the default page cost and
+#: without parallel workers, PostgreSQL hashed all 580,000 item stages instead (1.5-2 s); in
+#: parallel, three processes spent a fifth more CPU than one (benchmarks/README.md, "Pages at
+#: scale").
+ANSWERS_SETTINGS = (
+    "SET LOCAL random_page_cost = 1.1",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
+)
 
 Viewer = User | AnonymousUser
 
@@ -116,8 +130,73 @@ def _item_stage_filters(item_stages: QuerySet[ItemStage], query: ItemQuery) -> Q
     return item_stages
 
 
-def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: bool):
-    """The item stages the stage-level filters select, or None when none is set."""
+class _EqualsAny(Lookup):
+    """``field = ANY(%s)`` with the ids as one array parameter on PostgreSQL, ``field IN (…)``
+    elsewhere. A list of thousands of ids as an ``IN`` list cost 100-150 ms to parse and plan
+    (one parameter each), the array 2 ms (benchmarks/README.md, "Pages at scale")."""
+
+    lookup_name = "equals_any"
+    prepare_rhs = False
+
+    # Any: the stubs type a statement's parameters as str or int; here one is a list.
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        ids = list(self.rhs)
+        if connection.vendor == "postgresql":
+            return f"{lhs} = ANY(%s)", (*lhs_params, ids)
+        if not ids:
+            return "0 = 1", tuple(lhs_params)
+        return f"{lhs} IN ({', '.join(['%s'] * len(ids))})", (*lhs_params, *ids)
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """What the annotator filter selects: the ids of the items (``item_ids``), when the
+    person's visible answers were few enough to be named (``ANSWERS_BY_ID``), else the item
+    stages to test (``item_stages``)."""
+
+    item_ids: list[int] | None = None
+    item_stages: QuerySet[ItemStage] | None = None
+
+
+def _answered_items(
+    stage_ids: list[int], query: ItemQuery, *, viewer: Viewer, item_stages: QuerySet[ItemStage]
+) -> _Answered:
+    """The items on whose item stages (``item_stages``: in ``stage_ids``, meeting ``query``'s
+    other stage-level filters) ``query.annotator`` gave an answer ``viewer`` may see
+    (``annotation.api.annotations_visible``). Their answers are read first, with their item
+    stages and items, in one statement that starts from the person's own rows (the
+    annotations' annotator index): read per item as the page walks the newest items, each
+    item's answers were looked up and their authors' names compared, 165 ms at 300,000 items
+    for 50 rows (benchmarks/README.md, "Pages at scale"). At most ``ANSWERS_BY_ID`` answers
+    are named by id (taken when this is called: a long export sees the answers as they were
+    then); beyond, the item stages are tested by a subquery, which finds a page quickly among
+    so many."""
+    person = get_user_model().objects.filter(username=query.annotator).values_list("pk", flat=True)
+    person_id = person.first()
+    if person_id is None:
+        return _Answered(item_ids=[])
+    answered = annotations_visible(
+        Annotation.objects.filter(annotator_id=person_id, item_stage__stage_id__in=stage_ids),
+        viewer,
+    ).order_by()
+    with _planned_with(Annotation, ANSWERS_SETTINGS):
+        pairs = list(
+            answered.values_list("item_stage_id", "item_stage__item_id")[: ANSWERS_BY_ID + 1]
+        )
+    if len(pairs) > ANSWERS_BY_ID:
+        return _Answered(item_stages=item_stages.filter(pk__in=answered.values("item_stage_id")))
+    if not (query.state or query.decision or query.disagreement):
+        return _Answered(item_ids=sorted({item_id for _, item_id in pairs}))
+    kept = item_stages.filter(_EqualsAny(F("pk"), sorted({pk for pk, _ in pairs})))
+    return _Answered(item_ids=sorted(set(kept.values_list("item_id", flat=True))))
+
+
+def _item_stages(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
+) -> QuerySet[ItemStage] | _Answered | None:
+    """The item stages the stage-level filters select (with an annotator: ``_answered_items``),
+    or None when none is set."""
     if not (query.stage or query.state or query.decision or query.disagreement or query.annotator):
         return None
     stage_ids = _stage_ids(project, query)
@@ -125,13 +204,7 @@ def _item_stages(project: Project, query: ItemQuery, *, viewer: Viewer, named: b
     if query.annotator:
         if not named:
             raise PermissionDenied("Your role in this project does not see who answered what.")
-        answered = annotations_visible(
-            Annotation.objects.filter(
-                item_stage__stage_id__in=stage_ids, annotator__username=query.annotator
-            ),
-            viewer,
-        )
-        item_stages = item_stages.filter(pk__in=answered.values("item_stage_id"))
+        return _answered_items(stage_ids, query, viewer=viewer, item_stages=item_stages)
     return item_stages
 
 
@@ -143,6 +216,19 @@ def items_matching(
     an item stage (in ``stage`` when given) meeting every stage-level filter at once: its
     state, its final decision, its votes not unanimous, an answer by ``annotator``. Viewers who
     do not see names (``named`` false: reviewers) do not see silent gold items either."""
+    return _matching(project, query, viewer=viewer, named=named)[0]
+
+
+def _item_level_filters(query: ItemQuery) -> bool:
+    """Whether ``query`` tests the items themselves (not only their item stages)."""
+    return any((query.q, query.status, query.batch, query.tag))
+
+
+def _matching(
+    project: Project, query: ItemQuery, *, viewer: Viewer, named: bool
+) -> tuple[QuerySet[Item], int | None]:
+    """``items_matching``'s items, and how many they are when that is known without counting
+    (an annotator's items named by id, no filter on the items themselves), else None."""
     items = Item.objects.filter(project=project)
     if not named:  # silent gold items (annotation/gold.py) only for the roles that see gold
         items = items.exclude(purpose=Item.Purpose.GOLD)
@@ -161,9 +247,17 @@ def items_matching(
             )
         )
     item_stages = _item_stages(project, query, viewer=viewer, named=named)
+    if isinstance(item_stages, _Answered):
+        if item_stages.item_ids is None:
+            assert item_stages.item_stages is not None
+            return items.filter(pk__in=item_stages.item_stages.values("item_id")), None
+        items = items.filter(_EqualsAny(F("pk"), item_stages.item_ids))
+        # Every answered item is the project's (its stage is) and named sees gold.
+        known = None if _item_level_filters(query) else len(item_stages.item_ids)
+        return items, known
     if item_stages is not None:
         items = items.filter(pk__in=item_stages.values("item_id"))
-    return items
+    return items, None
 
 
 def _count_limit(query: ItemQuery) -> int:
@@ -202,17 +296,33 @@ def items_count(
     unfiltered view (an index count), at most ``_count_limit`` (True beyond) of a filtered one.
     A view filtered by stage, state, decision and votes not unanimous alone is counted from
     the item stages (``_stage_level_count``), for the roles that see every item (gold
-    included)."""
+    included); one by an annotator, from the answers read first (``_answered_items``)."""
+    return _count(project, query, viewer=viewer, named=named, matching=None)
+
+
+def _count(
+    project: Project,
+    query: ItemQuery,
+    *,
+    viewer: Viewer,
+    named: bool,
+    matching: tuple[QuerySet[Item], int | None] | None,
+) -> tuple[int, bool]:
+    """``items_count``, with ``_matching``'s result when the caller has it already."""
     limit = _count_limit(query)
     stage_level_only = (
         query.stage or query.state or query.decision or query.disagreement
     ) and not any((query.q, query.status, query.batch, query.tag, query.annotator))
     if named and stage_level_only:
         return _stage_level_count(project, query, limit)
-    matching = items_matching(project, query, viewer=viewer, named=named).order_by()
+    items, known = matching or _matching(project, query, viewer=viewer, named=named)
+    if known is not None:
+        # Named by id: at most ANSWERS_BY_ID, so exact up to COUNT_LIMIT.
+        return min(known, COUNT_LIMIT), known > COUNT_LIMIT
+    items = items.order_by()
     if not query.filtered:
-        return matching.count(), False
-    found = matching[: limit + 1].count()
+        return items.count(), False
+    found = items[: limit + 1].count()
     return min(found, limit), found > limit
 
 
@@ -248,21 +358,29 @@ def _ordered_after(items: QuerySet[Item], sort: str, after: tuple[Any, int] | No
 
 
 @contextmanager
-def _without_merge_joins(active: bool) -> Iterator[None]:
-    """Statements inside plan without merge joins (PostgreSQL, ``active`` only; one
-    transaction on the connection the items are read from). For a page of a search: the
-    planner walked the search table's primary key in step with the project's items, and the
-    newest rows of that key belonged to another project (100,000 rows passed over, 80-110 ms
-    at 300,000 items: benchmarks/README.md, "Pages at scale"); without merge joins it checks
-    each of the page's candidates by its id (a common word, 0.5 ms) or hashes the few matches
-    of a rare one, as before."""
-    connection = read_connection(Item)
+def _planned_with(
+    model: type[Model], settings: Sequence[str], active: bool = True
+) -> Iterator[None]:
+    """Statements inside (reading ``model``) plan with ``settings`` (``SET LOCAL`` statements;
+    PostgreSQL, ``active`` only; one transaction on the connection ``model`` is read from)."""
+    connection = read_connection(model)
     if not active or connection.vendor != "postgresql":
         yield
         return
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_mergejoin = off")
+        for setting in settings:
+            cursor.execute(setting)
         yield
+
+
+def _without_merge_joins(active: bool) -> AbstractContextManager[None]:
+    """Statements inside plan without merge joins (``_planned_with``, on the items'
+    connection). For a page of a search: the planner walked the search table's primary key in
+    step with the project's items, and the newest rows of that key belonged to another project
+    (100,000 rows passed over, 80-110 ms at 300,000 items: benchmarks/README.md, "Pages at
+    scale"); without merge joins it checks each of the page's candidates by its id (a common
+    word, 0.5 ms) or hashes the few matches of a rare one, as before."""
+    return _planned_with(Item, ["SET LOCAL enable_mergejoin = off"], active)
 
 
 def _first_rows(ordered: QuerySet[Item], size: int, *, searched: bool = False) -> list[Item]:
@@ -290,9 +408,11 @@ def items_page(
     """One page of the matching items from ``query.after``, with the cursor of the next page
     (None on the last). One query (``size`` + 1 rows tell whether there is a next page;
     ``_first_rows``), and one for the page's import batches."""
-    items = _ordered_after(
-        items_matching(project, query, viewer=viewer, named=named), query.sort, query.after
-    )
+    return _page(items_matching(project, query, viewer=viewer, named=named), query, size)
+
+
+def _page(matching: QuerySet[Item], query: ItemQuery, size: int) -> tuple[list[Item], str | None]:
+    items = _ordered_after(matching, query.sort, query.after)
     found = _first_rows(items, size + 1, searched=bool(query.q))
     if len(found) <= size:
         return found, None
@@ -320,12 +440,14 @@ def items_shown(
 ) -> ItemsShown:
     """The page ``query`` asks for (``items_page``) and how many items match. A first page
     that holds every match is its own count: no counting query runs (a search by id, a filter
-    matching a few items), where the count would repeat the page's whole search."""
-    found, next_cursor = items_page(project, query, viewer=viewer, named=named, size=size)
+    matching a few items), where the count would repeat the page's whole search. The filters'
+    reads (an annotator's answers) are done once for both."""
+    selected = _matching(project, query, viewer=viewer, named=named)
+    found, next_cursor = _page(selected[0], query, size)
     if query.after is None and next_cursor is None:
         matching, more = len(found), False
     else:
-        matching, more = items_count(project, query, viewer=viewer, named=named)
+        matching, more = _count(project, query, viewer=viewer, named=named, matching=selected)
     waiting, waiting_more = search_waiting(project, query)
     return ItemsShown(found, next_cursor, matching, more, waiting, waiting_more)
 

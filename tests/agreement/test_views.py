@@ -10,10 +10,12 @@ import re
 from dataclasses import dataclass
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agreement import selectors
+from agreement import pages, selectors
 from agreement.models import AgreementSnapshot
 from annotation import services
 from annotation.access import access_stage_for_annotator
@@ -226,6 +228,25 @@ def test_htmx_gets_only_the_requested_part(study):
     )
 
 
+def test_the_live_part_is_the_pages_own_and_reads_nothing_of_the_rest(study):
+    # Polled every 30 s: the same HTML as the page's live part, without reading the
+    # annotator table, the history or the sections that the page shows below it.
+    url = reverse("agreement:stage", args=[study.project.slug, study.stage.slug])
+    client = client_for(study.researcher)
+    with CaptureQueriesContext(connection) as for_page:
+        page = client.get(url).content.decode()
+    with CaptureQueriesContext(connection) as for_live:
+        live = client.get(url + "?part=live", HTTP_HX_REQUEST="true").content.decode()
+    start = page.index('<div id="live"')
+    assert page[start : start + len(live.strip())] == live.strip()
+    # The annotator table's snapshot and the history (which leaves that snapshot out) name
+    # its metric; the live part reads the latest figures only.
+    annotator_metric = f"'{selectors.ANNOTATOR_METRIC}'"
+    assert annotator_metric in " ".join(statement["sql"] for statement in for_page)
+    assert annotator_metric not in " ".join(statement["sql"] for statement in for_live)
+    assert len(for_live) < len(for_page)
+
+
 def annotator_order(html: str, names: list[str]) -> list[str]:
     return sorted(names, key=lambda name: html.index(f">{name}<"))
 
@@ -420,6 +441,30 @@ def test_the_disagreement_view_puts_each_items_votes_side_by_side(study):
         {"show": "ties"},
     )
     assert ties.context["count"] == 2 and ties.context["counted_at"] is None
+
+
+def test_with_more_raters_than_columns_each_item_lists_its_own_votes(study, monkeypatch):
+    # Beyond RATER_COLUMNS raters on a page, no column per rater (a page of a large stage had
+    # 150, nearly every cell empty): each row names its raters beside their votes.
+    monkeypatch.setattr(pages, "RATER_COLUMNS", 2)
+    url = reverse("agreement:disagreements", args=[study.project.slug, study.stage.slug])
+    response = client_for(study.researcher).get(url, {"show": "all"})
+    text = response.content.decode()
+    assert response.context["rater_columns"] is False
+    assert 'class="rater-col"' not in text and ">Votes</th>" in text
+    assert "3 annotators voted on these items" in text
+    for row in response.context["rows"]:
+        votes = Annotation.objects.filter(item_stage=row.item_stage)
+        cast = sorted((vote.annotator.username, vote.payload["value"]) for vote in votes)
+        assert sorted((name, cell["value"]) for name, cell in row.votes) == cast
+        assert row.cells == []
+        for name, _ in cast:
+            assert f'<span class="rater" title="{name}">{name}</span>' in text
+    monkeypatch.setattr(pages, "RATER_COLUMNS", 3)
+    response = client_for(study.researcher).get(url, {"show": "all"})
+    assert response.context["rater_columns"] is True and "Votes</th>" not in (
+        response.content.decode()
+    )
 
 
 # --- Adjudication -------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Wide tables at laptop and phone widths (Playwright + Debian's Chromium against live_server):
-the disagreements table keeps its Outcome column in view at 1366 and 1280 px, the ratings
+the disagreements table keeps its Outcome column in view at 1366 and 1280 px and, with more
+raters than it gives columns, lists each item's votes by name without widening the page at
+1366 and 390 px, the ratings
 dashboard's tables scroll inside their own labelled region at 390 px without widening the page,
 and the item screen's keyboard panel is not shown on touch screens (a button still shows the
 shortcuts). Screenshots go to $RUNGWISE_SCREENSHOTS when it is set."""
@@ -89,6 +91,41 @@ def test_the_disagreements_table_keeps_its_outcome_column_in_view(
     first_outcome = page.locator("td.outcome-cell").first.bounding_box()
     assert first_outcome["x"] + first_outcome["width"] <= width
     screenshot(page, f"disagreements-{width}")
+    page.context.close()
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_with_many_raters_each_item_lists_its_votes_by_name_and_the_page_fits(
+    browser, live_server, settings, width
+):
+    from agreement.pages import RATER_COLUMNS
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    project = make_project(slug="crowded-study")
+    stage = make_label_stage(project, overlap=3, choices=LABELS)
+    make_items(project, 8)
+    people = [
+        make_member(project, username=f"annotator-{rank:02d}-with-a-long-name")
+        for rank in range(RATER_COLUMNS + 3)
+    ]
+    # Three votes per item from a changing trio, two of them agreeing.
+    annotate_stage(stage, people, lambda person, item: LABELS[people.index(person) % 2])
+    make_member(project, Role.RESEARCHER, username="rita")
+    page = new_page(browser, width)
+    sign_in(page, live_server.url, "rita")
+    page.goto(
+        live_server.url
+        + reverse("agreement:disagreements", args=[project.slug, stage.slug])
+        + "?show=all"
+    )
+    assert page.get_by_role("columnheader", name="Votes").is_visible()
+    assert page.locator("th.rater-col").count() == 0
+    rows = page.locator("table.disagreements-table tbody tr")
+    assert rows.count() == 8
+    for index in range(rows.count()):
+        assert rows.nth(index).locator(".vote-list li").count() == 3
+    assert page.evaluate(PAGE_OVERFLOW) <= 0
+    screenshot(page, f"disagreements-listed-{width}")
     page.context.close()
 
 

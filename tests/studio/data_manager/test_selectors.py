@@ -8,8 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation import services
+from annotation.access import access_stage_for_annotator
 from annotation.errors import ApplicationError, PermissionDenied
-from annotation.models import Item, Role
+from annotation.models import Annotation, Item, Role
 from studio.data_manager import selectors
 from studio.data_manager.forms import SORTS, ItemQuery, item_query
 from studio.data_manager.services import items_tag
@@ -250,3 +251,104 @@ def test_a_first_page_holding_every_match_is_its_own_count():
     after = item_query({"status": "active", "after": shown.next_cursor})
     shown, _ = shown_and_counts(after, size=5)
     assert (len(shown.items), shown.matching, shown.next_cursor) == (2, 7, None)
+
+
+def _answered_by(person, viewer, *, stage="", state="", decision="", disagreement=False):
+    """The external ids an annotator filter should select, worked out row by row in Python:
+    items with an item stage (in ``stage``, in ``state``, decided ``decision``, votes not
+    unanimous) holding an answer of ``person`` that ``viewer`` may see (final, or their own)."""
+    found = set()
+    for annotation in Annotation.objects.filter(annotator=person, is_current=True).select_related(
+        "item_stage__stage", "item_stage__item", "item_stage__resolution"
+    ):
+        item_stage = annotation.item_stage
+        final = item_stage.state not in ("open", "resolving") or (
+            annotation.round < item_stage.round
+        )
+        resolution = getattr(item_stage, "resolution", None)
+        decided = resolution is not None and item_stage.state not in ("open", "resolving")
+        if not (final or viewer == person):
+            continue
+        if stage and item_stage.stage.slug != stage or state and item_stage.state != state:
+            continue
+        if decision and not (decided and resolution.value == decision):
+            continue
+        if disagreement and not (decided and resolution.status != "unanimous"):
+            continue
+        found.add(item_stage.item.external_id)
+    return found
+
+
+@pytest.mark.parametrize("by_id", [True, False])
+def test_the_annotator_filter_selects_the_items_of_the_answers_the_viewer_may_see(
+    django_capture_on_commit_callbacks, monkeypatch, by_id
+):
+    # Named by id (the person's answers read first) or, beyond ANSWERS_BY_ID, tested item by
+    # item: the same items, with every other stage-level filter on the same item stage.
+    if not by_id:
+        monkeypatch.setattr(selectors, "ANSWERS_BY_ID", 1)
+    project, verify, label, people = pipeline(overlap=2, items=6, annotators=3)
+    items = list(Item.objects.filter(project=project).order_by("pk"))
+
+    def verdict(person, item):
+        return (
+            "reject"
+            if item.pk == items[0].pk or (item, person) == (items[1], people[0])
+            else "keep"
+        )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, verdict)
+    with django_capture_on_commit_callbacks(execute=True):
+        # One label answer each for the first two people given one: open votes, seen by
+        # their author only.
+        given = 0
+        for person in people:
+            stage = access_stage_for_annotator(user=person, stage_id=label.pk)
+            assignment = services.assignment_next(annotator=person, stage=stage)
+            if assignment is not None and given < 2:
+                services.annotation_submit(
+                    assignment_id=assignment.pk, annotator=person, payload={"value": "causal"}
+                )
+                given += 1
+    assert given == 2
+    filters = [
+        {},
+        {"stage": "verify"},
+        {"stage": "label"},
+        {"state": "resolved"},
+        {"stage": "verify", "decision": "keep"},
+        {"decision": "reject"},
+        {"disagreement": True},
+        {"stage": "label", "state": "open"},
+    ]
+    for person in people:
+        for viewer in (people[0], None):
+            for each in filters:
+                expected = _answered_by(person, viewer, **each)
+                found = _matching(project, viewer=viewer, annotator=person.username, **each)
+                assert found == expected, (person.username, viewer, each)
+    # With a filter on the items themselves: the rejected item, for one who rejected it.
+    voter = Annotation.objects.filter(item_stage__item=items[0]).first().annotator
+    assert _matching(project, annotator=voter.username, status="discarded") == {
+        items[0].external_id
+    }
+    assert _matching(project, annotator="nobody", stage="verify") == set()
+
+
+def test_an_annotators_items_are_counted_from_their_answers_without_a_count(
+    django_capture_on_commit_callbacks,
+):
+    project, verify, _, people = pipeline(overlap=1, items=7, annotators=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_stage(verify, people, lambda person, item: "keep")
+    query = ItemQuery(annotator=people[0].username)
+    with CaptureQueriesContext(connection) as statements:
+        shown = selectors.items_shown(project, query, viewer=None, named=True, size=3)
+    assert (len(shown.items), shown.matching, shown.more) == (3, 7, False)
+    assert not [q for q in statements if "COUNT(" in q["sql"].upper()]
+    assert selectors.items_count(project, query, viewer=None, named=True) == (7, False)
+    # A filter on the items themselves is counted (up to the probed limit).
+    assert selectors.items_count(
+        project, ItemQuery(annotator=people[0].username, q="item-0000"), viewer=None, named=True
+    ) == (7, False)
