@@ -238,7 +238,10 @@ def submit(
         if call is not None:
             _parent.send({"send": {**asdict(call), "delay": delay}})
             return
-        _run_one(_Job(0.0, 0, job))  # not a task by name: nothing to hand back, so here
+        try:
+            job()  # not a task by name: nothing to hand back, so here, at once
+        except Exception:
+            logger.exception("an in-process background task failed")
         return
     due = time.monotonic() + max(0.0, delay)
     with _state:
@@ -369,7 +372,13 @@ class _GiveWay:
         self.paused = 0.0
 
     def __call__(self, execute: Any, sql: Any, params: Any, many: bool, context: Any) -> Any:
-        if not context["connection"].in_atomic_block:
+        in_transaction = context["connection"].in_atomic_block
+        if _parent is not None:
+            # In the worker process: the CPU's leftovers only, except while it may hold the
+            # write lock (a transaction, from its BEGIN on), which a request may be waiting for.
+            beginning = isinstance(sql, str) and sql.lstrip()[:5].upper() == "BEGIN"
+            _priority.holding_locks(in_transaction or beginning)
+        if not in_transaction:
             self.wait_for_requests()
         return execute(sql, params, many, context)
 
@@ -408,7 +417,10 @@ def _run_one(job: _Job) -> None:
     from django.db import connections
 
     if job.call is not None and _parent is None and _runner() == PROCESS and _on_worker():
-        _run_in_worker_process(job.call)
+        try:
+            _run_in_worker_process(job.call)
+        except Exception:  # starting it, or talking to it: this task is lost, the next goes on
+            logger.exception("an in-process background task failed: %s", job.call.name)
         return
     on_worker = _on_worker() or _parent is not None
     try:
@@ -434,6 +446,31 @@ def _on_worker() -> bool:
 
 
 # --- The worker process -------------------------------------------------------------------------
+
+
+class _Priority:
+    """The worker process's CPU scheduling: ``SCHED_IDLE`` (Linux: a core only when nothing
+    else wants it, below any nice value, so the web process's request and the machine's other
+    work go first) while its job computes, and the ordinary policy at its nice value while it
+    may hold SQLite's write lock (else a request waiting for that lock would wait for the idle
+    worker to get a core). Elsewhere only the nice value (``WORKER_NICENESS``)."""
+
+    def __init__(self) -> None:
+        self.idle: bool | None = None
+
+    def holding_locks(self, holding: bool) -> None:
+        idle = not holding
+        if idle == self.idle or not hasattr(os, "sched_setscheduler"):
+            return
+        policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
+        try:
+            os.sched_setscheduler(0, policy, os.sched_param(0))  # this thread: the job's
+        except OSError:
+            return
+        self.idle = idle
+
+
+_priority = _Priority()
 
 
 class _Channel:
@@ -511,7 +548,10 @@ class _WorkerProcess:
     def run(self, call: TaskCall) -> bool:
         """Run ``call`` there and wait for it; the tasks it sends are submitted here meanwhile.
         False when the process ended first (it is then of no further use)."""
-        self.channel.send({"run": asdict(call)})
+        try:
+            self.channel.send({"run": asdict(call)})
+        except OSError:  # it ended since the last job
+            return False
         while True:
             try:
                 message = self.channel.receive()
@@ -554,6 +594,13 @@ def _run_in_worker_process(call: TaskCall) -> None:
     """Hand ``call`` to the worker process (started now if none runs) and wait for it."""
     global _process
     if _process is None or _process.process.poll() is not None:
+        if _process is not None:
+            logger.warning(
+                "the in-process worker process had ended (exit code %s) between tasks: a new "
+                "one starts",
+                _process.process.returncode,
+            )
+            _process.stop()
         _process = _WorkerProcess()
     if not _process.run(call):
         _process.stop(timeout=5)  # ended, or ending: its exit code
@@ -595,6 +642,7 @@ def worker_process_main() -> None:
             continue
         call = TaskCall(**message["run"])
         error = None
+        _priority.holding_locks(False)
         try:
             _run_one(_Job(0.0, 0, call.run, call=call))
         except Exception:
