@@ -78,6 +78,7 @@ import json
 import logging
 import mmap
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -624,6 +625,9 @@ def worker_process_main() -> None:
     _shared = mmap.mmap(shared_fd, 8, access=mmap.ACCESS_READ)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    # Ctrl+C in a terminal reaches the whole process group: the web process stops, and this
+    # one with it (below), without a KeyboardInterrupt of its own in the middle of a job.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The parent may die without closing the socket cleanly in time (killed mid-job): exit then.
     threading.Thread(
         target=_exit_with_parent, args=(parent_pid,), name="rungwise-parent-watch", daemon=True
