@@ -139,14 +139,12 @@ class TaskCall:
             return None
 
     def run(self) -> None:
-        """Run the task here, now (Celery's eager apply; its exception propagates)."""
-        from celery import Task
-
+        """Run the task here, now, as Celery's eager mode does (its exception propagates)."""
         from rungwise.debounce import task_named
 
-        # Celery's own apply_async, not the app's: this is the run the queue scheduled, not a
-        # new send (the app's task class would hand it to the queue again).
-        Task.apply_async(task_named(self.name), self.args, self.kwargs, **self.options)
+        # apply, not apply_async: this is the run the queue scheduled, not a new send (the app's
+        # task class would hand it to the queue again).
+        task_named(self.name).apply(self.args, self.kwargs, throw=True, **self.options)
 
 
 @dataclass(order=True)
@@ -634,6 +632,12 @@ def worker_process_main() -> None:
     ).start()
     django.setup()
     from django.db import connections
+
+    from rungwise.celery import app
+
+    # Tasks that a job sends go back to the parent (should_defer, submit), which decides how
+    # they run; here they are never published to a broker.
+    app.conf.task_always_eager = True
 
     channel = _Channel(socket.socket(fileno=socket_fd))
     MODE = BACKGROUND
