@@ -1,6 +1,6 @@
 """The Celery application. Broker and behaviour come from Django settings (CELERY_* names);
-without a broker, tasks sent by a request run after it in this process, at their countdown
-(OffTheRequestTask)."""
+without a broker, tasks sent by a request run after it, in the in-process worker, at their
+countdown (OffTheRequestTask)."""
 
 import functools
 import os
@@ -20,8 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rungwise.settings")
 class OffTheRequestTask(Task):
     """Every task of the app. With a broker it is Celery's own. Without one (tasks eager, the
     embedded default) a task sent while a request is served runs after it, in this process's
-    background thread (rungwise/inprocess.py), never inside the request that sent it, and no
-    sooner than its countdown or ETA."""
+    background worker (a process of its own, or a thread: rungwise/inprocess.py), never inside
+    the request that sent it, and no sooner than its countdown or ETA."""
 
     def apply_async(
         self,
@@ -34,10 +34,19 @@ class OffTheRequestTask(Task):
         if self.app.conf.task_always_eager and inprocess.should_defer():
             task_id = task_id or uuid()
             run = functools.partial(super().apply_async, args, kwargs, task_id, *further, **options)
+            # The call by name, for the worker process (None if it is not JSON: then `run`, in
+            # the worker thread).
+            call = None if further else inprocess.TaskCall.of(self.name, args, kwargs, options)
             # As a worker would: not before its countdown / ETA, and one run for the same call
-            # sent again while it waits (the apps' debounce relies on both).
-            key = (self.name, repr(args), repr(sorted((kwargs or {}).items())))
-            inprocess.submit(run, delay=_delay(options), key=key)
+            # sent again while it waits (the apps' debounce relies on both). Arguments as JSON
+            # has them when it can, so that a call sent back by the worker process (tuples
+            # arrive as lists) meets the same call sent here.
+            key = (
+                (self.name, repr(call.args), repr(sorted(call.kwargs.items())))
+                if call is not None
+                else (self.name, repr(args), repr(sorted((kwargs or {}).items())))
+            )
+            inprocess.submit(run, delay=_delay(options), key=key, call=call)
             return self.AsyncResult(task_id)
         return super().apply_async(args, kwargs, task_id, *further, **options)
 

@@ -453,10 +453,19 @@ if CACHE_URL:
 # --- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 # With no broker the embedded default runs tasks in-process: one sent while a request is served
-# (or by such a task) runs after the response, on one background thread per process, no sooner
+# (or by such a task) runs after the response, on one background worker per process, no sooner
 # than its countdown; one sent elsewhere (commands, seed_demo) at the moment it is enqueued —
 # for on-commit enqueues, right after the transaction commits (rungwise/inprocess.py).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# Where those tasks run (rungwise/inprocess.py): "process", one worker process that the web
+# process starts, on the same database, so that a task's Python (plotting, statistics) does not
+# hold the web process's GIL while a submit is served (benchmarks/README.md, "Embedded
+# default"); "thread", a thread of the web process.
+INPROCESS_WORKER = os.environ.get("RUNGWISE_INPROCESS_WORKER", "process").strip() or "process"
+if INPROCESS_WORKER not in {"process", "thread"}:
+    raise ImproperlyConfigured(
+        f"RUNGWISE_INPROCESS_WORKER is {INPROCESS_WORKER!r}: say 'process' or 'thread'."
+    )
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"
 CELERY_RESULT_BACKEND = None

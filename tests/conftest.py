@@ -51,17 +51,20 @@ def _fast_test_settings(settings):
 @pytest.fixture(autouse=True)
 def _celery_eager_by_default(request):
     """Tasks run in-process unless a test asks for the real worker; at once, inside the caller,
-    unless the test asks for the background thread of the embedded default
-    (``background_tasks``, rungwise/inprocess.py)."""
+    unless the test asks for the background worker of the embedded default
+    (``background_tasks``, on its thread runner: rungwise/inprocess.py)."""
     from rungwise import inprocess
     from rungwise.celery import app
 
     eager = "celery_worker" not in request.fixturenames
-    previous = app.conf.task_always_eager, inprocess.MODE
+    previous = app.conf.task_always_eager, inprocess.MODE, inprocess.RUNNER
     app.conf.task_always_eager = eager
     inprocess.MODE = inprocess.INLINE
+    # The background path on the worker thread: a test's database lives inside the test's
+    # transaction, which a worker process cannot see (tests/test_inprocess.py runs that one).
+    inprocess.RUNNER = inprocess.THREAD
     yield
-    app.conf.task_always_eager, inprocess.MODE = previous
+    app.conf.task_always_eager, inprocess.MODE, inprocess.RUNNER = previous
 
 
 @pytest.fixture

@@ -3,12 +3,20 @@ task sent while a request is served waits for the background thread; one sent el
 once; a failing task is logged and the thread goes on. Each test holds the thread with a job
 that waits for an event, so what "not yet" means does not depend on timing. The queue acts as
 a worker would: countdowns and ETAs honoured, the same call sent again while it waits run once,
-requests first, a bound beyond which tasks run in the caller."""
+requests first, a bound beyond which tasks run in the caller. The worker process (the default
+of `make run`) is tested at the end: tasks by name run there, what they send comes back, a
+failure or its death is logged, and it ends with the process that started it."""
 
 from __future__ import annotations
 
+import os
+import struct
+import subprocess
+import sys
 import threading
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.core.signals import request_finished, request_started
@@ -17,6 +25,7 @@ from django.urls import reverse
 from annotation.models import Assignment, ItemStage, Role
 from ratings import services as ratings_services
 from ratings.models import RatingsSetup
+from rungwise import inprocess
 from rungwise.celery import app
 from tests.factories import make_member
 from tests.ratings.conftest import make_ratings_project, pairs_csv
@@ -380,3 +389,229 @@ def test_a_background_job_runs_its_statements_through_the_give_way_wrapper(backg
     background_tasks.submit(job)
     assert background_tasks.drain(timeout=30)
     assert seen and seen[0] >= 1
+
+
+# --- The worker process (rungwise/inprocess.py, "Where a job runs") ------------------------------
+#
+# Its tasks write lines to a file (pid, word): the worker process is another process, so what it
+# did is read from the file, not from RAN.
+
+
+@app.task(name="tests.test_inprocess.note")
+def note(path: str, word: str) -> None:
+    with open(path, "a") as out:
+        out.write(f"{os.getpid()} {word}\n")
+
+
+@app.task(name="tests.test_inprocess.note_then_later")
+def note_then_later(path: str, word: str) -> None:
+    note(path, word)
+    note.apply_async((path, f"{word}, then later"), countdown=3600)
+
+
+@app.task(name="tests.test_inprocess.die")
+def die() -> None:
+    os._exit(3)
+
+
+@app.task(name="tests.test_inprocess.note_requests")
+def note_requests(path: str) -> None:
+    from django.db import connection
+
+    in_flight, hurrying = struct.unpack_from("II", inprocess._shared, 0)
+    with open(path, "a") as out:
+        out.write(f"{in_flight} {hurrying} {len(connection.execute_wrappers)}\n")
+
+
+@pytest.fixture
+def worker_process(background_tasks):
+    """Jobs sent by name run in the worker process, as under `make run`; stopped afterwards."""
+    background_tasks.RUNNER = background_tasks.PROCESS
+    yield background_tasks
+    assert background_tasks.drain(timeout=60)
+    if background_tasks._process is not None:
+        background_tasks._process.stop()
+        background_tasks._process = None
+
+
+def noted(path) -> list[tuple[int, str]]:
+    if not path.exists():
+        return []
+    return [
+        (int(pid), word)
+        for pid, _, word in (line.partition(" ") for line in path.read_text().splitlines())
+    ]
+
+
+def test_a_task_sent_during_a_request_runs_in_the_worker_process(worker_process, tmp_path):
+    path = tmp_path / "ran.txt"
+    serving_a_request()
+    try:
+        note.delay(str(path), "first")
+        note.delay(str(path), "second")
+    finally:
+        done_serving()
+    assert worker_process.drain(timeout=60)
+    ran = noted(path)
+    assert [word for _, word in ran] == ["first", "second"]
+    (pid, _), (again, _) = ran
+    assert pid == again != os.getpid()  # one long-lived process, not this one
+    assert worker_process._process.process.pid == pid
+
+
+def test_a_task_the_worker_process_sends_comes_back_with_its_countdown(worker_process, tmp_path):
+    path = tmp_path / "ran.txt"
+    serving_a_request()
+    try:
+        note_then_later.delay(str(path), "first")
+    finally:
+        done_serving()
+    reached = threading.Event()
+    worker_process.submit(reached.set)  # due now: runs after "first", before the countdown
+    assert reached.wait(60)
+    assert [word for _, word in noted(path)] == ["first"]
+    assert worker_process.waiting() == 1  # the follow-up counts down in this process's queue
+    serving_a_request()
+    try:
+        # The same call sent here while it waits: one run (its key is the same here and there).
+        note.apply_async((str(path), "first, then later"), countdown=3600)
+    finally:
+        done_serving()
+    assert worker_process.waiting() == 1
+    assert worker_process.drain(timeout=60)
+    assert [word for _, word in noted(path)] == ["first", "first, then later"]
+
+
+def test_a_failure_in_the_worker_process_is_logged_here_and_the_next_task_runs(
+    worker_process, tmp_path, caplog
+):
+    path = tmp_path / "ran.txt"
+    serving_a_request()
+    try:
+        explode.delay()
+        note.delay(str(path), "after the failure")
+    finally:
+        done_serving()
+    assert worker_process.drain(timeout=60)
+    assert "an in-process background task failed: tests.test_inprocess.explode" in caplog.text
+    assert "this task fails on purpose" in caplog.text  # the traceback, from the other process
+    assert [word for _, word in noted(path)] == ["after the failure"]
+
+
+def test_a_worker_process_that_dies_is_logged_and_replaced(worker_process, tmp_path, caplog):
+    path = tmp_path / "ran.txt"
+    serving_a_request()
+    try:
+        note.delay(str(path), "before")
+        die.delay()
+        note.delay(str(path), "after")
+    finally:
+        done_serving()
+    assert worker_process.drain(timeout=60)
+    assert "ended (exit code 3) while it ran tests.test_inprocess.die" in caplog.text
+    (first, before), (second, after) = noted(path)
+    assert (before, after) == ("before", "after")
+    assert first != second  # a new worker process for the next task
+
+
+def test_the_worker_process_sees_the_requests_in_flight_and_gives_way(
+    worker_process, tmp_path, monkeypatch
+):
+    """The counts it pauses its statements for are this process's (shared memory), and its
+    connections run their statements through the give-way wrapper."""
+    monkeypatch.setattr(worker_process, "YIELD_LIMIT", 0)  # the job starts during the request
+    monkeypatch.setattr(worker_process, "_in_flight", 0)  # see the give-way test above
+    path = tmp_path / "requests.txt"
+    serving_a_request()
+    try:
+        note_requests.delay(str(path))
+        for _ in range(3000):
+            if path.exists() and path.read_text().endswith("\n"):
+                break
+            time.sleep(0.02)
+        in_flight, hurrying, wrappers = (int(value) for value in path.read_text().split())
+    finally:
+        done_serving()
+    assert (in_flight, hurrying) == (1, 0)
+    assert wrappers >= 1
+
+
+def test_the_worker_process_exits_when_its_socket_closes(worker_process, tmp_path):
+    path = tmp_path / "ran.txt"
+    serving_a_request()
+    try:
+        note.delay(str(path), "started")
+    finally:
+        done_serving()
+    assert worker_process.drain(timeout=60)
+    started = worker_process._process
+    started.channel.close()
+    assert started.process.wait(timeout=30) == 0
+    worker_process._process = None
+
+
+def test_the_worker_process_exits_when_its_parent_is_killed(tmp_path):
+    """The parent killed (no atexit, no socket closed in order): the worker process notices
+    and exits within seconds instead of running on as an orphan."""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import django, sys; django.setup()\n"
+            "from rungwise import inprocess\n"
+            "process = inprocess._WorkerProcess()\n"
+            "print(process.process.pid, flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SQLITE_PATH": str(tmp_path / "unused.sqlite3")},
+    )
+    try:
+        pid = int(parent.stdout.readline())
+        assert _alive(pid)
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+    for _ in range(1500):
+        if not _alive(pid):
+            break
+        time.sleep(0.02)
+    assert not _alive(pid), "the worker process outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its new parent to reap it does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ratings_submit_is_resolved_by_the_worker_process(client, worker_process):
+    """On the project's own database: the worker process opens the database this process uses
+    (a test run's test database included), so it needs one another process can open."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("needs a database another process can open (make test: PostgreSQL)")
+    project = make_ratings_project(overlap=1)
+    pairs = [("k1", "The storm hit.", "The power went out.", "causal", "", "")]
+    ratings_services.pairs_import(project=project, content=pairs_csv(pairs), filename="pairs.csv")
+    stage_id = RatingsSetup.objects.get(project=project).rating_stage_id
+    rater = make_member(project, Role.ANNOTATOR, username="quick")
+    client.force_login(rater)
+    client.post(reverse("annotation:stage", args=[stage_id]), HTTP_HX_REQUEST="true")
+    lease = Assignment.objects.get(annotator=rater, status=Assignment.Status.ACTIVE)
+
+    response = client.post(
+        reverse("annotation:submit", args=[lease.pk]), {"value": "7"}, HTTP_HX_REQUEST="true"
+    )
+
+    assert response.status_code == 200
+    assert worker_process.drain(timeout=120)
+    assert worker_process._process is not None  # the resolution ran there
+    assert ItemStage.objects.get(pk=lease.item_stage_id).state == ItemStage.State.RESOLVED
