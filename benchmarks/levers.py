@@ -4,7 +4,7 @@ PostgreSQL, in alternating chunks with the lever off and on, and prints the CPU 
 this process and in its PostgreSQL backend for each side, chunk by chunk.
 
     .venv/bin/python benchmarks/levers.py
-        [--levers prepare,health,lease,submit,publish,lean,batch,fold] [--chunks 10] [--pairs 400]
+        [--levers prepare,health,lease,submit,publish,lean,batch,fold,chain] [--chunks 10] [--pairs 400]
 
 Why chunks in one process: on a shared VM the CPU a request costs drifts by 15-30 % between
 runs minutes apart (benchmarks/README.md), more than most levers move it; alternating the two
@@ -26,7 +26,9 @@ The levers (off = as before the change, on = as now):
 - ``batch``: one resolve message per completed item stage vs one per batch
   (annotation/services/resolution_publish.py; its flusher thread's CPU is this process's);
 - ``fold``: on the lean path, the token read in a statement of its own vs with the stage
-  (next) and the assignment (submit): 6 vs 4 statements per pair (api/views/annotate_lean.py).
+  (next) and the assignment (submit): 6 vs 4 statements per pair (api/views/annotate_lean.py);
+- ``chain``: next and submit through every middleware in settings.MIDDLEWARE vs the short
+  chain without settings.LEAN_MIDDLEWARE_SKIPPED (rungwise/handlers.py).
 
 Not a test and not a throughput figure (benchmarks/annotator_loop.py is). Run without
 DATABASE_URL it re-runs itself under scripts/with-services.sh with durable PostgreSQL settings.
@@ -45,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch", "fold")
+LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch", "fold", "chain")
 
 
 def toggles():
@@ -58,6 +60,7 @@ def toggles():
     from annotation.tasks import resolve_item_stage, resolve_item_stages
     from api.views import annotate_lean
     from rungwise.db.postgresql.base import DatabaseWrapper as OurWrapper
+    from rungwise.handlers import LeanChain
 
     wrapper = type(connections["default"])
     lease_at_once = next_item._assignment_next
@@ -102,8 +105,11 @@ def toggles():
         for view, read in folded.items():
             view.lean_read = read if on else annotate_lean._LeanPath.lean_read
 
+    def chain(on: bool) -> None:
+        LeanChain.lean = on
+
     return {"prepare": prepare, "health": health, "lease": lease, "submit": submit,
-            "publish": publish, "lean": lean, "batch": batch, "fold": fold}  # fmt: skip
+            "publish": publish, "lean": lean, "batch": batch, "fold": fold, "chain": chain}  # fmt: skip
 
 
 def main() -> None:
