@@ -94,8 +94,10 @@ class LeanChain(base.BaseHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async)
         skipped = set(settings.LEAN_MIDDLEWARE_SKIPPED)
-        self._short = None if is_async else _ChainHandler(
-            [path for path in settings.MIDDLEWARE if path not in skipped]
+        self._short = (
+            None
+            if is_async
+            else _ChainHandler([path for path in settings.MIDDLEWARE if path not in skipped])
         )
 
     def get_response(self, request):
