@@ -24,7 +24,9 @@ both chains).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, MiddlewareNotUsed
@@ -41,10 +43,11 @@ class _ChainHandler(base.BaseHandler):
     process_exception hooks registered in the same order."""
 
     def __init__(self, middleware: list[str]) -> None:
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
-        handler = convert_exception_to_response(self._get_response)
+        self._view_middleware: list[Callable[..., Any]] = []
+        self._template_response_middleware: list[Callable[..., Any]] = []
+        self._exception_middleware: list[Callable[..., Any]] = []
+        # BaseHandler._get_response (resolve, view middleware, the view): not in django-stubs
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
         for path in reversed(middleware):
             factory = import_string(path)
             if not getattr(factory, "sync_capable", True):
