@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 M = TypeVar("M", bound=Model)
@@ -95,16 +95,20 @@ def _attnames(model: type[Model]) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields)
 
 
-def load(model: type[M], row: Sequence[Any], start: int = 0) -> M:
+def load(model: type[M], row: Sequence[Any], start: int = 0, db: Any = None) -> M:
     """A `model` instance from `row[start:start + width(model)]` (columns as `columns()`),
-    converted as the ORM converts them."""
-    values = list(row[start : start + width(model)])
-    for position, column, chain in _converters(model, connection.vendor):
+    converted as the ORM converts them. `db`: the default connection itself, when the caller
+    has it (unpack; each lookup through ``django.db.connection`` costs a thread-local read)."""
+    if db is None:
+        db = connections[DEFAULT_DB_ALIAS]
+    attnames = _attnames(model)
+    values = list(row[start : start + len(attnames)])
+    for position, column, chain in _converters(model, db.vendor):
         value = values[position]
         for converter in chain:
-            value = converter(value, column, connection)
+            value = converter(value, column, db)
         values[position] = value
-    return model.from_db(connection.alias, _attnames(model), values)
+    return model.from_db(db.alias, attnames, values)
 
 
 def unpack(
@@ -113,10 +117,11 @@ def unpack(
     """The instances of ``models`` from a row that selected ``columns(model, alias)`` for each
     in that order, and the columns after them by the names in ``extras`` (which must match
     the statement's extra columns in number and order)."""
+    db = connections[DEFAULT_DB_ALIAS]
     instances, start = [], 0
     for model in models:
-        instances.append(load(model, row, start))
-        start += width(model)
+        instances.append(load(model, row, start, db))
+        start += len(_attnames(model))
     return instances, dict(zip(extras, row[start:], strict=True))
 
 

@@ -48,8 +48,10 @@ def token_select(vendor: str) -> tuple[str, str, str]:
     )
 
 
+@cache
 def token_width() -> int:
-    """How many columns token_select's select list gives."""
+    """How many columns token_select's select list gives (the user model is fixed for the
+    process's life, as Django requires)."""
     return sql.width(Token) + sql.width(get_user_model())
 
 

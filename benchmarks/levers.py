@@ -4,7 +4,7 @@ PostgreSQL, in alternating chunks with the lever off and on, and prints the CPU 
 this process and in its PostgreSQL backend for each side, chunk by chunk.
 
     .venv/bin/python benchmarks/levers.py
-        [--levers prepare,health,lease,submit,publish,lean,batch,fold] [--chunks 10] [--pairs 400]
+        [--levers prepare,health,lease,submit,publish,lean,batch,fold,chain,objects] [--chunks 10] [--pairs 400]
 
 Why chunks in one process: on a shared VM the CPU a request costs drifts by 15-30 % between
 runs minutes apart (benchmarks/README.md), more than most levers move it; alternating the two
@@ -26,7 +26,15 @@ The levers (off = as before the change, on = as now):
 - ``batch``: one resolve message per completed item stage vs one per batch
   (annotation/services/resolution_publish.py; its flusher thread's CPU is this process's);
 - ``fold``: on the lean path, the token read in a statement of its own vs with the stage
-  (next) and the assignment (submit): 6 vs 4 statements per pair (api/views/annotate_lean.py).
+  (next) and the assignment (submit): 6 vs 4 statements per pair (api/views/annotate_lean.py);
+- ``chain``: next and submit through every middleware in settings.MIDDLEWARE vs the short
+  chain without settings.LEAN_MIDDLEWARE_SKIPPED (rungwise/handlers.py);
+- ``objects``: per-request work done once: the lean path's Allow / Vary headers worked out
+  for every response vs once per view class (api/views/annotate_lean.py ``_lean_headers``),
+  the token's column count through ``get_user_model()`` every time vs cached
+  (api.auth.token_width), and the hot path's rows turned into instances with two
+  ``django.db.connection`` lookups per instance vs one per row (annotation.sql.load / unpack;
+  the "off" side is the code as it was, kept here).
 
 Not a test and not a throughput figure (benchmarks/annotator_loop.py is). Run without
 DATABASE_URL it re-runs itself under scripts/with-services.sh with durable PostgreSQL settings.
@@ -45,7 +53,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch", "fold")
+LEVERS = ("prepare", "health", "lease", "submit", "publish", "lean", "batch", "fold", "chain",
+          "objects")  # fmt: skip
 
 
 def toggles():
@@ -53,11 +62,14 @@ def toggles():
     from django.db import connection, connections
     from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 
+    from annotation import sql
     from annotation.services import next_item, resolution_publish
     from annotation.services import submit as submitting
     from annotation.tasks import resolve_item_stage, resolve_item_stages
+    from api import auth
     from api.views import annotate_lean
     from rungwise.db.postgresql.base import DatabaseWrapper as OurWrapper
+    from rungwise.handlers import LeanChain
 
     wrapper = type(connections["default"])
     lease_at_once = next_item._assignment_next
@@ -102,8 +114,40 @@ def toggles():
         for view, read in folded.items():
             view.lean_read = read if on else annotate_lean._LeanPath.lean_read
 
+    def chain(on: bool) -> None:
+        LeanChain.lean = on
+
+    load, unpack, width = sql.load, sql.unpack, auth.token_width
+    headers = annotate_lean._LeanPath._lean_headers
+
+    def load_before(model, row, start=0):
+        values = list(row[start : start + sql.width(model)])
+        for position, column, converters in sql._converters(model, connection.vendor):
+            value = values[position]
+            for converter in converters:
+                value = converter(value, column, connection)
+            values[position] = value
+        return model.from_db(connection.alias, sql._attnames(model), values)
+
+    def unpack_before(row, models, extras=()):
+        instances, start = [], 0
+        for model in models:
+            instances.append(sql.load(model, row, start))
+            start += sql.width(model)
+        return instances, dict(zip(extras, row[start:], strict=True))
+
+    def headers_before(view):
+        type(view).__dict__.get("_lean_headers_found") and delattr(type(view), "_lean_headers_found")  # fmt: skip
+        return headers(view)
+
+    def objects(on: bool) -> None:
+        sql.load, sql.unpack = (load, unpack) if on else (load_before, unpack_before)
+        auth.token_width = annotate_lean.token_width = width if on else width.__wrapped__
+        annotate_lean._LeanPath._lean_headers = headers if on else headers_before
+
     return {"prepare": prepare, "health": health, "lease": lease, "submit": submit,
-            "publish": publish, "lean": lean, "batch": batch, "fold": fold}  # fmt: skip
+            "publish": publish, "lean": lean, "batch": batch, "fold": fold, "chain": chain,
+            "objects": objects}  # fmt: skip
 
 
 def main() -> None:

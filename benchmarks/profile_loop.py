@@ -84,7 +84,7 @@ def loop(handler, stage_id: int, tokens: list[str], pairs: int) -> int:
 def in_process_loop(name: str, annotators: int, items: int):
     """What benchmarks/profile_loop.py and benchmarks/levers.py start from: this script re-run
     under scripts/with-services.sh (durable PostgreSQL) when DATABASE_URL is unset; Django set
-    up as deployed (the submit throttle off); a fresh database ``name`` with ``items`` items
+    up as deployed (the submit throttle off; rungwise.wsgi's handler); a fresh database ``name`` with ``items`` items
     imported for ``annotators`` annotators on an overlap-3 stage; the WSGI handler warmed up;
     one database connection kept for the whole run. Returns (handler, stage, tokens, the
     PostgreSQL backend's pid)."""
@@ -102,9 +102,10 @@ def in_process_loop(name: str, annotators: int, items: int):
 
     django.setup()
     from annotator_loop import fresh_database, setup_project
-    from django.core.handlers.wsgi import WSGIHandler
     from django.core.management import call_command
     from django.db import connection
+
+    from rungwise.handlers import WSGIHandler  # the handler rungwise/wsgi.py serves
 
     call_command("migrate", verbosity=0)
     fresh_database(name)

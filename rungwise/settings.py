@@ -123,6 +123,24 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# The annotator loop's plain token requests — POST to these paths with `Authorization: Token`
+# and no Cookie header at all — pass through MIDDLEWARE without the entries below
+# (rungwise/handlers.py; benchmarks/levers.py, lever `chain`). Each has nothing to do there:
+LEAN_REQUEST_PATH = r"/api/(stages/[0-9]+/next|assignments/[0-9]+/submit)/"
+LEAN_MIDDLEWARE_SKIPPED = [
+    # static files only, under STATIC_URL; these are API paths
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # no cookie to check or renew; the API's views are csrf_exempt (DRF checks CSRF itself, for
+    # session-authenticated requests only, and without a cookie there is no session)
+    "django.middleware.csrf.CsrfViewMiddleware",
+    # the API stores no messages (the middleware reads and writes only the messages' cookie)
+    "django.contrib.messages.middleware.MessageMiddleware",
+    # request.htmx is read by pages only
+    "django_htmx.middleware.HtmxMiddleware",
+    # it answers a password sign-in locked out by django-axes; these requests sign in by token
+    "axes.middleware.AxesMiddleware",
+]
+
 # --- Sign-in: lockout after repeated failures (django-axes) ------------------------------------
 AUTHENTICATION_BACKENDS = [
     "rungwise.auth.LockoutBackend",

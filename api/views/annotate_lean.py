@@ -56,6 +56,9 @@ from api.views import annotate
 from api.views.annotate import next_item, submitted
 from imports.core.readers import ImportFileError, read_json_document
 
+#: DRF's JSON renderer (it keeps no state between renders).
+_RENDERER = JSONRenderer()
+
 #: Accept headers the lean path answers (DRF's negotiation picks its JSON renderer for these).
 _JSON_ACCEPTED = {"", "*/*", "application/json"}
 
@@ -152,18 +155,31 @@ class _LeanPath:
             del response["Content-Type"]
         else:
             response = HttpResponse(
-                JSONRenderer().render(data), status=code, content_type="application/json"
+                _RENDERER.render(data), status=code, content_type="application/json"
             )
-        headers = dict(self.default_response_headers)  # type: ignore[attr-defined]
-        vary = headers.pop("Vary", None)
-        if vary is not None:
-            patch_vary_headers(response, [part.strip() for part in vary.split(",")])
-        # DRF's session authentication looks at the session (absent here), so the session
-        # middleware adds Cookie to Vary: the answer would differ with a session cookie.
-        patch_vary_headers(response, ["Cookie"])
-        for name, value in headers.items():
+        for name, value in self._lean_headers():
             response[name] = value
         return response
+
+    def _lean_headers(self) -> tuple[tuple[str, str], ...]:
+        """The headers finalize_response adds (DRF's default_response_headers: Allow, and Vary
+        when the view has several renderers) with Cookie added to Vary, as _render sets them:
+        the same for every response of the class, so worked out once (by DRF's and Django's
+        own functions, on a blank response) and kept on the class."""
+        cls = type(self)
+        found = cls.__dict__.get("_lean_headers_found")
+        if found is None:
+            blank = HttpResponse()
+            headers = dict(self.default_response_headers)  # type: ignore[attr-defined]
+            vary = headers.pop("Vary", None)
+            if vary is not None:
+                patch_vary_headers(blank, [part.strip() for part in vary.split(",")])
+            # DRF's session authentication looks at the session (absent here), so the session
+            # middleware adds Cookie to Vary: the answer would differ with a session cookie.
+            patch_vary_headers(blank, ["Cookie"])
+            found = (("Vary", blank["Vary"]), *headers.items())
+            cls._lean_headers_found = found  # type: ignore[attr-defined]
+        return found
 
 
 class NextItemView(_LeanPath, annotate.NextItemView):
