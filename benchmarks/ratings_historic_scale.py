@@ -13,7 +13,11 @@ process's peak RSS, and the load average beside each figure (the machine may be 
 then the import's slowest statements, its commit among them.
 ``--profile`` prints the import's top functions by cumulative time. Each project is deleted
 afterwards. ``--paths`` chooses the per-row path (the files of any form) and the bulk path
-(``ratings.historic_bulk``, PostgreSQL), both by default, one after the other.
+(``ratings.historic_bulk``, PostgreSQL), both by default, one after the other, in the order
+given (a path may be named twice: ``--paths bulk-row-checks bulk bulk bulk-row-checks``).
+``bulk-row-checks`` is the bulk path with PostgreSQL's per-row foreign-key checks, what it does
+for a database user who may not set ``session_replication_role``
+(``annotation.services.common.foreign_keys_checked_once``).
 """
 
 from __future__ import annotations
@@ -43,9 +47,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from annotation.models import Annotation, Item, Project  # noqa: E402
+from annotation.services import common  # noqa: E402
 from ratings import historic, services  # noqa: E402
 
 RATERS = 10
+may_skip_row_checks = common.may_skip_row_checks
 CLOCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -110,7 +116,11 @@ def build(n_ratings: int) -> tuple[Project, bytes]:
 
 
 def run(n_ratings: int, profile: bool, path: str) -> None:
-    historic._bulk_path = lambda: path == "bulk" and connection.vendor == "postgresql"  # type: ignore[method-assign]
+    bulk = path.startswith("bulk") and connection.vendor == "postgresql"
+    historic._bulk_path = lambda: bulk  # type: ignore[method-assign]
+    common.may_skip_row_checks = (  # type: ignore[method-assign]
+        (lambda: False) if path == "bulk-row-checks" else may_skip_row_checks
+    )
     project, content = build(n_ratings)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
@@ -168,9 +178,11 @@ def main() -> None:
     parser.add_argument("--ratings", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
-        "--paths", nargs="+", choices=["per-row", "bulk"], default=["per-row", "bulk"],
-        help="the per-row path (ratings.importing, the engine's per-row historic import) and "
-        "the bulk path (ratings.historic_bulk), one after the other at each size",
+        "--paths", nargs="+", choices=["per-row", "bulk", "bulk-row-checks"],
+        default=["per-row", "bulk"],
+        help="the per-row path (ratings.importing, the engine's per-row historic import), the "
+        "bulk path (ratings.historic_bulk) and the bulk path with per-row foreign-key checks, "
+        "one after the other at each size, in the order given",
     )  # fmt: skip
     options = parser.parse_args()
     call_command("migrate", verbosity=0)

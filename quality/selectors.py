@@ -27,10 +27,21 @@ def _key(vote: Any) -> Hashable:
     return vote  # a JSON scalar
 
 
+#: The purposes whose answers count: every one but practice, named positively. A prepared
+#: statement's generic plan (its sixth run on, rungwise/settings.py ``prepare_threshold``)
+#: estimates ``purpose <> $n`` as 1 - 1/(the number of distinct purposes): no row at all on a
+#: project whose items are all regular, and then joins from every item; ``purpose IN (…)`` is
+#: estimated as most of them (benchmarks/README.md, "Historic ratings import at a million
+#: ratings", branch ``hr10``).
+_ANSWER_PURPOSES = tuple(purpose for purpose in Item.Purpose if purpose != Item.Purpose.PRACTICE)
+
+
 def _answers(stage: Stage, annotator_id: int | None = None) -> Any:
     """The stage's current answers by people (practice items left out), in submission order."""
-    rows = Annotation.objects.filter(item_stage__stage=stage, annotator__isnull=False).exclude(
-        item_stage__item__purpose=Item.Purpose.PRACTICE
+    rows = Annotation.objects.filter(
+        item_stage__stage=stage,
+        annotator__isnull=False,
+        item_stage__item__purpose__in=_ANSWER_PURPOSES,
     )
     if annotator_id is not None:
         rows = rows.filter(annotator_id=annotator_id)

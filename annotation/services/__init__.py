@@ -3,7 +3,8 @@ re-exported here, so callers write ``from annotation import services`` and
 ``services.annotation_submit(...)``. Each public service owns its transaction
 (CONTRIBUTING.md, "Services own the transaction").
 
-- ``common``: side effects after commit (enqueue_on_commit), planner statistics;
+- ``common``: side effects after commit (enqueue_on_commit), planner statistics, a bulk
+  write's foreign keys checked once (foreign_keys_checked_once);
 - ``setup``: projects, memberships and people, stages (settings checked together), items and
   revisions, the slot-counter repair;
 - the annotator's work, one module per step: ``next_item`` (the candidate search and the
@@ -13,7 +14,12 @@ re-exported here, so callers write ``from annotation import services`` and
 - ``outcomes``: resolution, phases, routes, adjudication.
 """
 
-from annotation.services.common import enqueue_on_commit, planner_statistics_refresh
+from annotation.services.common import (
+    enqueue_on_commit,
+    foreign_keys_checked_once,
+    may_skip_row_checks,
+    planner_statistics_refresh,
+)
 from annotation.services.leases import assignments_delete, leases_reclaim_expired
 from annotation.services.next_item import assignment_next
 from annotation.services.outcomes import (
@@ -53,6 +59,7 @@ __all__ = [
     "assignment_next",
     "assignment_skip",
     "enqueue_on_commit",
+    "foreign_keys_checked_once",
     "item_revise",
     "item_stage_adjudicate",
     "item_stage_counters_repair",
@@ -65,6 +72,7 @@ __all__ = [
     "membership_add",
     "membership_remove",
     "membership_set_paused",
+    "may_skip_row_checks",
     "planner_statistics_refresh",
     "project_create",
     "stage_create",

@@ -1,8 +1,11 @@
-"""Side effects after commit and planner statistics: what every service module shares."""
+"""Side effects after commit, planner statistics and bulk writes' foreign-key checks: what
+every service module shares."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection, transaction
@@ -63,3 +66,50 @@ def planner_statistics_refresh(*models: Any) -> None:
     tables = ", ".join(connection.ops.quote_name(model._meta.db_table) for model in models)
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {tables}")
+
+
+# --- Foreign keys checked once for a bulk write -----------------------------------------------
+
+
+def may_skip_row_checks() -> bool:
+    """Whether this session may set ``session_replication_role`` (a superuser, or on
+    PostgreSQL 15 and later a role granted ``SET`` on it) and has not set it already."""
+    privilege = (
+        "has_parameter_privilege('session_replication_role', 'SET')"
+        if connection.pg_version >= 150000  # type: ignore[attr-defined]  # PostgreSQL's wrapper
+        else "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT current_setting('session_replication_role') = 'origin' AND {privilege}"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@contextmanager
+def foreign_keys_checked_once(check: Callable[[Any], None]) -> Iterator[None]:
+    """Run the block's statements without PostgreSQL's per-row foreign-key checks (queued per
+    row and run at COMMIT), after ``check(cursor)`` has checked once what they would check for
+    every row. PostgreSQL only, inside the caller's transaction.
+
+    Precondition (the caller's promise, kept by ``check``): every foreign key the block writes
+    is NULL, a row this transaction wrote itself (no other session can see it, so none can
+    remove it), or a row locked ``FOR KEY SHARE`` or more strongly (as PostgreSQL's own check
+    would lock it) before a reference to it is written, by ``check`` or by the block itself,
+    so that nobody removes it before this transaction ends; ``check`` raises when one is
+    missing. The block runs with ``session_replication_role
+    = replica`` (set LOCAL: an error inside the block rolls the setting back with the
+    transaction or its savepoint), which fires no trigger left in its default mode, the
+    foreign-key checks among them; the items' own triggers fire always (migration
+    ``0022_item_search_triggers_always``). When the session may not set the role
+    (:func:`may_skip_row_checks`), ``check`` is not called and the block runs with its per-row
+    checks. Users: imports/services/staged.py, annotation/services/historic_bulk.py."""
+    if not may_skip_row_checks():
+        yield
+        return
+    with connection.cursor() as cursor:
+        check(cursor)
+        cursor.execute("SET LOCAL session_replication_role = replica")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = origin")

@@ -16,6 +16,13 @@ ordinal: the item stages' counters and means come from these sums, plus those of
 imports' annotations where an item stage already existed, never from re-reading the JSON just
 written), and once by the annotations' insert. Sorts and hashes get :data:`WORK_MEM` for the
 transaction (:func:`bulk_work_mem`).
+
+The writes run with their foreign keys checked once (``common.foreign_keys_checked_once``),
+not per row at COMMIT: the stage and the touched items are locked ``FOR KEY SHARE`` first,
+earlier item stages ``FOR UPDATE`` before any annotation references them, and every other key
+written is a row of this transaction or NULL (benchmarks/README.md, "Historic ratings import at
+a million ratings", branch ``hr10``). Where the database user may not set
+``session_replication_role``, PostgreSQL checks each row as before.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from django.db import connection
@@ -30,7 +38,7 @@ from django.utils import timezone
 
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
-from annotation.services.common import planner_statistics_refresh
+from annotation.services.common import foreign_keys_checked_once, planner_statistics_refresh
 from annotation.services.historic import HistoricImportResult, historic_import_check
 
 #: Memory PostgreSQL may use for each sort or hash of a bulk import (this transaction only):
@@ -95,9 +103,7 @@ def historic_values_import(
 def _values_write(
     cursor: Any, stage: Stage, staging: str, field: str, policy: str, info: Mapping[str, Any]
 ) -> HistoricImportResult:
-    q = connection.ops.quote_name
-    item, item_stage = q(Item._meta.db_table), q(ItemStage._meta.db_table)
-    annotation, resolution = q(Annotation._meta.db_table), q(Resolution._meta.db_table)
+    item = connection.ops.quote_name(Item._meta.db_table)
     now = timezone.now()
     # The first read of the staged answers: one row per item, with the item stage's counter
     # (``n``) and sum of values as they will be, once earlier annotations are added.
@@ -123,6 +129,44 @@ def _values_write(
         raise ApplicationError(
             "Some items are not items of this stage's project.", {"items": foreign}
         )
+    # The writes reference the stage, the touched items, item stages this transaction
+    # inserts or locks (below) and NULL otherwise: checked and locked once, not per row.
+    with foreign_keys_checked_once(partial(_references_lock, stage=stage)):
+        return _rows_write(cursor, stage, staging, field, policy, info, total, now)
+
+
+def _references_lock(cursor: Any, *, stage: Stage) -> None:
+    """Lock ``FOR KEY SHARE`` (what PostgreSQL's per-row check of a foreign key takes) the
+    stage and every touched item, which the new item stages reference; raise when one has gone
+    since the checks above (nothing is written then)."""
+    q = connection.ops.quote_name
+    item, stage_table = q(Item._meta.db_table), q(Stage._meta.db_table)
+    cursor.execute(f"SELECT 1 FROM {stage_table} WHERE id = %s FOR KEY SHARE", [stage.pk])
+    if cursor.fetchone() is None:
+        raise ApplicationError("The stage was removed during the import.")
+    cursor.execute(
+        f"SELECT (SELECT count(*) FROM {_TOUCHED}), count(*) FROM (SELECT 1 FROM {item} i"
+        f" WHERE i.id IN (SELECT item_id FROM {_TOUCHED}) FOR KEY SHARE OF i) locked"
+    )
+    touched, locked = cursor.fetchone()
+    if locked != touched:
+        raise ApplicationError("Some items were removed during the import.")
+
+
+def _rows_write(
+    cursor: Any,
+    stage: Stage,
+    staging: str,
+    field: str,
+    policy: str,
+    info: Mapping[str, Any],
+    total: int,
+    now: Any,
+) -> HistoricImportResult:
+    """The item stages, annotations and resolutions of ``_values_write``'s checked answers."""
+    q = connection.ops.quote_name
+    item_stage = q(ItemStage._meta.db_table)
+    annotation, resolution = q(Annotation._meta.db_table), q(Resolution._meta.db_table)
     # Item stages already there (earlier imports), locked as the per-row path does; their
     # earlier current annotations join the counters and sums.
     cursor.execute(

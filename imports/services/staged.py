@@ -26,9 +26,10 @@ Foreign keys are checked once, not per row: the items' INSERT and their opening 
 stage reference one project and one stage (locked ``FOR KEY SHARE`` first, as PostgreSQL's own
 check would lock them for every row) and the items this transaction wrote, so they run with
 ``session_replication_role = replica``, which skips the per-row checks PostgreSQL would run at
-COMMIT (``_foreign_keys_checked_once``; benchmarks/README.md, "Imports at scale"). Where the
-database user may not set that role, the rows are checked one by one as before. A workflow's
-own ``open_items`` always runs with every check.
+COMMIT (``_foreign_keys_checked_once``, over the engine's ``services.foreign_keys_checked_once``;
+benchmarks/README.md, "Imports at scale"). Where the database user may not set that role, the
+rows are checked one by one as before. A workflow's own ``open_items`` always runs with every
+check.
 
 Memory does not grow with the file: no id is held in Python (the two-pass pipeline keeps a
 map of every id to its line). Used by ``imports.services.run`` on PostgreSQL; SQLite keeps
@@ -400,41 +401,18 @@ def _open_created(batch: ImportBatch, *, grouped: bool) -> None:
             )
 
 
-def _may_skip_row_checks() -> bool:
-    """Whether this session may set ``session_replication_role`` (a superuser, or on
-    PostgreSQL 15 and later a role granted ``SET`` on it) and has not set it already."""
-    privilege = (
-        "has_parameter_privilege('session_replication_role', 'SET')"
-        if connection.pg_version >= 150000  # type: ignore[attr-defined]  # PostgreSQL's wrapper
-        else "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT current_setting('session_replication_role') = 'origin' AND {privilege}"
-        )
-        return bool(cursor.fetchone()[0])
-
-
 @contextmanager
 def _foreign_keys_checked_once(*references: tuple[type[Model], int]) -> Iterator[None]:
     """Run the block's statements without PostgreSQL's per-row foreign-key checks, after
-    checking once what they would check for every row.
+    checking once what they would check for every row (the engine's
+    ``services.foreign_keys_checked_once``, its contract and its fallback).
 
     Precondition (the caller's promise): every foreign key the block writes is NULL, one of
     ``references`` (a model and a primary key, the same row for every row written), or a row
-    this transaction wrote itself (no other session can see it, so none can remove it). Each
-    reference is locked ``FOR KEY SHARE`` as the per-row check would lock it, so that nobody
-    removes it before this transaction ends; a missing one refuses the import
-    (``StagedRejected``). The block runs with ``session_replication_role = replica`` (set
-    LOCAL: an error inside the block rolls the setting back with the transaction or its
-    savepoint), which fires no trigger left in its default mode, the foreign-key checks among
-    them; the items' own triggers fire always (migration ``0022_item_search_triggers_always``).
-    When the session may not set the role (``_may_skip_row_checks``), the block runs with its
-    per-row checks, as before."""
-    if not _may_skip_row_checks():
-        yield
-        return
-    with connection.cursor() as cursor:
+    this transaction wrote itself. Each reference is locked ``FOR KEY SHARE`` as the per-row
+    check would lock it; a missing one refuses the import (``StagedRejected``)."""
+
+    def check(cursor: Any) -> None:
         for model, pk in references:
             # Hand-written: the ORM's select_for_update has no FOR KEY SHARE, the weakest lock
             # that keeps the row (the one PostgreSQL's own check takes).
@@ -445,7 +423,6 @@ def _foreign_keys_checked_once(*references: tuple[type[Model], int]) -> Iterator
             )
             if cursor.fetchone() is None:
                 raise StagedRejected(ImportReport(), _REMOVED_MEANWHILE)
-        cursor.execute("SET LOCAL session_replication_role = replica")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL session_replication_role = origin")
+
+    with services.foreign_keys_checked_once(check):
+        yield

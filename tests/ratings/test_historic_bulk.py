@@ -200,3 +200,80 @@ def test_the_plain_text_expressions_accept_exactly_plain_text(postgres):
         if (plain, no_space) != (_plain(text), _plain(text, spaces=False))
     ]
     assert wrong == []
+
+
+def test_the_bulk_writes_check_their_foreign_keys_once_and_store_what_the_per_row_checks_do(
+    monkeypatch, postgres
+):
+    """As a superuser (this suite's) the writes run with session_replication_role = replica
+    after the stage and the items are locked; as a role that may not set it, PostgreSQL checks
+    every row; both store the same rows (annotation/services/common.py,
+    ``foreign_keys_checked_once``)."""
+    from django.db import connection
+
+    from annotation.services import may_skip_row_checks
+
+    monkeypatch.setattr(historic, "_bulk_path", lambda: True)
+    states = []
+    queries: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        queries.append(str(sql))
+        return execute(sql, params, many, context)
+
+    for plain_role in (False, True):
+        project = project_with_pairs()
+        with connection.cursor() as cursor:
+            if plain_role:
+                cursor.execute("CREATE ROLE rungwise_ratings_plain NOSUPERUSER")
+                cursor.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO rungwise_ratings_plain")
+                cursor.execute(
+                    "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO rungwise_ratings_plain"
+                )
+                cursor.execute("SET ROLE rungwise_ratings_plain")
+        try:
+            assert may_skip_row_checks() is not plain_role
+            queries.clear()
+            with connection.execute_wrapper(record):
+                for name, content in [("first.csv", FIRST), ("second.tsv", SECOND)]:
+                    services.historic_ratings_import(
+                        project=project, content=content, filename=name
+                    )
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET ROLE")
+        skipped = [sql for sql in queries if "session_replication_role = replica" in sql]
+        locks = [sql for sql in queries if "FOR KEY SHARE OF i" in sql]
+        assert (len(skipped), len(locks)) == ((0, 0) if plain_role else (2, 2))
+        states.append(stored(project)[:3])
+    assert states[0] == states[1]
+    assert len(states[0][0]) == 9
+
+
+def test_an_item_gone_before_the_writes_refuses_the_import(postgres):
+    """The check before the writes locks every touched item; one that is no longer there
+    (removed by another session after the first checks) refuses the import."""
+    from django.db import connection, transaction
+
+    from annotation.services import historic_bulk as engine_bulk
+
+    project = project_with_pairs()
+    services.historic_ratings_import(project=project, content=FIRST, filename="first.csv")
+    stage = project.stages.get(slug="historic")
+    item = Item.objects.filter(project=project).first()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {engine_bulk._TOUCHED} ON COMMIT DROP AS"
+            " SELECT %s::bigint AS item_id UNION ALL SELECT %s::bigint",
+            [item.pk, item.pk + 10_000_000],
+        )
+        with pytest.raises(ApplicationError, match="Some items were removed"):
+            engine_bulk._references_lock(cursor, stage=stage)
+        cursor.execute(f"DELETE FROM {engine_bulk._TOUCHED} WHERE item_id <> %s", [item.pk])
+        engine_bulk._references_lock(cursor, stage=stage)  # the item there: locked, no error
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND mode = 'RowShareLock'"
+            " AND relation = %s::regclass AND pid = pg_backend_pid()",
+            [Item._meta.db_table],
+        )
+        assert cursor.fetchone()[0] == 1

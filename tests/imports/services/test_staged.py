@@ -326,9 +326,9 @@ def test_a_database_user_who_may_not_skip_the_checks_imports_with_them():
         cursor.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO rungwise_import_plain")
         cursor.execute("SET ROLE rungwise_import_plain")
     try:
-        from imports.services.staged import _may_skip_row_checks
+        from annotation.services import may_skip_row_checks
 
-        assert not _may_skip_row_checks()
+        assert not may_skip_row_checks()
         batch = upload(
             project, "".join(line({"id": f"p{n}", "text": "t"}) for n in range(20)).encode()
         )
