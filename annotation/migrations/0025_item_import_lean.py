@@ -88,7 +88,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0023_item_search_forget_by_key"),
+        ("annotation", "0024_annotation_partial_indexes"),
     ]
 
     operations = [
