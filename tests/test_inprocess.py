@@ -107,8 +107,9 @@ def test_inline_mode_runs_tasks_inside_the_request():
     assert RAN == ["inline"]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_ratings_submit_answers_before_the_item_is_resolved(client, held, background_tasks):
+def completing_ratings_submit(client):
+    """A rater's submit through the item screen that completes a one-pair ratings project's
+    only item (overlap 1): (the lease it answered, the response)."""
     project = make_ratings_project(overlap=1)
     pairs = [("k1", "The storm hit.", "The power went out.", "causal", "", "")]
     ratings_services.pairs_import(project=project, content=pairs_csv(pairs), filename="pairs.csv")
@@ -117,10 +118,15 @@ def test_a_ratings_submit_answers_before_the_item_is_resolved(client, held, back
     client.force_login(rater)
     client.post(reverse("annotation:stage", args=[stage_id]), HTTP_HX_REQUEST="true")
     lease = Assignment.objects.get(annotator=rater, status=Assignment.Status.ACTIVE)
-
     response = client.post(
         reverse("annotation:submit", args=[lease.pk]), {"value": "7"}, HTTP_HX_REQUEST="true"
     )
+    return lease, response
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ratings_submit_answers_before_the_item_is_resolved(client, held, background_tasks):
+    lease, response = completing_ratings_submit(client)
 
     assert response.status_code == 200
     # The answer completed the item (overlap 1), but its resolution waits for the thread.
@@ -598,18 +604,7 @@ def test_a_ratings_submit_is_resolved_by_the_worker_process(client, worker_proce
 
     if connection.vendor == "sqlite" and connection.is_in_memory_db():
         pytest.skip("needs a database another process can open (make test: PostgreSQL)")
-    project = make_ratings_project(overlap=1)
-    pairs = [("k1", "The storm hit.", "The power went out.", "causal", "", "")]
-    ratings_services.pairs_import(project=project, content=pairs_csv(pairs), filename="pairs.csv")
-    stage_id = RatingsSetup.objects.get(project=project).rating_stage_id
-    rater = make_member(project, Role.ANNOTATOR, username="quick")
-    client.force_login(rater)
-    client.post(reverse("annotation:stage", args=[stage_id]), HTTP_HX_REQUEST="true")
-    lease = Assignment.objects.get(annotator=rater, status=Assignment.Status.ACTIVE)
-
-    response = client.post(
-        reverse("annotation:submit", args=[lease.pk]), {"value": "7"}, HTTP_HX_REQUEST="true"
-    )
+    lease, response = completing_ratings_submit(client)
 
     assert response.status_code == 200
     assert worker_process.drain(timeout=120)
