@@ -19,6 +19,7 @@ from annotation.services.common import (
     foreign_keys_checked_once,
     may_skip_row_checks,
     planner_statistics_refresh,
+    row_locked_for_key_share,
 )
 from annotation.services.leases import assignments_delete, leases_reclaim_expired
 from annotation.services.next_item import assignment_next
@@ -73,6 +74,7 @@ __all__ = [
     "membership_remove",
     "membership_set_paused",
     "may_skip_row_checks",
+    "row_locked_for_key_share",
     "planner_statistics_refresh",
     "project_create",
     "stage_create",

@@ -86,6 +86,16 @@ def may_skip_row_checks() -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def row_locked_for_key_share(cursor: Any, model: Any, pk: int) -> bool:
+    """Lock the ``model`` row ``pk`` ``FOR KEY SHARE`` (the lock PostgreSQL's own per-row
+    foreign-key check takes; hand-written: the ORM's select_for_update has no such mode) and
+    say whether it exists. For the ``check`` of :func:`foreign_keys_checked_once`."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    column = connection.ops.quote_name(model._meta.pk.column)
+    cursor.execute(f"SELECT 1 FROM {table} WHERE {column} = %s FOR KEY SHARE", [pk])
+    return cursor.fetchone() is not None
+
+
 @contextmanager
 def foreign_keys_checked_once(check: Callable[[Any], None]) -> Iterator[None]:
     """Run the block's statements without PostgreSQL's per-row foreign-key checks (queued per

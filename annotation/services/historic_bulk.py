@@ -38,7 +38,11 @@ from django.utils import timezone
 
 from annotation.errors import ApplicationError
 from annotation.models import Annotation, Item, ItemStage, Resolution, Stage
-from annotation.services.common import foreign_keys_checked_once, planner_statistics_refresh
+from annotation.services.common import (
+    foreign_keys_checked_once,
+    planner_statistics_refresh,
+    row_locked_for_key_share,
+)
 from annotation.services.historic import HistoricImportResult, historic_import_check
 
 #: Memory PostgreSQL may use for each sort or hash of a bulk import (this transaction only):
@@ -140,9 +144,8 @@ def _references_lock(cursor: Any, *, stage: Stage) -> None:
     stage and every touched item, which the new item stages reference; raise when one has gone
     since the checks above (nothing is written then)."""
     q = connection.ops.quote_name
-    item, stage_table = q(Item._meta.db_table), q(Stage._meta.db_table)
-    cursor.execute(f"SELECT 1 FROM {stage_table} WHERE id = %s FOR KEY SHARE", [stage.pk])
-    if cursor.fetchone() is None:
+    item = q(Item._meta.db_table)
+    if not row_locked_for_key_share(cursor, Stage, stage.pk):
         raise ApplicationError("The stage was removed during the import.")
     cursor.execute(
         f"SELECT (SELECT count(*) FROM {_TOUCHED}), count(*) FROM (SELECT 1 FROM {item} i"

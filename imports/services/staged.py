@@ -49,7 +49,7 @@ from django.db.models import Model
 from django.db.utils import IntegrityError
 from django.utils import timezone
 
-from annotation import services, sql
+from annotation import services
 from annotation.models import Item, ItemStage, Project, Stage
 from annotation.workflows import WORKFLOWS
 from imports.core import ImportReport, RowError, RowSchema
@@ -414,14 +414,7 @@ def _foreign_keys_checked_once(*references: tuple[type[Model], int]) -> Iterator
 
     def check(cursor: Any) -> None:
         for model, pk in references:
-            # Hand-written: the ORM's select_for_update has no FOR KEY SHARE, the weakest lock
-            # that keeps the row (the one PostgreSQL's own check takes).
-            cursor.execute(
-                f"SELECT 1 FROM {sql.table(model)} "
-                f"WHERE {sql.quoted(model).id} = %(pk)s FOR KEY SHARE",
-                {"pk": pk},
-            )
-            if cursor.fetchone() is None:
+            if not services.row_locked_for_key_share(cursor, model, pk):
                 raise StagedRejected(ImportReport(), _REMOVED_MEANWHILE)
 
     with services.foreign_keys_checked_once(check):
